@@ -1,0 +1,183 @@
+// dblock/backend.h — the one interface every storage backend implements.
+//
+// Application code rarely needs this header: it is the seam between the backend-neutral core
+// (lease bookkeeping, renewal, reaping, waiting) and a driver (SQLite, PostgreSQL, ...). It is
+// public so that a custom backend can be plugged into LockManager.
+//
+// Contract for implementers:
+//  * Every method may be called concurrently from several threads (user threads, the renewal
+//    thread, the reaper thread). A backend synchronises its own connections.
+//  * Times that decide ownership (expiry) are computed on the *backend's* clock, inside the
+//    statement that changes the row. The core never sends its own wall-clock time.
+//  * Driver exceptions never escape: they are translated to the dblock::Error tree (errors.h).
+//    A state-changing call whose outcome is unknown throws InDoubtError or ConnectionError.
+//  * Required operations are pure virtual; optional ones default to throwing UnsupportedError and
+//    are announced by capabilities().
+#ifndef DBLOCK_BACKEND_H_
+#define DBLOCK_BACKEND_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "dblock/options.h"
+
+namespace dblock {
+
+// 128 bits from the operating system's CSPRNG, one per acquisition. Proves ownership to the
+// backend; never logged or shown by list/inspect.
+struct OwnerSecret {
+  std::array<std::uint8_t, 16> bytes{};
+
+  // Reads getrandom(2). Throws Error if the OS generator fails.
+  static OwnerSecret generate();
+  std::string hex() const;  // 32 lowercase hex digits
+  friend bool operator==(const OwnerSecret&, const OwnerSecret&) = default;
+};
+
+// What list()/inspect() report about one lock name. Times are on the backend's clock.
+struct LeaseInfo {
+  std::string name;
+  LockMode mode = LockMode::kExclusive;
+  std::string holder;                 // exclusive holder, or readers' holders joined by ','
+  std::int64_t fence = 0;             // exclusive: the holder's fence; shared: the newest reader's
+  std::int64_t acquired_at_us = 0;    // backend clock, microseconds since the Unix epoch
+  std::int64_t expires_at_us = 0;     // backend clock, microseconds since the Unix epoch
+  std::int64_t expires_in_us = 0;     // expires_at_us minus the backend's "now" when listed
+  std::int64_t renewals = 0;
+  int holders = 1;                    // number of readers for shared leases
+};
+
+struct Capabilities {
+  bool shared_leases = false;
+  bool notifications = false;       // backend pushes release events (LISTEN/NOTIFY, pub/sub, ...)
+  bool session_locks = false;       // locks that die with the connection
+  bool transaction_locks = false;   // run_in_transaction_lock
+  bool row_locks = false;           // SELECT ... FOR UPDATE helpers
+  bool optimistic = false;          // compare_and_set on a version column
+  bool guard = false;               // guarded writes inside the application's transaction
+};
+
+// A value bound to a statement parameter or read from a result column.
+using Value = std::variant<std::monostate, std::int64_t, double, std::string>;
+
+// A transaction opened by the backend on the caller's behalf (run_in_transaction_lock). Valid only
+// inside the callback; not thread-safe. Statements are always prepared, `?` marks parameters.
+class Transaction {
+ public:
+  virtual ~Transaction() = default;
+  // Runs one statement; returns the number of rows changed.
+  virtual std::int64_t execute(std::string_view sql, const std::vector<Value>& params = {}) = 0;
+  // Runs one query; returns all rows.
+  virtual std::vector<std::vector<Value>> query(std::string_view sql,
+                                                const std::vector<Value>& params = {}) = 0;
+};
+
+// One optimistic compare-and-set: UPDATE table SET set..., version = version + 1
+//                                   WHERE id_column = id AND version_column = expected_version.
+// Table and column names are validated as identifiers and quoted.
+struct VersionedUpdate {
+  std::string table;
+  std::string id_column = "id";
+  Value id;
+  std::string version_column = "version";
+  std::int64_t expected_version = 0;
+  std::vector<std::pair<std::string, Value>> set;
+};
+
+struct AcquireRequest {
+  std::string_view name;
+  LockMode mode = LockMode::kExclusive;
+  std::chrono::milliseconds ttl{0};
+  const OwnerSecret* secret = nullptr;
+  std::string_view holder;
+  // When true and the lock is busy, the backend records this secret as the next waiter so that
+  // a releasing holder cannot immediately take the lock again (hand-off fairness), and other
+  // newcomers do not barge in front of it. A reservation expires on its own if not refreshed.
+  bool queue = false;
+  std::chrono::milliseconds queue_ttl{1'000};
+};
+
+struct AcquireResult {
+  bool acquired = false;
+  std::int64_t fence = 0;          // valid when acquired
+  std::int64_t expires_at_us = 0;  // backend clock; valid when acquired
+  // When not acquired: how long until the current hold expires on the backend's clock, or -1 when
+  // unknown. Waiters never sleep past it, so an abandoned lease is taken over promptly.
+  std::chrono::milliseconds holder_remaining{-1};
+};
+
+struct RenewResult {
+  bool renewed = false;            // false: the backend no longer has this owner's lease
+  std::int64_t expires_at_us = 0;  // backend clock
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+  virtual Capabilities capabilities() const = 0;
+
+  // Applies pending migrations under the backend's migration lock (create=true), or only checks
+  // that the schema is present and not newer than this library (create=false). Throws SchemaError.
+  virtual void migrate(bool create) = 0;
+  // Highest applied migration number, 0 when none.
+  virtual int schema_version() = 0;
+
+  // One attempt; never blocks on the lock itself (it may block briefly on the database).
+  virtual AcquireResult try_acquire(const AcquireRequest& request) = 0;
+  // Extends the lease to now + ttl (backend clock) if this owner still holds it unexpired.
+  virtual RenewResult renew(std::string_view name, LockMode mode, const OwnerSecret& secret,
+                            std::chrono::milliseconds ttl) = 0;
+  // Compare-and-delete: returns true if this owner's lease was released, false if it was not
+  // held by this owner any more (expired, taken over, force-released). Throws InDoubtError when
+  // the outcome is unknown.
+  virtual bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) = 0;
+  // Drops a waiter reservation made with AcquireRequest::queue (the waiter gave up).
+  virtual void abandon_queue(std::string_view name, const OwnerSecret& secret) = 0;
+
+  // Live leases (all, or the one name). Expired rows that the reaper has not yet removed are not shown.
+  virtual std::vector<LeaseInfo> list(std::optional<std::string_view> name) = 0;
+  // Admin eviction: frees the name whoever holds it and bumps its fence, so the evicted holder's
+  // renewals and guarded writes fail. Returns false if nothing was held.
+  virtual bool force_release(std::string_view name) = 0;
+  // Deletes at most `batch` expired rows; returns how many. Never touches a live lease.
+  virtual std::size_t reap(std::size_t batch) = 0;
+
+  // Optional: push release events. The backend calls `on_release(name)` from its own thread
+  // whenever a lease may have become free; subscribe/unsubscribe bracket a waiter's interest.
+  virtual void set_release_listener(std::function<void(std::string_view name)> on_release) {
+    (void)on_release;
+  }
+  virtual void subscribe(std::string_view name) { (void)name; }
+  virtual void unsubscribe(std::string_view name) { (void)name; }
+
+  // Optional: a transaction-scoped lock. Opens a transaction holding the lock for `name`
+  // (waiting up to `wait`), runs `body`, commits; rolls back if body throws. Returns false if the
+  // lock was not obtained within `wait`.
+  virtual bool run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
+                                       const std::function<void(Transaction&)>& body);
+
+  // Optional: guarded write. Opens a write transaction, verifies inside it that `name` is still
+  // held with `fence` by `secret` (unexpired on the backend clock), runs `body`, commits. Throws
+  // LeaseLostError (after rolling back, nothing written) if the lease is not held.
+  virtual void run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
+                           const std::function<void(Transaction&)>& body);
+
+  // Optional: optimistic locking.
+  virtual bool compare_and_set(const VersionedUpdate& update);
+  virtual std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column,
+                                                   const Value& id, std::string_view version_column);
+};
+
+}  // namespace dblock
+
+#endif  // DBLOCK_BACKEND_H_

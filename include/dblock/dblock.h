@@ -1,0 +1,14 @@
+// dblock/dblock.h — umbrella header. Start reading at lock_manager.h.
+#ifndef DBLOCK_DBLOCK_H_
+#define DBLOCK_DBLOCK_H_
+
+#include "dblock/backend.h"
+#include "dblock/errors.h"
+#include "dblock/lease.h"
+#include "dblock/lock_manager.h"
+#include "dblock/mutex.h"
+#include "dblock/open.h"
+#include "dblock/options.h"
+#include "dblock/url.h"
+
+#endif  // DBLOCK_DBLOCK_H_

@@ -1,0 +1,114 @@
+// dblock/lock_manager.h — the entry point: acquire leases, inspect and administer locks.
+//
+// A LockManager owns one backend (its connections), one renewal thread for all leases it hands
+// out, and one reaper thread. It is safe for concurrent use from many threads. Create one per
+// process and backend with dblock::open(url) (dblock/open.h) and share it.
+//
+// Clocks: expiry is decided on the backend's clock; the only local deadlines (waits, safe-until)
+// are on std::chrono::steady_clock.
+#ifndef DBLOCK_LOCK_MANAGER_H_
+#define DBLOCK_LOCK_MANAGER_H_
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/backend.h"
+#include "dblock/lease.h"
+#include "dblock/options.h"
+
+namespace dblock {
+
+// Lock names: 1..kMaxNameBytes bytes of valid UTF-8 without NUL or other control characters.
+inline constexpr std::size_t kMaxNameBytes = 255;
+// Longest TTL accepted (a lease is not a configuration store).
+inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 7);
+
+// Throws UsageError describing what is wrong with `name`, or returns normally.
+void validate_lock_name(std::string_view name);
+
+class LockManager {
+ public:
+  // Takes ownership of `backend`. Validates options (UsageError), applies or checks the schema
+  // (SchemaError, ConnectionError) and starts the renewal and reaper threads.
+  LockManager(std::unique_ptr<Backend> backend, ManagerOptions options = {});
+  // Stops the threads and releases every lease still held (best effort); those Lease handles then
+  // report lost(). Does not block for longer than one backend round trip per lease.
+  ~LockManager();
+  LockManager(const LockManager&) = delete;
+  LockManager& operator=(const LockManager&) = delete;
+
+  // One attempt. Returns the lease, or an empty optional if another owner holds the name.
+  // Throws UsageError (bad name/ttl), ConnectionError, SchemaError.
+  std::optional<Lease> try_acquire(std::string_view name, const AcquireOptions& options = {});
+
+  // Blocks until acquired or `wait` elapsed (steady_clock). A zero or negative wait means try once;
+  // kWaitForever waits without limit. Returns an empty optional on timeout. Waiting is woken at
+  // once by releases in this process and by backend notifications, else by a jittered poll that
+  // never sleeps past the holder's remaining TTL. A thread that already holds `name` through this
+  // manager without reentrancy gets a UsageError instead of deadlocking.
+  std::optional<Lease> acquire(std::string_view name, std::chrono::milliseconds wait,
+                               const AcquireOptions& options = {});
+  std::optional<Lease> acquire_until(std::string_view name,
+                                     std::chrono::steady_clock::time_point deadline,
+                                     const AcquireOptions& options = {});
+
+  // Live leases as the backend sees them (backend clock).
+  std::vector<LeaseInfo> list();
+  std::optional<LeaseInfo> inspect(std::string_view name);
+  // Admin: evicts whoever holds `name` and bumps its fence. Returns false if nothing was held.
+  bool force_release(std::string_view name);
+  // Runs reaper passes until no expired row is left (or `max_rows` were deleted); returns the count.
+  std::size_t reap(std::size_t max_rows = static_cast<std::size_t>(-1));
+  // Applies pending migrations under the backend's migration lock.
+  void migrate();
+  int schema_version();
+
+  // Transaction lock: runs `body` inside a backend transaction that holds the lock for `name`
+  // (SQLite: BEGIN IMMEDIATE, which excludes every other writer of the database file).
+  // Returns false if the lock was not obtained within `wait`. Throws UnsupportedError where absent.
+  bool run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
+                               const std::function<void(Transaction&)>& body);
+
+  // Guarded write: runs `body` in a backend transaction that commits only while `lease` is still
+  // held with its fence (checked inside the transaction, on the backend clock). Throws
+  // LeaseLostError, writing nothing, if it is not. REQUIRES: lease was acquired from this manager.
+  void run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body);
+
+  // Optimistic locking: one compare-and-set statement; false when the version did not match.
+  bool compare_and_set(const VersionedUpdate& update);
+  std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column,
+                                           const Value& id, std::string_view version_column);
+
+  // Session locks (die with the connection) are not offered by every backend; this throws
+  // UnsupportedError with the reason where they are absent.
+  void require_session_locks() const;
+
+  std::string_view backend_name() const;
+  Capabilities capabilities() const;
+  const ManagerOptions& options() const;
+  Backend& backend();
+
+ private:
+  std::shared_ptr<detail::ManagerCore> core_;
+};
+
+// Bounded optimistic retry: calls `attempt` until it returns true or `max_attempts` calls were
+// made, sleeping a jittered, doubling pause (starting at `base_delay`, capped at `max_delay`)
+// between attempts. Errors with retryable() == true count as a failed attempt; others propagate.
+// Returns whether an attempt succeeded.
+struct RetryOptions {
+  int max_attempts = 10;                        // must be >= 1
+  std::chrono::milliseconds base_delay{2};
+  std::chrono::milliseconds max_delay{200};
+};
+bool retry_optimistic(const std::function<bool()>& attempt, const RetryOptions& options = {});
+
+}  // namespace dblock
+
+#endif  // DBLOCK_LOCK_MANAGER_H_

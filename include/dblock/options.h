@@ -1,0 +1,97 @@
+// dblock/options.h — tuning knobs for a LockManager and for single acquisitions.
+//
+// Plain value types; copy them freely. Every field states its default and what 0 means.
+#ifndef DBLOCK_OPTIONS_H_
+#define DBLOCK_OPTIONS_H_
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace dblock {
+
+class Error;
+
+enum class LockMode {
+  kExclusive,  // one holder at a time
+  kShared,     // many readers at a time, excluded by any exclusive holder
+};
+
+const char* to_string(LockMode mode) noexcept;
+
+struct ManagerOptions {
+  // Prefix of every table dblock creates ("<prefix>leases", "<prefix>schema_version", ...).
+  // Must match [a-z_][a-z0-9_]{0,39}; validated, and always quoted in SQL. Default "dblock_".
+  std::string table_prefix = "dblock_";
+
+  // Lease time-to-live used when AcquireOptions::ttl is 0. Default 30 s. Must be > 0.
+  std::chrono::milliseconds default_ttl{30'000};
+
+  // How often the renewal thread extends a held lease. 0 (default) means ttl / 3.
+  std::chrono::milliseconds renew_interval{0};
+
+  // Safety margin subtracted from safe-until to absorb clock-rate drift between this host and the
+  // backend: safe_until = (steady time the acquire was *sent*) + ttl - margin.
+  // 0 (default) means ttl / 100 + 2 ms (the margin the Redlock analysis uses).
+  std::chrono::milliseconds drift_margin{0};
+
+  // Waiting: a blocked acquire re-tries after a jittered, growing pause in [min_poll, max_poll],
+  // never sleeping past the current holder's remaining TTL. Releases inside this process and
+  // backend notifications (where the backend has them) wake waiters at once.
+  // Defaults 1 ms and 200 ms; both must be > 0.
+  std::chrono::milliseconds min_poll{1};
+  std::chrono::milliseconds max_poll{200};
+
+  // Reaper: a background thread deleting expired lease rows in bounded batches.
+  bool reaper = true;                                // default on
+  std::chrono::milliseconds reaper_interval{5'000};  // pause between passes; default 5 s
+  int reaper_batch = 1'000;                          // rows per statement; default 1000, must be > 0
+
+  // Create or upgrade the lock tables on open (under the backend's migration lock). Default true.
+  // With false, opening a database without the schema throws SchemaError.
+  bool auto_migrate = true;
+
+  // Default for AcquireOptions::reentrant. Default false.
+  bool reentrant = false;
+
+  // Shown in list/inspect as the holder. Empty (default) means "<hostname>:<pid>:<instance>".
+  std::string holder;
+
+  // Receives errors that have no caller to throw to: failed renewals, reaper passes, releases run
+  // by destructors. Called on dblock's background threads or inside a destructor; must not throw.
+  // Default: ignore.
+  std::function<void(const Error&)> on_background_error;
+};
+
+// What a lost-lease callback is told.
+struct LostLease {
+  std::string name;
+  std::int64_t fence = 0;
+  std::string reason;  // "renewal refused by backend", "safe-until passed", "released by admin", ...
+};
+
+struct AcquireOptions {
+  // Lease time-to-live; 0 (default) means ManagerOptions::default_ttl. Negative is a UsageError.
+  std::chrono::milliseconds ttl{0};
+
+  LockMode mode = LockMode::kExclusive;
+
+  // Reentrancy: when set, an exclusive acquire by a thread that already holds the name through this
+  // manager succeeds at once, sharing the fence and counting holds; the lease is released in the
+  // backend when the last hold is released. Unset (default) means ManagerOptions::reentrant.
+  std::optional<bool> reentrant;
+
+  // Called once, on the renewal thread, when the lease is found lost (renewal refused, safe-until
+  // passed, connection gone for too long). Must not block for long; may call Lease::release().
+  std::function<void(const LostLease&)> on_lost;
+};
+
+// Waiting helpers: pass as the wait of LockManager::acquire.
+inline constexpr std::chrono::milliseconds kNoWait{0};
+inline constexpr std::chrono::milliseconds kWaitForever = std::chrono::milliseconds::max();
+
+}  // namespace dblock
+
+#endif  // DBLOCK_OPTIONS_H_

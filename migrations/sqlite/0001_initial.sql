@@ -1,0 +1,60 @@
+-- dblock SQLite schema, version 1.
+-- Times are microseconds since the Unix epoch on SQLite's clock (julianday('now') in SQL).
+
+CREATE TABLE "{{prefix}}schema_version" (
+  version       INTEGER PRIMARY KEY NOT NULL,
+  name          TEXT    NOT NULL,
+  applied_at_us INTEGER NOT NULL
+);
+
+-- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
+-- in {{prefix}}readers and expires_at_us is at least the latest live reader's expiry. A row whose
+-- expires_at_us has passed is free; it is kept while a waiter holds the hand-off reservation
+-- (next_waiter) and otherwise deleted by the reaper.
+CREATE TABLE "{{prefix}}leases" (
+  name                 TEXT    PRIMARY KEY NOT NULL,
+  owner_secret         BLOB,
+  holder               TEXT,
+  mode                 TEXT    NOT NULL DEFAULT 'exclusive' CHECK (mode IN ('exclusive', 'shared')),
+  fence                INTEGER NOT NULL,
+  acquired_at_us       INTEGER NOT NULL,
+  expires_at_us        INTEGER NOT NULL,
+  renewals             INTEGER NOT NULL DEFAULT 0,
+  next_waiter          BLOB,
+  next_waiter_until_us INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+
+CREATE INDEX "{{prefix}}leases_expires" ON "{{prefix}}leases" (expires_at_us);
+
+CREATE TABLE "{{prefix}}readers" (
+  name           TEXT    NOT NULL,
+  owner_secret   BLOB    NOT NULL,
+  holder         TEXT,
+  fence          INTEGER NOT NULL,
+  acquired_at_us INTEGER NOT NULL,
+  expires_at_us  INTEGER NOT NULL,
+  renewals       INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (name, owner_secret)
+) WITHOUT ROWID;
+
+CREATE INDEX "{{prefix}}readers_expires" ON "{{prefix}}readers" (expires_at_us);
+
+-- The fence source: one row that only grows. It is never reaped, so fences are never reused.
+CREATE TABLE "{{prefix}}fence_counter" (
+  id    INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+  value INTEGER NOT NULL
+);
+
+INSERT INTO "{{prefix}}fence_counter" (id, value) VALUES (1, 0);
+
+-- Every statement that issues a fence writes it into a lease row; these triggers carry it to the
+-- counter in the same transaction, so an acquire stays a single statement.
+CREATE TRIGGER "{{prefix}}fence_on_insert" AFTER INSERT ON "{{prefix}}leases"
+BEGIN
+  UPDATE "{{prefix}}fence_counter" SET value = NEW.fence WHERE id = 1 AND value < NEW.fence;
+END;
+
+CREATE TRIGGER "{{prefix}}fence_on_update" AFTER UPDATE OF fence ON "{{prefix}}leases"
+BEGIN
+  UPDATE "{{prefix}}fence_counter" SET value = NEW.fence WHERE id = 1 AND value < NEW.fence;
+END;

@@ -1,0 +1,31 @@
+// Internal helpers shared by the core and the backends. Not part of the public API.
+#ifndef DBLOCK_SRC_CORE_INTERNAL_H_
+#define DBLOCK_SRC_CORE_INTERNAL_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dblock::detail {
+
+// Throws UsageError unless `prefix` matches [a-z_][a-z0-9_]{0,39}.
+void validate_table_prefix(std::string_view prefix);
+// Throws UsageError unless `identifier` is a plain SQL identifier [A-Za-z_][A-Za-z0-9_]{0,62},
+// optionally schema-qualified once ("schema.table"). `what` names it in the message.
+void validate_identifier(std::string_view identifier, std::string_view what);
+// Double-quotes a validated identifier (each dot-separated part), the SQL-standard quoting that
+// SQLite and PostgreSQL accept.
+std::string quote_identifier(std::string_view identifier);
+
+// Uniform random double in [0, 1) from a per-thread generator seeded from the OS (not for secrets).
+double jitter_unit();
+// `base` scaled by a random factor in [1 - spread, 1 + spread].
+std::chrono::microseconds jittered(std::chrono::microseconds base, double spread = 0.5);
+
+// "<hostname>:<pid>:<instance>" where instance is a per-process counter.
+std::string default_holder();
+
+}  // namespace dblock::detail
+
+#endif  // DBLOCK_SRC_CORE_INTERNAL_H_

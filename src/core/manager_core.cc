@@ -1,0 +1,403 @@
+#include "manager_core.h"
+
+#include <algorithm>
+
+#include "dblock/errors.h"
+#include "dblock/lock_manager.h"
+#include "internal.h"
+
+namespace dblock::detail {
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using std::chrono::nanoseconds;
+
+std::int64_t to_ns(SteadyClock::time_point t) {
+  return duration_cast<nanoseconds>(t.time_since_epoch()).count();
+}
+
+ManagerOptions validated(ManagerOptions options) {
+  validate_table_prefix(options.table_prefix);
+  if (options.default_ttl <= milliseconds::zero()) throw UsageError("default_ttl must be positive");
+  if (options.default_ttl > kMaxTtl) throw UsageError("default_ttl exceeds the 7-day limit");
+  if (options.renew_interval < milliseconds::zero()) throw UsageError("renew_interval must not be negative");
+  if (options.drift_margin < milliseconds::zero()) throw UsageError("drift_margin must not be negative");
+  if (options.min_poll <= milliseconds::zero() || options.max_poll < options.min_poll) {
+    throw UsageError("poll intervals must satisfy 0 < min_poll <= max_poll");
+  }
+  if (options.reaper_batch <= 0) throw UsageError("reaper_batch must be positive");
+  if (options.reaper_interval <= milliseconds::zero()) throw UsageError("reaper_interval must be positive");
+  return options;
+}
+
+}  // namespace
+
+ManagerCore::ManagerCore(std::unique_ptr<Backend> backend, ManagerOptions options)
+    : options_(validated(std::move(options))),
+      holder_(options_.holder.empty() ? default_holder() : options_.holder),
+      backend_(std::move(backend)) {
+  if (!backend_) throw UsageError("LockManager needs a backend");
+}
+
+ManagerCore::~ManagerCore() { shutdown(); }
+
+void ManagerCore::start() {
+  backend_->migrate(options_.auto_migrate);
+  // The listener only needs the name; it never blocks on the backend.
+  backend_->set_release_listener([this](std::string_view name) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bump_locked(std::string(name));
+  });
+  renewal_thread_ = std::thread([this] { renewal_loop(); });
+  if (options_.reaper) reaper_thread_ = std::thread([this] { reaper_loop(); });
+}
+
+void ManagerCore::shutdown() noexcept {
+  std::vector<std::shared_ptr<LeaseState>> still_held;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [name, states] : active_) {
+      for (auto& state : states) {
+        state->finished = true;
+        still_held.push_back(state);
+      }
+    }
+    active_.clear();
+  }
+  renew_cv_.notify_all();
+  reaper_cv_.notify_all();
+  wait_cv_.notify_all();
+  if (renewal_thread_.joinable()) renewal_thread_.join();
+  if (reaper_thread_.joinable()) reaper_thread_.join();
+  try {
+    backend_->set_release_listener(nullptr);
+  } catch (...) {
+  }
+  for (auto& state : still_held) {
+    state->lost.store(true, std::memory_order_release);
+    try {
+      backend_->release(state->name, state->mode, state->secret);
+    } catch (const Error& e) {
+      report(e);
+    } catch (...) {
+    }
+  }
+}
+
+std::chrono::milliseconds ManagerCore::drift_margin(milliseconds ttl) const {
+  if (options_.drift_margin > milliseconds::zero()) return std::min(options_.drift_margin, ttl / 2);
+  return ttl / 100 + milliseconds(2);
+}
+
+void ManagerCore::report(const Error& error) noexcept {
+  if (!options_.on_background_error) return;
+  try {
+    options_.on_background_error(error);
+  } catch (...) {
+  }
+}
+
+void ManagerCore::bump_locked(const std::string& name) {
+  auto it = waiting_.find(name);
+  if (it == waiting_.end()) return;
+  ++it->second.generation;
+  wait_cv_.notify_all();
+}
+
+void ManagerCore::remove_active_locked(const std::shared_ptr<LeaseState>& state) {
+  auto it = active_.find(state->name);
+  if (it == active_.end()) return;
+  auto& v = it->second;
+  v.erase(std::remove(v.begin(), v.end(), state), v.end());
+  if (v.empty()) active_.erase(it);
+}
+
+std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::time_point deadline,
+                                          bool try_once, const AcquireOptions& options) {
+  validate_lock_name(name);
+  milliseconds ttl = options.ttl.count() == 0 ? options_.default_ttl : options.ttl;
+  if (ttl <= milliseconds::zero()) throw UsageError("TTL must be positive, got " + std::to_string(ttl.count()) + " ms");
+  if (ttl > kMaxTtl) throw UsageError("TTL exceeds the 7-day limit");
+  if (options.mode == LockMode::kShared && !backend_->capabilities().shared_leases) {
+    throw UnsupportedError("shared leases are not supported by the " + std::string(backend_->name()) + " backend");
+  }
+  const bool reentrant = options.reentrant.value_or(options_.reentrant);
+  const std::string key(name);
+  const auto self = std::this_thread::get_id();
+
+  // Reentrancy and self-deadlock detection, both per thread and per manager.
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw UsageError("LockManager is shutting down");
+    auto it = active_.find(key);
+    if (it != active_.end()) {
+      for (auto& state : it->second) {
+        if (state->owner_thread != self || state->is_lost()) continue;
+        if (state->mode == LockMode::kExclusive && options.mode == LockMode::kExclusive && reentrant &&
+            state->reentrant) {
+          state->holds.fetch_add(1);
+          return Lease(shared_from_this(), state);
+        }
+        if (state->mode == LockMode::kExclusive && !try_once) {
+          throw UsageError("lock '" + key + "' is already held by this thread through this manager; waiting "
+                           "would deadlock (enable AcquireOptions::reentrant to count holds)");
+        }
+      }
+    }
+  }
+
+  auto state = std::make_shared<LeaseState>();
+  state->name = key;
+  state->mode = options.mode;
+  state->secret = OwnerSecret::generate();
+  state->ttl = ttl;
+  state->renew_interval = (options_.renew_interval > milliseconds::zero() && options_.renew_interval < ttl)
+                              ? options_.renew_interval
+                              : std::max(ttl / 3, milliseconds(1));
+  state->on_lost = options.on_lost;
+  state->owner_thread = self;
+  state->reentrant = reentrant;
+
+  AcquireRequest request;
+  request.name = key;
+  request.mode = options.mode;
+  request.ttl = ttl;
+  request.secret = &state->secret;
+  request.holder = holder_;
+  request.queue = !try_once;
+  request.queue_ttl = std::max(milliseconds(1000), options_.max_poll * 4);
+
+  const bool subscribe = !try_once && backend_->capabilities().notifications;
+  bool registered = false;
+  bool queued = false;
+  // Unregisters the waiter and drops a queue reservation on every exit path.
+  struct Cleanup {
+    ManagerCore* core;
+    const std::string& key;
+    const OwnerSecret& secret;
+    bool& registered;
+    bool& queued;
+    bool subscribed;
+    bool acquired = false;
+    ~Cleanup() {
+      if (queued && !acquired) {
+        try {
+          core->backend_->abandon_queue(key, secret);
+        } catch (const Error& e) {
+          core->report(e);
+        } catch (...) {
+        }
+      }
+      if (subscribed) {
+        try {
+          core->backend_->unsubscribe(key);
+        } catch (...) {
+        }
+      }
+      if (registered) {
+        std::lock_guard<std::mutex> lock(core->mutex_);
+        auto it = core->waiting_.find(key);
+        if (it != core->waiting_.end() && --it->second.waiters == 0) core->waiting_.erase(it);
+      }
+    }
+  } cleanup{this, key, state->secret, registered, queued, subscribe};
+
+  if (!try_once) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++waiting_[key].waiters;
+    registered = true;
+  }
+  if (subscribe) backend_->subscribe(key);
+
+  microseconds backoff = options_.min_poll;
+  for (;;) {
+    std::uint64_t generation = 0;
+    if (registered) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      generation = waiting_[key].generation;
+    }
+    const SteadyClock::time_point sent_at = SteadyClock::now();
+    AcquireResult result = backend_->try_acquire(request);
+    if (result.acquired) {
+      cleanup.acquired = true;
+      state->fence = result.fence;
+      state->expires_at_us.store(result.expires_at_us);
+      state->safe_until_ns.store(to_ns(sent_at + ttl - drift_margin(ttl)));
+      state->next_renew = sent_at + state->renew_interval;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) {
+          state->finished = true;
+          state->lost.store(true);
+        } else {
+          active_[key].push_back(state);
+        }
+      }
+      renew_cv_.notify_all();
+      if (state->finished) {
+        try {
+          backend_->release(key, state->mode, state->secret);
+        } catch (...) {
+        }
+        throw UsageError("LockManager is shutting down");
+      }
+      return Lease(shared_from_this(), state);
+    }
+    queued = request.queue;
+    const auto now = SteadyClock::now();
+    if (try_once || now >= deadline) return std::nullopt;
+
+    // Jittered, growing pause; never past the holder's remaining TTL (an abandoned lease is taken
+    // over promptly) nor past the caller's deadline.
+    microseconds pause = jittered(backoff);
+    backoff = std::min<microseconds>(backoff * 2, options_.max_poll);
+    if (result.holder_remaining >= milliseconds::zero()) {
+      pause = std::min<microseconds>(pause, result.holder_remaining + milliseconds(1));
+    }
+    pause = std::max<microseconds>(pause, microseconds(100));
+    auto wake_at = std::min<SteadyClock::time_point>(now + pause, deadline);
+    std::unique_lock<std::mutex> lock(mutex_);
+    bool woken = wait_cv_.wait_until(lock, wake_at, [&] {
+      return stopping_ || waiting_[key].generation != generation;
+    });
+    if (stopping_) throw UsageError("LockManager is shutting down");
+    if (woken) backoff = options_.min_poll;  // a release just happened: poll eagerly again
+  }
+}
+
+ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state) {
+  bool locally_lost;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->holds.load() > 1) {
+      state->holds.fetch_sub(1);
+      return state->is_lost() ? ReleaseResult::kAlreadyLost : ReleaseResult::kReleased;
+    }
+    state->holds.store(0);
+    if (state->finished) return ReleaseResult::kAlreadyLost;  // lost (renewal refused) or shut down
+    state->finished = true;
+    locally_lost = state->is_lost();
+    remove_active_locked(state);
+  }
+  ReleaseResult result;
+  try {
+    bool released = backend_->release(state->name, state->mode, state->secret);
+    result = released && !locally_lost ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
+  } catch (const Error& e) {
+    report(e);
+    result = ReleaseResult::kInDoubt;
+  }
+  state->lost.store(true, std::memory_order_release);  // the handle must not be trusted any more
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    bump_locked(state->name);
+  }
+  return result;
+}
+
+void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason,
+                            bool run_callback) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return;  // released meanwhile: a refused renewal is expected then
+    state->finished = true;
+    state->lost.store(true, std::memory_order_release);
+    remove_active_locked(state);
+    bump_locked(state->name);
+  }
+  if (run_callback && state->on_lost) {
+    try {
+      state->on_lost(LostLease{state->name, state->fence, reason});
+    } catch (...) {
+      // A throwing callback must not kill the renewal thread.
+    }
+  }
+}
+
+void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
+  const SteadyClock::time_point sent_at = SteadyClock::now();
+  RenewResult result;
+  try {
+    result = backend_->renew(state->name, state->mode, state->secret, state->ttl);
+  } catch (const Error& e) {
+    report(e);
+    // Retry soon; safe-until decides when to give up.
+    std::lock_guard<std::mutex> lock(mutex_);
+    state->next_renew = SteadyClock::now() + std::max(state->renew_interval / 4, milliseconds(10));
+    return;
+  }
+  if (!result.renewed) {
+    mark_lost(state, "renewal refused by the backend (expired, taken over or force-released)", true);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state->finished) return;
+  // A renewal that comes back after safe-until cannot resurrect the lease: the holder may already
+  // have been told it was lost.
+  if (state->is_lost()) return;
+  state->expires_at_us.store(result.expires_at_us);
+  auto safe = sent_at + state->ttl - drift_margin(state->ttl);
+  if (to_ns(safe) > state->safe_until_ns.load()) state->safe_until_ns.store(to_ns(safe));
+  state->next_renew = sent_at + state->renew_interval;
+}
+
+void ManagerCore::renewal_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    auto now = SteadyClock::now();
+    auto next = now + std::chrono::seconds(1);
+    std::vector<std::shared_ptr<LeaseState>> due;
+    std::vector<std::shared_ptr<LeaseState>> expired;
+    for (auto& [name, states] : active_) {
+      for (auto& state : states) {
+        if (now >= state->safe_until()) {
+          expired.push_back(state);
+        } else if (now >= state->next_renew) {
+          due.push_back(state);
+        } else {
+          next = std::min({next, state->next_renew, state->safe_until()});
+        }
+      }
+    }
+    if (due.empty() && expired.empty()) {
+      renew_cv_.wait_until(lock, next);
+      continue;
+    }
+    lock.unlock();
+    for (auto& state : expired) mark_lost(state, "safe-until passed without a successful renewal", true);
+    for (auto& state : due) {
+      renew_one(state);
+      // Guarantees progress: a state whose renewal errored got a later next_renew.
+    }
+    lock.lock();
+  }
+}
+
+void ManagerCore::reaper_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    auto pause = duration_cast<SteadyClock::duration>(jittered(duration_cast<microseconds>(options_.reaper_interval), 0.2));
+    if (reaper_cv_.wait_for(lock, pause, [this] { return stopping_; })) break;
+    lock.unlock();
+    try {
+      // Bounded batches with a pause in between so that the reaper never holds the database for
+      // long; at most 100 batches per pass.
+      for (int i = 0; i < 100; ++i) {
+        std::size_t n = backend_->reap(static_cast<std::size_t>(options_.reaper_batch));
+        if (n < static_cast<std::size_t>(options_.reaper_batch)) break;
+        std::unique_lock<std::mutex> relock(mutex_);
+        if (reaper_cv_.wait_for(relock, milliseconds(5), [this] { return stopping_; })) break;
+      }
+    } catch (const Error& e) {
+      report(e);
+    }
+    lock.lock();
+  }
+}
+
+}  // namespace dblock::detail

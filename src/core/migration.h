@@ -1,0 +1,36 @@
+// Numbered schema migrations embedded from migrations/<backend>/NNNN_*.sql at build time
+// (cmake/embed_migrations.cmake). Not part of the public API.
+#ifndef DBLOCK_SRC_CORE_MIGRATION_H_
+#define DBLOCK_SRC_CORE_MIGRATION_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dblock::detail {
+
+struct Migration {
+  int number;        // NNNN from the file name; applied in increasing order
+  const char* name;  // file name without extension
+  const char* sql;   // statements; "{{prefix}}" stands for the validated table prefix
+};
+
+// Replaces every "{{prefix}}" in `sql`. REQUIRES: prefix validated by validate_table_prefix.
+inline std::string render_migration(std::string_view sql, std::string_view prefix) {
+  std::string out;
+  constexpr std::string_view kToken = "{{prefix}}";
+  std::size_t pos = 0;
+  while (true) {
+    std::size_t hit = sql.find(kToken, pos);
+    if (hit == std::string_view::npos) break;
+    out.append(sql.substr(pos, hit - pos));
+    out.append(prefix);
+    pos = hit + kToken.size();
+  }
+  out.append(sql.substr(pos));
+  return out;
+}
+
+}  // namespace dblock::detail
+
+#endif  // DBLOCK_SRC_CORE_MIGRATION_H_

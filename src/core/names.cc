@@ -1,0 +1,125 @@
+// Validation of lock names, table prefixes and SQL identifiers.
+#include <unistd.h>
+
+#include <atomic>
+#include <cctype>
+#include <cstdio>
+#include <random>
+#include <string>
+
+#include "dblock/errors.h"
+#include "dblock/lock_manager.h"
+#include "internal.h"
+
+namespace dblock {
+
+namespace {
+
+// Returns the length of the UTF-8 sequence starting at s[i], or 0 when it is malformed
+// (overlong forms, surrogates and code points above U+10FFFF are rejected).
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  std::size_t n;
+  std::uint32_t cp;
+  if ((c & 0xE0) == 0xC0) { n = 2; cp = c & 0x1F; }
+  else if ((c & 0xF0) == 0xE0) { n = 3; cp = c & 0x0F; }
+  else if ((c & 0xF8) == 0xF0) { n = 4; cp = c & 0x07; }
+  else return 0;
+  if (i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    cp = (cp << 6) | (byte(i + k) & 0x3F);
+  }
+  static constexpr std::uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMinForLength[n] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
+  return n;
+}
+
+}  // namespace
+
+void validate_lock_name(std::string_view name) {
+  if (name.empty()) throw UsageError("lock name is empty");
+  if (name.size() > kMaxNameBytes) {
+    throw UsageError("lock name is " + std::to_string(name.size()) + " bytes; the limit is " +
+                     std::to_string(kMaxNameBytes));
+  }
+  for (std::size_t i = 0; i < name.size();) {
+    unsigned char c = static_cast<unsigned char>(name[i]);
+    if (c < 0x20 || c == 0x7F) {
+      throw UsageError("lock name contains control character 0x" +
+                       std::string(1, "0123456789abcdef"[c >> 4]) +
+                       std::string(1, "0123456789abcdef"[c & 15]) + " at byte " + std::to_string(i));
+    }
+    std::size_t n = utf8_sequence_length(name, i);
+    if (n == 0) throw UsageError("lock name is not valid UTF-8 (byte " + std::to_string(i) + ")");
+    i += n;
+  }
+}
+
+namespace detail {
+
+void validate_table_prefix(std::string_view prefix) {
+  bool ok = !prefix.empty() && prefix.size() <= 40 &&
+            (prefix[0] == '_' || (prefix[0] >= 'a' && prefix[0] <= 'z'));
+  for (char c : prefix) {
+    ok = ok && (c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
+  }
+  if (!ok) {
+    throw UsageError("table prefix '" + std::string(prefix.substr(0, 64)) +
+                     "' is invalid: use 1-40 characters of [a-z0-9_], not starting with a digit");
+  }
+}
+
+void validate_identifier(std::string_view identifier, std::string_view what) {
+  auto valid_part = [](std::string_view part) {
+    if (part.empty() || part.size() > 63) return false;
+    if (!(part[0] == '_' || std::isalpha(static_cast<unsigned char>(part[0])))) return false;
+    for (char c : part) {
+      if (!(c == '_' || std::isalnum(static_cast<unsigned char>(c)))) return false;
+    }
+    return true;
+  };
+  std::size_t dot = identifier.find('.');
+  bool ok = dot == std::string_view::npos
+                ? valid_part(identifier)
+                : valid_part(identifier.substr(0, dot)) && valid_part(identifier.substr(dot + 1));
+  if (!ok) {
+    throw UsageError(std::string(what) + " '" + std::string(identifier.substr(0, 64)) +
+                     "' is not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*, optionally schema.name)");
+  }
+}
+
+std::string quote_identifier(std::string_view identifier) {
+  std::string out = "\"";
+  for (char c : identifier) {
+    if (c == '.') {
+      out += "\".\"";
+    } else {
+      out += c;
+    }
+  }
+  out += '"';
+  return out;
+}
+
+double jitter_unit() {
+  thread_local std::mt19937_64 generator{std::random_device{}()};
+  return std::uniform_real_distribution<double>(0.0, 1.0)(generator);
+}
+
+std::chrono::microseconds jittered(std::chrono::microseconds base, double spread) {
+  double factor = 1.0 - spread + 2.0 * spread * jitter_unit();
+  return std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(base.count()) * factor));
+}
+
+std::string default_holder() {
+  static std::atomic<int> instance{0};
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
+  return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(++instance);
+}
+
+}  // namespace detail
+}  // namespace dblock

@@ -1,0 +1,37 @@
+// dblock::open(url): dispatches on the scheme to the backends compiled into this build.
+// Built into dblock::dblock (not dblock::core) so that the core never depends on a driver.
+#include "dblock/open.h"
+
+#include "dblock/errors.h"
+#include "dblock/url.h"
+#ifdef DBLOCK_HAVE_SQLITE
+#include "dblock/sqlite/sqlite.h"
+#endif
+
+namespace dblock {
+
+std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options) {
+  Url url = parse_url(url_text);
+  std::unique_ptr<Backend> backend;
+#ifdef DBLOCK_HAVE_SQLITE
+  if (url.scheme == "sqlite") backend = sqlite::make_backend(url, options.table_prefix);
+#endif
+  if (!backend) {
+    std::string known;
+    for (const auto& s : available_schemes()) known += (known.empty() ? "" : ", ") + s;
+    throw UsageError("unsupported URL scheme '" + url.scheme + "' (this build supports: " + known + ")");
+  }
+  return std::make_unique<LockManager>(std::move(backend), std::move(options));
+}
+
+std::vector<std::string> available_schemes() {
+  std::vector<std::string> schemes;
+#ifdef DBLOCK_HAVE_SQLITE
+  schemes.push_back("sqlite");
+#endif
+  return schemes;
+}
+
+const char* version() noexcept { return DBLOCK_VERSION_STRING; }
+
+}  // namespace dblock

@@ -1,0 +1,41 @@
+// The seam between the conformance suite (written once) and each backend's test binary.
+// A backend test binary defines dblock::testing::context() and links conformance.cc.
+#ifndef DBLOCK_TESTS_CONFORMANCE_CONTEXT_H_
+#define DBLOCK_TESTS_CONFORMANCE_CONTEXT_H_
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "dblock/dblock.h"
+
+namespace dblock::testing {
+
+struct Context {
+  std::string backend;        // "sqlite", "postgresql", ...
+  std::string url;            // where every test connects; tests isolate themselves by table prefix
+  bool shared_leases = true;
+  bool guard = true;
+  // Statement the guard test runs inside run_guarded to create/insert into its own table;
+  // "{T}" is replaced by the table name.
+  std::string guard_create = "CREATE TABLE IF NOT EXISTS {T} (id INTEGER PRIMARY KEY, fence INTEGER)";
+  std::string guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
+  // Restarts the backend server, keeping its data (SQLite: nothing to restart). May be empty.
+  std::function<void()> restart;
+};
+
+// Defined by the backend's test binary.
+const Context& context();
+
+// A table prefix no other test (or test process) uses: "t<pid>_<n>_".
+std::string unique_prefix();
+// Opens a manager on context().url with `options`; sets the table prefix if it is still the default.
+std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix);
+
+// Child-process entry point: `test_binary --child <role> args...`. Returns an exit code.
+int run_child(int argc, char** argv);
+
+}  // namespace dblock::testing
+
+#endif  // DBLOCK_TESTS_CONFORMANCE_CONTEXT_H_

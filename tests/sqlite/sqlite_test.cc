@@ -1,0 +1,277 @@
+// SQLite test binary: the conformance suite's context plus SQLite-specific cases.
+#include <catch2/catch.hpp>
+#include <sqlite3.h>
+
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "context.h"
+#include "dblock/sqlite/sqlite.h"
+#include "process.h"
+
+namespace dblock::testing {
+
+using namespace std::chrono_literals;
+
+namespace {
+// One database file for the whole test process (children reach it through the same URL).
+const std::string& database_dir() {
+  static TempDir dir;  // children get the URL from the environment and never create their own
+  return dir.path();
+}
+}  // namespace
+
+const Context& context() {
+  static Context ctx = [] {
+    Context c;
+    c.backend = "sqlite";
+    // Children (multi-process cases) inherit the URL through the environment.
+    const char* url = std::getenv("DBLOCK_TEST_SQLITE_URL");
+    c.url = url && *url ? url : "sqlite://" + database_dir() + "/conformance.db";
+    setenv("DBLOCK_TEST_SQLITE_URL", c.url.c_str(), 1);
+    return c;
+  }();
+  return ctx;
+}
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The schema objects of a database file, normalised: "type name: sql" sorted.
+std::vector<std::string> schema_of(const std::string& path) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  REQUIRE(sqlite3_prepare_v2(db, "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY type, name",
+                             -1, &stmt, nullptr) == SQLITE_OK);
+  std::vector<std::string> out;
+  while (sqlite3_step(stmt) == SQLITE_ROW) {
+    std::string sql = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2));
+    std::string squeezed;
+    for (char c : sql) {
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        if (!squeezed.empty() && squeezed.back() != ' ') squeezed += ' ';
+      } else {
+        squeezed += c;
+      }
+    }
+    out.push_back(std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0))) + " " +
+                  reinterpret_cast<const char*>(sqlite3_column_text(stmt, 1)) + ": " + squeezed);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("sqlite: migrations reproduce schema/sqlite.sql", "[sqlite][schema]") {
+  TempDir dir;
+  {
+    ManagerOptions options;
+    options.table_prefix = "dblock_";
+    options.reaper = false;
+    auto manager = dblock::open("sqlite://" + dir.file("migrated.db"), options);
+    CHECK(manager->schema_version() >= 1);
+  }
+  const std::string schema = replace_all(read_file(DBLOCK_SOURCE_DIR "/schema/sqlite.sql"), "{{prefix}}", "dblock_");
+  REQUIRE_FALSE(schema.empty());
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(dir.file("fresh.db").c_str(), &db) == SQLITE_OK);
+  char* error = nullptr;
+  int rc = sqlite3_exec(db, schema.c_str(), nullptr, nullptr, &error);
+  INFO((error ? error : ""));
+  REQUIRE(rc == SQLITE_OK);
+  sqlite3_close(db);
+  CHECK(schema_of(dir.file("migrated.db")) == schema_of(dir.file("fresh.db")));
+}
+
+TEST_CASE("sqlite: migrating twice is a no-op and a newer schema is refused", "[sqlite][schema]") {
+  TempDir dir;
+  const std::string url = "sqlite://" + dir.file("m.db");
+  ManagerOptions options;
+  options.reaper = false;
+  int version;
+  {
+    auto manager = dblock::open(url, options);
+    version = manager->schema_version();
+    manager->migrate();
+    CHECK(manager->schema_version() == version);
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(dir.file("m.db").c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "INSERT INTO dblock_schema_version VALUES (9999, 'future', 0)", nullptr, nullptr, nullptr) ==
+          SQLITE_OK);
+  sqlite3_close(db);
+  CHECK_THROWS_AS(dblock::open(url, options), SchemaError);
+}
+
+TEST_CASE("sqlite: concurrent first use migrates once", "[sqlite][schema]") {
+  TempDir dir;
+  const std::string url = "sqlite://" + dir.file("race.db");
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i) {
+    threads.emplace_back([&] {
+      ManagerOptions options;
+      options.reaper = false;
+      auto m = dblock::open(url, options);
+      if (m->try_acquire("x" + std::to_string(ok.load())) || true) ++ok;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(ok == 4);
+}
+
+TEST_CASE("sqlite: transaction lock (BEGIN IMMEDIATE) excludes other writers", "[sqlite][txlock]") {
+  auto a = open_manager({}, unique_prefix());
+  auto b = open_manager({}, unique_prefix());
+  std::atomic<bool> inside{false};
+  std::atomic<bool> b_result{true};
+  bool ran = a->run_in_transaction_lock("tx", 1s, [&](Transaction& tx) {
+    tx.execute("CREATE TABLE IF NOT EXISTS txlock_demo (v INTEGER)");
+    tx.execute("INSERT INTO txlock_demo VALUES (?)", {std::int64_t{1}});
+    inside = true;
+    // Another manager (own connection) cannot get the write lock meanwhile.
+    std::thread other([&] { b_result = b->run_in_transaction_lock("tx", 200ms, [](Transaction&) {}); });
+    other.join();
+  });
+  CHECK(ran);
+  CHECK(inside);
+  CHECK_FALSE(b_result);
+  CHECK(b->run_in_transaction_lock("tx", 1s, [](Transaction& tx) {
+    auto rows = tx.query("SELECT count(*) FROM txlock_demo");
+    CHECK(std::get<std::int64_t>(rows[0][0]) >= 1);
+  }));
+  // A throwing body rolls back.
+  CHECK_THROWS_AS(a->run_in_transaction_lock("tx", 1s,
+                                             [](Transaction& tx) {
+                                               tx.execute("INSERT INTO txlock_demo VALUES (99)");
+                                               throw std::runtime_error("boom");
+                                             }),
+                  std::runtime_error);
+  a->run_in_transaction_lock("tx", 1s, [](Transaction& tx) {
+    CHECK(std::get<std::int64_t>(tx.query("SELECT count(*) FROM txlock_demo WHERE v = 99")[0][0]) == 0);
+  });
+}
+
+TEST_CASE("sqlite: optimistic compare-and-set with bounded retry", "[sqlite][optimistic]") {
+  auto manager = open_manager({}, unique_prefix());
+  manager->run_in_transaction_lock("setup", 1s, [](Transaction& tx) {
+    tx.execute("DROP TABLE IF EXISTS accounts");
+    tx.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER, version INTEGER NOT NULL)");
+    tx.execute("INSERT INTO accounts VALUES (1, 100, 0)");
+  });
+  VersionedUpdate update;
+  update.table = "accounts";
+  update.id = std::int64_t{1};
+  update.expected_version = 0;
+  update.set = {{"balance", std::int64_t{90}}};
+  CHECK(manager->compare_and_set(update));
+  CHECK_FALSE(manager->compare_and_set(update));  // stale version: conflict reported, nothing written
+  CHECK(manager->read_version("accounts", "id", std::int64_t{1}, "version") == 1);
+
+  // Four threads each add 1 to the balance 25 times through CAS + retry: no update lost.
+  std::vector<std::thread> threads;
+  std::atomic<int> gave_up{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 25; ++i) {
+        RetryOptions retry;
+        retry.max_attempts = 200;
+        bool ok = retry_optimistic(
+            [&] {
+              std::int64_t balance = 0, version = 0;
+              manager->run_in_transaction_lock("read", 5s, [&](Transaction& tx) {
+                auto row = tx.query("SELECT balance, version FROM accounts WHERE id = 1");
+                balance = std::get<std::int64_t>(row[0][0]);
+                version = std::get<std::int64_t>(row[0][1]);
+              });
+              VersionedUpdate u;
+              u.table = "accounts";
+              u.id = std::int64_t{1};
+              u.expected_version = version;
+              u.set = {{"balance", balance + 1}};
+              return manager->compare_and_set(u);
+            },
+            retry);
+        if (!ok) ++gave_up;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(gave_up == 0);
+  manager->run_in_transaction_lock("check", 1s, [](Transaction& tx) {
+    CHECK(std::get<std::int64_t>(tx.query("SELECT balance FROM accounts WHERE id = 1")[0][0]) == 190);
+  });
+
+  VersionedUpdate evil = update;
+  evil.table = "accounts; DROP TABLE accounts";
+  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
+  evil = update;
+  evil.set = {{"balance\" = 0 --", std::int64_t{1}}};
+  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
+  CHECK(retry_optimistic([] { return false; }, RetryOptions{3, std::chrono::milliseconds(1), std::chrono::milliseconds(2)}) ==
+        false);
+}
+
+TEST_CASE("sqlite: session locks and row locks are reported unsupported", "[sqlite]") {
+  auto manager = open_manager({}, unique_prefix());
+  CHECK_FALSE(manager->capabilities().session_locks);
+  CHECK_FALSE(manager->capabilities().row_locks);
+  CHECK_THROWS_AS(manager->require_session_locks(), UnsupportedError);
+  try {
+    manager->require_session_locks();
+  } catch (const UnsupportedError& e) {
+    CHECK(std::string(e.what()).find("sqlite") != std::string::npos);
+  }
+}
+
+TEST_CASE("sqlite: unopenable file is a ConnectionError", "[sqlite][input]") {
+  CHECK_THROWS_AS(dblock::open("sqlite:///proc/definitely/not/here.db"), ConnectionError);
+  CHECK_THROWS_AS(dblock::open("sqlite:///tmp/x.db?busy_timeout=abc"), UsageError);
+  CHECK_THROWS_AS(dblock::open("sqlite:///tmp/x.db?unknown=1"), UsageError);
+}
+
+TEST_CASE("sqlite: the reaper deletes expired rows in batches and never a live lease", "[sqlite][reaper]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.reaper = false;
+  options.reaper_batch = 7;
+  auto manager = open_manager(options, prefix);
+  std::vector<Lease> live;
+  // Rows that expire: written through the backend with a 1 ms TTL and never renewed.
+  for (int i = 0; i < 30; ++i) {
+    auto secret = OwnerSecret::generate();
+    AcquireRequest request;
+    std::string name = "expired-" + std::to_string(i);
+    request.name = name;
+    request.ttl = std::chrono::milliseconds(1);
+    request.secret = &secret;
+    REQUIRE(manager->backend().try_acquire(request).acquired);
+  }
+  for (int i = 0; i < 5; ++i) {
+    auto lease = manager->try_acquire("live-" + std::to_string(i));
+    REQUIRE(lease);
+    live.push_back(std::move(*lease));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the 1 ms rows expire on the clock
+  CHECK(manager->backend().reap(7) == 7);                      // one bounded batch
+  std::size_t rest = manager->reap();
+  CHECK(rest >= 23);
+  for (auto& lease : live) CHECK(manager->inspect(lease.name()));
+}
+
+}  // namespace dblock::testing
