@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs what building and testing dblock needs, from Debian 12 packages only.
+# Run as root (or with sudo available). Idempotent: skips apt when everything is present.
+set -euo pipefail
+
+packages=(build-essential cmake pkg-config catch2 libsqlite3-dev sqlite3)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

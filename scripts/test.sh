@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Builds dblock and runs the whole test suite (ctest), installing build dependencies first.
+#
+#   scripts/test.sh                 # RelWithDebInfo build in build/
+#   scripts/test.sh --asan          # AddressSanitizer + UBSan build in build-asan/
+#   scripts/test.sh --tsan          # ThreadSanitizer build in build-tsan/
+#   scripts/test.sh --all           # all three, one after the other
+#
+# Environment: JOBS (default: number of CPUs), CTEST_ARGS (extra ctest arguments).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+mode="${1:-default}"
+jobs="${JOBS:-$(nproc)}"
+
+"$(pwd)/scripts/install-deps.sh"
+
+run_one() {
+  local name="$1" dir="$2"; shift 2
+  echo "=== dblock tests: $name ($dir) ==="
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBLOCK_BUILD_BENCH=ON "$@"
+  cmake --build "$dir" -j "$jobs"
+  # halt_on_error makes UBSan findings fail the run instead of only printing.
+  ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+  UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
+    ctest --test-dir "$dir" --output-on-failure -j 1 ${CTEST_ARGS:-}
+}
+
+case "$mode" in
+  default) run_one default build ;;
+  --asan) run_one asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON ;;
+  --tsan) run_one tsan build-tsan -DDBLOCK_SANITIZE_THREAD=ON ;;
+  --all)
+    run_one default build
+    run_one asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON
+    run_one tsan build-tsan -DDBLOCK_SANITIZE_THREAD=ON
+    ;;
+  *) echo "usage: scripts/test.sh [--asan|--tsan|--all]" >&2; exit 64 ;;
+esac
