@@ -10,19 +10,16 @@ CREATE TABLE "{{prefix}}schema_version" (
 
 -- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
 -- in {{prefix}}readers and expires_at_us is at least the latest live reader's expiry. A row whose
--- expires_at_us has passed is free; it is kept while a waiter holds the hand-off reservation
--- (next_waiter) and otherwise deleted by the reaper.
+-- expires_at_us has passed is free; the reaper deletes it.
 CREATE TABLE "{{prefix}}leases" (
-  name                 TEXT    PRIMARY KEY NOT NULL,
-  owner_secret         BLOB,
-  holder               TEXT,
-  mode                 TEXT    NOT NULL DEFAULT 'exclusive' CHECK (mode IN ('exclusive', 'shared')),
-  fence                INTEGER NOT NULL,
-  acquired_at_us       INTEGER NOT NULL,
-  expires_at_us        INTEGER NOT NULL,
-  renewals             INTEGER NOT NULL DEFAULT 0,
-  next_waiter          BLOB,
-  next_waiter_until_us INTEGER NOT NULL DEFAULT 0
+  name           TEXT    PRIMARY KEY NOT NULL,
+  owner_secret   BLOB,
+  holder         TEXT,
+  mode           TEXT    NOT NULL DEFAULT 'exclusive' CHECK (mode IN ('exclusive', 'shared')),
+  fence          INTEGER NOT NULL,
+  acquired_at_us INTEGER NOT NULL,
+  expires_at_us  INTEGER NOT NULL,
+  renewals       INTEGER NOT NULL DEFAULT 0
 ) WITHOUT ROWID;
 
 CREATE INDEX "{{prefix}}leases_expires" ON "{{prefix}}leases" (expires_at_us);
@@ -39,6 +36,19 @@ CREATE TABLE "{{prefix}}readers" (
 ) WITHOUT ROWID;
 
 CREATE INDEX "{{prefix}}readers_expires" ON "{{prefix}}readers" (expires_at_us);
+
+-- Waiters queue here so that hand-offs go to the longest waiter (ticket = backend time of its
+-- first attempt) instead of whoever polls first. A waiter refreshes until_us while it waits; a
+-- dead waiter's row expires and stops blocking others.
+CREATE TABLE "{{prefix}}waiters" (
+  name         TEXT    NOT NULL,
+  owner_secret BLOB    NOT NULL,
+  ticket       INTEGER NOT NULL,
+  until_us     INTEGER NOT NULL,
+  PRIMARY KEY (name, owner_secret)
+) WITHOUT ROWID;
+
+CREATE INDEX "{{prefix}}waiters_until" ON "{{prefix}}waiters" (until_us);
 
 -- The fence source: one row that only grows. It is never reaped, so fences are never reused.
 CREATE TABLE "{{prefix}}fence_counter" (

@@ -98,11 +98,14 @@ struct AcquireRequest {
   std::chrono::milliseconds ttl{0};
   const OwnerSecret* secret = nullptr;
   std::string_view holder;
-  // When true and the lock is busy, the backend records this secret as the next waiter so that
-  // a releasing holder cannot immediately take the lock again (hand-off fairness), and other
-  // newcomers do not barge in front of it. A reservation expires on its own if not refreshed.
+  // When true and the lock is busy, the backend queues this secret as a waiter so that hand-offs
+  // go to the longest waiter rather than to whoever polls first (a releasing holder cannot
+  // immediately take the lock back while others wait). A queue entry lives for queue_ttl unless
+  // refreshed by the next attempt; a dead waiter therefore stops blocking others on its own.
   bool queue = false;
   std::chrono::milliseconds queue_ttl{1'000};
+  // The ticket the backend returned on the first queued attempt, 0 before that.
+  std::int64_t queue_ticket = 0;
 };
 
 struct AcquireResult {
@@ -112,6 +115,10 @@ struct AcquireResult {
   // When not acquired: how long until the current hold expires on the backend's clock, or -1 when
   // unknown. Waiters never sleep past it, so an abandoned lease is taken over promptly.
   std::chrono::milliseconds holder_remaining{-1};
+  // When not acquired and queued: the caller's ticket, and how many live waiters are ahead of it
+  // (0: next in line), -1 when the backend does not queue.
+  std::int64_t queue_ticket = 0;
+  int queue_position = -1;
 };
 
 struct RenewResult {
@@ -141,8 +148,15 @@ class Backend {
   // held by this owner any more (expired, taken over, force-released). Throws InDoubtError when
   // the outcome is unknown.
   virtual bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) = 0;
-  // Drops a waiter reservation made with AcquireRequest::queue (the waiter gave up).
+  // Leaves the queue joined with AcquireRequest::queue (the waiter gave up).
   virtual void abandon_queue(std::string_view name, const OwnerSecret& secret) = 0;
+  // Optional, read-only and cheap: the current holder's remaining time on the backend clock (zero
+  // or negative when the name is free), or nullopt when the backend has no such probe. The first
+  // waiter in line polls this between attempts instead of writing.
+  virtual std::optional<std::chrono::milliseconds> peek_remaining(std::string_view name) {
+    (void)name;
+    return std::nullopt;
+  }
 
   // Live leases (all, or the one name). Expired rows that the reaper has not yet removed are not shown.
   virtual std::vector<LeaseInfo> list(std::optional<std::string_view> name) = 0;

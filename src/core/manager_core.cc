@@ -229,6 +229,7 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
       state->expires_at_us.store(result.expires_at_us);
       state->safe_until_ns.store(to_ns(sent_at + ttl - drift_margin(ttl)));
       state->next_renew = sent_at + state->renew_interval;
+      bool wake_renewer = false;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         if (stopping_) {
@@ -236,9 +237,12 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
           state->lost.store(true);
         } else {
           active_[key].push_back(state);
+          // Wake the renewal thread only if this lease is due before its planned wake-up: on a
+          // busy manager a wake per acquire would cost two context switches each.
+          wake_renewer = state->next_renew < renewal_wake_at_;
         }
       }
-      renew_cv_.notify_all();
+      if (wake_renewer) renew_cv_.notify_all();
       if (state->finished) {
         try {
           backend_->release(key, state->mode, state->secret);
@@ -249,16 +253,38 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
       return Lease(shared_from_this(), state);
     }
     queued = request.queue;
+    if (result.queue_ticket != 0) request.queue_ticket = result.queue_ticket;
     const auto now = SteadyClock::now();
     if (try_once || now >= deadline) return std::nullopt;
 
+    if (result.queue_position == 0) {
+      // Next in line: watch closely with the backend's cheap read-only probe and attempt as soon
+      // as the name is free; re-attempt anyway before the queue entry could expire.
+      const auto refresh_at = sent_at + request.queue_ttl / 3;
+      std::unique_lock<std::mutex> lock(mutex_);
+      for (;;) {
+        auto wake_at = std::min({SteadyClock::now() + jittered(options_.min_poll), refresh_at, deadline});
+        bool woken = wait_cv_.wait_until(lock, wake_at, [&] {
+          return stopping_ || waiting_[key].generation != generation;
+        });
+        if (stopping_) throw UsageError("LockManager is shutting down");
+        if (woken || SteadyClock::now() >= std::min(refresh_at, deadline)) break;
+        lock.unlock();
+        std::optional<milliseconds> remaining = backend_->peek_remaining(key);
+        lock.lock();
+        if (!remaining || *remaining <= milliseconds::zero()) break;
+      }
+      continue;
+    }
+
     // Jittered, growing pause; never past the holder's remaining TTL (an abandoned lease is taken
-    // over promptly) nor past the caller's deadline.
+    // over promptly), the queue entry's refresh time, nor the caller's deadline.
     microseconds pause = jittered(backoff);
     backoff = std::min<microseconds>(backoff * 2, options_.max_poll);
     if (result.holder_remaining >= milliseconds::zero()) {
       pause = std::min<microseconds>(pause, result.holder_remaining + milliseconds(1));
     }
+    if (request.queue) pause = std::min<microseconds>(pause, request.queue_ttl / 3);
     pause = std::max<microseconds>(pause, microseconds(100));
     auto wake_at = std::min<SteadyClock::time_point>(now + pause, deadline);
     std::unique_lock<std::mutex> lock(mutex_);
@@ -365,7 +391,9 @@ void ManagerCore::renewal_loop() {
       }
     }
     if (due.empty() && expired.empty()) {
+      renewal_wake_at_ = next;
       renew_cv_.wait_until(lock, next);
+      renewal_wake_at_ = SteadyClock::time_point::min();  // awake: new leases are seen next round
       continue;
     }
     lock.unlock();

@@ -109,6 +109,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::unordered_map<std::string, std::vector<std::shared_ptr<LeaseState>>> active_;
   std::unordered_map<std::string, NameWaiters> waiting_;
   bool stopping_ = false;
+  // When the renewal thread will next wake by itself; min() while it is awake.
+  SteadyClock::time_point renewal_wake_at_ = SteadyClock::time_point::min();
 
   std::thread renewal_thread_;
   std::thread reaper_thread_;

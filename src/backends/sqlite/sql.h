@@ -1,5 +1,5 @@
-// The SQLite dialect of the lease statements. "{L}", "{R}" and "{F}" stand for the quoted leases,
-// readers and fence-counter tables (prefix validated, then quoted); "{N}" for the current time in
+// The SQLite dialect of the lease statements. "{L}", "{R}", "{W}", "{F}" and "{V}" stand for the
+// quoted leases, readers, waiters, fence-counter and schema-version tables (prefix validated, then quoted); "{N}" for the current time in
 // microseconds since the Unix epoch on SQLite's clock. SQLite evaluates 'now' once per statement,
 // so every {N} in one statement is the same instant.
 //
@@ -11,58 +11,65 @@ namespace dblock::sqlite::sql {
 
 inline constexpr const char* kNow = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)";
 
-// ?1 name, ?2 secret, ?3 holder, ?4 ttl_us. One statement: the fence comes from the counter row
-// and the trigger writes it back. Takes over an expired row; refuses a live or reserved one.
+// Queue check shared by both acquire statements: nobody who has waited longer (smaller ticket) is
+// still waiting. ?5 is the caller's ticket, NULL when it has not queued yet (then any live waiter
+// comes first).
+#define DBLOCK_SQLITE_NO_EARLIER_WAITER                                                      \
+  " AND NOT EXISTS (SELECT 1 FROM {W} AS w WHERE w.name = ?1 AND w.until_us > {N}"            \
+  " AND w.owner_secret <> ?2 AND (?5 IS NULL OR w.ticket < ?5))"
+
+// ?1 name, ?2 secret, ?3 holder, ?4 ttl_us, ?5 ticket. One statement: the fence comes from the
+// counter row and the trigger writes it back. Takes over an expired row; refuses a live one.
+// Acquired iff sqlite3_changes() == 1; the issued fence and expiry are handed to the connection by
+// dblock_issued_fence()/dblock_issued_expiry() (application functions that return their argument
+// unchanged). Not RETURNING: SQLite buffers RETURNING rows in an ephemeral b-tree whose page cache
+// is allocated and freed per statement, which costs more than the statement itself on this path.
 inline constexpr const char* kAcquireExclusive =
-    "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us,"
-    " renewals, next_waiter, next_waiter_until_us)"
-    " SELECT ?1, ?2, ?3, 'exclusive', value + 1, {N}, {N} + ?4, 0, NULL, 0 FROM {F} WHERE id = 1"
+    "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
+    " SELECT ?1, ?2, ?3, 'exclusive', dblock_issued_fence(value + 1), {N}, dblock_issued_expiry({N} + ?4), 0"
+    " FROM {F} WHERE id = 1"
+    DBLOCK_SQLITE_NO_EARLIER_WAITER
     " ON CONFLICT (name) DO UPDATE SET owner_secret = excluded.owner_secret, holder = excluded.holder,"
     " mode = 'exclusive', fence = excluded.fence, acquired_at_us = excluded.acquired_at_us,"
-    " expires_at_us = excluded.expires_at_us, renewals = 0, next_waiter = NULL, next_waiter_until_us = 0"
-    " WHERE L.expires_at_us <= excluded.acquired_at_us"
-    " AND (L.next_waiter IS NULL OR L.next_waiter = excluded.owner_secret"
-    " OR L.next_waiter_until_us <= excluded.acquired_at_us)"
-    " RETURNING fence, expires_at_us";
+    " expires_at_us = excluded.expires_at_us, renewals = 0"
+    " WHERE L.expires_at_us <= excluded.acquired_at_us";
 
-// Shared: joins live readers or takes a free row. ?1 name, ?2 secret (only for the reservation
-// check), ?4 ttl_us. Followed by kInsertReader in the same transaction.
+// Shared: joins live readers or takes a free row. ?1 name, ?2 secret, ?4 ttl_us, ?5 ticket.
+// Followed by kInsertReader in the same transaction.
 inline constexpr const char* kAcquireSharedRow =
-    "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us,"
-    " renewals, next_waiter, next_waiter_until_us)"
-    " SELECT ?1, NULL, NULL, 'shared', value + 1, {N}, {N} + ?4, 0, NULL, 0 FROM {F} WHERE id = 1"
+    "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
+    " SELECT ?1, NULL, NULL, 'shared', value + 1, {N}, {N} + ?4, 0 FROM {F} WHERE id = 1"
+    DBLOCK_SQLITE_NO_EARLIER_WAITER
     " ON CONFLICT (name) DO UPDATE SET owner_secret = NULL, holder = NULL, mode = 'shared',"
     " fence = excluded.fence,"
     " acquired_at_us = CASE WHEN L.mode = 'shared' AND L.expires_at_us > excluded.acquired_at_us"
     "   THEN L.acquired_at_us ELSE excluded.acquired_at_us END,"
     " expires_at_us = max(CASE WHEN L.mode = 'shared' THEN L.expires_at_us ELSE 0 END, excluded.expires_at_us),"
-    " renewals = 0, next_waiter = NULL, next_waiter_until_us = 0"
-    " WHERE (L.expires_at_us <= excluded.acquired_at_us OR L.mode = 'shared')"
-    " AND (L.next_waiter IS NULL OR L.next_waiter = ?2"
-    " OR L.next_waiter_until_us <= excluded.acquired_at_us)"
+    " renewals = 0"
+    " WHERE L.expires_at_us <= excluded.acquired_at_us OR L.mode = 'shared'"
     " RETURNING fence, expires_at_us";
+
+#undef DBLOCK_SQLITE_NO_EARLIER_WAITER
 
 // ?1 name, ?2 secret, ?3 holder, ?4 ttl_us, ?5 fence.
 inline constexpr const char* kInsertReader =
     "INSERT OR REPLACE INTO {R} (name, owner_secret, holder, fence, acquired_at_us, expires_at_us, renewals)"
     " VALUES (?1, ?2, ?3, ?5, {N}, {N} + ?4, 0) RETURNING expires_at_us";
 
-// Not acquired: take (or refresh) the hand-off reservation if nobody else has a live one, and
-// report the holder's remaining time. ?1 name, ?2 secret, ?3 reservation ttl_us.
+// Not acquired: join (or stay in) the queue. ?1 name, ?2 secret, ?3 until ttl_us, ?4 ticket or
+// NULL for "now". Returns the ticket.
 inline constexpr const char* kQueue =
-    "UPDATE {L} SET"
-    " next_waiter = CASE WHEN next_waiter IS NULL OR next_waiter = ?2 OR next_waiter_until_us <= {N}"
-    "   THEN ?2 ELSE next_waiter END,"
-    " next_waiter_until_us = CASE WHEN next_waiter IS NULL OR next_waiter = ?2 OR next_waiter_until_us <= {N}"
-    "   THEN {N} + ?3 ELSE next_waiter_until_us END"
-    " WHERE name = ?1 RETURNING expires_at_us - {N}";
-
-// ?1 name. Holder's remaining time without queueing.
-inline constexpr const char* kRemaining = "SELECT expires_at_us - {N} FROM {L} WHERE name = ?1";
-
+    "INSERT INTO {W} (name, owner_secret, ticket, until_us) VALUES (?1, ?2, coalesce(?4, {N}), {N} + ?3)"
+    " ON CONFLICT (name, owner_secret) DO UPDATE SET until_us = excluded.until_us RETURNING ticket";
+// ?1 name, ?2 secret, ?3 ticket: live waiters ahead of the caller, and the holder's remaining time.
+inline constexpr const char* kQueuePosition =
+    "SELECT (SELECT count(*) FROM {W} WHERE name = ?1 AND until_us > {N} AND owner_secret <> ?2 AND ticket < ?3),"
+    " (SELECT expires_at_us - {N} FROM {L} WHERE name = ?1)";
 // ?1 name, ?2 secret.
-inline constexpr const char* kAbandonQueue =
-    "UPDATE {L} SET next_waiter = NULL, next_waiter_until_us = 0 WHERE name = ?1 AND next_waiter = ?2";
+inline constexpr const char* kLeaveQueue = "DELETE FROM {W} WHERE name = ?1 AND owner_secret = ?2";
+
+// ?1 name. Holder's remaining time (read-only: what the first waiter polls).
+inline constexpr const char* kRemaining = "SELECT expires_at_us - {N} FROM {L} WHERE name = ?1";
 
 // ?1 name, ?2 secret, ?3 ttl_us.
 inline constexpr const char* kRenewExclusive =
@@ -77,14 +84,13 @@ inline constexpr const char* kExtendSharedRow =
     "UPDATE {L} SET expires_at_us = max(expires_at_us, ?2), renewals = renewals + 1"
     " WHERE name = ?1 AND mode = 'shared'";
 
-// Release (compare-and-delete). Without a waiting reservation the row goes; with one it stays,
-// freed, so the reserved waiter gets it next. ?1 name, ?2 secret.
-inline constexpr const char* kReleaseDelete =
-    "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive'"
-    " AND (next_waiter IS NULL OR next_waiter_until_us <= {N}) RETURNING expires_at_us > {N}";
-inline constexpr const char* kReleaseFree =
-    "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at_us = 0"
-    " WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive' AND expires_at_us > {N}";
+// Release (compare-and-delete). ?1 name, ?2 secret. The first statement deletes a live lease
+// (sqlite3_changes() == 1: released); if it deleted nothing, the second removes this owner's
+// expired row, if any (the lease was already lost). No RETURNING, see kAcquireExclusive.
+inline constexpr const char* kReleaseExclusive =
+    "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive' AND expires_at_us > {N}";
+inline constexpr const char* kReleaseExpired =
+    "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive'";
 inline constexpr const char* kReleaseReader =
     "DELETE FROM {R} WHERE name = ?1 AND owner_secret = ?2 RETURNING expires_at_us > {N}";
 // ?1 name. Shrinks the shared row's expiry to the remaining live readers (0 = free).
@@ -107,10 +113,12 @@ inline constexpr const char* kList =
     " (SELECT group_concat(holder, ',') FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N})"
     " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name";
 
-// ?1 batch. Deletes only rows whose lease and reservation have both expired.
+// ?1 batch. Deletes only expired rows (the expiry index keeps this a range scan).
 inline constexpr const char* kReapLeases =
-    "DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at_us <= {N}"
-    " AND next_waiter_until_us <= {N} LIMIT ?1)";
+    "DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at_us <= {N} LIMIT ?1)";
+inline constexpr const char* kReapWaiters =
+    "DELETE FROM {W} WHERE (name, owner_secret) IN"
+    " (SELECT name, owner_secret FROM {W} WHERE until_us <= {N} LIMIT ?1)";
 inline constexpr const char* kReapReaders =
     "DELETE FROM {R} WHERE (name, owner_secret) IN"
     " (SELECT name, owner_secret FROM {R} WHERE expires_at_us <= {N} LIMIT ?1)";

@@ -40,6 +40,9 @@ struct Connection {
   SteadyClock::time_point busy_deadline;
   // Prepared statements keyed by their SQL template (the address of a constant in sql.h).
   std::unordered_map<const void*, sqlite3_stmt*> statements;
+  // Written by the dblock_issued_* SQL functions during kAcquireExclusive.
+  std::int64_t issued_fence = 0;
+  std::int64_t issued_expiry = 0;
 
   Connection() = default;
   Connection(const Connection&) = delete;
@@ -60,6 +63,17 @@ int busy_handler(void* arg, int count) {
   step = detail::jittered(step);
   std::this_thread::sleep_for(std::min<SteadyClock::duration>(step, connection->busy_deadline - now));
   return 1;
+}
+
+// dblock_issued_fence(x) / dblock_issued_expiry(x): return x and remember it on the connection, so
+// that an INSERT can report what it wrote without RETURNING (see sql::kAcquireExclusive).
+void issued_fence(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  static_cast<Connection*>(sqlite3_user_data(ctx))->issued_fence = sqlite3_value_int64(argv[0]);
+  sqlite3_result_value(ctx, argv[0]);
+}
+void issued_expiry(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  static_cast<Connection*>(sqlite3_user_data(ctx))->issued_expiry = sqlite3_value_int64(argv[0]);
+  sqlite3_result_value(ctx, argv[0]);
 }
 
 // A reset-on-destruction cursor over one prepared statement.
@@ -112,6 +126,21 @@ class Query {
     while (step()) {
     }
   }
+  // For single-row statements (RETURNING, scalar SELECT): steps once, copies the first row's
+  // integer columns into `out`, then runs the statement to SQLITE_DONE. Finishing matters: an
+  // autocommit write commits (and its error surfaces) there, and the WAL auto-checkpoint hook
+  // only runs on SQLITE_DONE. Returns whether there was a row. NULL columns read as 0.
+  bool fetch(std::initializer_list<std::int64_t*> out) {
+    bool row = step();
+    if (row) {
+      int i = 0;
+      for (std::int64_t* p : out) *p = sqlite3_column_int64(stmt_, i++);
+      while (step()) {
+      }
+    }
+    return row;
+  }
+  bool column_is_null(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
   std::int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
   std::string text(int column) const {
     const unsigned char* p = sqlite3_column_text(stmt_, column);
@@ -192,6 +221,7 @@ class SqliteBackend final : public Backend {
     leases_ = detail::quote_identifier(p + "leases");
     readers_ = detail::quote_identifier(p + "readers");
     fence_ = detail::quote_identifier(p + "fence_counter");
+    waiters_ = detail::quote_identifier(p + "waiters");
     version_ = detail::quote_identifier(p + "schema_version");
     if (options_.create_directories) {
       std::filesystem::path parent = std::filesystem::path(options_.path).parent_path();
@@ -260,40 +290,66 @@ class SqliteBackend final : public Backend {
     auto c = borrow();
     const std::int64_t ttl_us = to_us(request.ttl);
     AcquireResult result;
+    auto bind_ticket = [&](Query& q) {
+      if (request.queue_ticket != 0) q.bind(5, request.queue_ticket); else q.bind_null(5);
+    };
     if (request.mode == LockMode::kExclusive) {
       Query q = query(*c, sql::kAcquireExclusive);
       q.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us);
-      if (q.step()) {
-        result.acquired = true;
-        result.fence = q.integer(0);
-        result.expires_at_us = q.integer(1);
-      }
-      // ~Query resets the statement, which ends its autocommit transaction.
+      bind_ticket(q);
+      q.run();
+      result.acquired = sqlite3_changes(c->db) == 1;
+      result.fence = c->issued_fence;
+      result.expires_at_us = c->issued_expiry;
     } else {
       WriteTxn tx(*this, *c);
       {
         Query row = query(*c, sql::kAcquireSharedRow);
         row.bind(1, request.name).bind(2, *request.secret).bind(4, ttl_us);
-        if (row.step()) {
-          result.acquired = true;
-          result.fence = row.integer(0);
-        }
+        bind_ticket(row);
+        std::int64_t ignored = 0;
+        result.acquired = row.fetch({&result.fence, &ignored});
       }
       if (result.acquired) {
         Query reader = query(*c, sql::kInsertReader);
         reader.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us).bind(5, result.fence);
-        if (!reader.step()) throw Error("sqlite: reader row not written", "sqlite");
-        result.expires_at_us = reader.integer(0);
-      }  // statements are reset before COMMIT
+        if (!reader.fetch({&result.expires_at_us})) throw Error("sqlite: reader row not written", "sqlite");
+      }  // statements are finished before COMMIT
       tx.commit();
     }
-    if (result.acquired) return result;
-    Query q = query(*c, request.queue ? sql::kQueue : sql::kRemaining);
-    q.bind(1, request.name);
-    if (request.queue) q.bind(2, *request.secret).bind(3, to_us(request.queue_ttl));
-    result.holder_remaining = q.step() ? std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(q.integer(0), 0)))
-                                       : milliseconds(0);
+    if (result.acquired) {
+      if (request.queue_ticket != 0) query(*c, sql::kLeaveQueue).bind(1, request.name).bind(2, *request.secret).run();
+      return result;
+    }
+    std::int64_t remaining_us = 0;
+    if (!request.queue) {
+      Query q = query(*c, sql::kRemaining);
+      q.bind(1, request.name);
+      q.fetch({&remaining_us});
+    } else {
+      {
+        Query q = query(*c, sql::kQueue);
+        q.bind(1, request.name).bind(2, *request.secret).bind(3, to_us(request.queue_ttl));
+        if (request.queue_ticket != 0) q.bind(4, request.queue_ticket); else q.bind_null(4);
+        if (!q.fetch({&result.queue_ticket})) throw Error("sqlite: queue entry not written", "sqlite");
+      }
+      Query q = query(*c, sql::kQueuePosition);
+      q.bind(1, request.name).bind(2, *request.secret).bind(3, result.queue_ticket);
+      std::int64_t ahead = 0;
+      q.fetch({&ahead, &remaining_us});
+      result.queue_position = static_cast<int>(ahead);
+    }
+    result.holder_remaining = std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
     return result;
+  }
+
+  std::optional<milliseconds> peek_remaining(std::string_view name) override {
+    auto c = borrow();
+    Query q = query(*c, sql::kRemaining);
+    q.bind(1, name);
+    std::int64_t remaining_us = 0;
+    if (!q.fetch({&remaining_us})) return milliseconds(0);  // no row: free
+    return std::chrono::duration_cast<milliseconds>(microseconds(remaining_us));
   }
 
   RenewResult renew(std::string_view name, LockMode mode, const OwnerSecret& secret, milliseconds ttl) override {
@@ -302,20 +358,14 @@ class SqliteBackend final : public Backend {
     if (mode == LockMode::kExclusive) {
       Query q = query(*c, sql::kRenewExclusive);
       q.bind(1, name).bind(2, secret).bind(3, to_us(ttl));
-      if (q.step()) {
-        result.renewed = true;
-        result.expires_at_us = q.integer(0);
-      }
+      result.renewed = q.fetch({&result.expires_at_us});
       return result;
     }
     WriteTxn tx(*this, *c);
     {
       Query q = query(*c, sql::kRenewReader);
       q.bind(1, name).bind(2, secret).bind(3, to_us(ttl));
-      if (q.step()) {
-        result.renewed = true;
-        result.expires_at_us = q.integer(0);
-      }
+      result.renewed = q.fetch({&result.expires_at_us});
     }
     if (result.renewed) query(*c, sql::kExtendSharedRow).bind(1, name).bind(2, result.expires_at_us).run();
     tx.commit();
@@ -324,22 +374,19 @@ class SqliteBackend final : public Backend {
 
   bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) override {
     auto c = borrow();
+    std::int64_t was_live = 0;
     if (mode == LockMode::kExclusive) {
-      {
-        Query q = query(*c, sql::kReleaseDelete);
-        q.bind(1, name).bind(2, secret);
-        if (q.step()) return q.integer(0) != 0;
-      }
-      Query q = query(*c, sql::kReleaseFree);
-      q.bind(1, name).bind(2, secret).run();
-      return sqlite3_changes(c->db) == 1;
+      query(*c, sql::kReleaseExclusive).bind(1, name).bind(2, secret).run();
+      if (sqlite3_changes(c->db) == 1) return true;
+      query(*c, sql::kReleaseExpired).bind(1, name).bind(2, secret).run();
+      return false;
     }
     WriteTxn tx(*this, *c);
     bool held = false;
     {
       Query q = query(*c, sql::kReleaseReader);
       q.bind(1, name).bind(2, secret);
-      held = q.step() && q.integer(0) != 0;
+      held = q.fetch({&was_live}) && was_live != 0;
     }
     query(*c, sql::kShrinkSharedRow).bind(1, name).run();
     tx.commit();
@@ -348,7 +395,7 @@ class SqliteBackend final : public Backend {
 
   void abandon_queue(std::string_view name, const OwnerSecret& secret) override {
     auto c = borrow();
-    query(*c, sql::kAbandonQueue).bind(1, name).bind(2, secret).run();
+    query(*c, sql::kLeaveQueue).bind(1, name).bind(2, secret).run();
   }
 
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override {
@@ -387,6 +434,8 @@ class SqliteBackend final : public Backend {
     query(*c, sql::kReapLeases).bind(1, static_cast<std::int64_t>(batch)).run();
     std::size_t n = static_cast<std::size_t>(sqlite3_changes(c->db));
     query(*c, sql::kReapReaders).bind(1, static_cast<std::int64_t>(batch)).run();
+    n += static_cast<std::size_t>(sqlite3_changes(c->db));
+    query(*c, sql::kReapWaiters).bind(1, static_cast<std::int64_t>(batch)).run();
     return n + static_cast<std::size_t>(sqlite3_changes(c->db));
   }
 
@@ -504,6 +553,12 @@ class SqliteBackend final : public Backend {
     }
     sqlite3_extended_result_codes(c->db, 1);
     sqlite3_busy_handler(c->db, &busy_handler, c.get());
+    for (auto [fn_name, fn] : {std::pair{"dblock_issued_fence", &issued_fence}, std::pair{"dblock_issued_expiry", &issued_expiry}}) {
+      // DIRECTONLY: callable from our statements only, never from triggers or views.
+      int frc = sqlite3_create_function_v2(c->db, fn_name, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, c.get(), fn, nullptr,
+                                           nullptr, nullptr);
+      if (frc != SQLITE_OK) throw_error(frc, c->db, "registering SQL function");
+    }
     c->busy_deadline = SteadyClock::now() + options_.busy_timeout;
     // WAL lets readers (list, inspect) proceed during writes; NORMAL sync is durable against
     // process crashes (the failure a lock must survive); see README for power loss.
@@ -540,6 +595,7 @@ class SqliteBackend final : public Backend {
         switch (p[1]) {
           case 'L': out += leases_; p += 2; continue;
           case 'R': out += readers_; p += 2; continue;
+          case 'W': out += waiters_; p += 2; continue;
           case 'F': out += fence_; p += 2; continue;
           case 'V': out += version_; p += 2; continue;
           case 'N': out += sql::kNow; p += 2; continue;
@@ -605,7 +661,7 @@ class SqliteBackend final : public Backend {
 
   // Constant after construction.
   const Options options_;
-  std::string leases_, readers_, fence_, version_;
+  std::string leases_, readers_, waiters_, fence_, version_;
 
   std::mutex pool_mutex_;
   std::vector<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(pool_mutex_)
