@@ -92,6 +92,42 @@ struct VersionedUpdate {
   std::vector<std::pair<std::string, Value>> set;
 };
 
+// How a row lock waits for rows another transaction has locked.
+enum class RowLockWait {
+  kWait,        // block, up to RowLockRequest::wait_timeout (0: the server's default)
+  kNoWait,      // FOR UPDATE NOWAIT: fail at once (with_locked_rows returns false)
+  kSkipLocked,  // FOR UPDATE SKIP LOCKED: return only the rows nobody has locked
+};
+
+// SELECT <columns> FROM table WHERE key_column IN (keys...) FOR UPDATE|FOR SHARE [NOWAIT|SKIP LOCKED]
+// on an application table. Table and column names are validated as identifiers and quoted.
+struct RowLockRequest {
+  std::string table;
+  std::string key_column = "id";
+  std::vector<Value> keys;                  // at least one
+  std::vector<std::string> columns;         // empty: all columns (*)
+  bool shared = false;                      // FOR SHARE instead of FOR UPDATE
+  RowLockWait wait = RowLockWait::kWait;
+  std::chrono::milliseconds wait_timeout{0};  // kWait only; 0 = server default
+  std::size_t limit = 0;                    // 0: no LIMIT (useful with kSkipLocked for job queues)
+};
+
+// A lock held by one backend session (connection) — PostgreSQL pg_advisory_lock, MySQL GET_LOCK.
+// It lives exactly as long as that session: if the connection dies, the lock is gone. Owned by the
+// core's SessionLock; used by one thread at a time (the core serialises calls).
+class SessionLockHandle {
+ public:
+  virtual ~SessionLockHandle() = default;  // releases if still held, best effort; never throws
+  // One round trip: does the session still hold the lock? False when the connection died or was
+  // swapped (a pooler in transaction mode). Never throws.
+  virtual bool verify() noexcept = 0;
+  // True if the backend confirmed the release, false if the session no longer held the lock.
+  // Throws InDoubtError/ConnectionError when the outcome is unknown.
+  virtual bool release() = 0;
+  // The backend's key for the name (PostgreSQL: the 64-bit advisory key; MySQL: 0).
+  virtual std::int64_t key() const = 0;
+};
+
 struct AcquireRequest {
   std::string_view name;
   LockMode mode = LockMode::kExclusive;
@@ -185,6 +221,19 @@ class Backend {
   // LeaseLostError (after rolling back, nothing written) if the lease is not held.
   virtual void run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
                            const std::function<void(Transaction&)>& body);
+
+  // Optional: session locks. Returns nullptr when not acquired within `wait` (0: try once).
+  // Each held session lock has its own connection, so two threads of one process contend like
+  // two processes. Throws UnsupportedError where absent, UsageError behind a transaction pooler.
+  virtual std::unique_ptr<SessionLockHandle> acquire_session_lock(std::string_view name, LockMode mode,
+                                                                  std::chrono::milliseconds wait);
+
+  // Optional: row locks on application tables. Opens a transaction, locks the rows, runs `body`
+  // with them, commits (rolls back if body throws). Returns false when kNoWait met a locked row or
+  // kWait ran out of wait_timeout (nothing is run then).
+  virtual bool run_with_locked_rows(
+      const RowLockRequest& request,
+      const std::function<void(Transaction&, const std::vector<std::vector<Value>>& rows)>& body);
 
   // Optional: optimistic locking.
   virtual bool compare_and_set(const VersionedUpdate& update);

@@ -9,6 +9,7 @@
 #include "dblock/mutex.h"
 #include "dblock/open.h"
 #include "dblock/options.h"
+#include "dblock/session_lock.h"
 #include "dblock/url.h"
 
 #endif  // DBLOCK_DBLOCK_H_

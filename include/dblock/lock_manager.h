@@ -21,6 +21,7 @@
 #include "dblock/backend.h"
 #include "dblock/lease.h"
 #include "dblock/options.h"
+#include "dblock/session_lock.h"
 
 namespace dblock {
 
@@ -77,7 +78,8 @@ class LockManager {
 
   // Guarded write: runs `body` in a backend transaction that commits only while `lease` is still
   // held with its fence (checked inside the transaction, on the backend clock). Throws
-  // LeaseLostError, writing nothing, if it is not. REQUIRES: lease was acquired from this manager.
+  // LeaseLostError, writing nothing, if it is not. The backend decides, not the local lost() flag.
+  // REQUIRES: lease was acquired from this manager.
   void run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body);
 
   // Optimistic locking: one compare-and-set statement; false when the version did not match.
@@ -85,9 +87,23 @@ class LockManager {
   std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column,
                                            const Value& id, std::string_view version_column);
 
-  // Session locks (die with the connection) are not offered by every backend; this throws
-  // UnsupportedError with the reason where they are absent.
+  // Session locks (die with the connection; PostgreSQL advisory locks, MySQL GET_LOCK). Each held
+  // session lock has a dedicated connection, so two threads of one manager exclude each other.
+  // Waits up to `wait` (0: try once) inside the server. Returns an empty optional when not
+  // acquired. Throws UnsupportedError where the backend has none (SQLite), UsageError when the
+  // URL goes through a transaction-pooling proxy (the lock would silently evaporate). The
+  // renewal thread checks held session locks every ManagerOptions::session_check_interval.
+  std::optional<SessionLock> session_lock(std::string_view name, std::chrono::milliseconds wait,
+                                          const SessionLockOptions& options = {});
+  // Throws UnsupportedError with the reason where session locks are absent.
   void require_session_locks() const;
+
+  // Row locks on application tables: runs `body` in a transaction holding the selected rows
+  // FOR UPDATE (or FOR SHARE), with NOWAIT, SKIP LOCKED or a wait timeout. Returns false when
+  // NOWAIT met a locked row or the wait timed out (body not run). Throws UnsupportedError where
+  // absent (SQLite), UsageError for bad identifiers.
+  bool with_locked_rows(const RowLockRequest& request,
+                        const std::function<void(Transaction&, const std::vector<std::vector<Value>>& rows)>& body);
 
   std::string_view backend_name() const;
   Capabilities capabilities() const;

@@ -53,6 +53,10 @@ struct ManagerOptions {
   // With false, opening a database without the schema throws SchemaError.
   bool auto_migrate = true;
 
+  // How often the renewal thread verifies that each held session lock's connection still holds
+  // it (one round trip each). Default 1 s; must be > 0.
+  std::chrono::milliseconds session_check_interval{1'000};
+
   // Default for AcquireOptions::reentrant. Default false.
   bool reentrant = false;
 

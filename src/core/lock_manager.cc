@@ -76,7 +76,8 @@ bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::mi
 
 void LockManager::run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body) {
   if (!lease.held()) throw UsageError("run_guarded needs a held lease");
-  if (lease.lost()) throw LeaseLostError("lease '" + lease.name() + "' is lost; guarded write refused");
+  // The backend's check inside the transaction is the authority; the local lost() flag is not
+  // consulted (it can only be more pessimistic, never safer).
   core_->backend().run_guarded(lease.name(), lease.fence(), lease.state_secret(), body);
 }
 
@@ -85,6 +86,18 @@ bool LockManager::compare_and_set(const VersionedUpdate& update) { return core_-
 std::optional<std::int64_t> LockManager::read_version(std::string_view table, std::string_view id_column,
                                                       const Value& id, std::string_view version_column) {
   return core_->backend().read_version(table, id_column, id, version_column);
+}
+
+std::optional<SessionLock> LockManager::session_lock(std::string_view name, std::chrono::milliseconds wait,
+                                                     const SessionLockOptions& options) {
+  require_session_locks();
+  return core_->session_lock(name, wait, options);
+}
+
+bool LockManager::with_locked_rows(
+    const RowLockRequest& request,
+    const std::function<void(Transaction&, const std::vector<std::vector<Value>>& rows)>& body) {
+  return core_->backend().run_with_locked_rows(request, body);
 }
 
 void LockManager::require_session_locks() const {

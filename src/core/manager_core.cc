@@ -30,6 +30,9 @@ ManagerOptions validated(ManagerOptions options) {
   }
   if (options.reaper_batch <= 0) throw UsageError("reaper_batch must be positive");
   if (options.reaper_interval <= milliseconds::zero()) throw UsageError("reaper_interval must be positive");
+  if (options.session_check_interval <= milliseconds::zero()) {
+    throw UsageError("session_check_interval must be positive");
+  }
   return options;
 }
 
@@ -68,6 +71,12 @@ void ManagerCore::shutdown() noexcept {
       }
     }
     active_.clear();
+    for (auto& session : sessions_) session->finished = true;
+  }
+  std::vector<std::shared_ptr<SessionState>> sessions;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    sessions.swap(sessions_);
   }
   renew_cv_.notify_all();
   reaper_cv_.notify_all();
@@ -77,6 +86,11 @@ void ManagerCore::shutdown() noexcept {
   try {
     backend_->set_release_listener(nullptr);
   } catch (...) {
+  }
+  for (auto& session : sessions) {
+    session->lost.store(true, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(session->handle_mutex);
+    session->handle.reset();  // releases, best effort
   }
   for (auto& state : still_held) {
     state->lost.store(true, std::memory_order_release);
@@ -390,7 +404,15 @@ void ManagerCore::renewal_loop() {
         }
       }
     }
-    if (due.empty() && expired.empty()) {
+    std::vector<std::shared_ptr<SessionState>> sessions_due;
+    for (auto& session : sessions_) {
+      if (now >= session->next_check) {
+        sessions_due.push_back(session);
+        session->next_check = now + options_.session_check_interval;
+      }
+      next = std::min(next, session->next_check);
+    }
+    if (due.empty() && expired.empty() && sessions_due.empty()) {
       renewal_wake_at_ = next;
       renew_cv_.wait_until(lock, next);
       renewal_wake_at_ = SteadyClock::time_point::min();  // awake: new leases are seen next round
@@ -402,7 +424,81 @@ void ManagerCore::renewal_loop() {
       renew_one(state);
       // Guarantees progress: a state whose renewal errored got a later next_renew.
     }
+    for (auto& session : sessions_due) check_session(session);
     lock.lock();
+  }
+}
+
+std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, milliseconds wait,
+                                                    const SessionLockOptions& options) {
+  validate_lock_name(name);
+  std::unique_ptr<SessionLockHandle> handle =
+      backend_->acquire_session_lock(name, options.mode, std::max(wait, milliseconds::zero()));
+  if (!handle) return std::nullopt;
+  auto state = std::make_shared<SessionState>();
+  state->name = std::string(name);
+  state->mode = options.mode;
+  state->key = handle->key();
+  state->on_lost = options.on_lost;
+  state->handle = std::move(handle);
+  bool wake_renewer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw UsageError("LockManager is shutting down");
+    state->next_check = SteadyClock::now() + options_.session_check_interval;
+    sessions_.push_back(state);
+    wake_renewer = state->next_check < renewal_wake_at_;
+  }
+  if (wake_renewer) renew_cv_.notify_all();
+  return SessionLock(shared_from_this(), state);
+}
+
+ReleaseResult ManagerCore::release_session(const std::shared_ptr<SessionState>& state) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return ReleaseResult::kAlreadyLost;
+    state->finished = true;
+    sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());
+  }
+  std::lock_guard<std::mutex> lock(state->handle_mutex);
+  ReleaseResult result = ReleaseResult::kAlreadyLost;
+  if (state->handle && !state->lost.load()) {
+    try {
+      result = state->handle->release() ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
+    } catch (const Error& e) {
+      report(e);
+      result = ReleaseResult::kInDoubt;
+    }
+  }
+  state->handle.reset();
+  state->lost.store(true);
+  return result;
+}
+
+void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
+  bool alive;
+  {
+    std::lock_guard<std::mutex> lock(state->handle_mutex);
+    if (!state->handle) return;
+    alive = state->handle->verify();
+  }
+  if (alive) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return;
+    state->finished = true;
+    state->lost.store(true, std::memory_order_release);
+    sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());
+  }
+  {
+    std::lock_guard<std::mutex> lock(state->handle_mutex);
+    state->handle.reset();
+  }
+  if (state->on_lost) {
+    try {
+      state->on_lost(LostLease{state->name, 0, "the session holding the lock is gone (connection lost or swapped)"});
+    } catch (...) {
+    }
   }
 }
 

@@ -22,6 +22,7 @@
 #include "dblock/backend.h"
 #include "dblock/lease.h"
 #include "dblock/options.h"
+#include "dblock/session_lock.h"
 
 namespace dblock::detail {
 
@@ -59,6 +60,25 @@ struct LeaseState {
   }
 };
 
+// One held session lock, shared by its SessionLock handle and the renewal thread (which verifies
+// it periodically).
+struct SessionState {
+  // Constant after construction.
+  std::string name;
+  LockMode mode = LockMode::kExclusive;
+  std::int64_t key = 0;
+  std::function<void(const LostLease&)> on_lost;
+
+  std::atomic<bool> lost{false};
+  // Serialises verify() and release() on the session's connection.
+  std::mutex handle_mutex;
+  std::unique_ptr<SessionLockHandle> handle;  // GUARDED_BY(handle_mutex); null once released
+
+  // Protected by ManagerCore::mutex_.
+  bool finished = false;
+  SteadyClock::time_point next_check;
+};
+
 class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
  public:
   ManagerCore(std::unique_ptr<Backend> backend, ManagerOptions options);
@@ -75,6 +95,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // Releases one hold of `state` (see Lease::release).
   ReleaseResult release_hold(const std::shared_ptr<LeaseState>& state);
 
+  std::optional<SessionLock> session_lock(std::string_view name, std::chrono::milliseconds wait,
+                                          const SessionLockOptions& options);
+  ReleaseResult release_session(const std::shared_ptr<SessionState>& state);
+
   // Reports an error that has no caller. noexcept: swallows what the user callback throws.
   void report(const Error& error) noexcept;
 
@@ -90,6 +114,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void renewal_loop();
   void reaper_loop();
   void renew_one(const std::shared_ptr<LeaseState>& state);
+  void check_session(const std::shared_ptr<SessionState>& state);
   // Marks `state` lost (once), drops it from the active set and runs its callback on this thread.
   void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason, bool run_callback);
   // REQUIRES: mutex_ held. Wakes in-process waiters for `name`.
@@ -108,6 +133,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // Protected by mutex_.
   std::unordered_map<std::string, std::vector<std::shared_ptr<LeaseState>>> active_;
   std::unordered_map<std::string, NameWaiters> waiting_;
+  std::vector<std::shared_ptr<SessionState>> sessions_;
   bool stopping_ = false;
   // When the renewal thread will next wake by itself; min() while it is awake.
   SteadyClock::time_point renewal_wake_at_ = SteadyClock::time_point::min();

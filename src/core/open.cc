@@ -7,6 +7,9 @@
 #ifdef DBLOCK_HAVE_SQLITE
 #include "dblock/sqlite/sqlite.h"
 #endif
+#ifdef DBLOCK_HAVE_POSTGRESQL
+#include "dblock/postgresql/postgresql.h"
+#endif
 
 namespace dblock {
 
@@ -15,6 +18,9 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
   std::unique_ptr<Backend> backend;
 #ifdef DBLOCK_HAVE_SQLITE
   if (url.scheme == "sqlite") backend = sqlite::make_backend(url, options.table_prefix);
+#endif
+#ifdef DBLOCK_HAVE_POSTGRESQL
+  if (url.scheme == "postgresql") backend = postgresql::make_backend(url, options.table_prefix);
 #endif
   if (!backend) {
     std::string known;
@@ -28,6 +34,9 @@ std::vector<std::string> available_schemes() {
   std::vector<std::string> schemes;
 #ifdef DBLOCK_HAVE_SQLITE
   schemes.push_back("sqlite");
+#endif
+#ifdef DBLOCK_HAVE_POSTGRESQL
+  schemes.push_back("postgresql");
 #endif
   return schemes;
 }

@@ -107,6 +107,41 @@ int child_hold(const std::string& prefix, const std::string& name, int ttl_ms) {
   return 0;
 }
 
+std::string with_table(std::string sql, const std::string& table) {
+  auto at = sql.find("{T}");
+  if (at != std::string::npos) sql.replace(at, 3, table);
+  return sql;
+}
+
+// guarded <prefix> <name> <ttl_ms> <table>: acquires, reports, waits for "write" on stdin, then
+// attempts a guarded insert of (2, fence) and reports whether it committed.
+int child_guarded(const std::string& prefix, const std::string& name, int ttl_ms, const std::string& table) {
+  auto manager = open_manager(ManagerOptions{}, prefix);
+  AcquireOptions options;
+  options.ttl = milliseconds(ttl_ms);
+  auto lease = manager->acquire(name, 10s, options);
+  if (!lease) {
+    std::printf("not-acquired\n");
+    return 2;
+  }
+  std::printf("acquired %lld\n", static_cast<long long>(lease->fence()));
+  std::fflush(stdout);
+  char line[64];
+  if (!std::fgets(line, sizeof(line), stdin)) return 3;
+  try {
+    // run_guarded asks the backend (the local lost() flag is not consulted): this case is about
+    // what the backend's check does with a stale fence.
+    manager->run_guarded(*lease, [&](Transaction& tx) {
+      tx.execute(with_table(context().guard_insert, table), {std::int64_t{2}, lease->fence()});
+    });
+    std::printf("guard committed\n");
+  } catch (const LeaseLostError&) {
+    std::printf("guard rejected\n");
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
 // Waits (bounded) for a line starting with `prefix` from `child`.
 std::string expect_line(Child& child, const std::string& prefix, milliseconds timeout = 20s) {
   auto deadline = SteadyClock::now() + timeout;
@@ -133,6 +168,7 @@ int run_child(int argc, char** argv) {
   try {
     if (a.size() == 8 && a[2] == "counter") return child_counter(a[3], a[4], a[5], std::stoi(a[6]), std::stoi(a[7]));
     if (a.size() == 6 && a[2] == "hold") return child_hold(a[3], a[4], std::stoi(a[5]));
+    if (a.size() == 7 && a[2] == "guarded") return child_guarded(a[3], a[4], std::stoi(a[5]), a[6]);
   } catch (const std::exception& e) {
     std::printf("error %s\n", e.what());
     return 3;
@@ -517,6 +553,34 @@ TEST_CASE("guard: a guarded write commits only while the lease is held with that
   admin->run_guarded(*next, [&](Transaction& tx) { rows = tx.query("SELECT id FROM " + table + " ORDER BY id"); });
   REQUIRE(rows.size() == 1);
   CHECK(std::get<std::int64_t>(rows[0][0]) == 1);
+}
+
+TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "[lease][conformance][guard]") {
+  if (!context().guard) return;
+  const std::string prefix = unique_prefix();
+  const std::string table = prefix + "paused_guard";
+  auto manager = open_manager({}, prefix);
+  auto setup = manager->try_acquire("setup");
+  REQUIRE(setup);
+  manager->run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
+  setup->release();
+
+  Child holder({self_path(), "--child", "guarded", prefix, "paused-guard", "600", table});
+  expect_line(holder, "acquired");
+  holder.signal(SIGSTOP);
+  auto lease = manager->acquire("paused-guard", 20s);  // takes over once the paused lease expired
+  REQUIRE(lease);
+  manager->run_guarded(*lease, [&](Transaction& tx) {
+    tx.execute(with_table(context().guard_insert, table), {std::int64_t{1}, lease->fence()});
+  });
+  holder.signal(SIGCONT);
+  holder.write_line("write");
+  CHECK(expect_line(holder, "guard") == "guard rejected");
+  std::vector<std::vector<Value>> rows;
+  manager->run_guarded(*lease, [&](Transaction& tx) { rows = tx.query("SELECT id FROM " + table + " ORDER BY id"); });
+  REQUIRE(rows.size() == 1);
+  CHECK(std::get<std::int64_t>(rows[0][0]) == 1);
+  REQUIRE(holder.wait(10s));
 }
 
 // ---- 10. bad input ---------------------------------------------------------------------------

@@ -17,7 +17,8 @@ namespace dblock::testing {
 
 Child::Child(const std::vector<std::string>& argv) {
   int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
+  int in[2];
+  if (pipe2(fds, O_CLOEXEC) != 0 || pipe2(in, O_CLOEXEC) != 0) throw std::runtime_error("pipe2 failed");
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
@@ -26,18 +27,23 @@ Child::Child(const std::vector<std::string>& argv) {
   if (pid_ == 0) {
     setpgid(0, 0);
     dup2(fds[1], STDOUT_FILENO);
+    dup2(in[0], STDIN_FILENO);
     execvp(args[0], args.data());
     _exit(127);
   }
   setpgid(pid_, pid_);  // also from the parent, so signal() works even before the child ran
   close(fds[1]);
+  close(in[0]);
   out_fd_ = fds[0];
+  in_fd_ = in[1];
 }
 
 Child::Child(Child&& other) noexcept
-    : pid_(other.pid_), out_fd_(other.out_fd_), buffer_(std::move(other.buffer_)), reaped_(other.reaped_) {
+    : pid_(other.pid_), out_fd_(other.out_fd_), in_fd_(other.in_fd_), buffer_(std::move(other.buffer_)),
+      reaped_(other.reaped_) {
   other.pid_ = -1;
   other.out_fd_ = -1;
+  other.in_fd_ = -1;
 }
 
 Child::~Child() {
@@ -48,6 +54,14 @@ Child::~Child() {
     waitpid(pid_, &status, 0);
   }
   if (out_fd_ >= 0) close(out_fd_);
+  if (in_fd_ >= 0) close(in_fd_);
+}
+
+void Child::write_line(const std::string& line) {
+  std::string data = line + "\n";
+  if (in_fd_ < 0 || ::write(in_fd_, data.data(), data.size()) != static_cast<ssize_t>(data.size())) {
+    throw std::runtime_error("write to child stdin failed");
+  }
 }
 
 std::optional<std::string> Child::read_line(std::chrono::milliseconds timeout) {

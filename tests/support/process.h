@@ -14,7 +14,7 @@ namespace dblock::testing {
 
 class Child {
  public:
-  // Starts argv[0] (searched in PATH) in its own process group with stdout piped to us.
+  // Starts argv[0] (searched in PATH) in its own process group with stdin and stdout piped to us.
   explicit Child(const std::vector<std::string>& argv);
   Child(Child&& other) noexcept;
   Child(const Child&) = delete;
@@ -24,6 +24,7 @@ class Child {
   // Next line of the child's stdout (without '\n'), or nullopt at EOF or when `timeout` passes.
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
   void signal(int sig);        // to the child's process group
+  void write_line(const std::string& line);  // to the child's stdin
   // Waits up to `timeout` for exit; returns the raw wait status, or nullopt if still running.
   std::optional<int> wait(std::chrono::milliseconds timeout);
   pid_t pid() const { return pid_; }
@@ -31,6 +32,7 @@ class Child {
  private:
   pid_t pid_ = -1;
   int out_fd_ = -1;
+  int in_fd_ = -1;
   std::string buffer_;
   bool reaped_ = false;
 };

@@ -1,0 +1,53 @@
+-- dblock PostgreSQL schema, version 1. Times are timestamptz from clock_timestamp() on the server.
+
+CREATE TABLE "{{prefix}}schema_version" (
+  version    integer     PRIMARY KEY,
+  name       text        NOT NULL,
+  applied_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+
+-- The fence source. Sequences are always WAL-logged (also when the lease tables are UNLOGGED), so
+-- fences never go back, also across crashes and reaping. Gaps are expected (a refused acquire may
+-- consume a value).
+CREATE SEQUENCE "{{prefix}}fence_seq" AS bigint;
+
+-- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
+-- in {{prefix}}readers and expires_at is at least the latest live reader's expiry. A row whose
+-- expires_at has passed is free; the reaper deletes it.
+CREATE TABLE "{{prefix}}leases" (
+  name         text        PRIMARY KEY,
+  owner_secret uuid,
+  holder       text,
+  mode         text        NOT NULL DEFAULT 'exclusive' CHECK (mode IN ('exclusive', 'shared')),
+  fence        bigint      NOT NULL,
+  acquired_at  timestamptz NOT NULL,
+  expires_at   timestamptz NOT NULL,
+  renewals     bigint      NOT NULL DEFAULT 0
+);
+
+CREATE INDEX "{{prefix}}leases_expires" ON "{{prefix}}leases" (expires_at);
+
+CREATE TABLE "{{prefix}}readers" (
+  name         text        NOT NULL,
+  owner_secret uuid        NOT NULL,
+  holder       text,
+  fence        bigint      NOT NULL,
+  acquired_at  timestamptz NOT NULL,
+  expires_at   timestamptz NOT NULL,
+  renewals     bigint      NOT NULL DEFAULT 0,
+  PRIMARY KEY (name, owner_secret)
+);
+
+CREATE INDEX "{{prefix}}readers_expires" ON "{{prefix}}readers" (expires_at);
+
+-- Waiters queue here so that hand-offs go to the longest waiter (ticket = server time of its first
+-- attempt, in microseconds); a dead waiter's row expires (until_at) and stops blocking others.
+CREATE TABLE "{{prefix}}waiters" (
+  name         text        NOT NULL,
+  owner_secret uuid        NOT NULL,
+  ticket       bigint      NOT NULL,
+  until_at     timestamptz NOT NULL,
+  PRIMARY KEY (name, owner_secret)
+);
+
+CREATE INDEX "{{prefix}}waiters_until" ON "{{prefix}}waiters" (until_at);

@@ -1,0 +1,51 @@
+// libpqxx exception -> dblock::Error, by exception type and SQLSTATE class.
+#include "error_map.h"
+
+#include <pqxx/except>
+
+#include "dblock/errors.h"
+
+namespace dblock::postgresql {
+
+bool is_connection_failure(const std::exception& e) noexcept {
+  if (dynamic_cast<const pqxx::broken_connection*>(&e)) return true;
+  if (auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
+    const std::string& state = sql->sqlstate();
+    return state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0;
+  }
+  return false;
+}
+
+void rethrow_translated(const std::string& context) {
+  const std::string prefix = "postgresql: " + context + ": ";
+  try {
+    throw;
+  } catch (const dblock::Error&) {
+    throw;
+  } catch (const pqxx::in_doubt_error& e) {
+    throw InDoubtError(prefix + e.what(), "postgresql");
+  } catch (const pqxx::broken_connection& e) {
+    throw ConnectionError(prefix + e.what(), "postgresql", "08006");
+  } catch (const pqxx::sql_error& e) {
+    const std::string state = e.sqlstate();
+    auto cls = [&](const char* c) { return state.rfind(c, 0) == 0; };
+    std::string message = prefix + e.what();
+    if (cls("08") || cls("57P") || cls("28") || state == "3D000" || cls("53")) {
+      throw ConnectionError(message, "postgresql", state);
+    }
+    if (state == "40001" || state == "40P01") throw Error(message, "postgresql", state, true);
+    if (state == "55P03" || state == "57014") throw TimeoutError(message, "postgresql", state, true);
+    if (state == "42P01" || state == "42883") throw SchemaError(message + " (run `dblock migrate`)", "postgresql", state);
+    if (state == "25006") throw ConnectionError(message + " (read-only: a standby?)", "postgresql", state);
+    if (cls("22") || cls("42")) throw UsageError(message, "postgresql", state);
+    throw Error(message, "postgresql", state);
+  } catch (const pqxx::usage_error& e) {
+    throw UsageError(prefix + e.what(), "postgresql");
+  } catch (const pqxx::failure& e) {
+    throw ConnectionError(prefix + e.what(), "postgresql");
+  } catch (const std::exception& e) {
+    throw Error(prefix + e.what(), "postgresql");
+  }
+}
+
+}  // namespace dblock::postgresql

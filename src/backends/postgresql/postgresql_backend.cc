@@ -1,0 +1,974 @@
+// The PostgreSQL backend (libpqxx).
+//
+// Connections: a pool for lease statements (each used by one thread at a time), one listener
+// connection for LISTEN/NOTIFY owned by its thread, and one dedicated connection per held session
+// lock. libpqxx's silent reconnection ("reactivation") is disabled everywhere: a reconnect must
+// never hide a lost session lock, and for leases dblock decides itself what may be retried.
+//
+// Retry policy on a broken connection: statements that are idempotent for the same owner secret
+// (acquire re-takes a row this secret holds, renew, reads) are retried once on a fresh
+// connection; a release whose reply was lost is retried once and reported in doubt when the retry
+// finds nothing to delete.
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "dblock/errors.h"
+#include "dblock/postgresql/postgresql.h"
+#include "dblock/url.h"
+#include "error_map.h"
+#include "internal.h"
+#include "migration.h"
+#include "sql.h"
+
+// libpqxx 6 marks inhibit_reactivation deprecated (7.x removed reactivation altogether); on 6 it
+// is the only way to turn the silent reconnect off.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dblock::postgresql {
+
+extern const std::vector<detail::Migration> kMigrations;
+
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+constexpr const char* kBackendName = "postgresql";
+
+std::string uuid_text(const OwnerSecret& secret) {
+  std::string hex = secret.hex();
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20);
+}
+
+// Statement parameters in text form; nullopt is SQL NULL.
+class Params {
+ public:
+  Params& add(std::string_view text) {
+    values_.emplace_back(std::string(text));
+    return *this;
+  }
+  Params& add(std::int64_t v) {
+    values_.emplace_back(std::to_string(v));
+    return *this;
+  }
+  Params& add(const OwnerSecret& secret) {
+    values_.emplace_back(uuid_text(secret));
+    return *this;
+  }
+  Params& add_null() {
+    values_.emplace_back(std::nullopt);
+    return *this;
+  }
+  Params& add_value(const Value& value) {
+    if (std::holds_alternative<std::monostate>(value)) return add_null();
+    if (auto* i = std::get_if<std::int64_t>(&value)) return add(*i);
+    if (auto* d = std::get_if<double>(&value)) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.17g", *d);
+      return add(std::string_view(buf));
+    }
+    return add(std::string_view(std::get<std::string>(value)));
+  }
+  std::vector<const char*> pointers() const {
+    std::vector<const char*> out;
+    for (const auto& v : values_) out.push_back(v ? v->c_str() : nullptr);
+    return out;
+  }
+
+ private:
+  std::vector<std::optional<std::string>> values_;
+};
+
+Value to_value(const pqxx::field& f) {
+  if (f.is_null()) return std::monostate{};
+  switch (f.type()) {
+    case 20: case 21: case 23: return f.as<std::int64_t>();     // int8, int2, int4
+    case 700: case 701: return f.as<double>();                  // float4, float8
+    case 16: return std::int64_t{f.as<bool>() ? 1 : 0};         // bool
+    default: return f.as<std::string>();
+  }
+}
+
+// Turns the portable `?` placeholders of Transaction::execute into $1, $2, ... outside quotes.
+std::string number_placeholders(std::string_view sql) {
+  std::string out;
+  int n = 0;
+  char quote = 0;
+  for (char c : sql) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      out += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      out += c;
+    } else if (c == '?') {
+      out += "$" + std::to_string(++n);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+class PgTransaction final : public Transaction {
+ public:
+  explicit PgTransaction(pqxx::transaction_base& tx) : tx_(tx) {}
+  std::int64_t execute(std::string_view sql, const std::vector<Value>& params) override {
+    return run(sql, params).affected_rows();
+  }
+  std::vector<std::vector<Value>> query(std::string_view sql, const std::vector<Value>& params) override {
+    pqxx::result r = run(sql, params);
+    std::vector<std::vector<Value>> rows;
+    for (const auto& row : r) {
+      std::vector<Value> out;
+      for (const auto& f : row) out.push_back(to_value(f));
+      rows.push_back(std::move(out));
+    }
+    return rows;
+  }
+
+ private:
+  pqxx::result run(std::string_view sql, const std::vector<Value>& params) {
+    Params p;
+    for (const auto& v : params) p.add_value(v);
+    auto ptrs = p.pointers();
+    try {
+      return tx_.exec_params(number_placeholders(sql), pqxx::prepare::make_dynamic_params(ptrs));
+    } catch (...) {
+      rethrow_translated("statement failed");
+    }
+  }
+  pqxx::transaction_base& tx_;
+};
+
+struct Connection {
+  std::unique_ptr<pqxx::connection> conn;
+  int backend_pid = 0;
+};
+
+class PostgresBackend;
+
+class PgSessionLock final : public SessionLockHandle {
+ public:
+  PgSessionLock(PostgresBackend& backend, std::unique_ptr<Connection> c, std::int64_t key, LockMode mode)
+      : backend_(backend), c_(std::move(c)), key_(key), mode_(mode) {}
+  ~PgSessionLock() override;
+  bool verify() noexcept override;
+  bool release() override;
+  std::int64_t key() const override { return key_; }
+
+ private:
+  PostgresBackend& backend_;
+  std::unique_ptr<Connection> c_;  // null once released
+  const std::int64_t key_;
+  const LockMode mode_;
+};
+
+class PostgresBackend final : public Backend {
+ public:
+  explicit PostgresBackend(Options options) : options_(std::move(options)) {
+    detail::validate_table_prefix(options_.table_prefix);
+    if (options_.conninfo.empty()) throw UsageError("postgresql: empty connection string", kBackendName);
+    const std::string& p = options_.table_prefix;
+    leases_ = detail::quote_identifier(p + "leases");
+    readers_ = detail::quote_identifier(p + "readers");
+    waiters_ = detail::quote_identifier(p + "waiters");
+    version_ = detail::quote_identifier(p + "schema_version");
+    sequence_literal_ = "'" + detail::quote_identifier(p + "fence_seq") + "'";
+    channel_ = p + "release";
+    for (const auto& [name, tmpl] : statements()) rendered_.emplace(name, render(tmpl));
+    give_back(connect());  // fail at open(), not at first use
+  }
+
+  ~PostgresBackend() override {
+    {
+      std::lock_guard<std::mutex> lock(listener_mutex_);
+      listener_stop_ = true;
+    }
+    listener_cv_.notify_all();
+    if (listener_.joinable()) listener_.join();
+  }
+
+  std::string_view name() const override { return kBackendName; }
+
+  Capabilities capabilities() const override {
+    Capabilities caps;
+    caps.shared_leases = true;
+    caps.notifications = true;
+    caps.session_locks = true;
+    caps.transaction_locks = true;
+    caps.row_locks = true;
+    caps.optimistic = true;
+    caps.guard = true;
+    return caps;
+  }
+
+  void migrate(bool create) override {
+    auto c = borrow();
+    try {
+      pqxx::work tx(*c->conn);
+      tx.exec_params(sql::kMigrationLock, advisory_key(options_.table_prefix + ":migrate"));
+      int current = 0;
+      if (tx.exec_params1(sql::kSchemaVersionExists, version_)[0].as<bool>()) {
+        current = tx.exec1(render(sql::kSchemaVersion))[0].as<int>();
+      }
+      int latest = kMigrations.empty() ? 0 : kMigrations.back().number;
+      if (current > latest) {
+        throw SchemaError("postgresql: database schema version " + std::to_string(current) +
+                              " is newer than this library's (" + std::to_string(latest) + "); upgrade dblock",
+                          kBackendName);
+      }
+      if (current < latest && !create) {
+        throw SchemaError(std::string("postgresql: dblock tables are ") +
+                              (current == 0 ? "missing" : "outdated (version " + std::to_string(current) + ")") +
+                              "; run `dblock migrate` or enable ManagerOptions::auto_migrate",
+                          kBackendName);
+      }
+      for (const auto& m : kMigrations) {
+        if (m.number <= current) continue;
+        tx.exec(detail::render_migration(m.sql, options_.table_prefix));
+        tx.exec_params(render(sql::kRecordMigration), m.number, std::string(m.name));
+      }
+      if (options_.unlogged) {
+        for (const std::string& table : {leases_, readers_, waiters_}) {
+          bool unlogged = tx.exec_params1(sql::kIsUnlogged, table)[0].as<bool>();
+          if (unlogged != *options_.unlogged) {
+            tx.exec(std::string(sql::kSetUnlogged) + table +
+                    (*options_.unlogged ? sql::kSetUnloggedSuffix : sql::kSetLoggedSuffix));
+          }
+        }
+      }
+      tx.commit();
+    } catch (...) {
+      c.get_deleter().discard = true;
+      rethrow_translated("migration");
+    }
+  }
+
+  int schema_version() override {
+    return with_retry("schema version", [&](Connection& c) {
+      pqxx::nontransaction tx(*c.conn);
+      if (!tx.exec_params1(sql::kSchemaVersionExists, version_)[0].as<bool>()) return 0;
+      return tx.exec1(render(sql::kSchemaVersion))[0].as<int>();
+    });
+  }
+
+  AcquireResult try_acquire(const AcquireRequest& request) override {
+    const std::int64_t ttl_us = request.ttl.count() * 1000;
+    return with_retry("acquire", [&](Connection& c) {
+      AcquireResult result;
+      Params p;
+      p.add(request.name).add(*request.secret).add(request.holder).add(ttl_us);
+      if (request.queue_ticket != 0) p.add(request.queue_ticket); else p.add_null();
+      const char* stmt = request.mode == LockMode::kShared
+                             ? "shared"
+                             : (request.queue_ticket != 0 ? "exclusive_queued" : "exclusive");
+      pqxx::result r = exec(c, stmt, p);
+      if (!r.empty()) {
+        result.acquired = true;
+        result.fence = r[0][0].as<std::int64_t>();
+        result.expires_at_us = r[0][1].as<std::int64_t>();
+        return result;
+      }
+      std::int64_t remaining_us = 0;
+      if (request.queue) {
+        Params q;
+        q.add(request.name).add(*request.secret).add(std::int64_t{request.queue_ttl.count() * 1000});
+        if (request.queue_ticket != 0) q.add(request.queue_ticket); else q.add_null();
+        pqxx::result qr = exec(c, "queue", q);
+        result.queue_ticket = qr[0][0].as<std::int64_t>();
+        result.queue_position = static_cast<int>(qr[0][1].as<std::int64_t>());
+        remaining_us = qr[0][2].is_null() ? 0 : qr[0][2].as<std::int64_t>();
+      }
+      result.holder_remaining = std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
+      return result;
+    });
+  }
+
+  std::optional<milliseconds> peek_remaining(std::string_view name) override {
+    return with_retry("peek", [&](Connection& c) -> std::optional<milliseconds> {
+      Params p;
+      p.add(name);
+      pqxx::result r = exec(c, "remaining", p);
+      if (r.empty()) return milliseconds(0);
+      return std::chrono::duration_cast<milliseconds>(microseconds(r[0][0].as<std::int64_t>()));
+    });
+  }
+
+  RenewResult renew(std::string_view name, LockMode mode, const OwnerSecret& secret, milliseconds ttl) override {
+    return with_retry("renew", [&](Connection& c) {
+      RenewResult result;
+      Params p;
+      p.add(name).add(secret).add(std::int64_t{ttl.count() * 1000});
+      pqxx::result r = exec(c, mode == LockMode::kExclusive ? "renew" : "renew_reader", p);
+      if (!r.empty()) {
+        result.renewed = true;
+        result.expires_at_us = r[0][0].as<std::int64_t>();
+      }
+      return result;
+    });
+  }
+
+  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) override {
+    Params p;
+    p.add(name).add(secret).add(channel_);
+    const char* stmt = mode == LockMode::kExclusive ? "release" : "release_reader";
+    auto attempt = [&](Connection& c) {
+      pqxx::result r = exec(c, stmt, p);
+      return std::optional<bool>(r.empty() ? std::nullopt : std::optional<bool>(r[0][0].as<bool>()));
+    };
+    std::optional<bool> outcome;
+    bool retried = false;
+    try {
+      outcome = with_connection(attempt);
+    } catch (const ConnectionError&) {
+      // The reply was lost: the delete may have committed. Ask again on a fresh connection.
+      retried = true;
+      outcome = with_connection(attempt);
+    }
+    if (!outcome) {
+      if (retried) {
+        throw InDoubtError("postgresql: release of '" + std::string(name) +
+                               "' is in doubt: the connection broke and the retry found nothing to release",
+                           kBackendName);
+      }
+      return false;
+    }
+    return *outcome;
+  }
+
+  void abandon_queue(std::string_view name, const OwnerSecret& secret) override {
+    with_retry("leave queue", [&](Connection& c) {
+      Params p;
+      p.add(name).add(secret);
+      exec(c, "leave_queue", p);
+      return 0;
+    });
+  }
+
+  std::vector<LeaseInfo> list(std::optional<std::string_view> name) override {
+    return with_retry("list", [&](Connection& c) {
+      Params p;
+      if (name) p.add(*name); else p.add_null();
+      std::vector<LeaseInfo> out;
+      for (const auto& row : exec(c, "list", p)) {
+        LeaseInfo info;
+        info.name = row[0].as<std::string>();
+        info.mode = row[1].as<std::string>() == "shared" ? LockMode::kShared : LockMode::kExclusive;
+        info.holder = info.mode == LockMode::kShared ? (row[9].is_null() ? "" : row[9].as<std::string>())
+                                                     : (row[2].is_null() ? "" : row[2].as<std::string>());
+        info.fence = row[3].as<std::int64_t>();
+        info.acquired_at_us = row[4].as<std::int64_t>();
+        info.expires_at_us = row[5].as<std::int64_t>();
+        info.expires_in_us = row[6].as<std::int64_t>();
+        info.renewals = row[7].as<std::int64_t>();
+        info.holders = info.mode == LockMode::kShared ? static_cast<int>(row[8].as<std::int64_t>()) : 1;
+        out.push_back(std::move(info));
+      }
+      return out;
+    });
+  }
+
+  bool force_release(std::string_view name) override {
+    return with_retry("force release", [&](Connection& c) {
+      Params p;
+      p.add(name).add(channel_);
+      return exec(c, "force_release", p)[0][0].as<std::int64_t>() > 0;
+    });
+  }
+
+  std::size_t reap(std::size_t batch) override {
+    return with_retry("reap", [&](Connection& c) {
+      std::size_t n = 0;
+      Params p;
+      p.add(static_cast<std::int64_t>(batch)).add(channel_);
+      n += exec(c, "reap_leases", p)[0][0].as<std::size_t>();
+      Params q;
+      q.add(static_cast<std::int64_t>(batch));
+      n += exec(c, "reap_readers", q)[0][0].as<std::size_t>();
+      n += exec(c, "reap_waiters", q)[0][0].as<std::size_t>();
+      return n;
+    });
+  }
+
+  // ---- notifications ----
+
+  void set_release_listener(std::function<void(std::string_view)> on_release) override {
+    {
+      std::lock_guard<std::mutex> lock(listener_mutex_);
+      on_release_ = std::move(on_release);
+      if (!on_release_ || listener_.joinable()) return;
+    }
+    listener_ = std::thread([this] { listen_loop(); });
+  }
+
+  void subscribe(std::string_view name) override {
+    std::lock_guard<std::mutex> lock(listener_mutex_);
+    ++subscribed_[std::string(name)];
+  }
+
+  void unsubscribe(std::string_view name) override {
+    std::lock_guard<std::mutex> lock(listener_mutex_);
+    auto it = subscribed_.find(std::string(name));
+    if (it != subscribed_.end() && --it->second == 0) subscribed_.erase(it);
+  }
+
+  // ---- session, transaction and row locks ----
+
+  std::unique_ptr<SessionLockHandle> acquire_session_lock(std::string_view name, LockMode mode,
+                                                          milliseconds wait) override {
+    std::unique_ptr<Connection> c = session_connection();
+    const std::int64_t key = advisory_key(name);
+    try {
+      pqxx::nontransaction tx(*c->conn);
+      bool granted;
+      int pid;
+      if (wait <= milliseconds::zero()) {
+        pqxx::row r = tx.exec_params1(mode == LockMode::kExclusive ? sql::kTrySessionExclusive : sql::kTrySessionShared, key);
+        granted = r[0].as<bool>();
+        pid = r[1].as<int>();
+      } else {
+        // lock_timeout is a session setting on this dedicated connection; '0' waits forever.
+        std::string timeout = wait >= std::chrono::hours(24 * 365) ? "0" : std::to_string(wait.count()) + "ms";
+        pqxx::row r = tx.exec_params1(mode == LockMode::kExclusive ? sql::kWaitSessionExclusive : sql::kWaitSessionShared,
+                                      key, timeout);
+        granted = r[2].as<bool>();
+        pid = r[3].as<int>();
+      }
+      if (pid != c->backend_pid) {
+        // The server session changed under us: a transaction pooler. The lock (if any) sits on
+        // a server session we no longer control; close ours and refuse loudly.
+        throw UsageError(pooler_message(), kBackendName);
+      }
+      if (!granted) {
+        give_back_session(std::move(c));
+        return nullptr;
+      }
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() == "55P03") {  // lock_timeout: not acquired within wait
+        give_back_session(std::move(c));
+        return nullptr;
+      }
+      rethrow_translated("session lock");
+    } catch (const UsageError&) {
+      throw;
+    } catch (...) {
+      rethrow_translated("session lock");
+    }
+    return std::make_unique<PgSessionLock>(*this, std::move(c), key, mode);
+  }
+
+  bool run_in_transaction_lock(std::string_view name, milliseconds wait,
+                               const std::function<void(Transaction&)>& body) override {
+    auto c = borrow();
+    const std::int64_t key = advisory_key(name);
+    std::optional<pqxx::work> tx;
+    try {
+      tx.emplace(*c->conn);
+      bool granted;
+      if (wait <= milliseconds::zero()) {
+        granted = tx->exec_params1(sql::kXactTry, key)[0].as<bool>();
+      } else {
+        std::string timeout = wait >= std::chrono::hours(24 * 365) ? "0" : std::to_string(wait.count()) + "ms";
+        granted = tx->exec_params1(sql::kXactWait, key, timeout)[2].as<bool>();
+      }
+      if (!granted) {
+        tx->abort();
+        return false;
+      }
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() == "55P03") return false;  // the transaction aborts and releases nothing
+      discard_if_broken(c, e);
+      rethrow_translated("transaction lock");
+    } catch (const std::exception& e) {
+      discard_if_broken(c, e);
+      rethrow_translated("transaction lock");
+    }
+    run_body_and_commit(c, *tx, [&](PgTransaction& t) { body(t); });
+    return true;
+  }
+
+  void run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
+                   const std::function<void(Transaction&)>& body) override {
+    auto c = borrow();
+    std::optional<pqxx::work> tx;
+    bool held = false;
+    try {
+      tx.emplace(*c->conn);
+      Params p;
+      p.add(name).add(secret).add(fence);
+      auto ptrs = p.pointers();
+      for (const char* check : {sql::kGuardExclusive, sql::kGuardReader}) {
+        if (!tx->exec_params(render(check), pqxx::prepare::make_dynamic_params(ptrs)).empty()) held = true;
+      }
+    } catch (const std::exception& e) {
+      discard_if_broken(c, e);
+      rethrow_translated("guard");
+    }
+    if (!held) {
+      tx->abort();
+      throw LeaseLostError("postgresql: lease '" + std::string(name) + "' with fence " + std::to_string(fence) +
+                               " is no longer held; guarded write rolled back",
+                           kBackendName);
+    }
+    run_body_and_commit(c, *tx, [&](PgTransaction& t) { body(t); });
+  }
+
+  bool run_with_locked_rows(
+      const RowLockRequest& request,
+      const std::function<void(Transaction&, const std::vector<std::vector<Value>>&)>& body) override {
+    detail::validate_identifier(request.table, "table");
+    detail::validate_identifier(request.key_column, "key column");
+    if (request.keys.empty()) throw UsageError("with_locked_rows: no keys", kBackendName);
+    std::string columns;
+    for (const auto& col : request.columns) {
+      detail::validate_identifier(col, "column");
+      columns += (columns.empty() ? "" : ", ") + detail::quote_identifier(col);
+    }
+    std::string statement = "SELECT " + (columns.empty() ? std::string("*") : columns) + " FROM " +
+                            detail::quote_identifier(request.table) + " WHERE " +
+                            detail::quote_identifier(request.key_column) + " IN (";
+    for (std::size_t i = 0; i < request.keys.size(); ++i) statement += (i ? ", ?" : "?");
+    statement += ")";
+    if (request.limit > 0) statement += " LIMIT " + std::to_string(request.limit);
+    statement += request.shared ? " FOR SHARE" : " FOR UPDATE";
+    if (request.wait == RowLockWait::kNoWait) statement += " NOWAIT";
+    if (request.wait == RowLockWait::kSkipLocked) statement += " SKIP LOCKED";
+
+    auto c = borrow();
+    std::optional<pqxx::work> tx;
+    std::vector<std::vector<Value>> rows;
+    try {
+      tx.emplace(*c->conn);
+      if (request.wait == RowLockWait::kWait && request.wait_timeout > milliseconds::zero()) {
+        tx->exec_params("SELECT set_config('lock_timeout', $1, true)", std::to_string(request.wait_timeout.count()) + "ms");
+      }
+      PgTransaction t(*tx);
+      rows = t.query(statement, request.keys);
+    } catch (const TimeoutError&) {
+      return false;  // 55P03: NOWAIT met a locked row, or lock_timeout ran out
+    } catch (const std::exception& e) {
+      discard_if_broken(c, e);
+      rethrow_translated("row lock");
+    }
+    run_body_and_commit(c, *tx, [&](PgTransaction& t) { body(t, rows); });
+    return true;
+  }
+
+  bool compare_and_set(const VersionedUpdate& update) override {
+    detail::validate_identifier(update.table, "table");
+    detail::validate_identifier(update.id_column, "id column");
+    detail::validate_identifier(update.version_column, "version column");
+    if (update.set.empty()) throw UsageError("compare_and_set: nothing to set", kBackendName);
+    std::string statement = "UPDATE " + detail::quote_identifier(update.table) + " SET ";
+    std::vector<Value> params;
+    for (const auto& [column, value] : update.set) {
+      detail::validate_identifier(column, "column");
+      if (column == update.version_column) throw UsageError("compare_and_set: the version column is set by dblock", kBackendName);
+      statement += detail::quote_identifier(column) + " = ?, ";
+      params.push_back(value);
+    }
+    const std::string version = detail::quote_identifier(update.version_column);
+    statement += version + " = " + version + " + 1 WHERE " + detail::quote_identifier(update.id_column) + " = ? AND " +
+                 version + " = ?";
+    params.push_back(update.id);
+    params.push_back(update.expected_version);
+    return with_retry("compare-and-set", [&](Connection& c) {
+      pqxx::nontransaction tx(*c.conn);
+      PgTransaction t(tx);
+      return t.execute(statement, params) == 1;
+    });
+  }
+
+  std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column, const Value& id,
+                                           std::string_view version_column) override {
+    detail::validate_identifier(table, "table");
+    detail::validate_identifier(id_column, "id column");
+    detail::validate_identifier(version_column, "version column");
+    std::string statement = "SELECT " + detail::quote_identifier(version_column) + " FROM " +
+                            detail::quote_identifier(table) + " WHERE " + detail::quote_identifier(id_column) + " = ?";
+    return with_retry("read version", [&](Connection& c) -> std::optional<std::int64_t> {
+      pqxx::nontransaction tx(*c.conn);
+      PgTransaction t(tx);
+      auto rows = t.query(statement, {id});
+      if (rows.empty()) return std::nullopt;
+      if (auto* v = std::get_if<std::int64_t>(&rows[0][0])) return *v;
+      throw UsageError("read_version: version column is not an integer", kBackendName);
+    });
+  }
+
+  // ---- used by PgSessionLock ----
+
+  void give_back_session(std::unique_ptr<Connection> c) {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (session_idle_.size() < kMaxIdle) session_idle_.push_back(std::move(c));
+  }
+
+  std::string pooler_message() const {
+    return "postgresql: the server session changed between statements: this URL goes through a "
+           "transaction-pooling proxy (e.g. pgbouncer pool_mode=transaction), where a session lock would "
+           "be lost silently. Refusing session locks; connect them directly to PostgreSQL (or through a "
+           "session-mode pool), or use leases, which work through poolers.";
+  }
+
+ private:
+  struct Returner {
+    PostgresBackend* backend;
+    bool discard = false;
+    void operator()(Connection* c) {
+      std::unique_ptr<Connection> owned(c);
+      if (!discard && owned->conn && owned->conn->is_open()) backend->give_back(std::move(owned));
+    }
+  };
+  using Borrowed = std::unique_ptr<Connection, Returner>;
+
+  static const std::vector<std::pair<std::string, const char*>>& statements() {
+    static const std::vector<std::pair<std::string, const char*>> list = {
+        {"exclusive", sql::kAcquireExclusive},
+        {"exclusive_queued", sql::kAcquireExclusiveQueued},
+        {"shared", sql::kAcquireShared},
+        {"queue", sql::kQueue},
+        {"remaining", sql::kRemaining},
+        {"leave_queue", sql::kLeaveQueue},
+        {"renew", sql::kRenewExclusive},
+        {"renew_reader", sql::kRenewReader},
+        {"release", sql::kReleaseExclusive},
+        {"release_reader", sql::kReleaseReader},
+        {"force_release", sql::kForceRelease},
+        {"list", sql::kList},
+        {"reap_leases", sql::kReapLeases},
+        {"reap_readers", sql::kReapReaders},
+        {"reap_waiters", sql::kReapWaiters},
+    };
+    return list;
+  }
+
+  std::string render(const char* tmpl) const {
+    std::string out;
+    for (const char* p = tmpl; *p; ++p) {
+      if (*p == '{' && p[1] && p[2] == '}') {
+        switch (p[1]) {
+          case 'L': out += leases_; p += 2; continue;
+          case 'R': out += readers_; p += 2; continue;
+          case 'W': out += waiters_; p += 2; continue;
+          case 'V': out += version_; p += 2; continue;
+          case 'S': out += sequence_literal_; p += 2; continue;
+          default: break;
+        }
+      }
+      out += *p;
+    }
+    return out;
+  }
+
+  std::unique_ptr<Connection> connect() {
+    auto c = std::make_unique<Connection>();
+    try {
+      c->conn = std::make_unique<pqxx::connection>(options_.conninfo);
+      c->conn->inhibit_reactivation(true);
+      pqxx::nontransaction tx(*c->conn);
+      pqxx::row hello = tx.exec1(sql::kHello);
+      if (hello[0].as<bool>()) {
+        throw ConnectionError("postgresql: the server is in recovery (a standby); dblock acquires only on the primary",
+                              kBackendName);
+      }
+      c->backend_pid = hello[1].as<int>();
+    } catch (...) {
+      rethrow_translated("connect");
+    }
+    for (const auto& [name, text] : rendered_) c->conn->prepare(name, text);
+    return c;
+  }
+
+  Borrowed borrow() {
+    std::unique_ptr<Connection> c;
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex_);
+      if (!idle_.empty()) {
+        c = std::move(idle_.back());
+        idle_.pop_back();
+      }
+    }
+    if (!c) c = connect();
+    return Borrowed(c.release(), Returner{this});
+  }
+
+  void give_back(std::unique_ptr<Connection> c) {
+    std::lock_guard<std::mutex> lock(pool_mutex_);
+    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+  }
+
+  static void discard_if_broken(Borrowed& c, const std::exception& e) {
+    if (is_connection_failure(e) || !c->conn->is_open()) c.get_deleter().discard = true;
+  }
+
+  pqxx::result exec(Connection& c, const std::string& statement, const Params& p) {
+    pqxx::nontransaction tx(*c.conn);
+    auto ptrs = p.pointers();
+    if (options_.prepared) return tx.exec_prepared(statement, pqxx::prepare::make_dynamic_params(ptrs));
+    return tx.exec_params(rendered_.at(statement), pqxx::prepare::make_dynamic_params(ptrs));
+  }
+
+  // Runs `fn` on a pooled connection, translating errors; a broken connection is discarded.
+  template <class F>
+  auto with_connection(F&& fn) -> decltype(fn(std::declval<Connection&>())) {
+    auto c = borrow();
+    try {
+      return fn(*c);
+    } catch (const std::exception& e) {
+      discard_if_broken(c, e);
+      rethrow_translated("statement failed");
+    }
+  }
+
+  // with_connection, retried once on a fresh connection when the first one was broken. REQUIRES:
+  // `fn` is idempotent (see the file comment).
+  template <class F>
+  auto with_retry(const char* what, F&& fn) -> decltype(fn(std::declval<Connection&>())) {
+    try {
+      return with_connection(fn);
+    } catch (const ConnectionError&) {
+      (void)what;
+      return with_connection(fn);
+    }
+  }
+
+  template <class F>
+  void run_body_and_commit(Borrowed& c, pqxx::work& tx, F&& body) {
+    try {
+      PgTransaction t(tx);
+      body(t);
+      tx.commit();
+    } catch (const std::exception& e) {
+      discard_if_broken(c, e);
+      try {
+        tx.abort();
+      } catch (...) {
+      }
+      if (dynamic_cast<const pqxx::failure*>(&e) || dynamic_cast<const pqxx::sql_error*>(&e)) {
+        rethrow_translated("transaction");
+      }
+      throw;
+    }
+  }
+
+  std::unique_ptr<Connection> session_connection() {
+    {
+      std::lock_guard<std::mutex> lock(pool_mutex_);
+      if (!session_idle_.empty()) {
+        auto c = std::move(session_idle_.back());
+        session_idle_.pop_back();
+        return c;
+      }
+    }
+    auto c = connect();
+    if (options_.detect_pooler) probe_pooler(*c);
+    return c;
+  }
+
+  // Under transaction pooling a server session is lent out per transaction. While a second client
+  // connection keeps a transaction open (and so keeps the server session our last statement used,
+  // the pooler's most recently freed one), our next statement must run on a different server
+  // session: the backend pid changes. Directly connected, or through a session-mode pool, it cannot.
+  // The helper transaction ends itself after 2 s idle, so a pool of one cannot deadlock the probe.
+  void probe_pooler(Connection& c) {
+    try {
+      pqxx::connection other(options_.conninfo);
+      pqxx::work hold(other);
+      hold.exec("SET LOCAL idle_in_transaction_session_timeout = '2s'");
+      hold.exec1("SELECT pg_backend_pid()");
+      pqxx::nontransaction tx(*c.conn);
+      int pid = tx.exec1("SELECT pg_backend_pid()")[0].as<int>();
+      hold.abort();
+      if (pid != c.backend_pid) throw UsageError(pooler_message(), kBackendName);
+    } catch (const UsageError&) {
+      throw;
+    } catch (...) {
+      rethrow_translated("pooler probe");
+    }
+  }
+
+  void listen_loop() {
+    struct Receiver final : pqxx::notification_receiver {
+      Receiver(pqxx::connection& c, const std::string& channel, PostgresBackend& b)
+          : pqxx::notification_receiver(c, channel), backend(b) {}
+      void operator()(const std::string& payload, int) override { backend.dispatch(payload); }
+      PostgresBackend& backend;
+    };
+    int failures = 0;
+    while (true) {
+      {
+        std::lock_guard<std::mutex> lock(listener_mutex_);
+        if (listener_stop_) return;
+      }
+      try {
+        pqxx::connection c(options_.conninfo);
+        c.inhibit_reactivation(true);
+        Receiver receiver(c, channel_, *this);
+        failures = 0;
+        dispatch_all();  // notifications may have been missed while (re)connecting
+        while (true) {
+          {
+            std::lock_guard<std::mutex> lock(listener_mutex_);
+            if (listener_stop_) return;
+          }
+          c.await_notification(0, 100'000);  // bounded, so shutdown is noticed within 100 ms
+        }
+      } catch (const std::exception&) {
+        // Waiters fall back to polling meanwhile; reconnect with a growing pause.
+        std::unique_lock<std::mutex> lock(listener_mutex_);
+        auto pause = milliseconds(std::min(2000, 100 << std::min(failures++, 4)));
+        if (listener_cv_.wait_for(lock, pause, [this] { return listener_stop_; })) return;
+      }
+    }
+  }
+
+  void dispatch(const std::string& name) {
+    std::function<void(std::string_view)> callback;
+    {
+      std::lock_guard<std::mutex> lock(listener_mutex_);
+      callback = on_release_;
+    }
+    if (callback) callback(name);
+  }
+
+  void dispatch_all() {
+    std::vector<std::string> names;
+    std::function<void(std::string_view)> callback;
+    {
+      std::lock_guard<std::mutex> lock(listener_mutex_);
+      callback = on_release_;
+      for (const auto& [name, count] : subscribed_) names.push_back(name);
+    }
+    if (callback) {
+      for (const auto& name : names) callback(name);
+    }
+  }
+
+  static constexpr std::size_t kMaxIdle = 16;
+
+  // Constant after construction.
+  const Options options_;
+  std::string leases_, readers_, waiters_, version_, sequence_literal_, channel_;
+  std::map<std::string, std::string> rendered_;
+
+  std::mutex pool_mutex_;
+  std::vector<std::unique_ptr<Connection>> idle_;          // GUARDED_BY(pool_mutex_)
+  std::vector<std::unique_ptr<Connection>> session_idle_;  // GUARDED_BY(pool_mutex_)
+
+  std::mutex listener_mutex_;
+  std::condition_variable listener_cv_;
+  std::function<void(std::string_view)> on_release_;  // GUARDED_BY(listener_mutex_)
+  std::map<std::string, int> subscribed_;             // GUARDED_BY(listener_mutex_)
+  bool listener_stop_ = false;                        // GUARDED_BY(listener_mutex_)
+  std::thread listener_;
+};
+
+PgSessionLock::~PgSessionLock() {
+  // Not released explicitly: closing the connection makes the server drop every lock of the
+  // session, which is the most reliable release there is.
+  c_.reset();
+}
+
+bool PgSessionLock::verify() noexcept {
+  if (!c_) return false;
+  try {
+    pqxx::nontransaction tx(*c_->conn);
+    pqxx::row r = tx.exec_params1(sql::kVerifySession, key_,
+                                  std::string(mode_ == LockMode::kExclusive ? "ExclusiveLock" : "ShareLock"));
+    return r[0].as<bool>();
+  } catch (...) {
+    return false;
+  }
+}
+
+bool PgSessionLock::release() {
+  if (!c_) return false;
+  try {
+    pqxx::nontransaction tx(*c_->conn);
+    pqxx::row r = tx.exec_params1(mode_ == LockMode::kExclusive ? sql::kUnlockSessionExclusive : sql::kUnlockSessionShared,
+                                  key_);
+    bool released = r[0].as<bool>();
+    bool same_session = r[1].as<int>() == c_->backend_pid;
+    if (released && same_session) {
+      backend_.give_back_session(std::move(c_));
+    } else {
+      c_.reset();  // something is off with this session: never reuse it
+    }
+    return released && same_session;
+  } catch (const pqxx::broken_connection& e) {
+    c_.reset();
+    throw InDoubtError(std::string("postgresql: session lock release in doubt: ") + e.what(), kBackendName);
+  } catch (...) {
+    c_.reset();
+    rethrow_translated("session unlock");
+  }
+}
+
+std::string conninfo_quote(const std::string& value) {
+  std::string out = "'";
+  for (char ch : value) {
+    if (ch == '\'' || ch == '\\') out += '\\';
+    out += ch;
+  }
+  return out + "'";
+}
+
+}  // namespace
+
+std::int64_t advisory_key(std::string_view name) noexcept {
+  std::uint64_t hash = 14695981039346656037ULL;  // FNV-1a 64 offset basis
+  for (unsigned char c : name) {
+    hash ^= c;
+    hash *= 1099511628211ULL;  // FNV-1a 64 prime
+  }
+  return static_cast<std::int64_t>(hash);
+}
+
+std::unique_ptr<Backend> make_backend(const Options& options) { return std::make_unique<PostgresBackend>(options); }
+
+std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_prefix) {
+  Options options;
+  options.table_prefix = table_prefix;
+  std::string conninfo;
+  auto add = [&](const std::string& key, const std::string& value) { conninfo += key + "=" + conninfo_quote(value) + " "; };
+  if (!url.hosts.empty()) {
+    std::string hosts, ports;
+    for (std::size_t i = 0; i < url.hosts.size(); ++i) {
+      hosts += (i ? "," : "") + url.hosts[i].host;
+      ports += (i ? "," : "") + (url.hosts[i].port ? std::to_string(url.hosts[i].port) : std::string("5432"));
+    }
+    add("host", hosts);
+    add("port", ports);
+  }
+  if (!url.user.empty()) add("user", url.user);
+  if (!url.password.empty()) add("password", url.password);
+  if (!url.path.empty()) add("dbname", url.path);
+  bool timeout_given = false;
+  for (const auto& [key, value] : url.params) {
+    if (key == "unlogged") {
+      options.unlogged = value == "1" || value == "true";
+    } else if (key == "detect_pooler") {
+      options.detect_pooler = !(value == "0" || value == "false");
+    } else if (key == "prepared") {
+      options.prepared = !(value == "0" || value == "false");
+    } else {
+      if (key == "connect_timeout") timeout_given = true;
+      add(key, value);  // libpq parameters pass through
+    }
+  }
+  if (!timeout_given) add("connect_timeout", "5");
+  if (url.param("application_name") == std::nullopt) add("application_name", "dblock");
+  options.conninfo = conninfo;
+  return make_backend(options);
+}
+
+}  // namespace dblock::postgresql
