@@ -1,0 +1,475 @@
+// PostgreSQL test binary: the conformance suite's context plus PostgreSQL-specific cases.
+// Needs DBLOCK_TEST_POSTGRESQL_URL (ctest's fixture starts a throwaway server and sets it); without
+// it every case fails, unless DBLOCK_TEST_SKIP_POSTGRESQL=1 says this run opted out.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <cstdlib>
+#include <fstream>
+#include <pqxx/pqxx>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "context.h"
+#include "dblock/postgresql/interop.h"
+#include "dblock/postgresql/postgresql.h"
+#include "process.h"
+
+namespace dblock::testing {
+
+using namespace std::chrono_literals;
+
+namespace {
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+std::string required_url() {
+  std::string url = env("DBLOCK_TEST_POSTGRESQL_URL");
+  if (url.empty() && env("DBLOCK_TEST_SKIP_POSTGRESQL") != "1") {
+    throw std::runtime_error(
+        "DBLOCK_TEST_POSTGRESQL_URL is not set: run through ctest (which starts a throwaway server) or set "
+        "DBLOCK_TEST_SKIP_POSTGRESQL=1 to opt out explicitly");
+  }
+  return url;
+}
+
+// libpq form of the test URL, for raw pqxx connections.
+std::string conninfo() {
+  auto url = parse_url(env("DBLOCK_TEST_POSTGRESQL_URL"));
+  return "host=" + url.hosts.at(0).host + " port=" + std::to_string(url.hosts.at(0).port) + " user=" + url.user +
+         " dbname=" + url.path;
+}
+}  // namespace
+
+const Context& context() {
+  static Context ctx = [] {
+    Context c;
+    c.backend = "postgresql";
+    c.url = required_url();
+    c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id bigint PRIMARY KEY, fence bigint)";
+    c.guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
+    if (!env("DBLOCK_TEST_PG_SCRIPT").empty()) {
+      c.restart = [] {
+        std::string cmd = env("DBLOCK_TEST_PG_SCRIPT") + " restart " + env("DBLOCK_TEST_PG_STATE") + " fast";
+        REQUIRE(std::system(cmd.c_str()) == 0);
+      };
+    }
+    return c;
+  }();
+  return ctx;
+}
+
+namespace {
+
+std::string replace_all(std::string s, const std::string& from, const std::string& to) {
+  for (std::size_t pos = 0; (pos = s.find(from, pos)) != std::string::npos; pos += to.size()) s.replace(pos, from.size(), to);
+  return s;
+}
+
+// Tables, columns, indexes and sequences whose names start with `prefix`, with the prefix removed.
+std::vector<std::string> schema_of(pqxx::connection& c, const std::string& prefix) {
+  pqxx::nontransaction tx(c);
+  std::vector<std::string> out;
+  for (const auto& row : tx.exec_params(
+           "SELECT table_name, column_name, data_type, is_nullable, coalesce(column_default, '') "
+           "FROM information_schema.columns WHERE table_schema = 'public' AND table_name LIKE $1 || '%' "
+           "ORDER BY table_name, ordinal_position",
+           prefix)) {
+    out.push_back(replace_all(row[0].as<std::string>() + "." + row[1].as<std::string>() + " " + row[2].as<std::string>() +
+                                  " " + row[3].as<std::string>() + " " + row[4].as<std::string>(),
+                              prefix, "P_"));
+  }
+  for (const auto& row : tx.exec_params(
+           "SELECT indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename LIKE $1 || '%' ORDER BY indexname",
+           prefix)) {
+    out.push_back(replace_all(row[0].as<std::string>(), prefix, "P_"));
+  }
+  for (const auto& row : tx.exec_params(
+           "SELECT sequence_name, data_type FROM information_schema.sequences WHERE sequence_name LIKE $1 || '%'", prefix)) {
+    out.push_back(replace_all(row[0].as<std::string>() + " " + row[1].as<std::string>(), prefix, "P_"));
+  }
+  for (const auto& row : tx.exec_params(
+           "SELECT conrelid::regclass::text || ' ' || pg_get_constraintdef(oid) FROM pg_constraint "
+           "WHERE conrelid::regclass::text LIKE '\"' || $1 || '%' ORDER BY 1",
+           prefix)) {
+    out.push_back(replace_all(row[0].as<std::string>(), prefix, "P_"));
+  }
+  return out;
+}
+
+std::vector<int> backend_pids(const std::string& application_name) {
+  pqxx::connection c(conninfo());
+  pqxx::nontransaction tx(c);
+  std::vector<int> pids;
+  for (const auto& row : tx.exec_params(
+           "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", application_name)) {
+    pids.push_back(row[0].as<int>());
+  }
+  return pids;
+}
+
+void terminate(const std::vector<int>& pids) {
+  pqxx::connection c(conninfo());
+  pqxx::nontransaction tx(c);
+  for (int pid : pids) tx.exec_params("SELECT pg_terminate_backend($1)", pid);
+}
+
+std::unique_ptr<LockManager> open_with(const std::string& url_suffix, ManagerOptions options, const std::string& prefix) {
+  options.table_prefix = prefix;
+  std::string url = context().url;
+  url += (url.find('?') == std::string::npos ? "?" : "&") + url_suffix;
+  return dblock::open(url, options);
+}
+
+}  // namespace
+
+TEST_CASE("postgresql: migrations reproduce schema/postgresql.sql", "[postgresql][schema]") {
+  const std::string migrated = unique_prefix();
+  const std::string fresh = unique_prefix();
+  open_manager({}, migrated);
+  std::ifstream in(DBLOCK_SOURCE_DIR "/schema/postgresql.sql");
+  std::stringstream text;
+  text << in.rdbuf();
+  REQUIRE_FALSE(text.str().empty());
+  pqxx::connection c(conninfo());
+  {
+    pqxx::work tx(c);
+    tx.exec(replace_all(text.str(), "{{prefix}}", fresh));
+    tx.commit();
+  }
+  auto a = schema_of(c, migrated);
+  auto b = schema_of(c, fresh);
+  CHECK(a.size() > 20);
+  CHECK(a == b);
+}
+
+TEST_CASE("postgresql: a second migration is a no-op; a newer schema is refused", "[postgresql][schema]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  int version = manager->schema_version();
+  manager->migrate();
+  CHECK(manager->schema_version() == version);
+  {
+    pqxx::connection c(conninfo());
+    pqxx::work tx(c);
+    tx.exec("INSERT INTO \"" + prefix + "schema_version\" (version, name) VALUES (9999, 'future')");
+    tx.commit();
+  }
+  CHECK_THROWS_AS(open_manager({}, prefix), SchemaError);
+}
+
+TEST_CASE("postgresql: unreachable server and wrong credentials are ConnectionErrors", "[postgresql][input]") {
+  CHECK_THROWS_AS(dblock::open("postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=2"), ConnectionError);
+  CHECK_THROWS_AS(dblock::open(context().url.substr(0, context().url.rfind('/')) + "/no_such_database"),
+                  ConnectionError);
+  try {
+    dblock::open("postgresql://postgres:hunter2@127.0.0.1:1/postgres?connect_timeout=2");
+  } catch (const ConnectionError& e) {
+    CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+  }
+}
+
+TEST_CASE("postgresql: the fence comes from a sequence and survives UNLOGGED switching", "[postgresql]") {
+  const std::string prefix = unique_prefix();
+  std::int64_t last = 0;
+  {
+    auto manager = open_with("unlogged=1", {}, prefix);
+    pqxx::connection c(conninfo());
+    pqxx::nontransaction tx(c);
+    CHECK(tx.exec1("SELECT relpersistence FROM pg_class WHERE oid = '\"" + prefix + "leases\"'::regclass")[0].as<std::string>() ==
+          "u");
+    auto lease = manager->try_acquire("u");
+    REQUIRE(lease);
+    last = lease->fence();
+  }
+  auto manager = open_with("unlogged=0", {}, prefix);
+  auto lease = manager->try_acquire("u");
+  REQUIRE(lease);
+  CHECK(lease->fence() > last);
+}
+
+TEST_CASE("postgresql: waiters are woken by NOTIFY well before the poll interval", "[postgresql][notify]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions slow_poll;
+  slow_poll.max_poll = 5s;  // only a notification can wake the waiter quickly
+  slow_poll.min_poll = 5s;
+  auto holder = open_manager({}, prefix);
+  auto waiter = open_manager(slow_poll, prefix);
+  auto lease = holder->try_acquire("notify");
+  REQUIRE(lease);
+  std::atomic<bool> got{false};
+  std::chrono::steady_clock::time_point acquired_at;
+  std::thread t([&] {
+    auto l = waiter->acquire("notify", 30s);
+    acquired_at = std::chrono::steady_clock::now();
+    got = l.has_value();
+  });
+  // Wait (bounded) until the waiter is queued, so the release sees it and notifies.
+  pqxx::connection c(conninfo());
+  for (int i = 0; i < 500; ++i) {
+    pqxx::nontransaction tx(c);
+    if (tx.exec1("SELECT count(*) FROM \"" + prefix + "waiters\"")[0].as<int>() > 0) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  auto released_at = std::chrono::steady_clock::now();
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  t.join();
+  REQUIRE(got);
+  CHECK(acquired_at - released_at < 2s);  // a 5 s poll could not have done it
+}
+
+TEST_CASE("postgresql: session locks exclude across managers and across threads of one manager",
+          "[postgresql][session]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  const std::string name = "session-" + prefix;
+  auto held = a->session_lock(name, 0ms);
+  REQUIRE(held);
+  CHECK(held->key() == postgresql::advisory_key(name));
+  CHECK_FALSE(b->session_lock(name, 0ms));
+  CHECK_FALSE(a->session_lock(name, 0ms));  // same manager, another connection: excluded too
+
+  // Two threads of one manager race for the same session lock: exactly one wins.
+  held->release();
+  std::atomic<int> winners{0};
+  std::vector<std::thread> threads;
+  std::vector<std::optional<SessionLock>> locks(2);
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      locks[static_cast<std::size_t>(i)] = a->session_lock(name, 0ms);
+      if (locks[static_cast<std::size_t>(i)]) ++winners;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(winners == 1);
+  locks.clear();
+
+  // Waiting: times out, then succeeds after release.
+  auto first = a->session_lock(name, 0ms);
+  REQUIRE(first);
+  auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(b->session_lock(name, 300ms));
+  CHECK(std::chrono::steady_clock::now() - start >= 250ms);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(200ms);
+    first->release();
+  });
+  auto second = b->session_lock(name, 10s);
+  releaser.join();
+  CHECK(second);
+
+  // Shared session locks admit many and exclude exclusive ones.
+  second->release();
+  SessionLockOptions shared;
+  shared.mode = LockMode::kShared;
+  auto r1 = a->session_lock(name, 0ms, shared);
+  auto r2 = b->session_lock(name, 0ms, shared);
+  CHECK(r1);
+  CHECK(r2);
+  CHECK_FALSE(a->session_lock(name, 0ms));
+}
+
+TEST_CASE("postgresql: a terminated session is detected as a lost session lock", "[postgresql][session][fault]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.session_check_interval = 100ms;
+  options.holder = "holder-" + prefix;
+  auto manager = open_with("application_name=" + prefix, options, prefix);
+  std::mutex m;
+  std::condition_variable cv;
+  bool callback = false;
+  SessionLockOptions lock_options;
+  lock_options.on_lost = [&](const LostLease&) {
+    std::lock_guard<std::mutex> lock(m);
+    callback = true;
+    cv.notify_all();
+  };
+  auto held = manager->session_lock("terminated-" + prefix, 0ms, lock_options);
+  REQUIRE(held);
+  terminate(backend_pids(prefix));
+  {
+    std::unique_lock<std::mutex> lock(m);
+    REQUIRE(cv.wait_for(lock, 10s, [&] { return callback; }));
+  }
+  CHECK(held->lost());
+  CHECK(held->release() == ReleaseResult::kAlreadyLost);
+  auto other = open_manager({}, prefix);
+  CHECK(other->session_lock("terminated-" + prefix, 0ms));  // the server freed it with the session
+}
+
+TEST_CASE("postgresql: leases survive pg_terminate_backend of their connections", "[postgresql][fault]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_with("application_name=" + prefix, {}, prefix);
+  AcquireOptions options;
+  options.ttl = 1s;
+  auto lease = manager->try_acquire("survivor", options);
+  REQUIRE(lease);
+  terminate(backend_pids(prefix));  // pool and listener connections die; the row does not
+  // Renewals reconnect: the lease stays held for several TTLs.
+  auto other = open_manager({}, prefix);
+  auto until = std::chrono::steady_clock::now() + 2500ms;
+  while (std::chrono::steady_clock::now() < until) {
+    CHECK_FALSE(other->try_acquire("survivor"));
+    std::this_thread::sleep_for(100ms);  // sampling interval
+  }
+  CHECK_FALSE(lease->lost());
+  terminate(backend_pids(prefix));
+  auto result = lease->release();
+  CHECK((result == ReleaseResult::kReleased || result == ReleaseResult::kInDoubt));
+  CHECK(other->acquire("survivor", 5s));
+}
+
+TEST_CASE("postgresql: session locks are refused behind pgbouncer in transaction mode", "[postgresql][pooler]") {
+  std::string bouncer = env("DBLOCK_TEST_PGBOUNCER_URL");
+  REQUIRE_FALSE(bouncer.empty());
+  const std::string prefix = unique_prefix();
+  open_manager({}, prefix);  // create the tables directly (DDL through the pooler is fine too)
+  ManagerOptions options;
+  options.table_prefix = prefix;
+  auto manager = dblock::open(bouncer + "?prepared=0", options);
+  try {
+    manager->session_lock("pooled-" + prefix, 0ms);
+    FAIL("session lock accepted behind a transaction pooler");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("pool") != std::string::npos);
+  }
+  // Leases, being rows, work through the pooler.
+  auto lease = manager->try_acquire("pooled-lease");
+  REQUIRE(lease);
+  CHECK(lease->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("postgresql: transaction-level advisory lock", "[postgresql][txlock]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  const std::string name = "xact-" + prefix;
+  std::atomic<bool> b_result{true};
+  bool ran = a->run_in_transaction_lock(name, 1s, [&](Transaction& tx) {
+    CHECK(std::get<std::int64_t>(tx.query("SELECT 1")[0][0]) == 1);
+    std::thread other([&] { b_result = b->run_in_transaction_lock(name, 200ms, [](Transaction&) {}); });
+    other.join();
+    CHECK_FALSE(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));
+  });
+  CHECK(ran);
+  CHECK_FALSE(b_result);
+  CHECK(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));  // released at commit
+}
+
+TEST_CASE("postgresql: FOR UPDATE row locks with NOWAIT, SKIP LOCKED and a wait timeout", "[postgresql][rowlock]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  const std::string table = prefix + "jobs";
+  {
+    pqxx::connection c(conninfo());
+    pqxx::work tx(c);
+    tx.exec("CREATE TABLE \"" + table + "\" (id bigint PRIMARY KEY, state text)");
+    tx.exec("INSERT INTO \"" + table + "\" SELECT g, 'new' FROM generate_series(1, 5) g");
+    tx.commit();
+  }
+  RowLockRequest one;
+  one.table = table;
+  one.keys = {std::int64_t{1}};
+  bool inner_nowait = true, inner_timeout = true;
+  std::vector<std::int64_t> skipped;
+  bool ran = a->with_locked_rows(one, [&](Transaction& tx, const std::vector<std::vector<Value>>& rows) {
+    REQUIRE(rows.size() == 1);
+    tx.execute("UPDATE \"" + table + "\" SET state = 'taken' WHERE id = ?", {std::int64_t{1}});
+    std::thread other([&] {
+      RowLockRequest nowait = one;
+      nowait.wait = RowLockWait::kNoWait;
+      inner_nowait = b->with_locked_rows(nowait, [](Transaction&, const auto&) {});
+      RowLockRequest timed = one;
+      timed.wait_timeout = 200ms;
+      auto start = std::chrono::steady_clock::now();
+      inner_timeout = b->with_locked_rows(timed, [](Transaction&, const auto&) {});
+      CHECK(std::chrono::steady_clock::now() - start >= 150ms);
+      RowLockRequest skip;
+      skip.table = table;
+      skip.keys = {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}};
+      skip.wait = RowLockWait::kSkipLocked;
+      skip.columns = {"id"};
+      b->with_locked_rows(skip, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
+        for (const auto& r : rows) skipped.push_back(std::get<std::int64_t>(r[0]));
+      });
+    });
+    other.join();
+  });
+  CHECK(ran);
+  CHECK_FALSE(inner_nowait);
+  CHECK_FALSE(inner_timeout);
+  std::sort(skipped.begin(), skipped.end());
+  CHECK(skipped == std::vector<std::int64_t>{2, 3});
+  RowLockRequest evil = one;
+  evil.table = "jobs; DROP TABLE x";
+  CHECK_THROWS_AS(a->with_locked_rows(evil, [](Transaction&, const auto&) {}), UsageError);
+}
+
+TEST_CASE("postgresql: optimistic compare-and-set retries to an exact result", "[postgresql][optimistic]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  const std::string table = prefix + "accounts";
+  {
+    pqxx::connection c(conninfo());
+    pqxx::work tx(c);
+    tx.exec("CREATE TABLE \"" + table + "\" (id bigint PRIMARY KEY, balance bigint, version bigint NOT NULL)");
+    tx.exec("INSERT INTO \"" + table + "\" VALUES (1, 0, 0)");
+    tx.commit();
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> gave_up{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        RetryOptions retry;
+        retry.max_attempts = 200;
+        bool ok = retry_optimistic(
+            [&] {
+              std::int64_t version = 0, balance = 0;
+              manager->run_in_transaction_lock("read-" + prefix, 5s, [&](Transaction& tx) {
+                auto row = tx.query("SELECT balance, version FROM \"" + table + "\" WHERE id = 1").at(0);
+                balance = std::get<std::int64_t>(row[0]);
+                version = std::get<std::int64_t>(row[1]);
+              });
+              VersionedUpdate u;
+              u.table = table;
+              u.id = std::int64_t{1};
+              u.expected_version = version;
+              u.set = {{"balance", balance + 1}};
+              return manager->compare_and_set(u);
+            },
+            retry);
+        if (!ok) ++gave_up;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(gave_up == 0);
+  CHECK(*manager->read_version(table, "id", std::int64_t{1}, "version") == 80);
+}
+
+TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[postgresql][interop]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto lease = manager->try_acquire("interop");
+  REQUIRE(lease);
+  pqxx::connection c(conninfo());
+  {
+    pqxx::work tx(c);
+    CHECK_NOTHROW(postgresql::guard(tx, *lease, prefix));
+    CHECK(postgresql::xact_lock(tx, "interop-xact-" + prefix, 0ms));
+    tx.commit();
+  }
+  CHECK(manager->force_release("interop"));
+  pqxx::work tx(c);
+  CHECK_THROWS_AS(postgresql::guard(tx, *lease, prefix), LeaseLostError);
+}
+
+}  // namespace dblock::testing
