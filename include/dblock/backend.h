@@ -194,6 +194,18 @@ class Backend {
     return std::nullopt;
   }
 
+  // Optional: a native blocking wait for the first waiter in line (MySQL: GET_LOCK on a beacon the
+  // holder's manager keeps while it holds the lease). Blocks up to `max_wait` for the holder to
+  // release. Returns kWoken when the wait ended because the holder let go (or max_wait passed
+  // while it still held), kUnavailable at once when there is nothing to block on right now (no
+  // beacon held: the core then polls with peek_remaining).
+  enum class WaitOutcome { kWoken, kUnavailable };
+  virtual WaitOutcome wait_for_release(std::string_view name, std::chrono::milliseconds max_wait) {
+    (void)name;
+    (void)max_wait;
+    return WaitOutcome::kUnavailable;
+  }
+
   // Live leases (all, or the one name). Expired rows that the reaper has not yet removed are not shown.
   virtual std::vector<LeaseInfo> list(std::optional<std::string_view> name) = 0;
   // Admin eviction: frees the name whoever holds it and bumps its fence, so the evicted holder's

@@ -228,6 +228,9 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   }
   if (subscribe) backend_->subscribe(key);
 
+  // With backend notifications the first waiter sleeps like the others (the listener wakes it);
+  // without, it watches the name closely (native blocking wait or a cheap read-only probe).
+  const bool notifies = backend_->capabilities().notifications;
   microseconds backoff = options_.min_poll;
   for (;;) {
     std::uint64_t generation = 0;
@@ -271,10 +274,21 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
     const auto now = SteadyClock::now();
     if (try_once || now >= deadline) return std::nullopt;
 
-    if (result.queue_position == 0) {
-      // Next in line: watch closely with the backend's cheap read-only probe and attempt as soon
+    if (result.queue_position == 0 && !notifies) {
+      // Next in line (and no notifications to wake us): watch closely with the backend's cheap read-only probe and attempt as soon
       // as the name is free; re-attempt anyway before the queue entry could expire.
       const auto refresh_at = sent_at + request.queue_ttl / 3;
+      if (result.holder_remaining > milliseconds::zero()) {
+        // A backend-native wait (MySQL beacon), bounded by the holder's remaining TTL, the queue
+        // refresh and the deadline; falls through to polling when there is nothing to wait on.
+        auto max_wait = std::min<SteadyClock::duration>(
+            {result.holder_remaining + milliseconds(1), refresh_at - SteadyClock::now(), deadline - SteadyClock::now()});
+        if (max_wait > SteadyClock::duration::zero() &&
+            backend_->wait_for_release(key, std::chrono::duration_cast<milliseconds>(max_wait) + milliseconds(1)) ==
+                Backend::WaitOutcome::kWoken) {
+          continue;
+        }
+      }
       std::unique_lock<std::mutex> lock(mutex_);
       for (;;) {
         auto wake_at = std::min({SteadyClock::now() + jittered(options_.min_poll), refresh_at, deadline});
