@@ -246,10 +246,12 @@ class SqliteBackend final : public Backend {
 
   void migrate(bool create) override {
     auto c = borrow();
+    const int latest = kMigrations.empty() ? 0 : kMigrations.back().number;
+    // Fast path without the write lock: every open checks the schema, and most find it current.
+    if (read_schema_version(*c) == latest) return;
     exec(*c, "BEGIN IMMEDIATE");  // the migration lock: SQLite's database write lock
     try {
       int current = read_schema_version(*c);
-      int latest = kMigrations.empty() ? 0 : kMigrations.back().number;
       if (current > latest) {
         throw SchemaError("sqlite: database schema version " + std::to_string(current) +
                               " is newer than this library's (" + std::to_string(latest) + "); upgrade dblock",
@@ -562,10 +564,29 @@ class SqliteBackend final : public Backend {
     c->busy_deadline = SteadyClock::now() + options_.busy_timeout;
     // WAL lets readers (list, inspect) proceed during writes; NORMAL sync is durable against
     // process crashes (the failure a lock must survive); see README for power loss.
-    exec(*c, "PRAGMA journal_mode=WAL");
+    enable_wal(*c);
     exec(*c, "PRAGMA synchronous=NORMAL");
     exec(*c, "PRAGMA foreign_keys=ON");
     return c;
+  }
+
+  // WAL is a property of the file and persists, so this is a read except on first use. Switching
+  // a brand-new file needs an exclusive lock, and SQLite does not call the busy handler for it:
+  // several processes creating the file at once get SQLITE_BUSY, so retry until busy_deadline.
+  void enable_wal(Connection& c) {
+    for (int attempt = 0;; ++attempt) {
+      sqlite3_stmt* stmt = nullptr;
+      int rc = sqlite3_prepare_v2(c.db, "PRAGMA journal_mode=WAL", -1, &stmt, nullptr);
+      if (rc == SQLITE_OK) {
+        rc = sqlite3_step(stmt);
+        sqlite3_finalize(stmt);
+        if (rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+      }
+      rc = sqlite3_extended_errcode(c.db);
+      if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) throw_error(rc, c.db, "PRAGMA journal_mode=WAL");
+      if (SteadyClock::now() >= c.busy_deadline) throw_error(rc, c.db, "PRAGMA journal_mode=WAL");
+      busy_handler(&c, attempt);
+    }
   }
 
   Borrowed borrow() {

@@ -1,0 +1,100 @@
+// dblock — the command-line front end (DESIGN.md §6).
+//
+//   dblock [--url URL] run --key NAME [--ttl 30s] [--wait 0|DURATION|forever]
+//                          [--mode lease|session|shared] [--on-lost term|kill|ignore] -- COMMAND [ARGS...]
+//   dblock [--url URL] list [--json] | inspect NAME [--json] | release --force NAME
+//   dblock [--url URL] migrate | reap | version
+//
+// main() parses the global options, dispatches to a subcommand (commands.h) and maps every
+// failure to the exit statuses of exit_codes.h, in one place.
+#include <cstdio>
+#include <exception>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "dblock/errors.h"
+#include "exit_codes.h"
+#include "usage.h"
+
+namespace dblock::cli {
+namespace {
+
+void write_to(std::FILE* out, std::string_view text) { std::fwrite(text.data(), 1, text.size(), out); }
+
+int dispatch(std::vector<std::string> args) {
+  ArgCursor cur(std::move(args), "");
+  GlobalOptions global;
+  while (!cur.done()) {
+    if (cur.flag("--help", "-h")) {
+      write_to(stdout, usage_text(""));
+      return kExitOk;
+    }
+    if (cur.flag("--version")) {
+      return version_command(global, cur.rest());
+    }
+    if (cur.option("--url", &global.url)) continue;
+    if (cur.peek().size() > 1 && cur.peek()[0] == '-') cur.unexpected();
+    break;
+  }
+  if (cur.done()) {
+    cur.fail("missing COMMAND", true);
+  }
+  const std::string command = cur.take();
+  std::vector<std::string> rest = cur.rest();
+  if (command == "run") return run_command(global, std::move(rest));
+  if (command == "list") return list_command(global, std::move(rest));
+  if (command == "inspect") return inspect_command(global, std::move(rest));
+  if (command == "release") return release_command(global, std::move(rest));
+  if (command == "migrate") return migrate_command(global, std::move(rest));
+  if (command == "reap") return reap_command(global, std::move(rest));
+  if (command == "version") return version_command(global, std::move(rest));
+  if (command == "help") {
+    if (rest.size() > 1) throw UsageFailure("help takes at most one COMMAND", "");
+    write_to(stdout, usage_text(rest.empty() ? "" : rest[0]));
+    return kExitOk;
+  }
+  throw UsageFailure("unknown command '" + command + "'", "", true);
+}
+
+int report(const char* kind, const std::exception& e, int code) {
+  std::fprintf(stderr, "dblock: %s%s\n", kind, e.what());
+  return code;
+}
+
+}  // namespace
+}  // namespace dblock::cli
+
+int main(int argc, char** argv) {
+  using namespace dblock::cli;
+  int code;
+  try {
+    code = dispatch(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const UsageFailure& e) {
+    if (e.full_usage()) {
+      std::fprintf(stderr, "dblock: %s\n\n", e.what());
+      write_to(stderr, usage_text(e.command()));
+    } else {
+      std::fprintf(stderr, "dblock: %s\nTry 'dblock %s%s--help'.\n", e.what(), e.command().c_str(),
+                   e.command().empty() ? "" : " ");
+    }
+    code = kExitUsage;
+  } catch (const dblock::UsageError& e) {  // also UnsupportedError
+    code = report("", e, kExitUsage);
+  } catch (const dblock::ConnectionError& e) {
+    code = report("backend unavailable: ", e, kExitUnavailable);
+  } catch (const dblock::SchemaError& e) {
+    code = report("schema: ", e, kExitSchema);
+  } catch (const dblock::Error& e) {
+    code = report("", e, kExitError);
+  } catch (const std::exception& e) {
+    code = report("", e, kExitError);
+  }
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::perror("dblock: writing output");
+    if (code == kExitOk) code = kExitError;
+  }
+  return code;
+}

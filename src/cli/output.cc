@@ -1,0 +1,196 @@
+#include "output.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+
+#include "args.h"
+
+namespace dblock::cli {
+namespace {
+
+// Length of the valid UTF-8 sequence starting at text[i], or 0 if it is not valid (overlong
+// forms, surrogates and code points above U+10FFFF are invalid).
+std::size_t utf8_sequence_length(std::string_view text, std::size_t i) {
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(text[k]); };
+  unsigned char b0 = byte(i);
+  std::size_t len = 0;
+  std::uint32_t cp = 0;
+  if (b0 < 0x80) {
+    return 1;
+  } else if ((b0 & 0xE0) == 0xC0) {
+    len = 2;
+    cp = b0 & 0x1F;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    len = 3;
+    cp = b0 & 0x0F;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    len = 4;
+    cp = b0 & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + len > text.size()) {
+    return 0;
+  }
+  for (std::size_t k = 1; k < len; ++k) {
+    unsigned char b = byte(i + k);
+    if ((b & 0xC0) != 0x80) {
+      return 0;
+    }
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  static constexpr std::array<std::uint32_t, 5> kMin = {0, 0, 0x80, 0x800, 0x10000};
+  if (cp < kMin[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+    return 0;
+  }
+  return len;
+}
+
+std::string iso_utc(std::int64_t us) {
+  std::time_t seconds = static_cast<std::time_t>(us / 1'000'000);
+  std::tm tm{};
+  if (gmtime_r(&seconds, &tm) == nullptr) {
+    return "?";
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+                tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, static_cast<int>((us % 1'000'000) / 1'000));
+  return buf;
+}
+
+// Terminal columns of `text`, counting one per UTF-8 code point (good enough for names).
+std::size_t display_width(std::string_view text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
+
+std::string expires_in_text(const LeaseInfo& info) {
+  return format_duration(std::chrono::milliseconds(info.expires_in_us / 1'000));
+}
+
+}  // namespace
+
+std::string json_string(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('"');
+  std::size_t i = 0;
+  while (i < text.size()) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    std::size_t len = utf8_sequence_length(text, i);
+    if (len == 0) {
+      out += "\\ufffd";
+      ++i;
+      continue;
+    }
+    if (len > 1) {
+      out.append(text.substr(i, len));
+      i += len;
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(static_cast<char>(c));
+        }
+    }
+    ++i;
+  }
+  out.push_back('"');
+  return out;
+}
+
+const char* mode_name(LockMode mode) noexcept {
+  switch (mode) {
+    case LockMode::kExclusive: return "exclusive";
+    case LockMode::kShared: return "shared";
+  }
+  return "unknown";
+}
+
+std::string lease_json(const LeaseInfo& info) {
+  std::string out = "{\"name\":" + json_string(info.name);
+  out += ",\"mode\":" + json_string(mode_name(info.mode));
+  out += ",\"holder\":" + json_string(info.holder);
+  out += ",\"fence\":" + std::to_string(info.fence);
+  out += ",\"acquired_at_us\":" + std::to_string(info.acquired_at_us);
+  out += ",\"expires_at_us\":" + std::to_string(info.expires_at_us);
+  out += ",\"expires_in_us\":" + std::to_string(info.expires_in_us);
+  out += ",\"renewals\":" + std::to_string(info.renewals);
+  out += ",\"holders\":" + std::to_string(info.holders);
+  out += "}";
+  return out;
+}
+
+std::string leases_json(const std::vector<LeaseInfo>& infos) {
+  if (infos.empty()) {
+    return "[]\n";
+  }
+  std::string out = "[\n";
+  for (std::size_t i = 0; i < infos.size(); ++i) {
+    out += "  " + lease_json(infos[i]);
+    out += i + 1 < infos.size() ? ",\n" : "\n";
+  }
+  out += "]\n";
+  return out;
+}
+
+std::string leases_table(const std::vector<LeaseInfo>& infos) {
+  using Row = std::array<std::string, 6>;
+  std::vector<Row> rows;
+  rows.push_back({"NAME", "MODE", "HOLDER", "FENCE", "EXPIRES_IN", "HOLDERS"});
+  for (const LeaseInfo& info : infos) {
+    rows.push_back({info.name, mode_name(info.mode), info.holder, std::to_string(info.fence),
+                    expires_in_text(info), std::to_string(info.holders)});
+  }
+  std::array<std::size_t, 6> width{};
+  for (const Row& row : rows) {
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      width[c] = std::max(width[c], display_width(row[c]));
+    }
+  }
+  std::string out;
+  for (const Row& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      line += row[c];
+      if (c + 1 < row.size()) {
+        line.append(width[c] - display_width(row[c]) + 2, ' ');
+      }
+    }
+    out += line + "\n";
+  }
+  return out;
+}
+
+std::string lease_text(const LeaseInfo& info) {
+  std::string out;
+  out += "name:        " + info.name + "\n";
+  out += "mode:        " + std::string(mode_name(info.mode)) + "\n";
+  out += "holder:      " + info.holder + "\n";
+  out += "fence:       " + std::to_string(info.fence) + "\n";
+  out += "acquired at: " + iso_utc(info.acquired_at_us) + " (backend clock)\n";
+  out += "expires at:  " + iso_utc(info.expires_at_us) + " (backend clock)\n";
+  out += "expires in:  " + expires_in_text(info) + "\n";
+  out += "renewals:    " + std::to_string(info.renewals) + "\n";
+  out += "holders:     " + std::to_string(info.holders) + "\n";
+  return out;
+}
+
+}  // namespace dblock::cli

@@ -1,0 +1,35 @@
+// src/cli/output.h — rendering LeaseInfo for `list` and `inspect`: JSON and plain text.
+//
+// Pure functions on values; thread-safe.
+#ifndef DBLOCK_CLI_OUTPUT_H_
+#define DBLOCK_CLI_OUTPUT_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/backend.h"
+
+namespace dblock::cli {
+
+// `text` as a JSON string literal, quotes included. Control characters are escaped; bytes that
+// are not valid UTF-8 become U+FFFD so the output is always valid JSON.
+std::string json_string(std::string_view text);
+
+// "exclusive" or "shared".
+const char* mode_name(LockMode mode) noexcept;
+
+// One JSON object (single line) with the fields name, mode, holder, fence, acquired_at_us,
+// expires_at_us, expires_in_us, renewals, holders (times on the backend clock).
+std::string lease_json(const LeaseInfo& info);
+// A JSON array of lease_json objects, one per line, with a trailing newline.
+std::string leases_json(const std::vector<LeaseInfo>& infos);
+
+// Aligned table with a header row: NAME MODE HOLDER FENCE EXPIRES_IN HOLDERS.
+std::string leases_table(const std::vector<LeaseInfo>& infos);
+// "key: value" lines describing one lease.
+std::string lease_text(const LeaseInfo& info);
+
+}  // namespace dblock::cli
+
+#endif  // DBLOCK_CLI_OUTPUT_H_

@@ -1,0 +1,619 @@
+// `dblock run`: hold a lock while a child command runs.
+//
+// Signal handling: every signal the command forwards, and SIGCHLD, is blocked in the main thread
+// *before* the LockManager starts its threads, so all threads inherit the block and the signals
+// are only ever read synchronously from a signalfd by the main loop. The lost-lease callback
+// (called on the manager's renewal thread) only writes the reason to a non-blocking self-pipe.
+// The main loop poll()s on both and reaps the child with waitpid(); nothing sleeps to synchronise.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "args.h"
+#include "commands.h"
+#include "dblock/errors.h"
+#include "dblock/lease.h"
+#include "dblock/lock_manager.h"
+#include "dblock/session_lock.h"
+#include "exit_codes.h"
+#include "usage.h"
+
+extern char** environ;
+
+namespace dblock::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+enum class RunMode { kLease, kSession, kShared };
+enum class OnLost { kTerm, kKill, kIgnore };
+
+struct RunOptions {
+  std::string key;
+  milliseconds ttl{30'000};
+  milliseconds wait{0};  // kWaitForever for `forever`
+  RunMode mode = RunMode::kLease;
+  OnLost on_lost = OnLost::kTerm;
+  std::vector<std::string> command;
+};
+
+// With --on-lost term: how long COMMAND gets between SIGTERM and SIGKILL.
+constexpr milliseconds kTermGrace{5'000};
+
+// Signals that dblock passes on to COMMAND (and that end dblock while it waits for the lock).
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
+
+// Returns the options, or an empty optional when --help was printed.
+std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args) {
+  ArgCursor cur(std::move(args), "run");
+  std::optional<std::string> key, ttl, wait, mode, on_lost;
+  bool saw_separator = false;
+  while (!cur.done()) {
+    if (cur.flag("--")) {
+      saw_separator = true;
+      break;
+    }
+    if (cur.flag("--help", "-h")) {
+      const std::string_view text = usage_text("run");
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return std::nullopt;
+    }
+    if (cur.option("--url", &global.url) || cur.option("--key", &key) || cur.option("--ttl", &ttl) ||
+        cur.option("--wait", &wait) || cur.option("--mode", &mode) || cur.option("--on-lost", &on_lost)) {
+      continue;
+    }
+    if (!cur.peek().empty() && cur.peek()[0] != '-') {
+      cur.fail("unexpected argument '" + cur.peek() + "': put the command after --, as in "
+               "dblock run --key NAME -- COMMAND [ARGS...]");
+    }
+    cur.unexpected();
+  }
+  if (!saw_separator) {
+    cur.fail("missing -- and COMMAND: dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]");
+  }
+  RunOptions o;
+  o.command = cur.rest();
+  if (o.command.empty()) {
+    cur.fail("missing COMMAND after --");
+  }
+  if (!key) {
+    cur.fail("--key NAME is required");
+  }
+  o.key = *key;
+
+  std::string error;
+  if (ttl) {
+    auto value = parse_duration(*ttl, &error);
+    if (!value) cur.fail("--ttl: " + error);
+    if (value->count() <= 0) cur.fail("--ttl must be greater than 0");
+    if (*value > kMaxTtl) cur.fail("--ttl must be at most " + format_duration(kMaxTtl));
+    o.ttl = *value;
+  }
+  if (wait) {
+    if (*wait == "forever") {
+      o.wait = kWaitForever;
+    } else {
+      auto value = parse_duration(*wait, &error);
+      if (!value) cur.fail("--wait: " + error + " (or `forever`)");
+      o.wait = *value;
+    }
+  }
+  if (mode) {
+    if (*mode == "lease") {
+      o.mode = RunMode::kLease;
+    } else if (*mode == "session") {
+      o.mode = RunMode::kSession;
+    } else if (*mode == "shared") {
+      o.mode = RunMode::kShared;
+    } else {
+      cur.fail("--mode must be lease, session or shared, not '" + *mode + "'");
+    }
+  }
+  if (on_lost) {
+    if (*on_lost == "term") {
+      o.on_lost = OnLost::kTerm;
+    } else if (*on_lost == "kill") {
+      o.on_lost = OnLost::kKill;
+    } else if (*on_lost == "ignore") {
+      o.on_lost = OnLost::kIgnore;
+    } else {
+      cur.fail("--on-lost must be term, kill or ignore, not '" + *on_lost + "'");
+    }
+  }
+  return o;
+}
+
+// A file descriptor closed on destruction.
+class Fd {
+ public:
+  Fd() = default;
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  void reset(int fd) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+struct Pipe {
+  Fd read_end;
+  Fd write_end;
+};
+
+std::unique_ptr<Pipe> make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) {
+    throw Error(std::string("pipe2: ") + std::strerror(errno));
+  }
+  auto p = std::make_unique<Pipe>();
+  p->read_end.reset(fds[0]);
+  p->write_end.reset(fds[1]);
+  return p;
+}
+
+// Blocks the forwarded signals and SIGCHLD in the calling thread (and so in every thread started
+// afterwards) and opens a signalfd for them. `original_mask` is what COMMAND gets.
+struct SignalSetup {
+  sigset_t original_mask;
+  Fd fd;
+
+  SignalSetup() {
+    // An inherited SIG_IGN for SIGCHLD would make the kernel reap COMMAND before waitpid() can.
+    ::signal(SIGCHLD, SIG_DFL);
+    sigset_t set;
+    sigemptyset(&set);
+    for (int sig : kForwardedSignals) sigaddset(&set, sig);
+    sigaddset(&set, SIGCHLD);
+    if (int rc = ::pthread_sigmask(SIG_BLOCK, &set, &original_mask); rc != 0) {
+      throw Error(std::string("pthread_sigmask: ") + std::strerror(rc));
+    }
+    int sfd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    if (sfd < 0) {
+      throw Error(std::string("signalfd: ") + std::strerror(errno));
+    }
+    fd.reset(sfd);
+  }
+};
+
+// Reads every pending signal; returns them in arrival order.
+std::vector<signalfd_siginfo> read_signals(int sfd) {
+  std::vector<signalfd_siginfo> out;
+  signalfd_siginfo info;
+  for (;;) {
+    ssize_t n = ::read(sfd, &info, sizeof info);
+    if (n == static_cast<ssize_t>(sizeof info)) {
+      out.push_back(info);
+      continue;
+    }
+    if (n < 0 && errno == EINTR) continue;
+    return out;
+  }
+}
+
+bool is_forwarded(int sig) {
+  return std::find(std::begin(kForwardedSignals), std::end(kForwardedSignals), sig) != std::end(kForwardedSignals);
+}
+
+// What `run` holds while COMMAND runs: a lease (exclusive or shared) or a session lock.
+class HeldLock {
+ public:
+  virtual ~HeldLock() = default;
+  // The fencing token; session locks have none.
+  virtual std::optional<std::int64_t> fence() const = 0;
+  // The backend's key of a session lock (PostgreSQL: the advisory lock key).
+  virtual std::optional<std::int64_t> session_key() const { return std::nullopt; }
+  // True once the lock is known lost. Never goes back to false. Safe to call concurrently with
+  // the manager's renewal thread.
+  virtual bool lost() const = 0;
+  // Local steady_clock deadline past which lost() turns true without further news, if any.
+  virtual std::optional<Clock::time_point> safe_until() const = 0;
+  // Does not throw for backend failures (kInDoubt).
+  virtual ReleaseResult release() = 0;
+};
+
+class HeldLease final : public HeldLock {
+ public:
+  explicit HeldLease(Lease lease) : lease_(std::move(lease)) {}
+  std::optional<std::int64_t> fence() const override { return lease_.fence(); }
+  bool lost() const override { return lease_.lost(); }
+  std::optional<Clock::time_point> safe_until() const override { return lease_.safe_until(); }
+  ReleaseResult release() override { return lease_.release(); }
+
+ private:
+  Lease lease_;
+};
+
+class HeldSession final : public HeldLock {
+ public:
+  explicit HeldSession(SessionLock lock) : lock_(std::move(lock)) {}
+  std::optional<std::int64_t> fence() const override { return std::nullopt; }
+  std::optional<std::int64_t> session_key() const override { return lock_.key(); }
+  bool lost() const override { return lock_.lost(); }
+  std::optional<Clock::time_point> safe_until() const override { return std::nullopt; }
+  ReleaseResult release() override { return lock_.release(); }
+
+ private:
+  SessionLock lock_;
+};
+
+// One acquisition attempt with the configured wait: the lock, or null when not acquired.
+using Acquire = std::function<std::unique_ptr<HeldLock>()>;
+
+std::string describe_wait(milliseconds wait) {
+  if (wait == kWaitForever) return "forever";
+  if (wait.count() <= 0) return "0 (tried once)";
+  return format_duration(wait);
+}
+
+// Waits for the lock. A (possibly long) wait runs `acquire` on a helper thread while this thread
+// watches the signalfd, so that Ctrl-C or SIGTERM ends a waiting dblock at once. Such a signal
+// ends the process with 128+N; nothing is held (if the helper's acquire were to succeed in that
+// very instant, a lease simply expires after its TTL and a session lock dies with the process,
+// as after a crash).
+std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const RunOptions& o, int sfd) {
+  if (o.wait.count() <= 0) {
+    return acquire();  // one attempt: answers within a round trip
+  }
+  struct Outcome {
+    std::unique_ptr<HeldLock> lock;
+    std::exception_ptr error;
+  };
+  auto outcome = std::make_shared<Outcome>();
+  std::shared_ptr<Pipe> done = make_pipe();
+  std::thread helper([acquire, outcome, done] {
+    try {
+      outcome->lock = acquire();
+    } catch (...) {
+      outcome->error = std::current_exception();
+    }
+    char byte = 1;
+    while (::write(done->write_end.get(), &byte, 1) < 0 && errno == EINTR) {
+    }
+  });
+  for (;;) {
+    pollfd fds[2] = {{done->read_end.get(), POLLIN, 0}, {sfd, POLLIN, 0}};
+    int n = ::poll(fds, 2, -1);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      std::fprintf(stderr, "dblock: poll: %s\n", std::strerror(errno));
+      std::fflush(nullptr);
+      ::_exit(kExitError);
+    }
+    if (fds[0].revents != 0) {
+      helper.join();
+      if (outcome->error) std::rethrow_exception(outcome->error);
+      return std::move(outcome->lock);
+    }
+    if (fds[1].revents != 0) {
+      for (const signalfd_siginfo& info : read_signals(sfd)) {
+        int sig = static_cast<int>(info.ssi_signo);
+        if (is_forwarded(sig)) {
+          std::fprintf(stderr, "dblock: %s while waiting for lock '%s'; not running the command\n",
+                       ::strsignal(sig), o.key.c_str());
+          std::fflush(nullptr);
+          // The helper thread is blocked in the acquire and cannot be cancelled: leave without
+          // running destructors.
+          ::_exit(kExitSignalBase + sig);
+        }
+      }
+    }
+  }
+}
+
+void report_not_acquired(LockManager& manager, const RunOptions& o) {
+  std::string holder;
+  try {
+    if (o.mode == RunMode::kSession) {
+      // Session locks live in the server's lock table, not in the lease table.
+    } else if (auto info = manager.inspect(o.key)) {
+      holder = ": held by " + info->holder + " (fence " + std::to_string(info->fence) + ", expires in " +
+               format_duration(milliseconds(info->expires_in_us / 1'000)) + ")";
+    }
+  } catch (const std::exception&) {
+    // Only decoration for the message.
+  }
+  std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s%s\n", o.key.c_str(),
+               describe_wait(o.wait).c_str(), holder.c_str());
+}
+
+int exit_status_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return kExitSignalBase + WTERMSIG(status);
+  return kExitError;
+}
+
+// Runs COMMAND while `lock` is held and supervises it. Returns dblock's exit status.
+class Supervisor {
+ public:
+  Supervisor(HeldLock& lock, const RunOptions& o, int sfd, int lost_fd)
+      : lock_(lock), o_(o), sfd_(sfd), lost_fd_(lost_fd) {}
+
+  int run(const sigset_t& child_mask) {
+    pid_t child = 0;
+    if (int rc = spawn(child_mask, &child); rc != 0) {
+      std::fprintf(stderr, "dblock: cannot run '%s': %s\n", o_.command[0].c_str(), std::strerror(rc));
+      finish_release();
+      return rc == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
+    }
+    child_ = child;
+    int status = wait_for_child();
+    child_ = -1;  // reaped: its pid may be reused, never signal it again
+    int child_exit = exit_status_of(status);
+
+    // A loss noticed only now (the child finished first) still counts: COMMAND did not hold the
+    // lock for all of its run.
+    drain_lost_pipe();
+    if (!lost_ && lock_.lost()) {
+      note_lost("lost (noticed when COMMAND ended)", /*act=*/false);
+    }
+    ReleaseResult released = finish_release();
+    if (!lost_ && released == ReleaseResult::kAlreadyLost) {
+      note_lost("the backend no longer had the lock when it was released", /*act=*/false);
+    }
+    if (lost_) {
+      if (o_.on_lost == OnLost::kIgnore) {
+        std::fprintf(stderr, "dblock: --on-lost ignore: passing on COMMAND's exit status %d\n", child_exit);
+        return child_exit;
+      }
+      return kExitLeaseLost;
+    }
+    return child_exit;
+  }
+
+ private:
+  int spawn(const sigset_t& child_mask, pid_t* pid) {
+    std::vector<std::string> env;
+    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+      std::string_view entry(*e);
+      if (entry.rfind("DBLOCK_FENCE=", 0) == 0 || entry.rfind("DBLOCK_KEY=", 0) == 0 ||
+          entry.rfind("DBLOCK_SESSION_KEY=", 0) == 0) {
+        continue;
+      }
+      env.emplace_back(entry);
+    }
+    if (std::optional<std::int64_t> fence = lock_.fence()) {
+      env.push_back("DBLOCK_FENCE=" + std::to_string(*fence));  // session locks have no fence
+    }
+    env.push_back("DBLOCK_KEY=" + o_.key);
+    if (std::optional<std::int64_t> key = lock_.session_key()) {
+      env.push_back("DBLOCK_SESSION_KEY=" + std::to_string(*key));
+    }
+    std::vector<char*> envp;
+    for (std::string& s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = o_.command;
+    std::vector<char*> argv;
+    for (std::string& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, &child_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    int rc = ::posix_spawnp(pid, argv[0], nullptr, &attr, argv.data(), envp.data());
+    posix_spawnattr_destroy(&attr);
+    return rc;
+  }
+
+  int wait_for_child() {
+    for (;;) {
+      int status = 0;
+      pid_t r = ::waitpid(child_, &status, WNOHANG);
+      if (r == child_) return status;
+      if (r < 0 && errno != EINTR) {
+        std::fprintf(stderr, "dblock: waitpid: %s\n", std::strerror(errno));
+        return W_EXITCODE(kExitError, 0);
+      }
+
+      pollfd fds[2] = {{sfd_, POLLIN, 0}, {lost_fd_, POLLIN, 0}};
+      int n = ::poll(fds, 2, poll_timeout_ms());
+      if (n < 0 && errno != EINTR) {
+        std::fprintf(stderr, "dblock: poll: %s\n", std::strerror(errno));
+      }
+      if (n > 0 && fds[0].revents != 0) forward_signals();
+      if (n > 0 && fds[1].revents != 0) drain_lost_pipe();
+      // Past safe-until the lease counts as lost even if the renewal thread has not said so
+      // (it may be stuck on an unresponsive backend).
+      if (!lost_ && lock_.lost()) note_lost("lost (safe-until passed or session gone)", /*act=*/true);
+      if (kill_at_ && Clock::now() >= *kill_at_) {
+        std::fprintf(stderr, "dblock: COMMAND still running %s after SIGTERM; sending SIGKILL\n",
+                     format_duration(kTermGrace).c_str());
+        ::kill(child_, SIGKILL);
+        kill_at_.reset();
+      }
+    }
+  }
+
+  // Until the next thing that needs checking without an event: the SIGKILL deadline, or the
+  // lease's safe-until (the renewal thread moves it on). At most 1 s.
+  int poll_timeout_ms() const {
+    auto now = Clock::now();
+    milliseconds timeout{1'000};
+    auto until = [&](Clock::time_point t) {
+      return std::chrono::ceil<milliseconds>(t - now) + milliseconds(1);
+    };
+    if (kill_at_) timeout = std::min(timeout, until(*kill_at_));
+    if (!lost_) {
+      std::optional<Clock::time_point> safe = lock_.safe_until();
+      if (safe && *safe > now) timeout = std::min(timeout, until(*safe));
+    }
+    return static_cast<int>(std::max<std::int64_t>(timeout.count(), 0));
+  }
+
+  void forward_signals() {
+    for (const signalfd_siginfo& info : read_signals(sfd_)) {
+      int sig = static_cast<int>(info.ssi_signo);
+      if (!is_forwarded(sig)) continue;  // SIGCHLD: waitpid() at the top of the loop
+      // A terminal's Ctrl-C/Ctrl-\ (si_code SI_KERNEL) goes to the whole foreground process
+      // group; COMMAND already has it if it is still in ours. Send it once, not twice.
+      if (info.ssi_code == SI_KERNEL && ::getpgid(child_) == ::getpgrp()) continue;
+      ::kill(child_, sig);
+    }
+  }
+
+  void drain_lost_pipe() {
+    char buf[512];
+    std::string reason;
+    for (;;) {
+      ssize_t n = ::read(lost_fd_, buf, sizeof buf);
+      if (n > 0) {
+        reason.append(buf, static_cast<std::size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      break;
+    }
+    if (reason.empty()) return;
+    while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\0')) reason.pop_back();
+    if (!lost_) note_lost(reason.empty() ? "lost" : reason, /*act=*/child_ > 0);
+  }
+
+  void note_lost(const std::string& reason, bool act) {
+    lost_ = true;
+    std::string fence;
+    if (std::optional<std::int64_t> f = lock_.fence()) fence = " (fence " + std::to_string(*f) + ")";
+    std::fprintf(stderr, "dblock: lock '%s'%s lost while COMMAND was running: %s\n", o_.key.c_str(), fence.c_str(),
+                 reason.c_str());
+    if (!act || child_ <= 0) return;
+    switch (o_.on_lost) {
+      case OnLost::kTerm:
+        std::fprintf(stderr, "dblock: sending SIGTERM to COMMAND (SIGKILL after %s)\n",
+                     format_duration(kTermGrace).c_str());
+        ::kill(child_, SIGTERM);
+        kill_at_ = Clock::now() + kTermGrace;
+        break;
+      case OnLost::kKill:
+        std::fprintf(stderr, "dblock: sending SIGKILL to COMMAND\n");
+        ::kill(child_, SIGKILL);
+        break;
+      case OnLost::kIgnore:
+        std::fprintf(stderr, "dblock: --on-lost ignore: COMMAND keeps running without the lock\n");
+        break;
+    }
+  }
+
+  ReleaseResult finish_release() {
+    ReleaseResult result = lock_.release();
+    if (result == ReleaseResult::kInDoubt) {
+      std::fprintf(stderr,
+                   "dblock: release of '%s' is in doubt (backend connection problem); %s\n", o_.key.c_str(),
+                   o_.mode == RunMode::kSession
+                       ? "the server frees a session lock when it notices the session is gone"
+                       : ("the lease expires on its own within " + format_duration(o_.ttl)).c_str());
+    }
+    return result;
+  }
+
+  HeldLock& lock_;
+  const RunOptions& o_;
+  const int sfd_;
+  const int lost_fd_;
+  pid_t child_ = -1;
+  bool lost_ = false;
+  std::optional<Clock::time_point> kill_at_;
+};
+
+}  // namespace
+
+int run_command(GlobalOptions global, std::vector<std::string> args) {
+  std::optional<RunOptions> parsed = parse_run(global, std::move(args));
+  if (!parsed) return kExitOk;
+  const RunOptions& o = *parsed;
+  validate_lock_name(o.key);
+  const std::string url = resolve_url(global);
+
+  // Declared before the manager so that they outlive its threads and callbacks.
+  SignalSetup signals;
+  std::unique_ptr<Pipe> lost_pipe = make_pipe();
+
+  ManagerOptions mo;
+  mo.default_ttl = o.ttl;
+  mo.on_background_error = [](const Error& e) { std::fprintf(stderr, "dblock: warning: %s\n", e.what()); };
+  std::unique_ptr<LockManager> manager = open_manager(url, mo);
+
+  const int lost_write = lost_pipe->write_end.get();
+  auto on_lost = [lost_write](const LostLease& lost) {
+    // Runs on the renewal thread: only write to the self-pipe (non-blocking, one atomic write).
+    std::string text = lost.reason.empty() ? std::string("lost") : lost.reason;
+    text.resize(std::min<std::size_t>(text.size(), 400));
+    text.push_back('\n');
+    ssize_t n;
+    do {
+      n = ::write(lost_write, text.data(), text.size());
+    } while (n < 0 && errno == EINTR);
+  };
+
+  Acquire acquire;
+  LockManager& m = *manager;
+  if (o.mode == RunMode::kSession) {
+    // Fails early with UnsupportedError (exit 64) where the backend has no session locks (SQLite).
+    m.require_session_locks();
+    SessionLockOptions so;
+    so.mode = LockMode::kExclusive;
+    so.on_lost = on_lost;
+    acquire = [&m, key = o.key, wait = o.wait, so]() -> std::unique_ptr<HeldLock> {
+      std::optional<SessionLock> lock = m.session_lock(key, wait, so);
+      if (!lock) return nullptr;
+      return std::make_unique<HeldSession>(std::move(*lock));
+    };
+  } else {
+    AcquireOptions ao;
+    ao.ttl = o.ttl;
+    ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
+    ao.on_lost = on_lost;
+    acquire = [&m, key = o.key, wait = o.wait, ao]() -> std::unique_ptr<HeldLock> {
+      std::optional<Lease> lease = m.acquire(key, wait, ao);
+      if (!lease) return nullptr;
+      return std::make_unique<HeldLease>(std::move(*lease));
+    };
+  }
+
+  std::unique_ptr<HeldLock> held = acquire_interruptibly(acquire, o, signals.fd.get());
+  if (!held) {
+    report_not_acquired(m, o);
+    return kExitNotAcquired;
+  }
+
+  // A signal that came in during a one-shot acquire: do not start COMMAND.
+  for (const signalfd_siginfo& info : read_signals(signals.fd.get())) {
+    int sig = static_cast<int>(info.ssi_signo);
+    if (is_forwarded(sig)) {
+      std::fprintf(stderr, "dblock: %s before the command started; releasing '%s'\n", ::strsignal(sig),
+                   o.key.c_str());
+      held->release();
+      return kExitSignalBase + sig;
+    }
+  }
+
+  Supervisor supervisor(*held, o, signals.fd.get(), lost_pipe->read_end.get());
+  return supervisor.run(signals.original_mask);
+}
+
+}  // namespace dblock::cli

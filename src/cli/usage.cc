@@ -1,0 +1,171 @@
+#include "usage.h"
+
+namespace dblock::cli {
+namespace {
+
+// Keep in step with exit_codes.h.
+constexpr std::string_view kTopLevel = R"(Usage: dblock [--url URL] COMMAND [OPTIONS]
+
+A distributed lock on the database you already have.
+
+Commands:
+  run       hold a lock while a command runs:   dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]
+  list      show the live leases:               dblock list [--json]
+  inspect   show one lock:                      dblock inspect NAME [--json]
+  release   evict a holder (admin):             dblock release --force NAME
+  migrate   create or upgrade the lock tables:  dblock migrate
+  reap      delete expired lease rows now:      dblock reap
+  version   print the version and the backends: dblock version
+
+Global options:
+  --url URL   backend URL, e.g. sqlite:///var/lib/app/locks.db, postgresql://user@host/db,
+              mysql://user@host/db. Default: $DBLOCK_URL, else
+              sqlite://${XDG_STATE_HOME:-$HOME/.local/state}/dblock/locks.db (created on first use).
+              --url may also follow the command name.
+  -h, --help  show this help; `dblock COMMAND --help` shows help for one command.
+
+Exit status:
+  0    success (run: COMMAND's own exit status is passed through)
+  1    other error (busy database, outcome in doubt, ...); inspect: the lock is not held
+  64   usage error: bad option, duration, lock name or URL
+  69   backend unreachable or cannot be opened
+  70   run: the lease was lost while COMMAND was running
+  75   run: the lock was not acquired within --wait
+  78   lock tables missing or newer than this dblock
+  126  run: COMMAND could not be executed; 127: COMMAND not found
+  128+N  run: COMMAND was killed by signal N (or dblock was, while waiting for the lock)
+
+Passwords in URLs are never printed.
+)";
+
+constexpr std::string_view kRun = R"(Usage: dblock [--url URL] run --key NAME [--ttl 30s] [--wait 0|DURATION|forever]
+                  [--mode lease|session|shared] [--on-lost term|kill|ignore] -- COMMAND [ARGS...]
+
+Acquires the lock NAME, runs COMMAND while holding it, renews the lease in the background, and
+releases it when COMMAND exits. COMMAND runs with these variables added to its environment:
+  DBLOCK_FENCE  the fencing token: strictly greater than any token issued before for NAME
+  DBLOCK_KEY    the lock name
+  DBLOCK_SESSION_KEY  with --mode session: the backend's key for the lock (PostgreSQL: the
+                advisory lock key, as in pg_locks); DBLOCK_FENCE is then not set
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to dblock are forwarded to COMMAND.
+A signal that arrives while dblock is still waiting for the lock ends dblock (128+N), holding nothing.
+
+Options:
+  --key NAME        lock name (required): 1-255 bytes of UTF-8, no control characters
+  --ttl DURATION    lease time-to-live; renewed every TTL/3 while COMMAND runs. Default 30s; > 0
+  --wait WAIT       how long to wait for the lock: 0 (default) tries once, a DURATION waits that
+                    long, `forever` waits without limit
+  --mode MODE       lease (default): exclusive lease with TTL and fencing token
+                    shared: a shared lease: many shared holders at once, no exclusive one
+                    session: a lock held by dblock's database session (PostgreSQL advisory lock,
+                      MySQL GET_LOCK): freed at once when dblock dies; no TTL, no fencing token
+                      (DBLOCK_FENCE is not set), not shown by list/inspect. Not available on
+                      SQLite (exits 64)
+  --on-lost POLICY  what to do if the lock is lost while COMMAND runs (renewal refused, expired,
+                    evicted with `dblock release --force`, database session gone):
+                      term (default): SIGTERM to COMMAND, SIGKILL 5 s later if still running
+                      kill: SIGKILL to COMMAND
+                      ignore: let COMMAND run on (a warning is printed)
+                    With term and kill, dblock exits 70 after COMMAND has ended.
+  -h, --help        show this help
+
+Durations: a whole number with a unit: 500ms, 30s, 5m, 1h. A bare number means seconds.
+
+Exit status:
+  COMMAND's exit status, or 128+N if COMMAND was killed by signal N
+  64   usage error (bad option, duration, lock name or URL; --mode session where unsupported)
+  69   backend unreachable or cannot be opened
+  70   the lock was lost while COMMAND was running (and --on-lost is not ignore), also when
+       COMMAND finished before the loss was noticed
+  75   the lock was not acquired within --wait
+  78   lock tables missing or newer than this dblock
+  126  COMMAND could not be executed; 127: COMMAND not found
+  1    other backend error
+)";
+
+constexpr std::string_view kList = R"(Usage: dblock [--url URL] list [--json]
+
+Shows every live lease: name, mode, holder, fence, time until expiry (backend clock), holders.
+Session locks (run --mode session) live in the database server's own lock table and are not shown.
+
+Options:
+  --json      print a JSON array of objects with the fields name, mode, holder, fence,
+              acquired_at_us, expires_at_us, expires_in_us, renewals, holders
+              (times in microseconds on the backend's clock)
+  -h, --help  show this help
+
+Exit status: 0; 64 usage error; 69 backend unreachable; 78 schema problem; 1 other error.
+)";
+
+constexpr std::string_view kInspect = R"(Usage: dblock [--url URL] inspect NAME [--json]
+
+Shows the lease on NAME. If NAME is not held, prints "NAME: not held" (with --json: null) and
+exits 1.
+
+Options:
+  --json      print one JSON object (fields as for `dblock list --json`), or null
+  -h, --help  show this help
+
+Exit status: 0 held; 1 not held (or other error); 64 usage error; 69 backend unreachable;
+78 schema problem.
+)";
+
+constexpr std::string_view kRelease = R"(Usage: dblock [--url URL] release --force NAME
+
+Administrative eviction: frees NAME whoever holds it and bumps its fencing token, so the evicted
+holder's renewals and guarded writes fail (a `dblock run` holding it sees its lease lost).
+--force is required, as a reminder that the holder is not asked. Prints whether a lease was
+evicted; exits 0 either way.
+
+Options:
+  --force     required
+  -h, --help  show this help
+
+Exit status: 0; 64 usage error; 69 backend unreachable; 78 schema problem; 1 other error.
+)";
+
+constexpr std::string_view kMigrate = R"(Usage: dblock [--url URL] migrate
+
+Creates the lock tables or applies pending migrations (under the backend's migration lock), then
+prints the schema version.
+
+Options:
+  -h, --help  show this help
+
+Exit status: 0; 64 usage error; 69 backend unreachable; 78 schema newer than this dblock;
+1 other error.
+)";
+
+constexpr std::string_view kReap = R"(Usage: dblock [--url URL] reap
+
+Deletes every expired lease row now (a running dblock does this in the background) and prints
+how many were deleted. Never touches a live lease.
+
+Options:
+  -h, --help  show this help
+
+Exit status: 0; 64 usage error; 69 backend unreachable; 78 schema problem; 1 other error.
+)";
+
+constexpr std::string_view kVersion = R"(Usage: dblock version
+
+Prints the dblock version and the URL schemes (backends) this build supports. Opens no backend.
+
+Options:
+  -h, --help  show this help
+)";
+
+}  // namespace
+
+std::string_view usage_text(std::string_view command) {
+  if (command == "run") return kRun;
+  if (command == "list") return kList;
+  if (command == "inspect") return kInspect;
+  if (command == "release") return kRelease;
+  if (command == "migrate") return kMigrate;
+  if (command == "reap") return kReap;
+  if (command == "version") return kVersion;
+  return kTopLevel;
+}
+
+}  // namespace dblock::cli

@@ -1,0 +1,1122 @@
+// Black-box tests of the `dblock` command (DESIGN.md §6) on the SQLite backend.
+//
+// Every test case gets a fresh temporary directory and a `sqlite:///<dir>/x.db` URL passed with
+// --url. Processes are started with posix_spawn (no shell unless a test means to run `sh -c`),
+// stdout/stderr go to files in the temp directory. Waits poll a condition with a bound; nothing
+// sleeps to synchronise.
+#define CATCH_CONFIG_MAIN
+#define CATCH_CONFIG_ENABLE_OPTIONAL_STRINGMAKER
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#ifdef DBLOCK_TEST_HAVE_SQLITE3
+#include <sqlite3.h>
+#endif
+
+#ifndef DBLOCK_CLI_PATH
+#error "DBLOCK_CLI_PATH must name the dblock binary"
+#endif
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+const std::string kCli = DBLOCK_CLI_PATH;
+
+// Exit codes under test (src/cli/exit_codes.h).
+constexpr int kUsage = 64;
+constexpr int kUnavailable = 69;
+constexpr int kLeaseLost = 70;
+constexpr int kNotAcquired = 75;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Polls `condition` every `step` until it holds or `timeout` passes. Returns whether it held.
+bool eventually(const std::function<bool()>& condition, milliseconds timeout, milliseconds step = milliseconds(20)) {
+  auto deadline = Clock::now() + timeout;
+  for (;;) {
+    if (condition()) return true;
+    if (Clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(step);
+  }
+}
+
+// Exit status as the shell shows it for a normal exit; 1000 + N when killed by signal N (so that
+// "exited 143" and "died of SIGTERM" are different values).
+int decode_status(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 1000 + WTERMSIG(status);
+  return -1;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    const char* base = std::getenv("TMPDIR");
+    std::string pattern = std::string(base != nullptr && base[0] == '/' ? base : "/tmp") + "/dblock-cli-XXXXXX";
+    std::vector<char> buf(pattern.begin(), pattern.end());
+    buf.push_back('\0');
+    if (::mkdtemp(buf.data()) == nullptr) {
+      FAIL("mkdtemp: " << std::strerror(errno));
+    }
+    path_ = buf.data();
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string url() const { return "sqlite://" + file("x.db"); }
+  std::string next_log_prefix() { return file("proc-" + std::to_string(++count_)); }
+
+ private:
+  fs::path path_;
+  int count_ = 0;
+};
+
+// A started process. Its stdin is /dev/null; stdout and stderr go to files.
+class Process {
+ public:
+  struct Options {
+    bool new_group = false;                      // own process group (pgid == pid)
+    std::map<std::string, std::string> env;      // added to (or replacing in) a cleaned environment
+  };
+
+  Process(const std::vector<std::string>& argv, const std::string& log_prefix, const Options& options)
+      : out_path_(log_prefix + ".out"), err_path_(log_prefix + ".err"), group_(options.new_group) {
+    // A hermetic environment: the test's own, without anything that would steer dblock.
+    std::vector<std::string> env;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string entry(*e);
+      std::string key = entry.substr(0, entry.find('='));
+      if (key == "DBLOCK_URL" || key == "DBLOCK_FENCE" || key == "DBLOCK_KEY" || key == "XDG_STATE_HOME" ||
+          options.env.count(key) != 0) {
+        continue;
+      }
+      env.push_back(entry);
+    }
+    for (const auto& [key, value] : options.env) env.push_back(key + "=" + value);
+    std::vector<char*> envp;
+    for (std::string& s : env) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> args = argv;
+    std::vector<char*> argp;
+    for (std::string& s : args) argp.push_back(s.data());
+    argp.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    // The child starts with no blocked signals whatever this thread has.
+    sigset_t none;
+    sigemptyset(&none);
+    posix_spawnattr_setsigmask(&attr, &none);
+    short flags = POSIX_SPAWN_SETSIGMASK;
+    if (options.new_group) {
+      posix_spawnattr_setpgroup(&attr, 0);
+      flags |= POSIX_SPAWN_SETPGROUP;
+    }
+    posix_spawnattr_setflags(&attr, flags);
+    int rc = ::posix_spawnp(&pid_, argp[0], &actions, &attr, argp.data(), envp.data());
+    posix_spawnattr_destroy(&attr);
+    posix_spawn_file_actions_destroy(&actions);
+    if (rc != 0) {
+      pid_ = -1;
+      FAIL("posix_spawnp " << argv[0] << ": " << std::strerror(rc));
+    }
+  }
+  Process(const Process&) = delete;
+  Process& operator=(const Process&) = delete;
+  ~Process() {
+    if (pid_ > 0 && !status_) {
+      signal_all(SIGKILL);
+      int status = 0;
+      while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+      }
+    }
+  }
+
+  pid_t pid() const { return pid_; }
+  void signal(int sig) const { ::kill(pid_, sig); }
+  // The whole process group when it has its own, else the process.
+  void signal_all(int sig) const { ::kill(group_ ? -pid_ : pid_, sig); }
+
+  // The decoded exit status if the process has ended (reaping it), else nullopt.
+  std::optional<int> poll() {
+    if (status_) return decode_status(*status_);
+    int status = 0;
+    pid_t r = ::waitpid(pid_, &status, WNOHANG);
+    if (r == pid_) {
+      status_ = status;
+      return decode_status(status);
+    }
+    return std::nullopt;
+  }
+  // Waits (bounded) for the process to end; returns its decoded exit status, or nullopt after
+  // `timeout` (the process is left running: the destructor kills it).
+  std::optional<int> wait(milliseconds timeout) {
+    std::optional<int> code;
+    eventually([&] { return (code = poll()).has_value(); }, timeout, milliseconds(5));
+    return code;
+  }
+
+  std::string out() const { return read_file(out_path_); }
+  std::string err() const { return read_file(err_path_); }
+
+ private:
+  std::string out_path_;
+  std::string err_path_;
+  bool group_ = false;
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+};
+
+struct Result {
+  int code = -1;  // decode_status(); -1: did not finish in time
+  std::string out;
+  std::string err;
+  double seconds = 0;
+};
+
+std::ostream& operator<<(std::ostream& os, const Result& r) {
+  return os << "exit " << r.code << " after " << r.seconds << " s\n--- stdout ---\n"
+            << r.out << "--- stderr ---\n"
+            << r.err;
+}
+
+// The fixture every test case starts from. By default it creates the schema first (`dblock
+// migrate`), so that concurrent processes in a test start on an initialised database; the race
+// of many processes creating one new database file has a test of its own.
+class Cli {
+ public:
+  TempDir dir;
+
+  explicit Cli(bool migrate = true, std::string url = {}) : url_(std::move(url)) {
+    if (url_.empty()) url_ = dir.url();
+    if (migrate) {
+      Result r = run({"migrate"});
+      INFO(r);
+      REQUIRE(r.code == 0);
+    }
+  }
+
+  const std::string& url() const { return url_; }
+
+  std::vector<std::string> argv(const std::vector<std::string>& args, bool with_url = true) const {
+    std::vector<std::string> out = {kCli};
+    if (with_url) {
+      out.push_back("--url");
+      out.push_back(url_);
+    }
+    out.insert(out.end(), args.begin(), args.end());
+    return out;
+  }
+
+  // Starts `dblock --url URL args...` in the background, in its own process group.
+  std::unique_ptr<Process> start(const std::vector<std::string>& args, Process::Options options = {}) {
+    options.new_group = true;
+    return std::make_unique<Process>(argv(args), dir.next_log_prefix(), options);
+  }
+
+  // Runs a command line to completion (bounded by `timeout`).
+  Result exec(const std::vector<std::string>& full_argv, milliseconds timeout = milliseconds(60'000),
+              const Process::Options& options = {}) {
+    auto start = Clock::now();
+    Process p(full_argv, dir.next_log_prefix(), options);
+    Result r;
+    std::optional<int> code = p.wait(timeout);
+    r.seconds = seconds_since(start);
+    r.code = code.value_or(-1);
+    r.out = p.out();
+    r.err = p.err();
+    return r;
+  }
+  // Runs `dblock --url URL args...`.
+  Result run(const std::vector<std::string>& args, milliseconds timeout = milliseconds(60'000)) {
+    return exec(argv(args), timeout);
+  }
+
+  // `dblock inspect NAME --json` as a raw JSON text, or nullopt when not held.
+  std::optional<std::string> inspect(const std::string& name) {
+    Result r = run({"inspect", name, "--json"});
+    if (r.code == 1 && r.out == "null\n") return std::nullopt;
+    INFO(r);
+    REQUIRE(r.code == 0);
+    return r.out;
+  }
+  bool held(const std::string& name) { return inspect(name).has_value(); }
+
+ private:
+  std::string url_;
+};
+
+// Minimal JSON field extraction (the CLI prints flat objects with string and integer fields).
+std::optional<std::int64_t> json_int(const std::string& json, const std::string& field) {
+  std::string needle = "\"" + field + "\":";
+  auto pos = json.find(needle);
+  if (pos == std::string::npos) return std::nullopt;
+  pos += needle.size();
+  std::size_t end = pos;
+  if (end < json.size() && json[end] == '-') ++end;
+  while (end < json.size() && json[end] >= '0' && json[end] <= '9') ++end;
+  if (end == pos) return std::nullopt;
+  return std::stoll(json.substr(pos, end - pos));
+}
+
+std::optional<std::string> json_str(const std::string& json, const std::string& field) {
+  std::string needle = "\"" + field + "\":\"";
+  auto pos = json.find(needle);
+  if (pos == std::string::npos) return std::nullopt;
+  pos += needle.size();
+  auto end = json.find('"', pos);
+  if (end == std::string::npos) return std::nullopt;
+  return json.substr(pos, end - pos);
+}
+
+// The object of `list --json` output describing `name` (one object per line), if any.
+std::optional<std::string> list_entry(const std::string& list_json, const std::string& name) {
+  std::istringstream in(list_json);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("\"name\":\"" + name + "\"") != std::string::npos) return line;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::int64_t> read_numbers(const std::string& text) {
+  std::vector<std::int64_t> out;
+  std::istringstream in(text);
+  std::int64_t v;
+  while (in >> v) out.push_back(v);
+  return out;
+}
+
+// Whether `pid` has signal `sig` blocked (Linux /proc): dblock run blocks its forwarded signals
+// before it opens the backend, so from then on a signal is handled, not fatal.
+bool has_blocked(pid_t pid, int sig) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("SigBlk:", 0) == 0) {
+      unsigned long long mask = std::stoull(line.substr(7), nullptr, 16);
+      return (mask >> (sig - 1)) & 1ULL;
+    }
+  }
+  return false;
+}
+
+bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// 1. Mutual exclusion across processes.
+
+TEST_CASE("8 concurrent dblock run loops increment a file counter exactly", "[cli][sqlite]") {
+  Cli cli;
+  const std::string counter = cli.dir.file("counter");
+  { std::ofstream(counter) << "0\n"; }
+
+  constexpr int kProcesses = 8;
+  constexpr int kIterations = 25;
+  // Each loop stops at the first failing dblock and reports its status.
+  const std::string script = R"(i=0
+while [ "$i" -lt "$N" ]; do
+  "$DBLOCK_BIN" --url "$U" run --key counter --wait forever -- sh -c 'n=$(cat "$F"); sleep 0.01; echo $((n+1)) > "$F"'
+  rc=$?
+  if [ "$rc" -ne 0 ]; then echo "dblock run exited $rc in iteration $i" >&2; exit 1; fi
+  i=$((i+1))
+done)";
+  Process::Options options;
+  options.env = {{"DBLOCK_BIN", kCli}, {"U", cli.dir.url()}, {"F", counter}, {"N", std::to_string(kIterations)}};
+  options.new_group = true;
+
+  auto start = Clock::now();
+  std::vector<std::unique_ptr<Process>> loops;
+  for (int i = 0; i < kProcesses; ++i) {
+    loops.push_back(std::make_unique<Process>(std::vector<std::string>{"sh", "-c", script}, cli.dir.next_log_prefix(),
+                                              options));
+  }
+  for (auto& p : loops) {
+    std::optional<int> code = p->wait(milliseconds(200'000) - std::chrono::duration_cast<milliseconds>(Clock::now() - start));
+    INFO("stderr: " << p->err());
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+  }
+  const double elapsed = seconds_since(start);
+  std::vector<std::int64_t> value = read_numbers(read_file(counter));
+  REQUIRE(value.size() == 1);
+  CHECK(value[0] == kProcesses * kIterations);
+  WARN("8 x 25 locked increments took " << elapsed << " s");
+  CHECK_FALSE(cli.held("counter"));
+}
+
+TEST_CASE("many processes opening one new database file at once all succeed", "[cli][sqlite]") {
+  Cli cli(/*migrate=*/false);
+  constexpr int kRounds = 20;
+  constexpr int kProcesses = 8;
+  for (int round = 0; round < kRounds; ++round) {
+    const std::string url = "sqlite://" + cli.dir.file("fresh" + std::to_string(round) + ".db");
+    std::vector<std::unique_ptr<Process>> procs;
+    for (int i = 0; i < kProcesses; ++i) {
+      std::vector<std::string> argv = {kCli, "--url", url};
+      if (i % 2 == 0) {
+        argv.insert(argv.end(), {"run", "--key", "k" + std::to_string(i), "--", "true"});
+      } else {
+        argv.insert(argv.end(), {"list", "--json"});
+      }
+      procs.push_back(std::make_unique<Process>(argv, cli.dir.next_log_prefix(), Process::Options{}));
+    }
+    for (auto& p : procs) {
+      std::optional<int> code = p->wait(milliseconds(30'000));
+      INFO("round " << round << ", stderr: " << p->err());
+      REQUIRE(code.has_value());
+      CHECK(*code == 0);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Expiry takeover after SIGKILL.
+
+TEST_CASE("a SIGKILLed holder is replaced after its TTL / not before", "[cli][sqlite]") {
+  Cli cli;
+  const std::string first_fence_file = cli.dir.file("fence1");
+  auto holder = cli.start({"run", "--key", "k", "--ttl", "2s", "--", "sh", "-c",
+                           "echo \"$DBLOCK_FENCE\" > \"$1\"; exec sleep 60", "sh", first_fence_file});
+  std::optional<std::string> info;
+  bool held = eventually([&] { return (info = cli.inspect("k")).has_value(); }, milliseconds(15'000));
+  INFO("holder exit " << holder->poll().value_or(-1) << ", stderr: " << holder->err());
+  REQUIRE(held);
+
+  // Kill right after a renewal, so that the lease has (almost) its full TTL left: poll until
+  // the backend expiry moves on.
+  const std::int64_t expires0 = json_int(*info, "expires_at_us").value_or(-1);
+  REQUIRE(eventually(
+      [&] {
+        info = cli.inspect("k");
+        return info && json_int(*info, "expires_at_us").value_or(-1) != expires0;
+      },
+      milliseconds(5'000), milliseconds(1)));
+  const std::int64_t expires_at_us = json_int(*info, "expires_at_us").value();
+  const std::int64_t old_fence = json_int(*info, "fence").value();
+  holder->signal_all(SIGKILL);
+  const auto killed_at = Clock::now();
+  REQUIRE(holder->wait(milliseconds(5'000)) == 1000 + SIGKILL);
+  REQUIRE(eventually([&] { return read_numbers(read_file(first_fence_file)).size() == 1; }, milliseconds(1'000)));
+  CHECK(read_numbers(read_file(first_fence_file))[0] == old_fence);
+
+  // Immediately: still held (the lease lives on until its TTL runs out).
+  Result early = cli.run({"run", "--key", "k", "--wait", "0", "--", "true"});
+  INFO(early);
+  CHECK(early.code == kNotAcquired);
+  CHECK(seconds_since(killed_at) < 1.5);  // the check above happened well within the TTL
+
+  // A waiter takes over once the TTL has passed.
+  const std::string takeover_file = cli.dir.file("takeover");
+  Result late = cli.run({"run", "--key", "k", "--wait", "10s", "--", "sh", "-c",
+                         "echo \"$DBLOCK_FENCE $(date +%s%N)\" > \"$1\"", "sh", takeover_file});
+  const double since_kill = seconds_since(killed_at);
+  INFO(late);
+  REQUIRE(late.code == 0);
+  std::vector<std::int64_t> takeover = read_numbers(read_file(takeover_file));
+  REQUIRE(takeover.size() == 2);
+  CHECK(takeover[0] > old_fence);
+  // Not before the backend expiry (SQLite's clock is this host's clock); 5 ms for clock reads.
+  CHECK(takeover[1] / 1'000 >= expires_at_us - 5'000);
+  CHECK(since_kill >= 1.5);
+  CHECK(since_kill <= 2.0 + 3.0);
+  WARN("takeover " << since_kill << " s after SIGKILL (TTL 2 s)");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 3. Not acquired within --wait.
+
+TEST_CASE("run on a held key exits 75: at once with --wait 0 / after the wait otherwise", "[cli][sqlite]") {
+  Cli cli;
+  auto holder = cli.start({"run", "--key", "busy", "--", "sleep", "60"});
+  REQUIRE(eventually([&] { return cli.held("busy"); }, milliseconds(15'000)));
+
+  Result once = cli.run({"run", "--key", "busy", "--wait", "0", "--", "touch", cli.dir.file("ran")});
+  INFO(once);
+  CHECK(once.code == kNotAcquired);
+  CHECK(once.seconds < 2.0);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  CHECK(once.err.find("not acquired") != std::string::npos);
+
+  Result timed = cli.run({"run", "--key", "busy", "--wait", "1s", "--", "touch", cli.dir.file("ran")});
+  INFO(timed);
+  CHECK(timed.code == kNotAcquired);
+  CHECK(timed.seconds >= 1.0);
+  CHECK(timed.seconds < 4.0);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+
+  // The default --wait is 0.
+  Result dflt = cli.run({"run", "--key", "busy", "--", "true"});
+  CHECK(dflt.code == kNotAcquired);
+  CHECK(dflt.seconds < 2.0);
+
+  holder->signal(SIGTERM);
+  CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 4. Fencing tokens and the child's environment.
+
+TEST_CASE("DBLOCK_FENCE strictly increases from run to run and DBLOCK_KEY is passed", "[cli][sqlite]") {
+  Cli cli;
+  const std::string log = cli.dir.file("fences");
+  for (int i = 0; i < 5; ++i) {
+    Result r = cli.run({"run", "--key", "fenced/key 1", "--", "sh", "-c",
+                        "echo \"$DBLOCK_FENCE\" >> \"$1\"; echo \"$DBLOCK_KEY\" >> \"$2\"", "sh", log,
+                        cli.dir.file("keys")});
+    INFO(r);
+    REQUIRE(r.code == 0);
+  }
+  std::vector<std::int64_t> fences = read_numbers(read_file(log));
+  REQUIRE(fences.size() == 5);
+  for (std::size_t i = 1; i < fences.size(); ++i) {
+    CHECK(fences[i] > fences[i - 1]);
+  }
+  CHECK(fences[0] > 0);
+  std::string keys = read_file(cli.dir.file("keys"));
+  std::string expected;
+  for (int i = 0; i < 5; ++i) expected += "fenced/key 1\n";
+  CHECK(keys == expected);
+}
+
+TEST_CASE("list and inspect escape names in JSON", "[cli][sqlite]") {
+  Cli cli;
+  const std::string name = "we\"ird\\name \xc3\xbcn/\xe2\x82\xac";  // we"ird\name ün/€
+  const std::string script = "\"$1\" --url \"$2\" list --json > \"$3\" && \"$1\" --url \"$2\" inspect \"$DBLOCK_KEY\" --json > \"$4\"";
+  Result r = cli.run({"run", "--key", name, "--", "sh", "-c", script, "sh", kCli, cli.url(), cli.dir.file("list"),
+                      cli.dir.file("inspect")});
+  INFO(r);
+  REQUIRE(r.code == 0);
+  const std::string escaped = "\"name\":\"we\\\"ird\\\\name \xc3\xbcn/\xe2\x82\xac\"";
+  CHECK(read_file(cli.dir.file("list")).find(escaped) != std::string::npos);
+  CHECK(read_file(cli.dir.file("inspect")).rfind("{" + escaped + ",", 0) == 0);
+}
+
+TEST_CASE("an inherited DBLOCK_FENCE/DBLOCK_KEY is replaced / other variables pass through", "[cli][sqlite]") {
+  Cli cli;
+  Process::Options options;
+  options.env = {{"DBLOCK_FENCE", "999999999"}, {"DBLOCK_KEY", "wrong"}, {"OTHER_VAR", "kept"}};
+  Result r = cli.exec(cli.argv({"run", "--key", "envkey", "--", "sh", "-c", "env | grep -E '^(DBLOCK_FENCE|DBLOCK_KEY|OTHER_VAR)=' | sort"}),
+                      milliseconds(30'000), options);
+  INFO(r);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("DBLOCK_KEY=envkey\n") != std::string::npos);
+  CHECK(r.out.find("DBLOCK_KEY=wrong") == std::string::npos);
+  CHECK(r.out.find("DBLOCK_FENCE=999999999") == std::string::npos);
+  CHECK(r.out.find("OTHER_VAR=kept\n") != std::string::npos);
+  // Exactly one of each.
+  CHECK(std::count(r.out.begin(), r.out.end(), '\n') == 3);
+}
+
+// ---------------------------------------------------------------------------------------------
+// 5. Exit statuses: the child's, usage errors, URLs, help.
+
+TEST_CASE("run passes on the child's exit status and releases", "[cli][sqlite]") {
+  Cli cli;
+  Result r = cli.run({"run", "--key", "k", "--", "sh", "-c", "exit 7"});
+  INFO(r);
+  CHECK(r.code == 7);
+  CHECK_FALSE(cli.held("k"));
+
+  Result ok = cli.run({"run", "--key", "k", "--", "true"});
+  CHECK(ok.code == 0);
+
+  Result killed = cli.run({"run", "--key", "k", "--", "sh", "-c", "kill -KILL $$"});
+  INFO(killed);
+  CHECK(killed.code == 128 + SIGKILL);
+  CHECK_FALSE(cli.held("k"));
+
+  Result missing = cli.run({"run", "--key", "k", "--", "/nonexistent/command"});
+  INFO(missing);
+  CHECK(missing.code == 127);
+  CHECK_FALSE(cli.held("k"));
+
+  Result args = cli.run({"run", "--key=k", "--ttl=5s", "--", "sh", "-c", "test \"$1\" = 'a b' && test \"$2\" = '--x'", "sh",
+                         "a b", "--x"});
+  INFO(args);
+  CHECK(args.code == 0);
+}
+
+TEST_CASE("usage errors exit 64 without touching the backend", "[cli][sqlite]") {
+  Cli cli(/*migrate=*/false);
+  struct Case {
+    std::vector<std::string> args;
+    const char* why;
+  };
+  const std::vector<Case> cases = {
+      {{"run", "--key", "k", "--bogus", "--", "true"}, "unknown flag"},
+      {{"run", "--key", "k", "--ttl", "abc", "--", "true"}, "bad duration"},
+      {{"run", "--key", "k", "--ttl", "0", "--", "true"}, "zero ttl"},
+      {{"run", "--key", "k", "--ttl", "-5s", "--", "true"}, "negative ttl"},
+      {{"run", "--key", "k", "--ttl", "1.5s", "--", "true"}, "fractional ttl"},
+      {{"run", "--key", "k", "--ttl", "10d", "--", "true"}, "unknown unit"},
+      {{"run", "--key", "k", "--ttl", "99999999999999999999h", "--", "true"}, "overflowing duration"},
+      {{"run", "--key", "k", "--ttl", "", "--", "true"}, "empty duration"},
+      {{"run", "--key", "k", "--wait", "later", "--", "true"}, "bad wait"},
+      {{"run", "--key", "k", "--wait", "-1", "--", "true"}, "negative wait"},
+      {{"run", "--key", "k", "--mode", "bogus", "--", "true"}, "bad mode"},
+      {{"run", "--key", "k", "--on-lost", "bogus", "--", "true"}, "bad on-lost"},
+      {{"run", "--key", "", "--", "true"}, "empty key"},
+      {{"run", "--key", std::string(300, 'x'), "--", "true"}, "oversized key"},
+      {{"run", "--key", "bad\nname", "--", "true"}, "control character in key"},
+      {{"run", "--", "true"}, "missing key"},
+      {{"run", "--key", "k", "true"}, "missing --"},
+      {{"run", "--key", "k"}, "missing -- and command"},
+      {{"run", "--key", "k", "--"}, "missing command"},
+      {{"run", "--key", "k", "--key", "j", "--", "true"}, "repeated flag"},
+      {{"run", "--key"}, "flag without value"},
+      {{"frobnicate"}, "unknown subcommand"},
+      {{}, "no subcommand"},
+      {{"--bogus", "list"}, "unknown global flag"},
+      {{"list", "--bogus"}, "unknown list flag"},
+      {{"list", "extra"}, "unexpected list argument"},
+      {{"inspect"}, "inspect without name"},
+      {{"inspect", "a", "b"}, "inspect with two names"},
+      {{"inspect", ""}, "inspect with empty name"},
+      {{"release", "k"}, "release without --force"},
+      {{"release", "--force"}, "release without name"},
+      {{"migrate", "now"}, "migrate with an argument"},
+      {{"reap", "--all"}, "reap with a flag"},
+      {{"version", "x"}, "version with an argument"},
+      {{"list", "--json=yes"}, "value for a plain flag"},
+  };
+  for (const Case& c : cases) {
+    Result r = cli.run(c.args);
+    INFO(c.why << "\n" << r);
+    CHECK(r.code == kUsage);
+    CHECK_FALSE(r.err.empty());
+    CHECK(r.out.empty());
+  }
+  // None of them created the database.
+  CHECK_FALSE(fs::exists(cli.dir.file("x.db")));
+
+  // Unknown subcommand/flag: the usage text goes to stderr.
+  Result unknown = cli.run({"frobnicate"});
+  CHECK(unknown.err.find("Usage: dblock") != std::string::npos);
+  Result flag = cli.run({"run", "--bogus"});
+  CHECK(flag.err.find("Usage: dblock [--url URL] run") != std::string::npos);
+}
+
+TEST_CASE("URLs: malformed exits 64 / unopenable exits 69 / passwords are never printed", "[cli][sqlite]") {
+  Cli cli;
+  for (const std::string& url : {std::string("::not a url"), std::string("nosuchscheme://host/db"), std::string("")}) {
+    Result r = cli.exec({kCli, "--url", url, "list"});
+    INFO("url '" << url << "'\n" << r);
+    CHECK(r.code == kUsage);
+  }
+  Result env_bad = cli.exec({kCli, "list"}, milliseconds(30'000), Process::Options{false, {{"DBLOCK_URL", "nosuchscheme://x"}}});
+  INFO(env_bad);
+  CHECK(env_bad.code == kUsage);
+
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"list"}, std::vector<std::string>{"run", "--key", "k", "--", "true"}}) {
+    std::vector<std::string> argv = {kCli, "--url", "sqlite:///proc/nonexistent/x.db"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Result r = cli.exec(argv);
+    INFO(r);
+    CHECK(r.code == kUnavailable);
+  }
+
+  // A backend this build may not include (64) or that is unreachable (69): the password stays secret.
+  Result pw = cli.exec({kCli, "--url", "postgresql://user:s3cr3t-pw@127.0.0.1:1/db?connect_timeout=2", "list"});
+  INFO(pw);
+  CHECK((pw.code == kUsage || pw.code == kUnavailable));
+  CHECK(pw.err.find("s3cr3t-pw") == std::string::npos);
+  CHECK(pw.out.find("s3cr3t-pw") == std::string::npos);
+}
+
+#ifdef DBLOCK_TEST_HAVE_SQLITE3
+TEST_CASE("a database whose schema is newer than this dblock exits 78", "[cli][sqlite]") {
+  Cli cli;  // schema created
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(cli.dir.file("x.db").c_str(), &db) == SQLITE_OK);
+  char* error = nullptr;
+  int rc = sqlite3_exec(db,
+                        "INSERT INTO dblock_schema_version (version, name, applied_at_us) "
+                        "VALUES (9999, 'from the future', 0)",
+                        nullptr, nullptr, &error);
+  std::string message = error != nullptr ? error : "";
+  sqlite3_free(error);
+  sqlite3_close(db);
+  INFO(message);
+  REQUIRE(rc == SQLITE_OK);
+
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"list"}, std::vector<std::string>{"run", "--key", "k", "--", "touch", cli.dir.file("ran")}}) {
+    Result r = cli.run(args);
+    INFO(r);
+    CHECK(r.code == 78);
+    CHECK_FALSE(r.err.empty());
+  }
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+}
+#endif
+
+TEST_CASE("--help exits 0 for the top level and every subcommand", "[cli]") {
+  Cli cli(/*migrate=*/false);
+  const std::vector<std::vector<std::string>> helps = {
+      {"--help"}, {"-h"}, {"help"}, {"help", "run"}, {"run", "--help"}, {"run", "-h"}, {"list", "--help"},
+      {"inspect", "--help"}, {"release", "--help"}, {"migrate", "--help"}, {"reap", "--help"},
+      {"version", "--help"}, {"run", "--key", "k", "--help"}};
+  for (const auto& args : helps) {
+    Result r = cli.run(args);
+    INFO(r);
+    CHECK(r.code == 0);
+    CHECK(r.out.find("Usage: dblock") != std::string::npos);
+    CHECK(r.err.empty());
+  }
+  Result run_help = cli.run({"run", "--help"});
+  for (const char* needle : {"--on-lost", "DBLOCK_FENCE", "70", "75", "64", "69", "500ms"}) {
+    CHECK(run_help.out.find(needle) != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(cli.dir.file("x.db")));
+}
+
+TEST_CASE("version needs no backend; migrate and reap report", "[cli][sqlite]") {
+  Cli cli(/*migrate=*/false);
+  Result v = cli.exec({kCli, "--url", "sqlite:///proc/nonexistent/x.db", "version"});
+  INFO(v);
+  CHECK(v.code == 0);
+  CHECK(v.out.rfind("dblock ", 0) == 0);
+  CHECK(v.out.find("sqlite") != std::string::npos);
+
+  Result m = cli.run({"migrate"});
+  INFO(m);
+  CHECK(m.code == 0);
+  CHECK(m.out.find("schema version") != std::string::npos);
+  CHECK(fs::exists(cli.dir.file("x.db")));
+
+  Result r = cli.run({"reap"});
+  INFO(r);
+  CHECK(r.code == 0);
+  CHECK(r.out.find("reaped") != std::string::npos);
+}
+
+TEST_CASE("the URL comes from --url / else DBLOCK_URL / else the XDG state directory", "[cli][sqlite]") {
+  Cli cli(/*migrate=*/false);
+  Process::Options env_url;
+  env_url.env = {{"DBLOCK_URL", "sqlite://" + cli.dir.file("from-env.db")}};
+  Result e = cli.exec({kCli, "list"}, milliseconds(30'000), env_url);
+  INFO(e);
+  CHECK(e.code == 0);
+  CHECK(fs::exists(cli.dir.file("from-env.db")));
+
+  // --url wins over DBLOCK_URL.
+  Result both = cli.exec({kCli, "--url", "sqlite://" + cli.dir.file("from-flag.db"), "list"}, milliseconds(30'000), env_url);
+  CHECK(both.code == 0);
+  CHECK(fs::exists(cli.dir.file("from-flag.db")));
+
+  // Default: ${XDG_STATE_HOME}/dblock/locks.db, parent directories created.
+  Process::Options xdg;
+  xdg.env = {{"XDG_STATE_HOME", cli.dir.file("state")}};
+  Result d = cli.exec({kCli, "run", "--key", "k", "--", "true"}, milliseconds(30'000), xdg);
+  INFO(d);
+  CHECK(d.code == 0);
+  CHECK(fs::exists(cli.dir.file("state/dblock/locks.db")));
+
+  // ... else $HOME/.local/state.
+  Process::Options home;
+  home.env = {{"HOME", cli.dir.file("home")}};
+  fs::create_directories(cli.dir.file("home"));
+  Result h = cli.exec({kCli, "list", "--json"}, milliseconds(30'000), home);
+  INFO(h);
+  CHECK(h.code == 0);
+  CHECK(h.out == "[]\n");
+  CHECK(fs::exists(cli.dir.file("home/.local/state/dblock/locks.db")));
+}
+
+// ---------------------------------------------------------------------------------------------
+// 6. list/inspect/release --force, and a run losing its lease.
+
+TEST_CASE("list shows a running holder; release --force evicts it and the run exits 70", "[cli][sqlite]") {
+  Cli cli;
+  const std::string fence_file = cli.dir.file("fence");
+  auto holder = cli.start({"run", "--key", "job", "--ttl", "1s", "--on-lost", "term", "--", "sh", "-c",
+                           "echo \"$DBLOCK_FENCE\" > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60", "sh",
+                           fence_file});
+  REQUIRE(eventually([&] { return fs::exists(fence_file); }, milliseconds(15'000)));
+  const std::vector<std::int64_t> fence = read_numbers(read_file(fence_file));
+  REQUIRE(fence.size() == 1);
+
+  Result list = cli.run({"list", "--json"});
+  INFO(list);
+  REQUIRE(list.code == 0);
+  CHECK(list.out.rfind("[", 0) == 0);
+  std::optional<std::string> entry = list_entry(list.out, "job");
+  REQUIRE(entry.has_value());
+  CHECK(json_int(*entry, "fence") == fence[0]);
+  CHECK(json_str(*entry, "mode") == "exclusive");
+  CHECK(json_int(*entry, "holders") == 1);
+  CHECK(json_int(*entry, "expires_in_us").value_or(-1) > 0);
+  CHECK(json_int(*entry, "expires_in_us").value_or(1'000'000'000) <= 1'000'000);
+  CHECK_FALSE(json_str(*entry, "holder").value_or("").empty());
+
+  Result table = cli.run({"list"});
+  INFO(table);
+  CHECK(table.code == 0);
+  CHECK(table.out.rfind("NAME", 0) == 0);
+  CHECK(table.out.find("job") != std::string::npos);
+  CHECK(table.out.find(std::to_string(fence[0])) != std::string::npos);
+
+  Result text = cli.run({"inspect", "job"});
+  INFO(text);
+  CHECK(text.code == 0);
+  CHECK(text.out.find("fence:       " + std::to_string(fence[0])) != std::string::npos);
+
+  Result refused = cli.run({"release", "job"});
+  CHECK(refused.code == kUsage);
+  CHECK(refused.err.find("--force") != std::string::npos);
+  CHECK(cli.held("job"));
+
+  Result evict = cli.run({"release", "--force", "job"});
+  const auto evicted_at = Clock::now();
+  INFO(evict);
+  REQUIRE(evict.code == 0);
+  CHECK(evict.out.find("evicted") != std::string::npos);
+
+  // Renewal every TTL/3 finds the lease gone: SIGTERM to the child, exit 70.
+  std::optional<int> code = holder->wait(milliseconds(10'000));
+  const double reaction = seconds_since(evicted_at);
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == kLeaseLost);
+  CHECK(reaction < 3.0);
+  CHECK(holder->err().find("lost") != std::string::npos);
+
+  // Nothing held any more; the fence was bumped past the evicted holder's.
+  Result again = cli.run({"release", "--force", "job"});
+  CHECK(again.code == 0);
+  CHECK(again.out.find("not held") != std::string::npos);
+  Result next = cli.run({"run", "--key", "job", "--", "sh", "-c", "echo \"$DBLOCK_FENCE\" > \"$1\"", "sh", fence_file});
+  INFO(next);
+  REQUIRE(next.code == 0);
+  std::vector<std::int64_t> next_fence = read_numbers(read_file(fence_file));
+  REQUIRE(next_fence.size() == 1);
+  CHECK(next_fence[0] > fence[0]);
+
+  // inspect of a free name: exit 1, "not held" / null.
+  Result free_text = cli.run({"inspect", "job"});
+  CHECK(free_text.code == 1);
+  CHECK(free_text.out == "job: not held\n");
+  Result free_json = cli.run({"inspect", "job", "--json"});
+  CHECK(free_json.code == 1);
+  CHECK(free_json.out == "null\n");
+  Result empty_list = cli.run({"list", "--json"});
+  CHECK(empty_list.code == 0);
+  CHECK(empty_list.out == "[]\n");
+}
+
+TEST_CASE("--on-lost kill and ignore", "[cli][sqlite]") {
+  Cli cli;
+  SECTION("kill: SIGKILL to the child even if it ignores SIGTERM, exit 70") {
+    const std::string ready = cli.dir.file("ready");
+    auto holder = cli.start({"run", "--key", "k", "--ttl", "1s", "--on-lost", "kill", "--", "sh", "-c",
+                             "trap '' TERM; touch \"$1\"; exec sleep 60", "sh", ready});
+    REQUIRE(eventually([&] { return fs::exists(ready); }, milliseconds(15'000)));
+    REQUIRE(cli.run({"release", "--force", "k"}).code == 0);
+    std::optional<int> code = holder->wait(milliseconds(10'000));
+    INFO(holder->err());
+    REQUIRE(code.has_value());
+    CHECK(*code == kLeaseLost);
+  }
+  SECTION("ignore: the child runs on and its status is passed on") {
+    const std::string ready = cli.dir.file("ready");
+    const std::string go = cli.dir.file("go");
+    auto holder = cli.start({"run", "--key", "k", "--ttl", "1s", "--on-lost", "ignore", "--", "sh", "-c",
+                             "touch \"$1\"; i=0; while [ ! -e \"$2\" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 3",
+                             "sh", ready, go});
+    REQUIRE(eventually([&] { return fs::exists(ready); }, milliseconds(15'000)));
+    REQUIRE(cli.run({"release", "--force", "k"}).code == 0);
+    // dblock reports the loss and keeps the child running.
+    REQUIRE(eventually([&] { return holder->err().find("lost") != std::string::npos; }, milliseconds(5'000)));
+    CHECK_FALSE(holder->poll().has_value());
+    { std::ofstream(go) << "go\n"; }
+    std::optional<int> code = holder->wait(milliseconds(10'000));
+    INFO(holder->err());
+    REQUIRE(code.has_value());
+    CHECK(*code == 3);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// 7. Signals.
+
+TEST_CASE("SIGTERM to dblock run is forwarded; dblock exits 143 and releases", "[cli][sqlite]") {
+  Cli cli;
+  const std::string pid_file = cli.dir.file("child.pid");
+  auto holder = cli.start({"run", "--key", "sig", "--", "sh", "-c",
+                           "echo $$ > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60", "sh", pid_file});
+  REQUIRE(eventually([&] { return fs::exists(pid_file); }, milliseconds(15'000)));
+  const std::vector<std::int64_t> child = read_numbers(read_file(pid_file));
+  REQUIRE(child.size() == 1);
+  REQUIRE(cli.held("sig"));
+
+  const auto sent = Clock::now();
+  holder->signal(SIGTERM);  // dblock only, not its process group
+  std::optional<int> code = holder->wait(milliseconds(10'000));
+  INFO(holder->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == 128 + SIGTERM);  // an exit status, not death by signal
+  CHECK(seconds_since(sent) < 3.0);
+  CHECK_FALSE(process_exists(static_cast<pid_t>(child[0])));
+
+  Result next = cli.run({"run", "--key", "sig", "--wait", "0", "--", "true"});
+  INFO(next);
+  CHECK(next.code == 0);
+}
+
+TEST_CASE("SIGINT and SIGHUP are forwarded too; the child's own handling decides", "[cli][sqlite]") {
+  Cli cli;
+  const std::string ready = cli.dir.file("ready");
+  // The child handles SIGINT and SIGHUP itself and exits 42 / 43.
+  auto holder = cli.start({"run", "--key", "sig", "--", "sh", "-c",
+                           "trap 'exit 42' INT; trap 'exit 43' HUP; touch \"$1\"; "
+                           "i=0; while [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 9",
+                           "sh", ready});
+  REQUIRE(eventually([&] { return fs::exists(ready); }, milliseconds(15'000)));
+  int sig = 0;
+  int expected = 0;
+  SECTION("SIGINT") {
+    sig = SIGINT;
+    expected = 42;
+  }
+  SECTION("SIGHUP") {
+    sig = SIGHUP;
+    expected = 43;
+  }
+  holder->signal(sig);
+  std::optional<int> code = holder->wait(milliseconds(10'000));
+  INFO(holder->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == expected);
+  CHECK_FALSE(cli.held("sig"));
+}
+
+TEST_CASE("a signal while waiting for the lock ends dblock without running the command", "[cli][sqlite]") {
+  Cli cli;
+  auto holder = cli.start({"run", "--key", "w", "--", "sleep", "60"});
+  REQUIRE(eventually([&] { return cli.held("w"); }, milliseconds(15'000)));
+
+  auto waiter = cli.start({"run", "--key", "w", "--wait", "forever", "--", "touch", cli.dir.file("ran")});
+  // Once dblock has blocked its signals, SIGINT is handled rather than fatal.
+  REQUIRE(eventually([&] { return has_blocked(waiter->pid(), SIGINT); }, milliseconds(10'000), milliseconds(2)));
+  const auto sent = Clock::now();
+  waiter->signal(SIGINT);
+  std::optional<int> code = waiter->wait(milliseconds(5'000));
+  INFO(waiter->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == 128 + SIGINT);
+  CHECK(seconds_since(sent) < 2.0);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  CHECK(cli.held("w"));  // the holder is unaffected
+
+  holder->signal(SIGTERM);
+  CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Modes.
+
+TEST_CASE("--mode shared admits many holders and excludes an exclusive one; session is refused on SQLite",
+          "[cli][sqlite]") {
+  Cli cli;
+  Result session = cli.run({"run", "--key", "m", "--mode", "session", "--", "touch", cli.dir.file("ran")});
+  INFO(session);
+  CHECK(session.code == kUsage);
+  CHECK_FALSE(session.err.empty());
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+
+  auto reader1 = cli.start({"run", "--key", "m", "--mode", "shared", "--", "sleep", "60"});
+  auto reader2 = cli.start({"run", "--key", "m", "--mode", "shared", "--wait", "10s", "--", "sleep", "60"});
+  std::optional<std::string> info;
+  REQUIRE(eventually(
+      [&] {
+        info = cli.inspect("m");
+        return info && json_int(*info, "holders") == 2;
+      },
+      milliseconds(15'000)));
+  CHECK(json_str(*info, "mode") == "shared");
+
+  Result writer = cli.run({"run", "--key", "m", "--wait", "0", "--", "true"});
+  INFO(writer);
+  CHECK(writer.code == kNotAcquired);
+
+  reader1->signal(SIGTERM);
+  reader2->signal(SIGTERM);
+  CHECK(reader1->wait(milliseconds(10'000)) == 128 + SIGTERM);
+  CHECK(reader2->wait(milliseconds(10'000)) == 128 + SIGTERM);
+  Result after = cli.run({"run", "--key", "m", "--wait", "0", "--", "true"});
+  CHECK(after.code == 0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL: session mode and a lease eviction through the CLI. Hidden from the default run;
+// ctest's `cli_postgresql` runs them (`cli_test [postgresql]`) against the throwaway server its
+// fixture starts. Without DBLOCK_TEST_POSTGRESQL_URL they fail loudly.
+
+namespace {
+
+std::string postgresql_url() {
+  const char* url = std::getenv("DBLOCK_TEST_POSTGRESQL_URL");
+  if (url == nullptr || url[0] == '\0') {
+    FAIL("DBLOCK_TEST_POSTGRESQL_URL is not set: run through ctest (cli_postgresql starts a server)");
+  }
+  return url;
+}
+
+// A lock name no other run on the same server uses.
+std::string unique_key(const std::string& what) {
+  static int counter = 0;
+  return "cli-test/" + what + "/" + std::to_string(::getpid()) + "/" + std::to_string(++counter) + "/" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
+}
+
+}  // namespace
+
+TEST_CASE("PostgreSQL --mode session: exclusive / no fence / freed at once when the holder dies",
+          "[.][postgresql][cli]") {
+  Cli cli(/*migrate=*/true, postgresql_url());
+  const std::string key = unique_key("session");
+  const std::string env_file = cli.dir.file("env");
+  auto holder = cli.start({"run", "--key", key, "--mode", "session", "--", "sh", "-c",
+                           "echo \"${DBLOCK_FENCE-unset} $DBLOCK_SESSION_KEY $DBLOCK_KEY\" > \"$1.tmp\" && "
+                           "mv \"$1.tmp\" \"$1\"; exec sleep 60",
+                           "sh", env_file});
+  bool started = eventually([&] { return fs::exists(env_file); }, milliseconds(15'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(started);
+  std::istringstream env(read_file(env_file));
+  std::string fence, session_key, name;
+  env >> fence >> session_key >> name;
+  CHECK(fence == "unset");
+  CHECK_FALSE(session_key.empty());
+  CHECK(name == key);
+
+  Result busy = cli.run({"run", "--key", key, "--mode", "session", "--wait", "0", "--", "true"});
+  INFO(busy);
+  CHECK(busy.code == kNotAcquired);
+  CHECK(busy.seconds < 2.0);
+  Result busy_wait = cli.run({"run", "--key", key, "--mode", "session", "--wait", "1s", "--", "true"});
+  CHECK(busy_wait.code == kNotAcquired);
+  CHECK(busy_wait.seconds >= 1.0);
+  CHECK(busy_wait.seconds < 4.0);
+
+  // No TTL: the server frees the lock as soon as the dead holder's connection closes.
+  holder->signal_all(SIGKILL);
+  const auto killed_at = Clock::now();
+  REQUIRE(holder->wait(milliseconds(5'000)) == 1000 + SIGKILL);
+  Result next = cli.run({"run", "--key", key, "--mode", "session", "--wait", "10s", "--", "true"});
+  INFO(next);
+  CHECK(next.code == 0);
+  CHECK(seconds_since(killed_at) < 3.0);
+}
+
+TEST_CASE("PostgreSQL --mode session: a terminated server session makes run exit 70", "[.][postgresql][cli]") {
+  Cli cli(/*migrate=*/true, postgresql_url());
+  const std::string key = unique_key("session-lost");
+  const std::string key_file = cli.dir.file("key");
+  auto holder = cli.start({"run", "--key", key, "--mode", "session", "--on-lost", "term", "--", "sh", "-c",
+                           "echo \"$DBLOCK_SESSION_KEY\" > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60", "sh",
+                           key_file});
+  bool started = eventually([&] { return fs::exists(key_file); }, milliseconds(15'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(started);
+  std::vector<std::int64_t> advisory = read_numbers(read_file(key_file));
+  REQUIRE(advisory.size() == 1);
+
+  // The server ends exactly the session holding this advisory key (bigint form: objsubid 1).
+  const std::string sql =
+      "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 1 "
+      "AND granted AND ((classid::bigint << 32) | objid::bigint) = " +
+      std::to_string(advisory[0]);
+  Result psql = cli.exec({"psql", cli.url(), "-Atc", sql});
+  INFO(psql);
+  REQUIRE(psql.code == 0);
+  CHECK(psql.out == "1\n");
+  const auto terminated_at = Clock::now();
+
+  std::optional<int> code = holder->wait(milliseconds(10'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == kLeaseLost);
+  CHECK(seconds_since(terminated_at) < 5.0);  // checked every session_check_interval (1 s)
+  CHECK(holder->err().find("lost") != std::string::npos);
+}
+
+TEST_CASE("PostgreSQL leases through the CLI: fences increase / release --force evicts", "[.][postgresql][cli]") {
+  Cli cli(/*migrate=*/true, postgresql_url());
+  const std::string key = unique_key("lease");
+  const std::string fences = cli.dir.file("fences");
+  for (int i = 0; i < 3; ++i) {
+    Result r = cli.run({"run", "--key", key, "--", "sh", "-c", "echo \"$DBLOCK_FENCE\" >> \"$1\"", "sh", fences});
+    INFO(r);
+    REQUIRE(r.code == 0);
+  }
+  std::vector<std::int64_t> f = read_numbers(read_file(fences));
+  REQUIRE(f.size() == 3);
+  CHECK(f[0] < f[1]);
+  CHECK(f[1] < f[2]);
+
+  const std::string ready = cli.dir.file("ready");
+  auto holder = cli.start({"run", "--key", key, "--ttl", "1s", "--", "sh", "-c", "touch \"$1\"; exec sleep 60", "sh",
+                           ready});
+  REQUIRE(eventually([&] { return fs::exists(ready); }, milliseconds(15'000)));
+  std::optional<std::string> info = cli.inspect(key);
+  REQUIRE(info.has_value());
+  CHECK(json_int(*info, "fence").value_or(0) > f[2]);
+  Result evict = cli.run({"release", "--force", key});
+  INFO(evict);
+  REQUIRE(evict.code == 0);
+  std::optional<int> code = holder->wait(milliseconds(10'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == kLeaseLost);
+}
