@@ -473,3 +473,49 @@ TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[p
 }
 
 }  // namespace dblock::testing
+
+namespace dblock::testing {
+
+TEST_CASE("postgresql: a least-privilege role can use every lease operation", "[postgresql][privileges]") {
+  const std::string prefix = unique_prefix();
+  const std::string role = prefix + "app";
+  open_manager({}, prefix);  // migrate as the owner
+  {
+    pqxx::connection c(conninfo());
+    pqxx::work tx(c);
+    tx.exec("CREATE ROLE \"" + role + "\" LOGIN");
+    for (const char* table : {"leases", "readers", "waiters"}) {
+      tx.exec("GRANT SELECT, INSERT, UPDATE, DELETE ON \"" + prefix + table + "\" TO \"" + role + "\"");
+    }
+    tx.exec("GRANT SELECT ON \"" + prefix + "schema_version\" TO \"" + role + "\"");
+    tx.exec("GRANT USAGE, UPDATE ON SEQUENCE \"" + prefix + "fence_seq\" TO \"" + role + "\"");
+    tx.commit();
+  }
+  auto base = parse_url(context().url);
+  std::string url = "postgresql://" + role + "@" + base.hosts.at(0).host + ":" + std::to_string(base.hosts.at(0).port) +
+                    "/" + base.path;
+  ManagerOptions options;
+  options.table_prefix = prefix;
+  auto manager = dblock::open(url, options);
+  AcquireOptions short_ttl;
+  short_ttl.ttl = 300ms;
+  auto lease = manager->try_acquire("least", short_ttl);
+  REQUIRE(lease);
+  std::this_thread::sleep_for(400ms);  // at least one renewal (every 100 ms) runs as this role
+  CHECK_FALSE(lease->lost());
+  CHECK(manager->list().size() == 1);
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  CHECK(manager->try_acquire("least-shared", shared));
+  CHECK(manager->session_lock("least-session-" + prefix, 0ms));
+  CHECK(manager->force_release("least"));
+  manager->reap();
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  // The role cannot create tables (PostgreSQL 15 grants no CREATE on public to PUBLIC): a
+  // missing schema is reported, not silently created.
+  ManagerOptions other = options;
+  other.table_prefix = unique_prefix();
+  CHECK_THROWS(dblock::open(url, other));
+}
+
+}  // namespace dblock::testing
