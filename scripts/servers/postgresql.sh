@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Throwaway PostgreSQL (and pgbouncer) for tests and benchmarks, on 127.0.0.1 only.
 #
-#   postgresql.sh start STATE_DIR PORT [PGBOUNCER_PORT]   initdb + pg_ctl start (+ pgbouncer, pool_mode=transaction)
+#   postgresql.sh start STATE_DIR PORT [PGBOUNCER_PORT [STANDBY_PORT]]
+#                                  initdb + pg_ctl start (+ pgbouncer, pool_mode=transaction)
+#                                  (+ a streaming standby made with pg_basebackup, in recovery)
 #   postgresql.sh stop STATE_DIR                          stop both by the pids in their pid files
 #   postgresql.sh restart STATE_DIR [fast|immediate]      restart PostgreSQL keeping its data
 #
@@ -28,7 +30,7 @@ start_postgres() {
 
 case "$cmd" in
   start)
-    port="${3:?PORT}"; bouncer_port="${4:-}"
+    port="${3:?PORT}"; bouncer_port="${4:-}"; standby_port="${5:-}"
     if [[ -f "$state/data/postmaster.pid" ]]; then "$0" stop "$state" || true; fi
     rm -rf "$state"; mkdir -p "$state"; chmod 0755 "$state"
     if [[ $(id -u) -eq 0 ]]; then chown postgres:postgres "$state"; fi
@@ -65,7 +67,13 @@ INI
       for _ in $(seq 1 100); do [[ -s "$state/pgbouncer.pid" ]] && break; sleep 0.1; done
       [[ -s "$state/pgbouncer.pid" ]] || { echo "pgbouncer did not start" >&2; cat "$state/pgbouncer.log" >&2 || true; exit 1; }
     fi
-    echo "postgresql started on 127.0.0.1:$port${bouncer_port:+ (pgbouncer transaction mode on 127.0.0.1:$bouncer_port)}"
+    if [[ -n "$standby_port" ]]; then
+      as_server_user "$bindir/pg_basebackup" -h 127.0.0.1 -p "$port" -U postgres -D "$state/standby" -R -X stream \
+        --no-sync >/dev/null
+      as_server_user "$bindir/pg_ctl" -D "$state/standby" -l "$state/standby.log" -w -t 60 \
+        -o "-p $standby_port -k $state -c listen_addresses=127.0.0.1" start >/dev/null
+    fi
+    echo "postgresql started on 127.0.0.1:$port${bouncer_port:+ (pgbouncer transaction mode on 127.0.0.1:$bouncer_port)}${standby_port:+ (standby on 127.0.0.1:$standby_port)}"
     ;;
   stop)
     if [[ -s "$state/pgbouncer.pid" ]]; then
@@ -73,6 +81,10 @@ INI
       for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       kill -KILL "$pid" 2>/dev/null || true
       rm -f "$state/pgbouncer.pid"
+    fi
+    if [[ -s "$state/standby/postmaster.pid" ]]; then
+      pid=$(head -1 "$state/standby/postmaster.pid")
+      as_server_user "$bindir/pg_ctl" -D "$state/standby" -m fast -w -t 30 stop >/dev/null 2>&1 || kill -KILL "$pid" 2>/dev/null || true
     fi
     if [[ -s "$state/data/postmaster.pid" ]]; then
       pid=$(head -1 "$state/data/postmaster.pid")

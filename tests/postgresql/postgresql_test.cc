@@ -519,3 +519,20 @@ TEST_CASE("postgresql: a least-privilege role can use every lease operation", "[
 }
 
 }  // namespace dblock::testing
+
+namespace dblock::testing {
+
+TEST_CASE("postgresql: a server in recovery (a standby) is refused", "[postgresql][recovery]") {
+  std::string standby = env("DBLOCK_TEST_PG_STANDBY_URL");
+  REQUIRE_FALSE(standby.empty());
+  ManagerOptions options;
+  options.table_prefix = unique_prefix();
+  try {
+    dblock::open(standby, options);
+    FAIL("a standby was accepted");
+  } catch (const ConnectionError& e) {
+    CHECK(std::string(e.what()).find("recovery") != std::string::npos);
+  }
+}
+
+}  // namespace dblock::testing
