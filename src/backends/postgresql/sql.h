@@ -136,11 +136,13 @@ inline constexpr const char* kList =
     " FROM {L} l WHERE l.expires_at > clock_timestamp() AND ($1::text IS NULL OR l.name = $1) ORDER BY l.name";
 
 // Reaper: at most $1 expired rows, skipping rows another transaction is taking over (never waits
-// on them), waking waiters of the names it frees. $2 channel.
+// on them). Notifies only names with a live queued waiter (a million reaped rows must not become
+// a million notifications). $2 channel.
 inline constexpr const char* kReapLeases =
     "WITH d AS (DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at <= clock_timestamp()"
     "  LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING name)"
-    " SELECT count(*) FROM d, LATERAL (SELECT pg_notify($2, d.name)) n";
+    " SELECT count(*) FROM d LEFT JOIN LATERAL (SELECT pg_notify($2, d.name) FROM {W} w WHERE w.name = d.name"
+    "  AND w.until_at > clock_timestamp() LIMIT 1) n ON true";
 inline constexpr const char* kReapReaders =
     "WITH d AS (DELETE FROM {R} WHERE (name, owner_secret) IN (SELECT name, owner_secret FROM {R}"
     "  WHERE expires_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING 1)"
