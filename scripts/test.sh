@@ -19,10 +19,11 @@ run_one() {
   local name="$1" dir="$2"; shift 2
   echo "=== dblock tests: $name ($dir) ==="
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBLOCK_BUILD_TESTS=ON -DDBLOCK_BUILD_CLI=ON -DDBLOCK_BUILD_BENCH=ON \
-    -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON "$@"
+    -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON -DDBLOCK_WITH_MYSQL=ON "$@"
   cmake --build "$dir" -j "$jobs"
   # halt_on_error makes UBSan findings fail the run instead of only printing.
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
+  LSAN_OPTIONS="suppressions=$(pwd)/tests/sanitizers/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1" \
     ctest --test-dir "$dir" --output-on-failure -j 1 ${CTEST_ARGS:-}
