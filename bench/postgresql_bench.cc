@@ -1,0 +1,1640 @@
+// bench/postgresql_bench.cc — dblock on PostgreSQL, each figure printed beside the raw libpqxx
+// floor (or the reference state) measured in the same run (DESIGN §9).
+//
+// Figures (bench/README.md explains each one):
+//   lease_pair_logged     try_acquire + release            vs  prepared INSERT ... ON CONFLICT DO UPDATE
+//                                                              ... WHERE expired RETURNING + DELETE
+//   lease_pair_unlogged   the same with ?unlogged=1        vs  the same on an UNLOGGED raw table
+//   advisory_pair         session_lock(name, 0) + release  vs  prepared pg_try_advisory_lock + pg_advisory_unlock
+//   handoff_lease         4 processes x K acquire(wait) -> 20 us -> release of one name
+//                                                          vs  raw INSERT ... ON CONFLICT + LISTEN/NOTIFY loop
+//   handoff_advisory      4 processes x K session_lock(wait) -> 20 us -> release
+//                                                          vs  raw blocking pg_advisory_lock / unlock loop
+//   live_leases_acquire   try_acquire with 100 000 live leases in the table  vs  with 10
+//   reaper_pair_p99       try_acquire + release while the reaper deletes 1 000 000 expired rows  vs  idle
+//
+// Placement: the server runs on one CPU (scripts/bench-postgresql.sh starts it under taskset -c 0)
+// and this process pins itself to another before anything starts; forked contenders and dblock's
+// threads inherit the client CPU. The process forks only while it holds no connection and no
+// LockManager (neither survives a fork). Exit status: 0 when the benchmark ran, whatever the figures
+// say; 1 when it could not run (no URL, server unreachable, ...).
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bench_util.h"
+#include "dblock/errors.h"
+#include "dblock/lease.h"
+#include "dblock/lock_manager.h"
+#include "dblock/open.h"
+#include "dblock/options.h"
+#include "dblock/postgresql/postgresql.h"
+#include "dblock/session_lock.h"
+// Diagnostics only: the backend's own statement texts, so that "dblock's SQL sent from raw libpqxx"
+// can be measured beside the floor and dblock (separating SQL cost from client-side overhead).
+#include "sql.h"
+
+#ifndef DBLOCK_BENCH_BUILD_TYPE
+#define DBLOCK_BENCH_BUILD_TYPE ""
+#endif
+
+namespace {
+
+using namespace std::chrono_literals;
+using dblock_bench::Clock;
+using dblock_bench::JsonLine;
+using dblock_bench::Summary;
+using dblock_bench::cell;
+using dblock_bench::format;
+using dblock_bench::now_ns;
+using dblock_bench::ratio;
+using dblock_bench::summarize;
+using dblock_bench::to_us;
+
+constexpr const char* kUrlEnv = "DBLOCK_BENCH_POSTGRESQL_URL";
+
+// Pair figures.
+constexpr int kDefaultPairs = 20'000;
+constexpr int kDefaultWarmup = 2'000;
+constexpr int kQuickPairs = 300;
+constexpr int kQuickWarmup = 50;
+// Floor and dblock alternate in blocks of this many pairs, so slow drifts (WAL growth, checkpoints,
+// autovacuum, CPU frequency) land on both sides instead of biasing whichever side ran second.
+constexpr int kInterleaveBlock = 500;
+
+// Hand-off figures.
+constexpr int kProcesses = 4;
+constexpr int kDefaultIterations = 500;
+constexpr int kQuickIterations = 30;
+constexpr auto kCriticalSection = 20us;
+constexpr auto kContentionWait = 10s;
+constexpr auto kContentionTtl = 5s;
+// The raw LISTEN/NOTIFY loop re-tries after this long without a notification (never needed while
+// notifications flow; it only bounds a lost one).
+constexpr auto kRawNotifyFallback = 100ms;
+
+// Live-lease figure.
+constexpr int kDefaultLive = 100'000;
+constexpr int kQuickLive = 2'000;
+constexpr int kSmallLive = 10;
+constexpr int kProbeNames = 1'000;
+
+// Reaper figure.
+constexpr int kDefaultReapRows = 1'000'000;
+constexpr int kQuickReapRows = 20'000;
+constexpr auto kReaperInterval = 100ms;  // "small reaper_interval"; the batch stays at the default 1000
+constexpr auto kReapProbeEvery = 100ms;
+constexpr auto kReapTimeLimit = 900s;
+
+// Targets (issue text).
+constexpr double kTargetLeasePair = 1.15;
+constexpr double kTargetAdvisoryPair = 1.1;
+constexpr double kTargetHandoffLease = 1.3;
+constexpr double kTargetHandoffAdvisory = 1.2;
+constexpr double kTargetLive = 1.2;
+constexpr double kTargetReaperP99 = 3.0;
+
+// Everything this benchmark creates is named dblock_bench_*, dropped at the start and (unless
+// --keep) at the end, so it can share a server with the test suite.
+constexpr const char* kPrefixLogged = "dblock_bench_";
+constexpr const char* kPrefixUnlogged = "dblock_bench_u_";
+constexpr const char* kPrefixHandoff = "dblock_bench_ho_";
+constexpr const char* kPrefixHandoffUnlogged = "dblock_bench_hou_";
+constexpr const char* kPrefixSmall = "dblock_bench_small_";
+constexpr const char* kPrefixBig = "dblock_bench_big_";
+constexpr const char* kPrefixReap = "dblock_bench_reap_";
+constexpr const char* kRawLogged = "dblock_bench_raw_leases";
+constexpr const char* kRawUnlogged = "dblock_bench_raw_leases_u";
+constexpr const char* kRawHandoff = "dblock_bench_raw_handoff";
+constexpr const char* kRawHandoffUnlogged = "dblock_bench_raw_handoff_u";
+constexpr const char* kRawChannel = "dblock_bench_raw_release";
+constexpr const char* kFloorTtl = "30 seconds";
+
+constexpr const char* kAllFigures[] = {"pairs", "advisory", "handoff", "live", "reaper"};
+
+struct Config {
+  std::string url;
+  int pairs = kDefaultPairs;
+  int warmup = kDefaultWarmup;
+  int iterations = kDefaultIterations;
+  int live = kDefaultLive;
+  int reap_rows = kDefaultReapRows;
+  bool quick = false;
+  bool json_only = false;
+  bool pin = true;
+  std::optional<int> cpu;
+  bool keep = false;
+  std::set<std::string> figures{std::begin(kAllFigures), std::end(kAllFigures)};
+
+  bool wants(const char* figure) const { return figures.count(figure) > 0; }
+};
+
+[[noreturn]] void usage(const char* argv0, int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: %s [--url URL] [--quick] [--json-only] [--cpu N | --no-pin] [--pairs N]\n"
+               "          [--iterations K] [--live N] [--reap-rows N] [--figures LIST] [--keep]\n"
+               "  --url URL       postgresql://user@host:port/db (default: $%s); a plain libpq URI\n"
+               "  --quick         small N everywhere (CI smoke test)\n"
+               "  --json-only     print only the BENCH_JSON lines\n"
+               "  --cpu N         pin this process and its children to CPU N (default: the launcher's CPU\n"
+               "                  when started with a single-CPU mask; else the lowest allowed CPU the\n"
+               "                  server is not pinned to)\n"
+               "  --no-pin        do not pin (placement is reported as such)\n"
+               "  --pairs N       measured pairs per pair figure (default %d)\n"
+               "  --iterations K  acquisitions per contending process (default %d)\n"
+               "  --live N        live leases for the live-lease figure (default %d)\n"
+               "  --reap-rows N   expired rows for the reaper figure (default %d)\n"
+               "  --figures LIST  comma-separated subset of pairs,advisory,handoff,live,reaper\n"
+               "  --keep          keep the dblock_bench_* tables afterwards\n",
+               argv0, kUrlEnv, kDefaultPairs, kDefaultIterations, kDefaultLive, kDefaultReapRows);
+  std::exit(status);
+}
+
+int parse_non_negative(const char* argv0, const char* flag, const char* text) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > 100'000'000) {
+    std::fprintf(stderr, "%s: bad value for %s: %s\n", argv0, flag, text);
+    usage(argv0, 2);
+  }
+  return static_cast<int>(value);
+}
+
+Config parse_args(int argc, char** argv) {
+  Config config;
+  std::optional<int> pairs, iterations, live, reap_rows;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) usage(argv[0], 2);
+      return argv[++i];
+    };
+    if (arg == "--url") {
+      config.url = next();
+    } else if (arg == "--quick") {
+      config.quick = true;
+    } else if (arg == "--json-only") {
+      config.json_only = true;
+    } else if (arg == "--no-pin") {
+      config.pin = false;
+    } else if (arg == "--cpu") {
+      config.cpu = parse_non_negative(argv[0], "--cpu", next());
+    } else if (arg == "--pairs") {
+      pairs = parse_non_negative(argv[0], "--pairs", next());
+    } else if (arg == "--iterations") {
+      iterations = parse_non_negative(argv[0], "--iterations", next());
+    } else if (arg == "--live") {
+      live = parse_non_negative(argv[0], "--live", next());
+    } else if (arg == "--reap-rows") {
+      reap_rows = parse_non_negative(argv[0], "--reap-rows", next());
+    } else if (arg == "--figures") {
+      config.figures.clear();
+      std::stringstream list(next());
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        if (std::find(std::begin(kAllFigures), std::end(kAllFigures), item) == std::end(kAllFigures)) {
+          std::fprintf(stderr, "%s: unknown figure: %s\n", argv[0], item.c_str());
+          usage(argv[0], 2);
+        }
+        config.figures.insert(item);
+      }
+    } else if (arg == "--keep") {
+      config.keep = true;
+    } else if (arg == "--help" || arg == "-h") {
+      usage(argv[0], 0);
+    } else {
+      std::fprintf(stderr, "%s: unknown argument: %s\n", argv[0], argv[i]);
+      usage(argv[0], 2);
+    }
+  }
+  if (config.url.empty()) {
+    const char* env = std::getenv(kUrlEnv);
+    if (env != nullptr) config.url = env;
+  }
+  if (config.url.empty()) {
+    std::fprintf(stderr, "%s: no server: pass --url postgresql://... or set %s\n", argv[0], kUrlEnv);
+    std::exit(1);
+  }
+  if (config.quick) {
+    config.pairs = kQuickPairs;
+    config.warmup = kQuickWarmup;
+    config.iterations = kQuickIterations;
+    config.live = kQuickLive;
+    config.reap_rows = kQuickReapRows;
+  }
+  if (pairs) config.pairs = std::max(*pairs, 1);
+  if (iterations) config.iterations = std::max(*iterations, 2);
+  if (live) config.live = std::max(*live, kSmallLive + 1);
+  if (reap_rows) config.reap_rows = std::max(*reap_rows, 1);
+  return config;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+std::string cpu_list(const cpu_set_t& set) {
+  std::string out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    if (!out.empty()) out += ',';
+    out += last == cpu ? std::to_string(cpu) : std::to_string(cpu) + "-" + std::to_string(last);
+    cpu = last;
+  }
+  return out;
+}
+
+// Parses a kernel CPU list ("0", "0-1", "0,2-3"); false when it is not one.
+bool parse_cpu_list(const std::string& text, cpu_set_t& out) {
+  CPU_ZERO(&out);
+  std::stringstream in(text);
+  std::string part;
+  bool any = false;
+  while (std::getline(in, part, ',')) {
+    int first = 0, last = 0;
+    if (std::sscanf(part.c_str(), "%d-%d", &first, &last) == 2) {
+    } else if (std::sscanf(part.c_str(), "%d", &first) == 1) {
+      last = first;
+    } else {
+      return false;
+    }
+    for (int cpu = first; cpu <= last && cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &out);
+    any = true;
+  }
+  return any;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string quote_ident(const std::string& name) { return "\"" + name + "\""; }
+
+// The URL with one more query parameter (dblock's own, e.g. unlogged=1).
+std::string with_param(const std::string& url, const std::string& param) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + param;
+}
+
+void progress(const char* what) { std::fprintf(stderr, "[postgresql_bench] %s\n", what); }
+
+// ---------------------------------------------------------------------------------------------
+// Raw connections: the floor talks libpqxx directly, like hand-written application code would.
+
+std::unique_ptr<pqxx::connection> raw_connect(const std::string& url) {
+  return std::make_unique<pqxx::connection>(url);
+}
+
+pqxx::result run_sql(pqxx::connection& c, const std::string& sql) {
+  pqxx::nontransaction tx(c);
+  return tx.exec(sql);
+}
+
+std::string scalar(pqxx::connection& c, const std::string& sql) {
+  pqxx::result r = run_sql(c, sql);
+  return r.empty() || r[0][0].is_null() ? std::string() : r[0][0].as<std::string>();
+}
+
+// Drops a dblock schema created with `prefix` (all of its objects; nothing else).
+void drop_prefix(pqxx::connection& c, const std::string& prefix) {
+  run_sql(c, "DROP TABLE IF EXISTS " + quote_ident(prefix + "leases") + ", " + quote_ident(prefix + "readers") + ", " +
+                 quote_ident(prefix + "waiters") + ", " + quote_ident(prefix + "schema_version"));
+  run_sql(c, "DROP SEQUENCE IF EXISTS " + quote_ident(prefix + "fence_seq"));
+}
+
+void drop_everything(pqxx::connection& c) {
+  for (const char* prefix : {kPrefixLogged, kPrefixUnlogged, kPrefixHandoff, kPrefixHandoffUnlogged, kPrefixSmall,
+                             kPrefixBig, kPrefixReap}) {
+    drop_prefix(c, prefix);
+  }
+  run_sql(c, std::string("DROP TABLE IF EXISTS ") + kRawLogged + ", " + kRawUnlogged + ", " + kRawHandoff + ", " +
+                 kRawHandoffUnlogged);
+}
+
+// The raw lease table: name PK, owner, expiry.
+void create_raw_table(pqxx::connection& c, const char* table, bool unlogged) {
+  run_sql(c, std::string("CREATE ") + (unlogged ? "UNLOGGED " : "") + "TABLE " + table +
+                 " (name text PRIMARY KEY, owner uuid NOT NULL, expires_at timestamptz NOT NULL)");
+}
+
+// Owner ids for the floor, from a counter: the floor does not pay for randomness.
+std::string counter_uuid(std::uint64_t a, std::uint64_t b) {
+  return format("%08llx-0000-4000-8000-%012llx", static_cast<unsigned long long>(a & 0xffffffffULL),
+                static_cast<unsigned long long>(b & 0xffffffffffffULL));
+}
+
+// Statements of the raw lease, prepared once on one connection.
+class RawLease {
+ public:
+  RawLease(pqxx::connection& c, const std::string& table, bool notify) : c_(c) {
+    acquire_ = "raw_acquire_" + table;
+    release_ = "raw_release_" + table;
+    c_.prepare(acquire_, "INSERT INTO " + table + " AS t (name, owner, expires_at) VALUES ($1, $2::uuid, now() + $3::interval)"
+                         " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
+                         " WHERE t.expires_at < now() RETURNING expires_at");
+    if (notify) {
+      // Release and wake-up in one statement: NOTIFY is sent when the DELETE commits.
+      c_.prepare(release_, "WITH d AS (DELETE FROM " + table + " WHERE name = $1 AND owner = $2::uuid RETURNING name)"
+                           " SELECT pg_notify('" + kRawChannel + "', d.name) FROM d");
+    } else {
+      c_.prepare(release_, "DELETE FROM " + table + " WHERE name = $1 AND owner = $2::uuid");
+    }
+    notify_ = notify;
+  }
+
+  bool try_acquire(const std::string& name, const std::string& owner) {
+    pqxx::nontransaction tx(c_);
+    return tx.exec_prepared(acquire_, name, owner, kFloorTtl).size() == 1;
+  }
+  bool release(const std::string& name, const std::string& owner) {
+    pqxx::nontransaction tx(c_);
+    pqxx::result r = tx.exec_prepared(release_, name, owner);
+    return notify_ ? r.size() == 1 : r.affected_rows() == 1;
+  }
+
+ private:
+  pqxx::connection& c_;
+  std::string acquire_, release_;
+  bool notify_ = false;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Placement
+
+struct Placement {
+  bool pinned = false;
+  int cpu = -1;
+  std::string how;
+  std::string allowed_before;
+  std::string server_cpus;  // the server backend's Cpus_allowed_list, or "unknown"
+  int server_pid = 0;
+  bool overlap = false;     // the client CPU is one the server may run on
+};
+
+// The CPUs a server backend may run on, from /proc (when the server runs on this host).
+std::string server_cpus(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+      const auto value = line.find_first_not_of(" \t", std::strlen("Cpus_allowed_list:"));
+      if (value != std::string::npos) return line.substr(value);
+    }
+  }
+  return "unknown";
+}
+
+// Pins the calling (still single-threaded) process before anything else starts. The server and the
+// client on different fixed CPUs: every round trip then crosses CPUs the same way, and no migration
+// blurs the figures (on one CPU a round trip would instead be two context switches).
+Placement apply_placement(const Config& config, int server_pid) {
+  Placement placement;
+  placement.server_pid = server_pid;
+  placement.server_cpus = server_cpus(server_pid);
+  cpu_set_t server_set;
+  const bool server_known = parse_cpu_list(placement.server_cpus, server_set);
+
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
+  }
+  placement.allowed_before = cpu_list(allowed);
+  if (!config.pin) {
+    placement.how = "not pinned (--no-pin); allowed CPUs " + placement.allowed_before;
+    return placement;
+  }
+  int lowest = -1;
+  int lowest_free = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (lowest < 0) lowest = cpu;
+    if (lowest_free < 0 && server_known && !CPU_ISSET(cpu, &server_set)) lowest_free = cpu;
+  }
+  if (config.cpu) {
+    placement.cpu = *config.cpu;
+    placement.how = "--cpu";
+  } else if (CPU_COUNT(&allowed) == 1) {
+    placement.cpu = lowest;  // started under `taskset -c N` (scripts/bench-postgresql.sh)
+    placement.how = "launcher's single-CPU mask";
+  } else if (lowest_free >= 0) {
+    placement.cpu = lowest_free;
+    placement.how = "default: lowest allowed CPU the server is not pinned to";
+  } else {
+    placement.cpu = lowest;
+    placement.how = "default: lowest allowed CPU";
+  }
+  cpu_set_t target;
+  CPU_ZERO(&target);
+  CPU_SET(placement.cpu, &target);
+  if (sched_setaffinity(0, sizeof target, &target) != 0) {
+    throw std::runtime_error(format("cannot pin to CPU %d (allowed: %s): %s", placement.cpu,
+                                    placement.allowed_before.c_str(), std::strerror(errno)));
+  }
+  placement.pinned = true;
+  placement.overlap = !server_known || CPU_ISSET(placement.cpu, &server_set);
+  return placement;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pair figures
+
+struct PairSamples {
+  std::vector<double> acquire;  // µs
+  std::vector<double> release;  // µs
+  std::vector<double> pair;     // µs, acquire start to release end (including dropping the handle)
+
+  void reserve(std::size_t n) {
+    acquire.reserve(n);
+    release.reserve(n);
+    pair.reserve(n);
+  }
+  void add(Clock::time_point t0, Clock::time_point t1, Clock::time_point t2) {
+    acquire.push_back(to_us(t1 - t0));
+    release.push_back(to_us(t2 - t1));
+    pair.push_back(to_us(t2 - t0));
+  }
+};
+
+class RawLeaseSide {
+ public:
+  RawLeaseSide(pqxx::connection& c, const char* table) : lease_(c, table, false) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::string owner = counter_uuid(static_cast<std::uint64_t>(::getpid()), ++sequence_);
+    const auto t0 = Clock::now();
+    const bool acquired = lease_.try_acquire(name, owner);
+    const auto t1 = Clock::now();
+    const bool released = acquired && lease_.release(name, owner);
+    const auto t2 = Clock::now();
+    if (!acquired || !released) throw std::runtime_error("floor: uncontended raw lease did not change a row");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  RawLease lease_;
+  std::uint64_t sequence_ = 0;
+};
+
+class DblockLeaseSide {
+ public:
+  explicit DblockLeaseSide(dblock::LockManager& manager) : manager_(manager) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const auto t0 = Clock::now();
+    Clock::time_point t1;
+    bool acquired = false;
+    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
+    {
+      std::optional<dblock::Lease> lease = manager_.try_acquire(name);
+      t1 = Clock::now();
+      if (lease) {
+        acquired = true;
+        result = lease->release();
+      }
+    }  // the handle is dropped inside the timed region: real callers pay for it too
+    const auto t2 = Clock::now();
+    if (!acquired) throw std::runtime_error("dblock: uncontended try_acquire returned no lease");
+    if (result != dblock::ReleaseResult::kReleased) {
+      throw std::runtime_error(std::string("dblock: release returned ") + dblock::to_string(result));
+    }
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  dblock::LockManager& manager_;
+};
+
+class RawAdvisorySide {
+ public:
+  explicit RawAdvisorySide(pqxx::connection& c) : c_(c) {
+    c_.prepare("raw_try_advisory", "SELECT pg_try_advisory_lock($1::bigint)");
+    c_.prepare("raw_advisory_unlock", "SELECT pg_advisory_unlock($1::bigint)");
+  }
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::int64_t key = dblock::postgresql::advisory_key("raw:" + name);
+    const auto t0 = Clock::now();
+    bool locked;
+    {
+      pqxx::nontransaction tx(c_);
+      locked = tx.exec_prepared1("raw_try_advisory", key)[0].as<bool>();
+    }
+    const auto t1 = Clock::now();
+    bool unlocked = false;
+    if (locked) {
+      pqxx::nontransaction tx(c_);
+      unlocked = tx.exec_prepared1("raw_advisory_unlock", key)[0].as<bool>();
+    }
+    const auto t2 = Clock::now();
+    if (!locked || !unlocked) throw std::runtime_error("floor: uncontended advisory lock/unlock failed");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  pqxx::connection& c_;
+};
+
+class DblockAdvisorySide {
+ public:
+  explicit DblockAdvisorySide(dblock::LockManager& manager) : manager_(manager) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const auto t0 = Clock::now();
+    Clock::time_point t1;
+    bool acquired = false;
+    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
+    {
+      std::optional<dblock::SessionLock> lock = manager_.session_lock(name, 0ms);
+      t1 = Clock::now();
+      if (lock) {
+        acquired = true;
+        result = lock->release();
+      }
+    }
+    const auto t2 = Clock::now();
+    if (!acquired) throw std::runtime_error("dblock: uncontended session_lock returned nothing");
+    if (result != dblock::ReleaseResult::kReleased) {
+      throw std::runtime_error(std::string("dblock: session lock release returned ") + dblock::to_string(result));
+    }
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  dblock::LockManager& manager_;
+};
+
+// dblock's template with the table placeholders filled in (see src/backends/postgresql/sql.h).
+std::string render_dblock_sql(const char* tmpl, const std::string& prefix) {
+  std::string out;
+  for (const char* p = tmpl; *p; ++p) {
+    if (*p == '{' && p[1] && p[2] == '}') {
+      switch (p[1]) {
+        case 'L': out += quote_ident(prefix + "leases"); p += 2; continue;
+        case 'R': out += quote_ident(prefix + "readers"); p += 2; continue;
+        case 'W': out += quote_ident(prefix + "waiters"); p += 2; continue;
+        case 'V': out += quote_ident(prefix + "schema_version"); p += 2; continue;
+        case 'S': out += "'" + quote_ident(prefix + "fence_seq") + "'"; p += 2; continue;
+        default: break;
+      }
+    }
+    out += *p;
+  }
+  return out;
+}
+
+// Diagnostic side: dblock's exact lease statements (prepared, like the backend prepares them) sent
+// from raw libpqxx on dblock's own tables, without the LockManager around them. dblock minus this
+// is client-side overhead; this minus the floor is the cost of dblock's SQL.
+class DblockSqlLeaseSide {
+ public:
+  DblockSqlLeaseSide(pqxx::connection& c, const std::string& prefix) : c_(c), channel_(prefix + "release") {
+    c_.prepare("diag_acquire_" + prefix, render_dblock_sql(dblock::postgresql::sql::kAcquireExclusive, prefix));
+    c_.prepare("diag_release_" + prefix, render_dblock_sql(dblock::postgresql::sql::kReleaseExclusive, prefix));
+    acquire_ = "diag_acquire_" + prefix;
+    release_ = "diag_release_" + prefix;
+  }
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::string secret = counter_uuid(0xd1a6, ++sequence_);
+    const char* no_ticket = nullptr;
+    const auto t0 = Clock::now();
+    bool acquired;
+    {
+      pqxx::nontransaction tx(c_);
+      acquired = tx.exec_prepared(acquire_, name, secret, "postgresql_bench", std::int64_t{30'000'000}, no_ticket)
+                     .size() == 1;
+    }
+    const auto t1 = Clock::now();
+    bool released = false;
+    if (acquired) {
+      pqxx::nontransaction tx(c_);
+      pqxx::result r = tx.exec_prepared(release_, name, secret, channel_);
+      released = r.size() == 1;
+    }
+    const auto t2 = Clock::now();
+    if (!acquired || !released) throw std::runtime_error("diagnostic: dblock's SQL did not acquire/release");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  pqxx::connection& c_;
+  std::string channel_;
+  std::string acquire_, release_;
+  std::uint64_t sequence_ = 0;
+};
+
+// Diagnostic side: dblock's session-lock statements sent the way the backend sends them (unnamed,
+// exec_params: parsed and planned on every call), on one raw connection.
+class DblockSqlAdvisorySide {
+ public:
+  explicit DblockSqlAdvisorySide(pqxx::connection& c) : c_(c) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::int64_t key = dblock::postgresql::advisory_key("diag:" + name);
+    const auto t0 = Clock::now();
+    bool locked;
+    {
+      pqxx::nontransaction tx(c_);
+      locked = tx.exec_params1(dblock::postgresql::sql::kTrySessionExclusive, key)[0].as<bool>();
+    }
+    const auto t1 = Clock::now();
+    bool unlocked = false;
+    if (locked) {
+      pqxx::nontransaction tx(c_);
+      unlocked = tx.exec_params1(dblock::postgresql::sql::kUnlockSessionExclusive, key)[0].as<bool>();
+    }
+    const auto t2 = Clock::now();
+    if (!locked || !unlocked) throw std::runtime_error("diagnostic: dblock's advisory SQL failed");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  pqxx::connection& c_;
+};
+
+struct PairFigure {
+  PairSamples floor;   // or the reference state
+  PairSamples dblock;  // or the state under test
+  PairSamples diag;    // dblock's SQL from raw libpqxx (when measured)
+};
+
+using PairFn = std::function<void(const std::string&, PairSamples*)>;
+
+// Warms every side up, then runs blocks of kInterleaveBlock measured pairs per side in turn.
+// Iteration i uses names[i % names.size()] on every side.
+std::vector<PairSamples> measure_sides(const std::vector<PairFn>& sides, const std::vector<std::string>& names,
+                                       int warmup, int pairs) {
+  auto name_at = [&](int i) -> const std::string& { return names[static_cast<std::size_t>(i) % names.size()]; };
+  for (int i = 0; i < warmup; ++i) {
+    for (const auto& side : sides) side(name_at(i), nullptr);
+  }
+  std::vector<PairSamples> samples(sides.size());
+  for (auto& s : samples) s.reserve(static_cast<std::size_t>(pairs));
+  for (int start = 0; start < pairs; start += kInterleaveBlock) {
+    const int end = std::min(pairs, start + kInterleaveBlock);
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+      for (int i = start; i < end; ++i) sides[k](name_at(i), &samples[k]);
+    }
+  }
+  return samples;
+}
+
+template <class Floor, class Dblock>
+PairFigure measure_pairs(Floor& floor_side, Dblock& dblock_side, const std::vector<std::string>& names, int warmup,
+                         int pairs) {
+  auto s = measure_sides({[&](const std::string& n, PairSamples* o) { floor_side.pair(n, o); },
+                          [&](const std::string& n, PairSamples* o) { dblock_side.pair(n, o); }},
+                         names, warmup, pairs);
+  return PairFigure{std::move(s[0]), std::move(s[1]), {}};
+}
+
+template <class Floor, class Dblock, class Diag>
+PairFigure measure_pairs(Floor& floor_side, Dblock& dblock_side, Diag& diag_side, const std::vector<std::string>& names,
+                         int warmup, int pairs) {
+  auto s = measure_sides({[&](const std::string& n, PairSamples* o) { floor_side.pair(n, o); },
+                          [&](const std::string& n, PairSamples* o) { dblock_side.pair(n, o); },
+                          [&](const std::string& n, PairSamples* o) { diag_side.pair(n, o); }},
+                         names, warmup, pairs);
+  return PairFigure{std::move(s[0]), std::move(s[1]), std::move(s[2])};
+}
+
+std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const char* prefix, bool reaper,
+                                                  std::chrono::milliseconds reaper_interval = 5'000ms) {
+  dblock::ManagerOptions options;
+  options.table_prefix = prefix;
+  options.reaper = reaper;
+  options.reaper_interval = reaper_interval;
+  return dblock::open(url, options);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-off figures: forked processes, results in shared memory.
+
+// One acquisition attempt by one contender. Times are steady_clock nanoseconds (CLOCK_MONOTONIC,
+// system-wide, so comparable across the forked processes).
+struct Record {
+  std::int64_t start_ns = 0;          // acquire call started
+  std::int64_t acquired_ns = 0;       // acquire call returned
+  std::int64_t release_start_ns = 0;  // release call started (critical section over)
+  std::int64_t release_end_ns = 0;    // release call returned
+  std::int64_t fence = 0;             // dblock lease: the lease's fence; otherwise = seq
+  std::int64_t seq = 0;               // order of entry into the critical section (shared counter)
+  std::int32_t process = 0;
+  std::int32_t acquired = 0;          // 0: the wait ran out
+  std::int32_t release_ok = 0;
+};
+
+struct SharedCounters {
+  std::atomic<std::int64_t> next_seq{0};
+  std::atomic<std::int64_t> holders{0};
+  std::atomic<std::int64_t> violations{0};
+};
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+
+class SharedArena {
+ public:
+  explicit SharedArena(std::size_t records) : records_(records) {
+    bytes_ = sizeof(SharedCounters) + records * sizeof(Record);
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+    base_ = static_cast<char*>(p);
+    new (base_) SharedCounters();
+    for (std::size_t i = 0; i < records; ++i) new (record_ptr(i)) Record();
+  }
+  ~SharedArena() { munmap(base_, bytes_); }
+  SharedArena(const SharedArena&) = delete;
+  SharedArena& operator=(const SharedArena&) = delete;
+
+  SharedCounters& counters() { return *reinterpret_cast<SharedCounters*>(base_); }
+  Record& record(std::size_t i) { return *record_ptr(i); }
+  std::size_t size() const { return records_; }
+
+ private:
+  Record* record_ptr(std::size_t i) { return reinterpret_cast<Record*>(base_ + sizeof(SharedCounters)) + i; }
+  char* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::size_t records_ = 0;
+};
+
+void critical_section(SharedCounters& counters, Record& record) {
+  record.seq = counters.next_seq.fetch_add(1);
+  if (counters.holders.fetch_add(1) != 0) counters.violations.fetch_add(1);
+  dblock_bench::busy_wait(kCriticalSection);
+  counters.holders.fetch_sub(1);
+}
+
+struct StartLine {
+  int ready[2] = {-1, -1};
+  int go[2] = {-1, -1};
+
+  void ready_and_wait() {
+    const char byte = 'r';
+    if (::write(ready[1], &byte, 1) != 1) throw std::runtime_error("start line: write failed");
+    ::close(ready[1]);
+    char ignored;
+    while (::read(go[0], &ignored, 1) < 0 && errno == EINTR) {
+    }
+    ::close(go[0]);
+  }
+};
+
+enum class Kind { kDblockLease, kRawLease, kDblockLeaseUnlogged, kRawLeaseUnlogged, kDblockAdvisory, kRawAdvisory };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kDblockLease: return "dblock lease";
+    case Kind::kRawLease: return "raw LISTEN/NOTIFY lease";
+    case Kind::kDblockLeaseUnlogged: return "dblock lease (unlogged)";
+    case Kind::kRawLeaseUnlogged: return "raw LISTEN/NOTIFY lease (unlogged)";
+    case Kind::kDblockAdvisory: return "dblock session lock";
+    case Kind::kRawAdvisory: return "raw pg_advisory_lock";
+  }
+  return "?";
+}
+
+constexpr const char* kHotKey = "hot";
+
+void dblock_lease_contender(const std::string& url, const char* prefix, int index, int iterations,
+                            SharedArena& arena, StartLine& start) {
+  dblock::ManagerOptions options;
+  options.table_prefix = prefix;
+  options.reaper = false;  // no background writes beside the measured ones
+  options.default_ttl = kContentionTtl;
+  auto manager = dblock::open(url, options);
+  start.ready_and_wait();
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    r.start_ns = now_ns();
+    std::optional<dblock::Lease> lease = manager->acquire(kHotKey, kContentionWait);
+    r.acquired_ns = now_ns();
+    if (!lease) continue;
+    r.acquired = 1;
+    r.fence = lease->fence();
+    critical_section(arena.counters(), r);
+    r.release_start_ns = now_ns();
+    r.release_ok = lease->release() == dblock::ReleaseResult::kReleased ? 1 : 0;
+    r.release_end_ns = now_ns();
+  }
+  manager.reset();
+}
+
+// Counts notifications; the raw loop only needs to be woken.
+struct WakeUp final : pqxx::notification_receiver {
+  WakeUp(pqxx::connection_base& c, const std::string& channel) : pqxx::notification_receiver(c, channel) {}
+  void operator()(const std::string&, int) override { ++count; }
+  long count = 0;
+};
+
+// The hand-written lease with LISTEN/NOTIFY: try the upsert; on failure wait for a notification
+// (bounded by a fallback timeout) and try again; release = DELETE + pg_notify in one statement.
+void raw_lease_contender(const std::string& url, const char* table, int index, int iterations, SharedArena& arena,
+                         StartLine& start) {
+  auto c = raw_connect(url);
+  RawLease lease(*c, table, true);
+  WakeUp wake(*c, kRawChannel);  // LISTEN, once, before the first attempt
+  start.ready_and_wait();
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    const std::string owner = counter_uuid(static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j));
+    r.start_ns = now_ns();
+    const auto deadline = Clock::now() + kContentionWait;
+    bool acquired = false;
+    for (;;) {
+      c->get_notifs();  // forget wake-ups for releases before this attempt (our own included)
+      if ((acquired = lease.try_acquire(kHotKey, owner))) break;
+      const auto now = Clock::now();
+      if (now >= deadline) break;
+      const auto wait = std::min<Clock::duration>(kRawNotifyFallback, deadline - now);
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wait).count();
+      c->await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000));
+    }
+    r.acquired_ns = now_ns();
+    if (!acquired) continue;
+    r.acquired = 1;
+    critical_section(arena.counters(), r);
+    r.fence = r.seq;  // no fence: the shared counter gives the acquisition order
+    r.release_start_ns = now_ns();
+    r.release_ok = lease.release(kHotKey, owner) ? 1 : 0;
+    r.release_end_ns = now_ns();
+  }
+}
+
+void dblock_advisory_contender(const std::string& url, int index, int iterations, SharedArena& arena,
+                               StartLine& start) {
+  dblock::ManagerOptions options;
+  options.table_prefix = kPrefixHandoff;
+  options.reaper = false;
+  auto manager = dblock::open(url, options);
+  start.ready_and_wait();
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    r.start_ns = now_ns();
+    std::optional<dblock::SessionLock> lock = manager->session_lock(kHotKey, kContentionWait);
+    r.acquired_ns = now_ns();
+    if (!lock) continue;
+    r.acquired = 1;
+    critical_section(arena.counters(), r);
+    r.fence = r.seq;
+    r.release_start_ns = now_ns();
+    r.release_ok = lock->release() == dblock::ReleaseResult::kReleased ? 1 : 0;
+    r.release_end_ns = now_ns();
+  }
+  manager.reset();
+}
+
+// The hand-written blocking advisory lock: the server queues the waiters and wakes the next one.
+void raw_advisory_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
+  auto c = raw_connect(url);
+  const std::int64_t key = dblock::postgresql::advisory_key(std::string("raw:") + kHotKey);
+  run_sql(*c, format("SET lock_timeout = '%lldms'", static_cast<long long>(kContentionWait / 1ms)));
+  c->prepare("raw_advisory_lock", "SELECT pg_advisory_lock($1::bigint)");
+  c->prepare("raw_advisory_unlock", "SELECT pg_advisory_unlock($1::bigint)");
+  start.ready_and_wait();
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    r.start_ns = now_ns();
+    bool acquired = false;
+    try {
+      pqxx::nontransaction tx(*c);
+      tx.exec_prepared("raw_advisory_lock", key);
+      acquired = true;
+    } catch (const pqxx::sql_error& e) {
+      if (e.sqlstate() != "55P03") throw;  // lock_timeout: the wait ran out
+    }
+    r.acquired_ns = now_ns();
+    if (!acquired) continue;
+    r.acquired = 1;
+    critical_section(arena.counters(), r);
+    r.fence = r.seq;
+    r.release_start_ns = now_ns();
+    {
+      pqxx::nontransaction tx(*c);
+      r.release_ok = tx.exec_prepared1("raw_advisory_unlock", key)[0].as<bool>() ? 1 : 0;
+    }
+    r.release_end_ns = now_ns();
+  }
+}
+
+struct ContentionResult {
+  // Server work per successful acquisition (commits, WAL records, WAL flushes), from the server's
+  // cumulative statistics before and after the run; NaN when unavailable (PostgreSQL < 14).
+  double commits_per_acquisition = NAN;
+  double wal_records_per_acquisition = NAN;
+  double wal_flushes_per_acquisition = NAN;
+  std::size_t attempts = 0;
+  std::size_t acquired = 0;
+  std::size_t timeouts = 0;
+  std::size_t release_failures = 0;
+  std::size_t handoffs = 0;
+  double handoff_share = NAN;
+  Summary wait_us;
+  Summary handoff_latency_us;  // release start -> acquire returns in the next holder, when that
+                               // holder is another process that was already waiting
+  double throughput_per_s = NAN;
+  double span_ms = NAN;
+  std::vector<std::int64_t> per_process;
+  std::vector<std::int64_t> per_process_contended;
+  std::int64_t violations = 0;
+  bool order_matches = true;
+  bool fences_unique = true;
+};
+
+ContentionResult analyse(SharedArena& arena, int processes) {
+  ContentionResult result;
+  result.per_process.assign(static_cast<std::size_t>(processes), 0);
+  result.per_process_contended.assign(static_cast<std::size_t>(processes), 0);
+  result.violations = arena.counters().violations.load();
+
+  std::vector<Record> held;
+  std::vector<double> waits;
+  std::int64_t first_start = INT64_MAX;
+  std::int64_t last_end = INT64_MIN;
+  for (std::size_t i = 0; i < arena.size(); ++i) {
+    const Record& r = arena.record(i);
+    ++result.attempts;
+    waits.push_back(static_cast<double>(r.acquired_ns - r.start_ns) / 1e3);
+    first_start = std::min(first_start, r.start_ns);
+    if (!r.acquired) {
+      ++result.timeouts;
+      last_end = std::max(last_end, r.acquired_ns);
+      continue;
+    }
+    ++result.acquired;
+    if (!r.release_ok) ++result.release_failures;
+    ++result.per_process[static_cast<std::size_t>(r.process)];
+    last_end = std::max(last_end, r.release_end_ns);
+    held.push_back(r);
+  }
+  result.wait_us = summarize(std::move(waits));
+  if (result.attempts > 0 && last_end > first_start) {
+    result.span_ms = static_cast<double>(last_end - first_start) / 1e6;
+    result.throughput_per_s = static_cast<double>(result.acquired) / (result.span_ms / 1e3);
+  }
+
+  std::sort(held.begin(), held.end(), [](const Record& a, const Record& b) { return a.fence < b.fence; });
+  std::vector<double> latencies;
+  std::vector<std::int64_t> running(static_cast<std::size_t>(processes), 0);
+  bool someone_finished = false;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const Record& r = held[i];
+    if (!someone_finished) {
+      const auto p = static_cast<std::size_t>(r.process);
+      if (++running[p] == result.per_process[p]) someone_finished = true;
+    }
+    if (i == 0) continue;
+    const Record& prev = held[i - 1];
+    if (r.fence == prev.fence) result.fences_unique = false;
+    if (r.seq <= prev.seq) result.order_matches = false;
+    if (r.process != prev.process) {
+      ++result.handoffs;
+      if (r.start_ns < prev.release_start_ns) {
+        latencies.push_back(static_cast<double>(r.acquired_ns - prev.release_start_ns) / 1e3);
+      }
+    }
+  }
+  result.per_process_contended = running;
+  if (held.size() >= 2) {
+    result.handoff_share = static_cast<double>(result.handoffs) / static_cast<double>(held.size() - 1);
+  }
+  result.handoff_latency_us = summarize(std::move(latencies));
+  return result;
+}
+
+struct ServerCounters {
+  double commits = NAN;
+  double wal_records = NAN;
+  double wal_flushes = NAN;
+};
+
+// Cluster-wide counters; the contenders' backends report theirs when they exit, so the caller waits
+// a little after the contenders are gone. Opens and closes its own connection.
+ServerCounters server_counters(const std::string& url) {
+  ServerCounters out;
+  try {
+    auto c = raw_connect(url);
+    pqxx::result r = run_sql(*c, "SELECT (SELECT sum(xact_commit) FROM pg_stat_database)::float8, wal_records::float8,"
+                                 " wal_sync::float8 FROM pg_stat_wal");
+    out.commits = r[0][0].as<double>();
+    out.wal_records = r[0][1].as<double>();
+    out.wal_flushes = r[0][2].as<double>();
+  } catch (const std::exception&) {
+    // pg_stat_wal is PostgreSQL 14+: leave the figures out.
+  }
+  return out;
+}
+
+// Forks `processes` contenders of `kind`, starts them together and collects their records.
+// REQUIRES: no LockManager and no connection open in this process.
+// `stats_url` is a plain libpq URL for the statistics (the dblock URL may carry dblock's parameters).
+ContentionResult run_contention(Kind kind, const std::string& url, const std::string& stats_url, int processes,
+                                int iterations) {
+  const ServerCounters before = server_counters(stats_url);
+  SharedArena arena(static_cast<std::size_t>(processes * iterations));
+  StartLine start;
+  if (::pipe(start.ready) != 0 || ::pipe(start.go) != 0) {
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::fflush(nullptr);
+  std::cout.flush();
+  std::vector<pid_t> children;
+  for (int index = 0; index < processes; ++index) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::close(start.ready[0]);
+      ::close(start.go[1]);
+      int status = 0;
+      try {
+        switch (kind) {
+          case Kind::kDblockLease:
+            dblock_lease_contender(url, kPrefixHandoff, index, iterations, arena, start);
+            break;
+          case Kind::kRawLease: raw_lease_contender(url, kRawHandoff, index, iterations, arena, start); break;
+          case Kind::kDblockLeaseUnlogged:
+            dblock_lease_contender(url, kPrefixHandoffUnlogged, index, iterations, arena, start);
+            break;
+          case Kind::kRawLeaseUnlogged:
+            raw_lease_contender(url, kRawHandoffUnlogged, index, iterations, arena, start);
+            break;
+          case Kind::kDblockAdvisory: dblock_advisory_contender(url, index, iterations, arena, start); break;
+          case Kind::kRawAdvisory: raw_advisory_contender(url, index, iterations, arena, start); break;
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "contender %d (%s): %s\n", index, kind_name(kind), e.what());
+        status = 2;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  ::close(start.ready[1]);
+  ::close(start.go[0]);
+  int ready = 0;
+  char byte;
+  while (ready < processes) {
+    const ssize_t n = ::read(start.ready[0], &byte, 1);
+    if (n == 1) {
+      ++ready;
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(start.ready[0]);
+  ::close(start.go[1]);  // go
+  int failed = 0;
+  for (const pid_t pid : children) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  if (failed > 0 || ready < processes) {
+    throw std::runtime_error(format("%d of %d %s contenders failed (see stderr)", failed, processes, kind_name(kind)));
+  }
+  ContentionResult result = analyse(arena, processes);
+  std::this_thread::sleep_for(500ms);  // the contenders' server backends flush their statistics on exit
+  const ServerCounters after = server_counters(stats_url);
+  // The two statistics connections commit nothing worth counting (one read-only statement each).
+  const double n = static_cast<double>(std::max<std::size_t>(result.acquired, 1));
+  result.commits_per_acquisition = (after.commits - before.commits) / n;
+  result.wal_records_per_acquisition = (after.wal_records - before.wal_records) / n;
+  result.wal_flushes_per_acquisition = (after.wal_flushes - before.wal_flushes) / n;
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Live leases and reaper: bulk rows straight into dblock's own table (migrations/postgresql/0001).
+
+void bulk_insert_leases(pqxx::connection& c, const char* prefix, const char* name_prefix, int count, bool expired) {
+  const std::string leases = quote_ident(std::string(prefix) + "leases");
+  const std::string sequence = quote_ident(std::string(prefix) + "fence_seq");
+  const char* acquired = expired ? "now() - interval '2 hours'" : "now()";
+  const char* expires = expired ? "now() - interval '1 hour'" : "now() + interval '10 years'";
+  run_sql(c, "INSERT INTO " + leases +
+                 " (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
+                 " SELECT '" + name_prefix + "' || lpad(g::text, 7, '0'), gen_random_uuid(), 'postgresql_bench',"
+                 " 'exclusive', nextval('" + sequence + "'), " + acquired + ", " + expires + ", 0"
+                 " FROM generate_series(1, " + std::to_string(count) + ") g");
+  // A long-lived table has statistics and a visibility map; give the bulk-loaded one the same.
+  run_sql(c, "VACUUM ANALYZE " + leases);
+}
+
+std::int64_t count_rows(pqxx::connection& c, const char* prefix, const char* condition) {
+  return std::stoll(scalar(c, "SELECT count(*) FROM " + quote_ident(std::string(prefix) + "leases") + " WHERE " +
+                                  condition));
+}
+
+struct ReaperResult {
+  PairSamples idle;
+  PairSamples during;
+  double reap_seconds = NAN;
+  bool finished = false;
+  std::int64_t rows = 0;
+  std::int64_t left = -1;
+  double insert_seconds = NAN;
+};
+
+ReaperResult measure_reaper(const Config& config, const std::string& logged_url, pqxx::connection& raw) {
+  ReaperResult result;
+  result.rows = config.reap_rows;
+  auto manager = open_manager(logged_url, kPrefixReap, false);
+  DblockLeaseSide side(*manager);
+  std::vector<std::string> names;
+  for (int i = 0; i < kProbeNames; ++i) names.push_back(format("reap-probe-%04d", i));
+
+  progress(format("reaper: inserting %d expired rows...", config.reap_rows).c_str());
+  const auto t0 = Clock::now();
+  bulk_insert_leases(raw, kPrefixReap, "expired-", config.reap_rows, true);
+  try {
+    run_sql(raw, "CHECKPOINT");  // so that the idle figure does not inherit the bulk load's checkpoint
+  } catch (const pqxx::sql_error&) {
+    // Not a superuser: the figures then include whatever checkpoint the load triggers.
+  }
+  result.insert_seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+
+  progress("reaper: idle pairs (expired rows present, no reaper)...");
+  for (int i = 0; i < config.warmup; ++i) side.pair(names[static_cast<std::size_t>(i % kProbeNames)], nullptr);
+  result.idle.reserve(static_cast<std::size_t>(config.pairs));
+  for (int i = 0; i < config.pairs; ++i) side.pair(names[static_cast<std::size_t>(i % kProbeNames)], &result.idle);
+
+  progress("reaper: pairs while a reaping LockManager deletes the expired rows...");
+  const std::string leases = quote_ident(std::string(kPrefixReap) + "leases");
+  const std::string probe = "SELECT 1 FROM " + leases + " WHERE expires_at <= clock_timestamp() LIMIT 1";
+  const auto reap_start = Clock::now();
+  auto reaper = open_manager(logged_url, kPrefixReap, true, std::chrono::duration_cast<std::chrono::milliseconds>(kReaperInterval));
+  auto next_probe = Clock::now() + kReapProbeEvery;
+  for (int i = 0;; ++i) {
+    side.pair(names[static_cast<std::size_t>(i % kProbeNames)], &result.during);
+    const auto now = Clock::now();
+    if (now >= next_probe) {
+      if (run_sql(raw, probe).empty()) {
+        result.finished = true;
+        break;
+      }
+      if (now - reap_start > kReapTimeLimit) break;
+      next_probe = now + kReapProbeEvery;
+    }
+  }
+  result.reap_seconds = std::chrono::duration<double>(Clock::now() - reap_start).count();
+  reaper.reset();
+  manager.reset();
+  result.left = count_rows(raw, kPrefixReap, "expires_at <= clock_timestamp()");
+  return result;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+struct Row {
+  std::string figure;  // JSON name
+  std::string label;   // table label
+  Summary dblock;      // dblock, or the state under test
+  Summary floor;       // the floor, or the reference state
+  double target = NAN; // ratio target; NaN: informational row
+  bool on_p99 = false; // the target is on the p99 ratio (else p50)
+  std::vector<std::pair<std::string, double>> extra;  // more JSON fields
+};
+
+bool passes(const Row& row) {
+  const double r = row.on_p99 ? ratio(row.dblock.p99, row.floor.p99) : ratio(row.dblock.p50, row.floor.p50);
+  return r <= row.target;
+}
+
+Row make_row(std::string figure, std::string label, const std::vector<double>& dblock, const std::vector<double>& floor,
+             double target = NAN, bool on_p99 = false) {
+  return Row{std::move(figure), std::move(label), summarize(dblock), summarize(floor), target, on_p99, {}};
+}
+
+Row handoff_row(std::string figure, std::string label, const ContentionResult& d, const ContentionResult& f,
+                double target) {
+  return Row{std::move(figure), std::move(label), d.handoff_latency_us, f.handoff_latency_us, target, false, {}};
+}
+
+void print_table(const std::vector<Row>& rows) {
+  std::printf("%-44s %10s %10s %6s %11s %10s %6s  %s\n", "figure (times in us)", "dblock p50", "floor p50", "ratio",
+              "p99 dblock", "p99 floor", "ratio", "target");
+  for (const Row& row : rows) {
+    const double r50 = ratio(row.dblock.p50, row.floor.p50);
+    const double r99 = ratio(row.dblock.p99, row.floor.p99);
+    const std::string target =
+        std::isfinite(row.target)
+            ? format("%s <= %.2fx %s", row.on_p99 ? "p99" : "p50", row.target, passes(row) ? "PASS" : "FAIL")
+            : "-";
+    std::printf("%-44s %10s %10s %6s %11s %10s %6s  %s\n", row.label.c_str(), cell(row.dblock.p50).c_str(),
+                cell(row.floor.p50).c_str(), cell(r50, "%.2f").c_str(), cell(row.dblock.p99).c_str(),
+                cell(row.floor.p99).c_str(), cell(r99, "%.2f").c_str(), target.c_str());
+  }
+}
+
+void print_row_json(const Row& row) {
+  JsonLine line;
+  line.add("figure", row.figure)
+      .add("n", row.dblock.n)
+      .add("n_floor", row.floor.n)
+      .add_summary("dblock", row.dblock)
+      .add_summary("floor", row.floor)
+      .add("ratio_p50", ratio(row.dblock.p50, row.floor.p50))
+      .add("ratio_p99", ratio(row.dblock.p99, row.floor.p99));
+  for (const auto& [key, value] : row.extra) line.add(key, value);
+  if (std::isfinite(row.target)) {
+    line.add(row.on_p99 ? "target_ratio_p99" : "target_ratio_p50", row.target, "%.2f").add("pass", passes(row));
+  }
+  std::printf("BENCH_JSON %s\n", line.str().c_str());
+}
+
+std::string join(const std::vector<std::int64_t>& values) {
+  std::string out;
+  for (const auto v : values) {
+    if (!out.empty()) out += '/';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+void print_contention_table(const char* title, const char* a_name, const ContentionResult& a, const char* b_name,
+                            const ContentionResult& b) {
+  std::printf("%s\n", title);
+  std::printf("%-46s %20s %24s\n", "", a_name, b_name);
+  auto row = [](const char* label, const std::string& x, const std::string& y) {
+    std::printf("%-46s %20s %24s\n", label, x.c_str(), y.c_str());
+  };
+  auto pct = [](double v) { return std::isfinite(v) ? format("%.1f%%", 100.0 * v) : std::string("n/a"); };
+  auto ms = [](double us) { return cell(us / 1e3, "%.3f"); };
+  row("hand-off share (next holder is another proc)", pct(a.handoff_share), pct(b.handoff_share));
+  row("hand-off latency p50 (ms, release -> waiter)", ms(a.handoff_latency_us.p50), ms(b.handoff_latency_us.p50));
+  row("hand-off latency p99 (ms)", ms(a.handoff_latency_us.p99), ms(b.handoff_latency_us.p99));
+  row("hand-offs measured (waiter already waiting)", std::to_string(a.handoff_latency_us.n),
+      std::to_string(b.handoff_latency_us.n));
+  row("max wait (ms)", ms(a.wait_us.max), ms(b.wait_us.max));
+  row("p50 / p99 wait (ms)", ms(a.wait_us.p50) + " / " + ms(a.wait_us.p99), ms(b.wait_us.p50) + " / " + ms(b.wait_us.p99));
+  row("throughput (acquisitions/s)", cell(a.throughput_per_s, "%.0f"), cell(b.throughput_per_s, "%.0f"));
+  row("acquisitions per process (total)", join(a.per_process), join(b.per_process));
+  row("  ... until the first process finished", join(a.per_process_contended), join(b.per_process_contended));
+  row("server: commits per acquisition", cell(a.commits_per_acquisition, "%.2f"), cell(b.commits_per_acquisition, "%.2f"));
+  row("server: WAL records per acquisition", cell(a.wal_records_per_acquisition, "%.2f"),
+      cell(b.wal_records_per_acquisition, "%.2f"));
+  row("server: WAL flushes (fsync) per acquisition", cell(a.wal_flushes_per_acquisition, "%.2f"),
+      cell(b.wal_flushes_per_acquisition, "%.2f"));
+  row("timeouts / violations / unconfirmed releases",
+      format("%zu / %lld / %zu", a.timeouts, static_cast<long long>(a.violations), a.release_failures),
+      format("%zu / %lld / %zu", b.timeouts, static_cast<long long>(b.violations), b.release_failures));
+}
+
+void add_contention_json(JsonLine& line, const char* side, const ContentionResult& r) {
+  const std::string p(side);
+  line.add(p + "_handoff_share", r.handoff_share, "%.4f")
+      .add(p + "_handoffs", r.handoffs)
+      .add(p + "_handoffs_measured", r.handoff_latency_us.n)
+      .add(p + "_acquired", r.acquired)
+      .add(p + "_timeouts", r.timeouts)
+      .add(p + "_wait_p50_us", r.wait_us.p50)
+      .add(p + "_wait_p99_us", r.wait_us.p99)
+      .add(p + "_max_wait_us", r.wait_us.max)
+      .add_summary(p + "_handoff_latency", r.handoff_latency_us)
+      .add(p + "_throughput_per_s", r.throughput_per_s, "%.1f")
+      .add(p + "_per_process", r.per_process)
+      .add(p + "_per_process_until_first_done", r.per_process_contended)
+      .add(p + "_violations", r.violations)
+      .add(p + "_release_failures", r.release_failures)
+      .add(p + "_commits_per_acquisition", r.commits_per_acquisition)
+      .add(p + "_wal_records_per_acquisition", r.wal_records_per_acquisition)
+      .add(p + "_wal_flushes_per_acquisition", r.wal_flushes_per_acquisition);
+}
+
+void print_handoff_json(const char* figure, const ContentionResult& d, const ContentionResult& f, double target,
+                        int iterations) {
+  JsonLine line;
+  line.add("figure", figure)
+      .add("processes", kProcesses)
+      .add("iterations", iterations)
+      .add("critical_section_us", static_cast<std::int64_t>(kCriticalSection.count()))
+      .add("latency_from", "release call start");
+  add_contention_json(line, "dblock", d);
+  add_contention_json(line, "floor", f);
+  const double r = ratio(d.handoff_latency_us.p50, f.handoff_latency_us.p50);
+  line.add("ratio_p50", r)
+      .add("ratio_p99", ratio(d.handoff_latency_us.p99, f.handoff_latency_us.p99))
+      .add("target_ratio_p50", target, "%.2f")
+      .add("pass", r <= target && d.violations == 0 && d.timeouts == 0);
+  std::printf("BENCH_JSON %s\n", line.str().c_str());
+}
+
+struct HandoffFigure {
+  const char* figure;
+  std::string title;
+  const char* dblock_name;
+  const char* raw_name;
+  ContentionResult dblock;
+  ContentionResult raw;
+  double target;
+};
+
+int run(const Config& config) {
+  // Server facts first (this connection is closed before anything forks).
+  std::string server_version, sync_commit, fsync_setting;
+  int server_pid = 0;
+  {
+    auto c = raw_connect(config.url);
+    server_pid = c->backendpid();
+    server_version = scalar(*c, "SHOW server_version");
+    sync_commit = scalar(*c, "SHOW synchronous_commit");
+    fsync_setting = scalar(*c, "SHOW fsync");
+    drop_everything(*c);
+  }
+  const Placement placement = apply_placement(config, server_pid);
+  const std::string logged_url = with_param(config.url, "unlogged=0");
+  const std::string unlogged_url = with_param(config.url, "unlogged=1");
+  const std::string date = utc_now();
+  const long online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string build_type = DBLOCK_BENCH_BUILD_TYPE;
+#ifdef NDEBUG
+  const bool assertions = false;
+#else
+  const bool assertions = true;
+#endif
+  const std::string placement_text =
+      placement.pinned ? format("server CPU %s, client CPU %d", placement.server_cpus.c_str(), placement.cpu)
+                       : format("server CPU %s, client not pinned", placement.server_cpus.c_str());
+  std::string redacted_url = config.url;
+  {
+    // Never print a password: postgresql://user:secret@host -> postgresql://user:***@host.
+    const auto scheme = redacted_url.find("://");
+    const auto at = redacted_url.find('@');
+    if (scheme != std::string::npos && at != std::string::npos) {
+      const auto colon = redacted_url.find(':', scheme + 3);
+      if (colon != std::string::npos && colon < at) redacted_url.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+
+  if (!config.json_only) {
+    std::printf("dblock postgresql_bench: dblock %s against raw libpqxx statements, measured in the same run\n",
+                dblock::version());
+    std::printf("date:      %s\n", date.c_str());
+    std::printf("server:    PostgreSQL %s at %s (synchronous_commit=%s, fsync=%s), libpqxx %s\n",
+                server_version.c_str(), redacted_url.c_str(), sync_commit.c_str(), fsync_setting.c_str(),
+                PQXX_VERSION);
+    std::printf("host:      %ld online CPUs, %s\n", online_cpus, cpu_model().c_str());
+    std::printf("placement: %s (client: %s; allowed before: %s; server: backend pid %d Cpus_allowed_list %s;\n"
+                "           forked contenders and dblock threads inherit the client CPU)%s\n",
+                placement_text.c_str(), placement.how.c_str(), placement.allowed_before.c_str(), placement.server_pid,
+                placement.server_cpus.c_str(),
+                placement.pinned && placement.overlap ? "\n           WARNING: the client CPU is one the server may use" : "");
+    std::printf("build:     %s%s\n", build_type.empty() ? "(no CMAKE_BUILD_TYPE)" : build_type.c_str(),
+                assertions ? ", assertions ON: figures are not representative" : "");
+    std::printf("pairs:     N=%d per figure after %d warm-up pairs, floor and dblock interleaved in blocks of %d\n",
+                config.pairs, config.warmup, kInterleaveBlock);
+    std::printf("dblock:    LockManager per figure, reaper=false except the reaping manager; tables dblock_bench_*\n");
+    std::printf("floor:     one pqxx connection, statements prepared once, a nontransaction per statement\n\n");
+    std::fflush(stdout);
+  }
+
+  std::vector<Row> rows;
+
+  // --- pair figures ---------------------------------------------------------------------------
+  if (config.wants("pairs")) {
+    auto raw = raw_connect(config.url);
+    create_raw_table(*raw, kRawLogged, false);
+    create_raw_table(*raw, kRawUnlogged, true);
+    const std::vector<std::string> names{"bench-lease"};
+    for (const bool unlogged : {false, true}) {
+      progress(unlogged ? "lease pairs, unlogged..." : "lease pairs, logged...");
+      auto manager = open_manager(unlogged ? unlogged_url : logged_url, unlogged ? kPrefixUnlogged : kPrefixLogged, false);
+      RawLeaseSide floor_side(*raw, unlogged ? kRawUnlogged : kRawLogged);
+      DblockLeaseSide dblock_side(*manager);
+      DblockSqlLeaseSide diag_side(*raw, unlogged ? kPrefixUnlogged : kPrefixLogged);
+      const PairFigure f = measure_pairs(floor_side, dblock_side, diag_side, names, config.warmup, config.pairs);
+      const std::string tag = unlogged ? "unlogged" : "logged";
+      rows.push_back(make_row("lease_pair_" + tag, "lease acquire+release (" + tag + ")", f.dblock.pair, f.floor.pair,
+                              kTargetLeasePair));
+      rows.push_back(make_row("lease_acquire_" + tag, "  acquire only", f.dblock.acquire, f.floor.acquire));
+      rows.push_back(make_row("lease_release_" + tag, "  release only", f.dblock.release, f.floor.release));
+      rows.push_back(make_row("lease_pair_" + tag + "_dblock_sql", "  diag: dblock's SQL via raw pqxx",
+                              f.diag.pair, f.floor.pair));
+    }
+  }
+  if (config.wants("advisory")) {
+    progress("advisory pairs...");
+    auto raw = raw_connect(config.url);
+    auto manager = open_manager(logged_url, kPrefixLogged, false);
+    RawAdvisorySide floor_side(*raw);
+    DblockAdvisorySide dblock_side(*manager);
+    DblockSqlAdvisorySide diag_side(*raw);
+    const PairFigure f =
+        measure_pairs(floor_side, dblock_side, diag_side, {"bench-advisory"}, config.warmup, config.pairs);
+    rows.push_back(make_row("advisory_pair", "advisory session_lock(0)+release", f.dblock.pair, f.floor.pair,
+                            kTargetAdvisoryPair));
+    rows.push_back(make_row("advisory_acquire", "  acquire only", f.dblock.acquire, f.floor.acquire));
+    rows.push_back(make_row("advisory_release", "  release only", f.dblock.release, f.floor.release));
+    rows.push_back(make_row("advisory_pair_dblock_sql", "  diag: dblock's SQL via raw pqxx", f.diag.pair,
+                            f.floor.pair));
+  }
+
+  // --- hand-off figures (fork: nothing may be open here) ----------------------------------------
+  std::vector<HandoffFigure> handoffs;
+  if (config.wants("handoff")) {
+    {
+      auto raw = raw_connect(config.url);
+      create_raw_table(*raw, kRawHandoff, false);
+      create_raw_table(*raw, kRawHandoffUnlogged, true);
+      open_manager(logged_url, kPrefixHandoff, false).reset();             // creates the tables once, logged
+      open_manager(unlogged_url, kPrefixHandoffUnlogged, false).reset();  // ... and UNLOGGED
+    }
+    const std::string contention_title =
+        format("%d processes x %d acquire(\"%s\", wait=%llds) -> %lld us busy critical section -> release", kProcesses,
+               config.iterations, kHotKey, static_cast<long long>(kContentionWait.count()),
+               static_cast<long long>(kCriticalSection.count()));
+    auto measure = [&](const char* figure, const char* label, const std::string& title, Kind dblock_kind,
+                       const std::string& dblock_url, const char* dblock_name, Kind raw_kind, const char* raw_name,
+                       double target) {
+      progress(format("hand-off, %s...", kind_name(dblock_kind)).c_str());
+      ContentionResult d = run_contention(dblock_kind, dblock_url, config.url, kProcesses, config.iterations);
+      progress(format("hand-off, %s...", kind_name(raw_kind)).c_str());
+      ContentionResult f = run_contention(raw_kind, config.url, config.url, kProcesses, config.iterations);
+      rows.push_back(handoff_row(figure, label, d, f, target));
+      handoffs.push_back(HandoffFigure{figure, title, dblock_name, raw_name, std::move(d), std::move(f), target});
+    };
+    measure("handoff_lease", "hand-off lease, 4 procs (logged)", "hand-off (lease, logged tables): " + contention_title,
+            Kind::kDblockLease, logged_url, "dblock lease", Kind::kRawLease, "raw LISTEN/NOTIFY", kTargetHandoffLease);
+    measure("handoff_lease_unlogged", "hand-off lease, 4 procs (unlogged)",
+            "hand-off (lease, UNLOGGED tables on both sides): the same", Kind::kDblockLeaseUnlogged, unlogged_url,
+            "dblock lease", Kind::kRawLeaseUnlogged, "raw LISTEN/NOTIFY", kTargetHandoffLease);
+    measure("handoff_advisory", "hand-off advisory, 4 procs (vs blocking)",
+            "hand-off (session locks): the same with session_lock(wait=10s) / blocking pg_advisory_lock",
+            Kind::kDblockAdvisory, logged_url, "dblock session_lock", Kind::kRawAdvisory, "raw pg_advisory_lock",
+            kTargetHandoffAdvisory);
+  }
+
+  // --- live leases ------------------------------------------------------------------------------
+  if (config.wants("live")) {
+    auto raw = raw_connect(config.url);
+    auto small = open_manager(logged_url, kPrefixSmall, false);
+    auto big = open_manager(logged_url, kPrefixBig, false);
+    progress(format("live leases: inserting %d and %d live rows...", kSmallLive, config.live).c_str());
+    bulk_insert_leases(*raw, kPrefixSmall, "live-", kSmallLive, false);
+    bulk_insert_leases(*raw, kPrefixBig, "live-", config.live, false);
+    std::vector<std::string> names;
+    for (int i = 0; i < kProbeNames; ++i) names.push_back(format("probe-%04d", i));
+    DblockLeaseSide small_side(*small);
+    DblockLeaseSide big_side(*big);
+    progress("live leases: pairs...");
+    const PairFigure f = measure_pairs(small_side, big_side, names, config.warmup, config.pairs);
+    const std::int64_t live_big = count_rows(*raw, kPrefixBig, "expires_at > clock_timestamp()");
+    const std::int64_t live_small = count_rows(*raw, kPrefixSmall, "expires_at > clock_timestamp()");
+    Row acquire = make_row("live_leases_acquire",
+                           format("acquire, %s live vs %d live", config.live >= 1000 ? format("%dk", config.live / 1000).c_str()
+                                                                                      : std::to_string(config.live).c_str(),
+                                  kSmallLive),
+                           f.dblock.acquire, f.floor.acquire, kTargetLive);
+    acquire.extra = {{"live_big", static_cast<double>(live_big)}, {"live_small", static_cast<double>(live_small)}};
+    rows.push_back(std::move(acquire));
+    rows.push_back(make_row("live_leases_pair", "  acquire+release", f.dblock.pair, f.floor.pair));
+  }
+
+  // --- reaper -----------------------------------------------------------------------------------
+  std::optional<ReaperResult> reaper;
+  if (config.wants("reaper")) {
+    auto raw = raw_connect(config.url);
+    reaper = measure_reaper(config, logged_url, *raw);
+    Row row = make_row("reaper_pair", format("acq+rel while reaping %s rows vs idle",
+                                             config.reap_rows >= 1000 ? format("%dk", config.reap_rows / 1000).c_str()
+                                                                      : std::to_string(config.reap_rows).c_str()),
+                       reaper->during.pair, reaper->idle.pair, kTargetReaperP99, true);
+    row.extra = {{"rows", static_cast<double>(reaper->rows)},
+                 {"reap_seconds", reaper->reap_seconds},
+                 {"reap_rows_per_s", static_cast<double>(reaper->rows) / reaper->reap_seconds},
+                 {"reap_finished", reaper->finished ? 1.0 : 0.0},
+                 {"expired_left", static_cast<double>(reaper->left)},
+                 {"insert_seconds", reaper->insert_seconds}};
+    rows.push_back(std::move(row));
+    rows.push_back(make_row("reaper_acquire", "  acquire only", reaper->during.acquire, reaper->idle.acquire));
+  }
+
+  if (!config.keep) {
+    auto raw = raw_connect(config.url);
+    drop_everything(*raw);
+  }
+
+  if (!config.json_only) {
+    print_table(rows);
+    std::printf("(live-lease rows: \"dblock\" = %d live leases, \"floor\" = %d; reaper rows: \"dblock\" = during the reap,"
+                " \"floor\" = idle.\n hand-off latency = from the start of the release call to the return of the next"
+                " holder's acquire.)\n\n",
+                config.live, kSmallLive);
+    for (const HandoffFigure& h : handoffs) {
+      print_contention_table(h.title.c_str(), h.dblock_name, h.dblock, h.raw_name, h.raw);
+      std::printf("\n");
+    }
+    if (reaper) {
+      std::printf("reaper: %lld expired rows inserted in %.1f s; a LockManager (reaper_interval %lld ms, batch 1000)\n"
+                  "        deleted them in %.1f s (%.0f rows/s)%s; %lld expired rows left; %zu pairs measured during,"
+                  " %zu idle\n\n",
+                  static_cast<long long>(reaper->rows), reaper->insert_seconds,
+                  static_cast<long long>(kReaperInterval / 1ms), reaper->reap_seconds,
+                  static_cast<double>(reaper->rows) / reaper->reap_seconds,
+                  reaper->finished ? "" : " -- DID NOT FINISH within the time limit",
+                  static_cast<long long>(reaper->left), reaper->during.pair.size(), reaper->idle.pair.size());
+    }
+  }
+
+  std::printf("BENCH_JSON %s\n", JsonLine()
+                                      .add("figure", "run")
+                                      .add("date", date)
+                                      .add("dblock_version", dblock::version())
+                                      .add("server_version", server_version)
+                                      .add("libpqxx_version", PQXX_VERSION)
+                                      .add("synchronous_commit", sync_commit)
+                                      .add("fsync", fsync_setting)
+                                      .add("build_type", build_type)
+                                      .add("assertions", assertions)
+                                      .add("online_cpus", static_cast<std::int64_t>(online_cpus))
+                                      .add("pinned", placement.pinned)
+                                      .add("client_cpu", placement.cpu)
+                                      .add("server_cpus", placement.server_cpus)
+                                      .add("placement", placement_text)
+                                      .add("pairs", config.pairs)
+                                      .add("warmup", config.warmup)
+                                      .add("processes", kProcesses)
+                                      .add("iterations", config.iterations)
+                                      .add("live", config.live)
+                                      .add("reap_rows", config.reap_rows)
+                                      .add("quick", config.quick)
+                                      .str()
+                                      .c_str());
+  for (const Row& row : rows) {
+    const auto h = std::find_if(handoffs.begin(), handoffs.end(),
+                                [&](const HandoffFigure& f) { return row.figure == f.figure; });
+    if (h != handoffs.end()) {
+      print_handoff_json(h->figure, h->dblock, h->raw, h->target, config.iterations);
+    } else {
+      print_row_json(row);
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Config config = parse_args(argc, argv);
+  try {
+    return run(config);
+  } catch (const dblock::Error& e) {
+    std::fprintf(stderr, "postgresql_bench: dblock error%s%s: %s\n", e.backend().empty() ? "" : " from ",
+                 e.backend().c_str(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "postgresql_bench: %s\n", e.what());
+  }
+  return 1;
+}
