@@ -43,7 +43,9 @@ CREATE INDEX "{{prefix}}readers_expires" ON "{{prefix}}readers" (expires_at);
 
 -- Waiters queue here so that hand-offs go to the longest waiter (ticket = server time of its first
 -- attempt, in microseconds); a dead waiter's row expires (until_at) and stops blocking others.
-CREATE TABLE "{{prefix}}waiters" (
+-- UNLOGGED: entries live about a second and are refreshed by their waiters, so a crash that
+-- empties the table loses nothing, and queueing costs no WAL flush.
+CREATE UNLOGGED TABLE "{{prefix}}waiters" (
   name         text        NOT NULL,
   owner_secret uuid        NOT NULL,
   ticket       bigint      NOT NULL,

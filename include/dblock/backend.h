@@ -194,6 +194,21 @@ class Backend {
     return std::nullopt;
   }
 
+  // Optional, read-only: where a queued waiter stands (live waiters ahead of `ticket`) and the
+  // holder's remaining time (zero when free). Lets a woken waiter that is not first in line go
+  // back to sleep without writing; nullopt means "no such probe" (the core attempts instead).
+  struct QueueStatus {
+    int position = 0;
+    std::chrono::milliseconds holder_remaining{0};
+  };
+  virtual std::optional<QueueStatus> queue_status(std::string_view name, const OwnerSecret& secret,
+                                                  std::int64_t ticket) {
+    (void)name;
+    (void)secret;
+    (void)ticket;
+    return std::nullopt;
+  }
+
   // Optional: a native blocking wait for the first waiter in line (MySQL: GET_LOCK on a beacon the
   // holder's manager keeps while it holds the lease). Blocks up to `max_wait` for the holder to
   // release. Returns kWoken when the wait ended because the holder let go (or max_wait passed

@@ -306,21 +306,44 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
     }
 
     // Jittered, growing pause; never past the holder's remaining TTL (an abandoned lease is taken
-    // over promptly), the queue entry's refresh time, nor the caller's deadline.
-    microseconds pause = jittered(backoff);
-    backoff = std::min<microseconds>(backoff * 2, options_.max_poll);
-    if (result.holder_remaining >= milliseconds::zero()) {
-      pause = std::min<microseconds>(pause, result.holder_remaining + milliseconds(1));
-    }
-    if (request.queue) pause = std::min<microseconds>(pause, request.queue_ttl / 3);
-    pause = std::max<microseconds>(pause, microseconds(100));
-    auto wake_at = std::min<SteadyClock::time_point>(now + pause, deadline);
+    // over promptly), the queue entry's refresh time, nor the caller's deadline. A wake-up (a
+    // release in this process, a backend notification) leads to an attempt only for the first
+    // waiter in line; the others ask where they stand with a read-only probe and sleep on, so a
+    // release does not make every waiter write.
+    int known_position = result.queue_position;
+    milliseconds known_remaining = result.holder_remaining;
     std::unique_lock<std::mutex> lock(mutex_);
-    bool woken = wait_cv_.wait_until(lock, wake_at, [&] {
-      return stopping_ || waiting_[key].generation != generation;
-    });
-    if (stopping_) throw UsageError("LockManager is shutting down");
-    if (woken) backoff = options_.min_poll;  // a release just happened: poll eagerly again
+    for (;;) {
+      const auto now_inner = SteadyClock::now();
+      microseconds pause = jittered(backoff);
+      if (known_remaining >= milliseconds::zero()) {
+        pause = std::min<microseconds>(pause, known_remaining + milliseconds(1));
+      }
+      pause = std::max<microseconds>(pause, microseconds(100));
+      auto wake_at = std::min<SteadyClock::time_point>(now_inner + pause, deadline);
+      if (request.queue) wake_at = std::min<SteadyClock::time_point>(wake_at, sent_at + request.queue_ttl / 3);
+      bool woken = wait_cv_.wait_until(lock, wake_at, [&] {
+        return stopping_ || waiting_[key].generation != generation;
+      });
+      if (stopping_) throw UsageError("LockManager is shutting down");
+      if (!woken) {
+        backoff = std::min<microseconds>(backoff * 2, options_.max_poll);
+        break;  // time to attempt (and refresh the queue entry)
+      }
+      generation = waiting_[key].generation;
+      if (known_position > 0 && request.queue_ticket != 0) {
+        lock.unlock();
+        std::optional<Backend::QueueStatus> status = backend_->queue_status(key, state->secret, request.queue_ticket);
+        lock.lock();
+        if (status && (status->position > 0 || status->holder_remaining > milliseconds::zero())) {
+          known_position = status->position;
+          known_remaining = status->holder_remaining;
+          continue;  // not our turn yet
+        }
+      }
+      backoff = options_.min_poll;  // our turn may have come: attempt at once
+      break;
+    }
   }
 }
 

@@ -238,7 +238,7 @@ class PostgresBackend final : public Backend {
         tx.exec_params(render(sql::kRecordMigration), m.number, std::string(m.name));
       }
       if (options_.unlogged) {
-        for (const std::string& table : {leases_, readers_, waiters_}) {
+        for (const std::string& table : {leases_, readers_}) {  // waiters are always UNLOGGED
           bool unlogged = tx.exec_params1(sql::kIsUnlogged, table)[0].as<bool>();
           if (unlogged != *options_.unlogged) {
             tx.exec(std::string(sql::kSetUnlogged) + table +
@@ -290,6 +290,20 @@ class PostgresBackend final : public Backend {
       }
       result.holder_remaining = std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
       return result;
+    });
+  }
+
+  std::optional<QueueStatus> queue_status(std::string_view name, const OwnerSecret& secret,
+                                          std::int64_t ticket) override {
+    return with_retry("queue status", [&](Connection& c) -> std::optional<QueueStatus> {
+      Params p;
+      p.add(name).add(secret).add(ticket);
+      pqxx::result r = exec(c, "queue_status", p);
+      QueueStatus status;
+      status.position = static_cast<int>(r[0][0].as<std::int64_t>());
+      std::int64_t remaining_us = r[0][1].is_null() ? 0 : r[0][1].as<std::int64_t>();
+      status.holder_remaining = std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
+      return status;
     });
   }
 
@@ -428,20 +442,21 @@ class PostgresBackend final : public Backend {
     std::unique_ptr<Connection> c = session_connection();
     const std::int64_t key = advisory_key(name);
     try {
-      pqxx::nontransaction tx(*c->conn);
       bool granted;
       int pid;
+      const bool exclusive = mode == LockMode::kExclusive;
+      Params p;
+      p.add(key);
       if (wait <= milliseconds::zero()) {
-        pqxx::row r = tx.exec_params1(mode == LockMode::kExclusive ? sql::kTrySessionExclusive : sql::kTrySessionShared, key);
-        granted = r[0].as<bool>();
-        pid = r[1].as<int>();
+        pqxx::result r = exec(*c, exclusive ? "session_try_x" : "session_try_s", p);
+        granted = r[0][0].as<bool>();
+        pid = r[0][1].as<int>();
       } else {
         // lock_timeout is a session setting on this dedicated connection; '0' waits forever.
-        std::string timeout = wait >= std::chrono::hours(24 * 365) ? "0" : std::to_string(wait.count()) + "ms";
-        pqxx::row r = tx.exec_params1(mode == LockMode::kExclusive ? sql::kWaitSessionExclusive : sql::kWaitSessionShared,
-                                      key, timeout);
-        granted = r[2].as<bool>();
-        pid = r[3].as<int>();
+        p.add(wait >= std::chrono::hours(24 * 365) ? std::string("0") : std::to_string(wait.count()) + "ms");
+        pqxx::result r = exec(*c, exclusive ? "session_wait_x" : "session_wait_s", p);
+        granted = r[0][2].as<bool>();
+        pid = r[0][3].as<int>();
       }
       if (pid != c->backend_pid) {
         // The server session changed under us: a transaction pooler. The lock (if any) sits on
@@ -647,6 +662,16 @@ class PostgresBackend final : public Backend {
         {"reap_leases", sql::kReapLeases},
         {"reap_readers", sql::kReapReaders},
         {"reap_waiters", sql::kReapWaiters},
+        {"queue_status", sql::kQueueStatus},
+        // Session and transaction locks: prepared like everything else (parsing and planning them
+        // on every call cost a third of an advisory lock/unlock pair).
+        {"session_try_x", sql::kTrySessionExclusive},
+        {"session_try_s", sql::kTrySessionShared},
+        {"session_wait_x", sql::kWaitSessionExclusive},
+        {"session_wait_s", sql::kWaitSessionShared},
+        {"session_unlock_x", sql::kUnlockSessionExclusive},
+        {"session_unlock_s", sql::kUnlockSessionShared},
+        {"session_verify", sql::kVerifySession},
     };
     return list;
   }
@@ -710,12 +735,16 @@ class PostgresBackend final : public Backend {
     if (is_connection_failure(e) || !c->conn->is_open()) c.get_deleter().discard = true;
   }
 
+ public:
+  // Runs a registered statement (prepared unless Options::prepared is false) in autocommit.
   pqxx::result exec(Connection& c, const std::string& statement, const Params& p) {
     pqxx::nontransaction tx(*c.conn);
     auto ptrs = p.pointers();
     if (options_.prepared) return tx.exec_prepared(statement, pqxx::prepare::make_dynamic_params(ptrs));
     return tx.exec_params(rendered_.at(statement), pqxx::prepare::make_dynamic_params(ptrs));
   }
+
+ private:
 
   // Runs `fn` on a pooled connection, translating errors; a broken connection is discarded.
   template <class F>
@@ -881,10 +910,9 @@ PgSessionLock::~PgSessionLock() {
 bool PgSessionLock::verify() noexcept {
   if (!c_) return false;
   try {
-    pqxx::nontransaction tx(*c_->conn);
-    pqxx::row r = tx.exec_params1(sql::kVerifySession, key_,
-                                  std::string(mode_ == LockMode::kExclusive ? "ExclusiveLock" : "ShareLock"));
-    return r[0].as<bool>();
+    Params p;
+    p.add(key_).add(std::string_view(mode_ == LockMode::kExclusive ? "ExclusiveLock" : "ShareLock"));
+    return backend_.exec(*c_, "session_verify", p)[0][0].as<bool>();
   } catch (...) {
     return false;
   }
@@ -893,11 +921,11 @@ bool PgSessionLock::verify() noexcept {
 bool PgSessionLock::release() {
   if (!c_) return false;
   try {
-    pqxx::nontransaction tx(*c_->conn);
-    pqxx::row r = tx.exec_params1(mode_ == LockMode::kExclusive ? sql::kUnlockSessionExclusive : sql::kUnlockSessionShared,
-                                  key_);
-    bool released = r[0].as<bool>();
-    bool same_session = r[1].as<int>() == c_->backend_pid;
+    Params p;
+    p.add(key_);
+    pqxx::result r = backend_.exec(*c_, mode_ == LockMode::kExclusive ? "session_unlock_x" : "session_unlock_s", p);
+    bool released = r[0][0].as<bool>();
+    bool same_session = r[0][1].as<int>() == c_->backend_pid;
     if (released && same_session) {
       backend_.give_back_session(std::move(c_));
     } else {

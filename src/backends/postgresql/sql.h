@@ -17,14 +17,20 @@ namespace dblock::postgresql::sql {
   " AND NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = $1 AND w.until_at > now.t"                \
   " AND w.owner_secret <> $2::uuid AND ($5::bigint IS NULL OR w.ticket < $5::bigint))"
 
+// The same check where no "now" CTE is in scope (clock_timestamp() is read again: a few
+// microseconds of difference between the checks is harmless).
+#define DBLOCK_PG_NO_EARLIER_WAITER_NOW                                                          \
+  " AND NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"    \
+  " AND w.owner_secret <> $2::uuid AND ($5::bigint IS NULL OR w.ticket < $5::bigint))"
+
 // Exclusive acquire in one round trip. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket.
 // Takes a free or expired row, or re-takes a row this secret already holds (so that an attempt
 // whose reply was lost can be repeated safely). nextval only runs when the insert is attempted.
 inline constexpr const char* kAcquireExclusive =
-    "WITH now AS (SELECT clock_timestamp() AS t)"
-    " INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
-    " SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0"
-    " FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
+    "INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
+    " SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), clock_timestamp(),"
+    " clock_timestamp() + $4::bigint * interval '1 microsecond', 0"
+    " WHERE true" DBLOCK_PG_NO_EARLIER_WAITER_NOW
     " ON CONFLICT (name) DO UPDATE SET owner_secret = EXCLUDED.owner_secret, holder = EXCLUDED.holder,"
     " mode = 'exclusive', fence = EXCLUDED.fence, acquired_at = EXCLUDED.acquired_at,"
     " expires_at = EXCLUDED.expires_at, renewals = 0"
@@ -68,6 +74,7 @@ inline constexpr const char* kAcquireShared =
     " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM reader";
 
 #undef DBLOCK_PG_NO_EARLIER_WAITER
+#undef DBLOCK_PG_NO_EARLIER_WAITER_NOW
 
 // Not acquired: join (or stay in) the queue and report the position and the holder's remaining
 // time. $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL.
@@ -81,6 +88,13 @@ inline constexpr const char* kQueue =
     "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket),"
     "  (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"
     " FROM q";
+
+// Read-only queue position for a waiter that was woken: $1 name, $2 secret, $3 ticket. Returns
+// the number of live waiters ahead and the holder's remaining time (NULL: no row, free).
+inline constexpr const char* kQueueStatus =
+    "SELECT (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
+    "  AND w.owner_secret <> $2::uuid AND w.ticket < $3::bigint),"
+    " (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)";
 
 // $1 name: the holder's remaining time in microseconds (no row: free).
 inline constexpr const char* kRemaining =
@@ -106,10 +120,10 @@ inline constexpr const char* kRenewReader =
 // Release (compare-and-delete). Wakes waiters with NOTIFY only when one is queued, so the
 // uncontended path pays nothing for notifications. $1 name, $2 secret, $3 channel.
 inline constexpr const char* kReleaseExclusive =
-    "WITH d AS (DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
-    "  RETURNING expires_at > clock_timestamp() AS live)"
-    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1) FROM {W} w WHERE w.name = $1"
-    "  AND w.until_at > clock_timestamp() LIMIT 1) n) FROM d";
+    "DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
+    " RETURNING expires_at > clock_timestamp(),"
+    " (SELECT count(*) FROM (SELECT pg_notify($3, $1) FROM {W} w WHERE w.name = $1"
+    "  AND w.until_at > clock_timestamp() LIMIT 1) n)";
 inline constexpr const char* kReleaseReader =
     "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
     "  RETURNING expires_at > clock_timestamp() AS live),"
