@@ -229,9 +229,12 @@ class Backend {
   // Deletes at most `batch` expired rows; returns how many. Never touches a live lease.
   virtual std::size_t reap(std::size_t batch) = 0;
 
-  // Optional: push release events. The backend calls `on_release(name)` from its own thread
-  // whenever a lease may have become free; subscribe/unsubscribe bracket a waiter's interest.
-  virtual void set_release_listener(std::function<void(std::string_view name)> on_release) {
+  // Optional: push release events. The backend calls `on_release(name, next_ticket)` from its own
+  // thread whenever a lease may have become free; `next_ticket` is the queue ticket of the waiter
+  // whose turn it is (0: unknown, every waiter should look). subscribe/unsubscribe bracket a
+  // waiter's interest.
+  virtual void set_release_listener(
+      std::function<void(std::string_view name, std::int64_t next_ticket)> on_release) {
     (void)on_release;
   }
   virtual void subscribe(std::string_view name) { (void)name; }

@@ -50,9 +50,9 @@ ManagerCore::~ManagerCore() { shutdown(); }
 void ManagerCore::start() {
   backend_->migrate(options_.auto_migrate);
   // The listener only needs the name; it never blocks on the backend.
-  backend_->set_release_listener([this](std::string_view name) {
+  backend_->set_release_listener([this](std::string_view name, std::int64_t next_ticket) {
     std::lock_guard<std::mutex> lock(mutex_);
-    bump_locked(std::string(name));
+    bump_locked(std::string(name), next_ticket);
   });
   renewal_thread_ = std::thread([this] { renewal_loop(); });
   if (options_.reaper) reaper_thread_ = std::thread([this] { reaper_loop(); });
@@ -116,10 +116,11 @@ void ManagerCore::report(const Error& error) noexcept {
   }
 }
 
-void ManagerCore::bump_locked(const std::string& name) {
+void ManagerCore::bump_locked(const std::string& name, std::int64_t next_ticket) {
   auto it = waiting_.find(name);
   if (it == waiting_.end()) return;
   ++it->second.generation;
+  it->second.next_ticket = next_ticket;
   wait_cv_.notify_all();
 }
 
@@ -331,6 +332,12 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
         break;  // time to attempt (and refresh the queue entry)
       }
       generation = waiting_[key].generation;
+      const std::int64_t next_ticket = waiting_[key].next_ticket;
+      if (known_position > 0 && request.queue_ticket != 0 && next_ticket != 0) {
+        if (next_ticket != request.queue_ticket) continue;  // the notification named someone else
+        backoff = options_.min_poll;
+        break;  // it named us
+      }
       if (known_position > 0 && request.queue_ticket != 0) {
         lock.unlock();
         std::optional<Backend::QueueStatus> status = backend_->queue_status(key, state->secret, request.queue_ticket);

@@ -108,6 +108,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
  private:
   struct NameWaiters {
     std::uint64_t generation = 0;  // bumped whenever the name may have become free
+    std::int64_t next_ticket = 0;  // from the last bump: whose turn it is (0: anyone's)
     int waiters = 0;
   };
 
@@ -118,7 +119,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // Marks `state` lost (once), drops it from the active set and runs its callback on this thread.
   void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason, bool run_callback);
   // REQUIRES: mutex_ held. Wakes in-process waiters for `name`.
-  void bump_locked(const std::string& name);
+  void bump_locked(const std::string& name, std::int64_t next_ticket = 0);
   void remove_active_locked(const std::shared_ptr<LeaseState>& state);
   std::chrono::milliseconds drift_margin(std::chrono::milliseconds ttl) const;
 

@@ -10,6 +10,9 @@
 #ifdef DBLOCK_HAVE_POSTGRESQL
 #include "dblock/postgresql/postgresql.h"
 #endif
+#ifdef DBLOCK_HAVE_MYSQL
+#include "dblock/mysql/mysql.h"
+#endif
 
 namespace dblock {
 
@@ -21,6 +24,9 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
 #endif
 #ifdef DBLOCK_HAVE_POSTGRESQL
   if (url.scheme == "postgresql") backend = postgresql::make_backend(url, options.table_prefix);
+#endif
+#ifdef DBLOCK_HAVE_MYSQL
+  if (url.scheme == "mysql" || url.scheme == "mariadb") backend = mysql::make_backend(url, options.table_prefix);
 #endif
   if (!backend) {
     std::string known;
@@ -37,6 +43,10 @@ std::vector<std::string> available_schemes() {
 #endif
 #ifdef DBLOCK_HAVE_POSTGRESQL
   schemes.push_back("postgresql");
+#endif
+#ifdef DBLOCK_HAVE_MYSQL
+  schemes.push_back("mysql");
+  schemes.push_back("mariadb");
 #endif
   return schemes;
 }

@@ -415,7 +415,7 @@ class PostgresBackend final : public Backend {
 
   // ---- notifications ----
 
-  void set_release_listener(std::function<void(std::string_view)> on_release) override {
+  void set_release_listener(std::function<void(std::string_view, std::int64_t)> on_release) override {
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
       on_release_ = std::move(on_release);
@@ -860,25 +860,38 @@ class PostgresBackend final : public Backend {
     }
   }
 
-  void dispatch(const std::string& name) {
-    std::function<void(std::string_view)> callback;
+  // Payload: "<name>" or "<name>\x1f<ticket of the waiter whose turn it is>".
+  void dispatch(const std::string& payload) {
+    std::function<void(std::string_view, std::int64_t)> callback;
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
       callback = on_release_;
     }
-    if (callback) callback(name);
+    if (!callback) return;
+    std::string_view name = payload;
+    std::int64_t ticket = 0;
+    std::size_t sep = payload.rfind('\x1f');
+    if (sep != std::string::npos) {
+      name = std::string_view(payload).substr(0, sep);
+      try {
+        ticket = std::stoll(payload.substr(sep + 1));
+      } catch (const std::exception&) {
+        ticket = 0;
+      }
+    }
+    callback(name, ticket);
   }
 
   void dispatch_all() {
     std::vector<std::string> names;
-    std::function<void(std::string_view)> callback;
+    std::function<void(std::string_view, std::int64_t)> callback;
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
       callback = on_release_;
       for (const auto& [name, count] : subscribed_) names.push_back(name);
     }
     if (callback) {
-      for (const auto& name : names) callback(name);
+      for (const auto& name : names) callback(name, 0);
     }
   }
 
@@ -895,7 +908,7 @@ class PostgresBackend final : public Backend {
 
   std::mutex listener_mutex_;
   std::condition_variable listener_cv_;
-  std::function<void(std::string_view)> on_release_;  // GUARDED_BY(listener_mutex_)
+  std::function<void(std::string_view, std::int64_t)> on_release_;  // GUARDED_BY(listener_mutex_)
   std::map<std::string, int> subscribed_;             // GUARDED_BY(listener_mutex_)
   bool listener_stop_ = false;                        // GUARDED_BY(listener_mutex_)
   std::thread listener_;

@@ -118,20 +118,22 @@ inline constexpr const char* kRenewReader =
     " SELECT " DBLOCK_PG_US("expires_at") " FROM r";
 
 // Release (compare-and-delete). Wakes waiters with NOTIFY only when one is queued, so the
-// uncontended path pays nothing for notifications. $1 name, $2 secret, $3 channel.
+// uncontended path pays nothing for notifications; the payload is the name, chr(31) and the
+// ticket of the first waiter in line, so only that waiter attempts (lock names never contain
+// control characters). $1 name, $2 secret, $3 channel.
 inline constexpr const char* kReleaseExclusive =
     "DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
     " RETURNING expires_at > clock_timestamp(),"
-    " (SELECT count(*) FROM (SELECT pg_notify($3, $1) FROM {W} w WHERE w.name = $1"
-    "  AND w.until_at > clock_timestamp() LIMIT 1) n)";
+    " (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || w.ticket) FROM {W} w WHERE w.name = $1"
+    "  AND w.until_at > clock_timestamp() ORDER BY w.ticket LIMIT 1) n)";
 inline constexpr const char* kReleaseReader =
     "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
     "  RETURNING expires_at > clock_timestamp() AS live),"
     " l AS (UPDATE {L} SET expires_at = coalesce((SELECT max(r.expires_at) FROM {R} r WHERE r.name = $1"
     "  AND r.owner_secret <> $2::uuid AND r.expires_at > clock_timestamp()), '-infinity')"
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM d))"
-    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1) FROM {W} w WHERE w.name = $1"
-    "  AND w.until_at > clock_timestamp() LIMIT 1) n) FROM d";
+    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || w.ticket) FROM {W} w"
+    "  WHERE w.name = $1 AND w.until_at > clock_timestamp() ORDER BY w.ticket LIMIT 1) n) FROM d";
 
 // Admin eviction: frees the name and bumps its fence; drops its readers; wakes waiters.
 // $1 name, $2 channel.
