@@ -112,7 +112,7 @@ constexpr int kProbeNames = 1'000;
 // Reaper figure.
 constexpr int kDefaultReapRows = 1'000'000;
 constexpr int kQuickReapRows = 20'000;
-constexpr auto kReaperInterval = 100ms;  // "small reaper_interval"; the batch stays at the default 1000
+constexpr auto kReaperInterval = 100ms;  // "small reaper_interval"; the batch stays at the default (ManagerOptions::reaper_batch)
 constexpr auto kReapProbeEvery = 100ms;
 constexpr auto kReapTimeLimit = 900s;
 
@@ -1577,11 +1577,11 @@ int run(const Config& config) {
       std::printf("\n");
     }
     if (reaper) {
-      std::printf("reaper: %lld expired rows inserted in %.1f s; a LockManager (reaper_interval %lld ms, batch 1000)\n"
+      std::printf("reaper: %lld expired rows inserted in %.1f s; a LockManager (reaper_interval %lld ms, batch %d)\n"
                   "        deleted them in %.1f s (%.0f rows/s)%s; %lld expired rows left; %zu pairs measured during,"
                   " %zu idle\n\n",
                   static_cast<long long>(reaper->rows), reaper->insert_seconds,
-                  static_cast<long long>(kReaperInterval / 1ms), reaper->reap_seconds,
+                  static_cast<long long>(kReaperInterval / 1ms), dblock::ManagerOptions{}.reaper_batch, reaper->reap_seconds,
                   static_cast<double>(reaper->rows) / reaper->reap_seconds,
                   reaper->finished ? "" : " -- DID NOT FINISH within the time limit",
                   static_cast<long long>(reaper->left), reaper->during.pair.size(), reaper->idle.pair.size());

@@ -47,7 +47,8 @@ struct ManagerOptions {
   // Reaper: a background thread deleting expired lease rows in bounded batches.
   bool reaper = true;                                // default on
   std::chrono::milliseconds reaper_interval{5'000};  // pause between passes; default 5 s
-  int reaper_batch = 1'000;                          // rows per statement; default 1000, must be > 0
+  // Rows per reaper statement; default 1000, must be > 0. Batches run 5 ms apart.
+  int reaper_batch = 1'000;
 
   // Create or upgrade the lock tables on open (under the backend's migration lock). Default true.
   // With false, opening a database without the schema throws SchemaError.

@@ -446,17 +446,17 @@ class PostgresBackend final : public Backend {
       int pid;
       const bool exclusive = mode == LockMode::kExclusive;
       Params p;
-      p.add(key);
+      p.add(key).add(std::int64_t{c->backend_pid});
       if (wait <= milliseconds::zero()) {
         pqxx::result r = exec(*c, exclusive ? "session_try_x" : "session_try_s", p);
-        granted = r[0][0].as<bool>();
         pid = r[0][1].as<int>();
+        granted = !r[0][0].is_null() && r[0][0].as<bool>();
       } else {
         // lock_timeout is a session setting on this dedicated connection; '0' waits forever.
         p.add(wait >= std::chrono::hours(24 * 365) ? std::string("0") : std::to_string(wait.count()) + "ms");
         pqxx::result r = exec(*c, exclusive ? "session_wait_x" : "session_wait_s", p);
-        granted = r[0][2].as<bool>();
         pid = r[0][3].as<int>();
+        granted = r[0][2].as<bool>();
       }
       if (pid != c->backend_pid) {
         // The server session changed under us: a transaction pooler. The lock (if any) sits on
@@ -935,9 +935,9 @@ bool PgSessionLock::release() {
   if (!c_) return false;
   try {
     Params p;
-    p.add(key_);
+    p.add(key_).add(std::int64_t{c_->backend_pid});
     pqxx::result r = backend_.exec(*c_, mode_ == LockMode::kExclusive ? "session_unlock_x" : "session_unlock_s", p);
-    bool released = r[0][0].as<bool>();
+    bool released = !r[0][0].is_null() && r[0][0].as<bool>();
     bool same_session = r[0][1].as<int>() == c_->backend_pid;
     if (released && same_session) {
       backend_.give_back_session(std::move(c_));

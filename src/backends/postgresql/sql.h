@@ -193,16 +193,27 @@ inline constexpr const char* kSetUnlogged = "ALTER TABLE ";
 inline constexpr const char* kSetUnloggedSuffix = " SET UNLOGGED";
 inline constexpr const char* kSetLoggedSuffix = " SET LOGGED";
 
-// Session (advisory) locks. $1 key, $2 lock_timeout ('0' = wait forever). pg_backend_pid() comes
-// back with every call: a change means a transaction pooler swapped the server session.
-inline constexpr const char* kTrySessionExclusive = "SELECT pg_try_advisory_lock($1::bigint), pg_backend_pid()";
-inline constexpr const char* kTrySessionShared = "SELECT pg_try_advisory_lock_shared($1::bigint), pg_backend_pid()";
+// Session (advisory) locks. Every statement names the server session it must run on ($2, the
+// pid recorded when the connection was opened) and takes or drops the lock only there: behind a
+// transaction pooler a statement can land on another client's server session, and a lock taken
+// there would be stuck on a pooled session and held by nobody. The pid comes back so the caller
+// can refuse loudly. $1 key, $2 expected pid, $3 lock_timeout ('0' = wait forever).
+inline constexpr const char* kTrySessionExclusive =
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_try_advisory_lock($1::bigint) END, pg_backend_pid()";
+inline constexpr const char* kTrySessionShared =
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_try_advisory_lock_shared($1::bigint) END, pg_backend_pid()";
 inline constexpr const char* kWaitSessionExclusive =
-    "SELECT set_config('lock_timeout', $2, false), pg_advisory_lock($1::bigint), true, pg_backend_pid()";
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN set_config('lock_timeout', $3, false) END,"
+    " CASE WHEN pg_backend_pid() = $2::int THEN (SELECT 1 FROM (SELECT pg_advisory_lock($1::bigint)) l) END,"
+    " pg_backend_pid() = $2::int, pg_backend_pid()";
 inline constexpr const char* kWaitSessionShared =
-    "SELECT set_config('lock_timeout', $2, false), pg_advisory_lock_shared($1::bigint), true, pg_backend_pid()";
-inline constexpr const char* kUnlockSessionExclusive = "SELECT pg_advisory_unlock($1::bigint), pg_backend_pid()";
-inline constexpr const char* kUnlockSessionShared = "SELECT pg_advisory_unlock_shared($1::bigint), pg_backend_pid()";
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN set_config('lock_timeout', $3, false) END,"
+    " CASE WHEN pg_backend_pid() = $2::int THEN (SELECT 1 FROM (SELECT pg_advisory_lock_shared($1::bigint)) l) END,"
+    " pg_backend_pid() = $2::int, pg_backend_pid()";
+inline constexpr const char* kUnlockSessionExclusive =
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_advisory_unlock($1::bigint) END, pg_backend_pid()";
+inline constexpr const char* kUnlockSessionShared =
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_advisory_unlock_shared($1::bigint) END, pg_backend_pid()";
 // $1 key, $2 'ExclusiveLock' or 'ShareLock'. Does this session hold it?
 inline constexpr const char* kVerifySession =
     "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted"
