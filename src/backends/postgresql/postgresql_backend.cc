@@ -596,11 +596,18 @@ class PostgresBackend final : public Backend {
                  version + " = ?";
     params.push_back(update.id);
     params.push_back(update.expected_version);
-    return with_retry("compare-and-set", [&](Connection& c) {
-      pqxx::nontransaction tx(*c.conn);
-      PgTransaction t(tx);
-      return t.execute(statement, params) == 1;
-    });
+    // Not retried: an UPDATE whose reply was lost may have been applied, and repeating it would
+    // report a conflict for our own write. The caller learns "in doubt" instead.
+    try {
+      return with_connection([&](Connection& c) {
+        pqxx::nontransaction tx(*c.conn);
+        PgTransaction t(tx);
+        return t.execute(statement, params) == 1;
+      });
+    } catch (const ConnectionError& e) {
+      throw InDoubtError(std::string("postgresql: compare-and-set in doubt: ") + e.what(), kBackendName,
+                         e.sqlstate());
+    }
   }
 
   std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column, const Value& id,

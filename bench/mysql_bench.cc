@@ -1,0 +1,1319 @@
+// bench/mysql_bench.cc — dblock on MariaDB (mysql:// backend), each figure printed beside the raw
+// MySQL Connector/C++ 1.1 floor measured in the same run (DESIGN §9). Modelled on postgresql_bench.cc.
+//
+// Figures (bench/README.md explains each one):
+//   lease_pair        try_acquire + release            vs  prepared INSERT IGNORE ... + DELETE on one
+//                                                          connection (InnoDB, name VARBINARY(255) PK)
+//   session_pair      session_lock(name, 0) + release  vs  prepared SELECT GET_LOCK(?, 0) + RELEASE_LOCK(?)
+//   handoff_session   4 processes x K session_lock(wait=10s) -> 20 us -> release
+//                                                      vs  raw blocking GET_LOCK(name, 10) / RELEASE_LOCK
+//   handoff_lease     4 processes x K acquire(wait=10s) -> 20 us -> release; absolute target on the p50
+//                     (no raw floor: MariaDB has no LISTEN/NOTIFY to write one against)
+//
+// Placement: the server runs on one CPU (scripts/bench-mysql.sh starts it and pins it with taskset
+// -c 0) and this process pins itself to another before anything starts; forked contenders and
+// dblock's threads inherit the client CPU. The process forks only while it holds no connection and
+// no LockManager. Exit status: 0 when the benchmark ran, whatever the figures say; 1 when it could
+// not run (no URL, server unreachable, ...).
+
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+// Only cppconn/* headers: mysql_driver.h / mysql_connection.h pull in Boost.
+#include <cppconn/connection.h>
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <cppconn/version_info.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <new>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bench_util.h"
+#include "dblock/errors.h"
+#include "dblock/lease.h"
+#include "dblock/lock_manager.h"
+#include "dblock/open.h"
+#include "dblock/options.h"
+#include "dblock/session_lock.h"
+
+#ifndef DBLOCK_BENCH_BUILD_TYPE
+#define DBLOCK_BENCH_BUILD_TYPE ""
+#endif
+
+namespace {
+
+using namespace std::chrono_literals;
+using dblock_bench::Clock;
+using dblock_bench::JsonLine;
+using dblock_bench::Summary;
+using dblock_bench::cell;
+using dblock_bench::format;
+using dblock_bench::now_ns;
+using dblock_bench::ratio;
+using dblock_bench::summarize;
+using dblock_bench::to_us;
+
+constexpr const char* kUrlEnv = "DBLOCK_BENCH_MYSQL_URL";
+
+// Pair figures.
+constexpr int kDefaultPairs = 5'000;
+constexpr int kDefaultWarmup = 500;
+constexpr int kQuickPairs = 300;
+constexpr int kQuickWarmup = 50;
+// Floor and dblock alternate in blocks of this many pairs, so slow drifts land on both sides.
+constexpr int kInterleaveBlock = 500;
+
+// Hand-off figures.
+constexpr int kProcesses = 4;
+constexpr int kDefaultIterations = 300;
+constexpr int kQuickIterations = 30;
+constexpr auto kCriticalSection = 20us;
+constexpr auto kContentionWait = 10s;
+constexpr auto kContentionTtl = 5s;
+
+// Targets (issue text).
+constexpr double kTargetLeasePair = 1.15;
+constexpr double kTargetSessionPair = 1.1;
+constexpr double kTargetHandoffSession = 1.2;
+constexpr double kTargetHandoffLeaseP50Us = 2'000.0;  // absolute: p50 < 2 ms
+
+// Everything this benchmark creates is named dblock_bench_*, dropped at the start and (unless
+// --keep) at the end, so it can share a server with the test suite.
+constexpr const char* kPrefixPairs = "dblock_bench_";
+constexpr const char* kPrefixHandoff = "dblock_bench_ho_";
+constexpr const char* kRawTable = "dblock_bench_raw_leases";
+
+constexpr const char* kAllFigures[] = {"pairs", "session", "handoff"};
+
+struct Config {
+  std::string url;
+  int pairs = kDefaultPairs;
+  int warmup = kDefaultWarmup;
+  int iterations = kDefaultIterations;
+  bool quick = false;
+  bool json_only = false;
+  bool pin = true;
+  std::optional<int> cpu;
+  std::optional<int> server_pid;
+  bool keep = false;
+  std::set<std::string> figures{std::begin(kAllFigures), std::end(kAllFigures)};
+
+  bool wants(const char* figure) const { return figures.count(figure) > 0; }
+};
+
+[[noreturn]] void usage(const char* argv0, int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: %s [--url URL] [--quick] [--json-only] [--cpu N | --no-pin] [--server-pid PID]\n"
+               "          [--pairs N] [--iterations K] [--figures LIST] [--keep]\n"
+               "  --url URL         mysql://user[:password]@host[:port]/database (default: $%s)\n"
+               "  --quick           small N everywhere (CI smoke test)\n"
+               "  --json-only       print only the BENCH_JSON lines\n"
+               "  --cpu N           pin this process and its children to CPU N (default: the launcher's CPU\n"
+               "                    when started with a single-CPU mask; else the lowest allowed CPU the\n"
+               "                    server is not pinned to)\n"
+               "  --no-pin          do not pin (placement is reported as such)\n"
+               "  --server-pid PID  the mariadbd pid, for its CPU placement (default: read @@pid_file)\n"
+               "  --pairs N         measured pairs per pair figure (default %d)\n"
+               "  --iterations K    acquisitions per contending process (default %d)\n"
+               "  --figures LIST    comma-separated subset of pairs,session,handoff\n"
+               "  --keep            keep the dblock_bench_* tables afterwards\n",
+               argv0, kUrlEnv, kDefaultPairs, kDefaultIterations);
+  std::exit(status);
+}
+
+int parse_non_negative(const char* argv0, const char* flag, const char* text) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > 100'000'000) {
+    std::fprintf(stderr, "%s: bad value for %s: %s\n", argv0, flag, text);
+    usage(argv0, 2);
+  }
+  return static_cast<int>(value);
+}
+
+Config parse_args(int argc, char** argv) {
+  Config config;
+  std::optional<int> pairs, iterations;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) usage(argv[0], 2);
+      return argv[++i];
+    };
+    if (arg == "--url") {
+      config.url = next();
+    } else if (arg == "--quick") {
+      config.quick = true;
+    } else if (arg == "--json-only") {
+      config.json_only = true;
+    } else if (arg == "--no-pin") {
+      config.pin = false;
+    } else if (arg == "--cpu") {
+      config.cpu = parse_non_negative(argv[0], "--cpu", next());
+    } else if (arg == "--server-pid") {
+      config.server_pid = parse_non_negative(argv[0], "--server-pid", next());
+    } else if (arg == "--pairs") {
+      pairs = parse_non_negative(argv[0], "--pairs", next());
+    } else if (arg == "--iterations") {
+      iterations = parse_non_negative(argv[0], "--iterations", next());
+    } else if (arg == "--figures") {
+      config.figures.clear();
+      std::stringstream list(next());
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        if (std::find(std::begin(kAllFigures), std::end(kAllFigures), item) == std::end(kAllFigures)) {
+          std::fprintf(stderr, "%s: unknown figure: %s\n", argv[0], item.c_str());
+          usage(argv[0], 2);
+        }
+        config.figures.insert(item);
+      }
+    } else if (arg == "--keep") {
+      config.keep = true;
+    } else if (arg == "--help" || arg == "-h") {
+      usage(argv[0], 0);
+    } else {
+      std::fprintf(stderr, "%s: unknown argument: %s\n", argv[0], argv[i]);
+      usage(argv[0], 2);
+    }
+  }
+  if (config.url.empty()) {
+    const char* env = std::getenv(kUrlEnv);
+    if (env != nullptr) config.url = env;
+  }
+  if (config.url.empty()) {
+    std::fprintf(stderr, "%s: no server: pass --url mysql://... or set %s\n", argv[0], kUrlEnv);
+    std::exit(1);
+  }
+  if (config.quick) {
+    config.pairs = kQuickPairs;
+    config.warmup = kQuickWarmup;
+    config.iterations = kQuickIterations;
+  }
+  if (pairs) config.pairs = std::max(*pairs, 1);
+  if (iterations) config.iterations = std::max(*iterations, 2);
+  return config;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+std::string cpu_list(const cpu_set_t& set) {
+  std::string out;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &set)) continue;
+    int last = cpu;
+    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
+    if (!out.empty()) out += ',';
+    out += last == cpu ? std::to_string(cpu) : std::to_string(cpu) + "-" + std::to_string(last);
+    cpu = last;
+  }
+  return out;
+}
+
+// Parses a kernel CPU list ("0", "0-1", "0,2-3"); false when it is not one.
+bool parse_cpu_list(const std::string& text, cpu_set_t& out) {
+  CPU_ZERO(&out);
+  std::stringstream in(text);
+  std::string part;
+  bool any = false;
+  while (std::getline(in, part, ',')) {
+    int first = 0, last = 0;
+    if (std::sscanf(part.c_str(), "%d-%d", &first, &last) == 2) {
+    } else if (std::sscanf(part.c_str(), "%d", &first) == 1) {
+      last = first;
+    } else {
+      return false;
+    }
+    for (int cpu = first; cpu <= last && cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &out);
+    any = true;
+  }
+  return any;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "unknown CPU";
+}
+
+std::string utc_now() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void progress(const char* what) { std::fprintf(stderr, "[mysql_bench] %s\n", what); }
+
+// ---------------------------------------------------------------------------------------------
+// Raw connections: the floor talks Connector/C++ 1.1 directly, like hand-written application code.
+
+struct RawTarget {
+  std::string host = "127.0.0.1";
+  int port = 3306;
+  std::string user = "root";
+  std::string password;
+  std::string database;
+};
+
+// mysql://user[:password]@host[:port]/database[?dblock options]; the query string is dblock's.
+RawTarget parse_url(const std::string& url) {
+  RawTarget t;
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos || url.substr(0, scheme) != "mysql") {
+    throw std::runtime_error("not a mysql:// URL: " + url);
+  }
+  std::string rest = url.substr(scheme + 3);
+  if (const auto q = rest.find('?'); q != std::string::npos) rest.resize(q);
+  if (const auto slash = rest.find('/'); slash != std::string::npos) {
+    t.database = rest.substr(slash + 1);
+    rest.resize(slash);
+  }
+  if (const auto at = rest.rfind('@'); at != std::string::npos) {
+    const std::string creds = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (const auto colon = creds.find(':'); colon != std::string::npos) {
+      t.user = creds.substr(0, colon);
+      t.password = creds.substr(colon + 1);
+    } else {
+      t.user = creds;
+    }
+  }
+  if (const auto colon = rest.rfind(':'); colon != std::string::npos) {
+    t.port = std::stoi(rest.substr(colon + 1));
+    rest.resize(colon);
+  }
+  if (!rest.empty()) t.host = rest;
+  return t;
+}
+
+sql::Driver* driver() {
+  static sql::Driver* instance = get_driver_instance();
+  return instance;
+}
+
+std::unique_ptr<sql::Connection> raw_connect(const std::string& url) {
+  const RawTarget t = parse_url(url);
+  sql::ConnectOptionsMap options;
+  options["hostName"] = sql::SQLString(t.host);
+  options["port"] = t.port;
+  options["userName"] = sql::SQLString(t.user);
+  options["password"] = sql::SQLString(t.password);
+  options["schema"] = sql::SQLString(t.database);
+  options["OPT_RECONNECT"] = false;
+  options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
+  std::unique_ptr<sql::Connection> c(driver()->connect(options));
+  c->setAutoCommit(true);
+  return c;
+}
+
+void run_sql(sql::Connection& c, const std::string& text) {
+  std::unique_ptr<sql::Statement> s(c.createStatement());
+  s->execute(text);
+}
+
+std::string scalar(sql::Connection& c, const std::string& text) {
+  std::unique_ptr<sql::Statement> s(c.createStatement());
+  std::unique_ptr<sql::ResultSet> r(s->executeQuery(text));
+  if (!r->next() || r->isNull(1)) return {};
+  return std::string(r->getString(1));
+}
+
+std::string quote_ident(const std::string& name) { return "`" + name + "`"; }
+
+void drop_prefix(sql::Connection& c, const std::string& prefix) {
+  run_sql(c, "DROP TABLE IF EXISTS " + quote_ident(prefix + "readers") + ", " + quote_ident(prefix + "waiters") + ", " +
+                 quote_ident(prefix + "leases") + ", " + quote_ident(prefix + "schema_version"));
+}
+
+void drop_everything(sql::Connection& c) {
+  for (const char* prefix : {kPrefixPairs, kPrefixHandoff}) drop_prefix(c, prefix);
+  run_sql(c, std::string("DROP TABLE IF EXISTS ") + kRawTable);
+}
+
+void create_raw_table(sql::Connection& c) {
+  run_sql(c, std::string("CREATE TABLE ") + kRawTable +
+                 " (name VARBINARY(255) NOT NULL PRIMARY KEY, owner BINARY(16) NOT NULL,"
+                 " expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB");
+}
+
+// Owner ids for the floor, from a counter: the floor does not pay for randomness.
+std::string counter_owner(std::uint64_t a, std::uint64_t b) {
+  std::string out(16, '\0');
+  std::memcpy(out.data(), &a, 8);
+  std::memcpy(out.data() + 8, &b, 8);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Placement
+
+struct Placement {
+  bool pinned = false;
+  int cpu = -1;
+  std::string how;
+  std::string allowed_before;
+  std::string server_cpus;  // the server backend's Cpus_allowed_list, or "unknown"
+  int server_pid = 0;
+  bool overlap = false;     // the client CPU is one the server may run on
+};
+
+// The CPUs a server backend may run on, from /proc (when the server runs on this host).
+std::string server_cpus(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+      const auto value = line.find_first_not_of(" \t", std::strlen("Cpus_allowed_list:"));
+      if (value != std::string::npos) return line.substr(value);
+    }
+  }
+  return "unknown";
+}
+
+// Pins the calling (still single-threaded) process before anything else starts. The server and the
+// client on different fixed CPUs: every round trip then crosses CPUs the same way, and no migration
+// blurs the figures (on one CPU a round trip would instead be two context switches).
+Placement apply_placement(const Config& config, int server_pid) {
+  Placement placement;
+  placement.server_pid = server_pid;
+  placement.server_cpus = server_cpus(server_pid);
+  cpu_set_t server_set;
+  const bool server_known = parse_cpu_list(placement.server_cpus, server_set);
+
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
+  }
+  placement.allowed_before = cpu_list(allowed);
+  if (!config.pin) {
+    placement.how = "not pinned (--no-pin); allowed CPUs " + placement.allowed_before;
+    return placement;
+  }
+  int lowest = -1;
+  int lowest_free = -1;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
+    if (!CPU_ISSET(cpu, &allowed)) continue;
+    if (lowest < 0) lowest = cpu;
+    if (lowest_free < 0 && server_known && !CPU_ISSET(cpu, &server_set)) lowest_free = cpu;
+  }
+  if (config.cpu) {
+    placement.cpu = *config.cpu;
+    placement.how = "--cpu";
+  } else if (CPU_COUNT(&allowed) == 1) {
+    placement.cpu = lowest;  // started under `taskset -c N` (scripts/bench-postgresql.sh)
+    placement.how = "launcher's single-CPU mask";
+  } else if (lowest_free >= 0) {
+    placement.cpu = lowest_free;
+    placement.how = "default: lowest allowed CPU the server is not pinned to";
+  } else {
+    placement.cpu = lowest;
+    placement.how = "default: lowest allowed CPU";
+  }
+  cpu_set_t target;
+  CPU_ZERO(&target);
+  CPU_SET(placement.cpu, &target);
+  if (sched_setaffinity(0, sizeof target, &target) != 0) {
+    throw std::runtime_error(format("cannot pin to CPU %d (allowed: %s): %s", placement.cpu,
+                                    placement.allowed_before.c_str(), std::strerror(errno)));
+  }
+  placement.pinned = true;
+  placement.overlap = !server_known || CPU_ISSET(placement.cpu, &server_set);
+  return placement;
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Pair figures
+
+struct PairSamples {
+  std::vector<double> acquire;  // µs
+  std::vector<double> release;  // µs
+  std::vector<double> pair;     // µs, acquire start to release end (including dropping the handle)
+
+  void reserve(std::size_t n) {
+    acquire.reserve(n);
+    release.reserve(n);
+    pair.reserve(n);
+  }
+  void add(Clock::time_point t0, Clock::time_point t1, Clock::time_point t2) {
+    acquire.push_back(to_us(t1 - t0));
+    release.push_back(to_us(t2 - t1));
+    pair.push_back(to_us(t2 - t0));
+  }
+};
+
+
+class RawLeaseSide {
+ public:
+  explicit RawLeaseSide(sql::Connection& c)
+      : acquire_(c.prepareStatement(std::string("INSERT IGNORE INTO ") + kRawTable +
+                                    " (name, owner, expires_at) VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL 30 SECOND)")),
+        release_(c.prepareStatement(std::string("DELETE FROM ") + kRawTable + " WHERE name = ? AND owner = ?")) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::string owner = counter_owner(static_cast<std::uint64_t>(::getpid()), ++sequence_);
+    const auto t0 = Clock::now();
+    acquire_->setString(1, name);
+    acquire_->setString(2, owner);
+    const bool acquired = acquire_->executeUpdate() == 1;
+    const auto t1 = Clock::now();
+    bool released = false;
+    if (acquired) {
+      release_->setString(1, name);
+      release_->setString(2, owner);
+      released = release_->executeUpdate() == 1;
+    }
+    const auto t2 = Clock::now();
+    if (!acquired || !released) throw std::runtime_error("floor: uncontended raw lease did not change a row");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  std::unique_ptr<sql::PreparedStatement> acquire_, release_;
+  std::uint64_t sequence_ = 0;
+};
+
+// 1 / 0 / NULL from a one-column SELECT.
+int query_int(sql::PreparedStatement& s) {
+  std::unique_ptr<sql::ResultSet> r(s.executeQuery());
+  if (!r->next() || r->isNull(1)) return -1;
+  return r->getInt(1);
+}
+
+class RawSessionSide {
+ public:
+  explicit RawSessionSide(sql::Connection& c)
+      : lock_(c.prepareStatement("SELECT GET_LOCK(?, 0)")), unlock_(c.prepareStatement("SELECT RELEASE_LOCK(?)")) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::string key = "raw:" + name;
+    const auto t0 = Clock::now();
+    lock_->setString(1, key);
+    const bool locked = query_int(*lock_) == 1;
+    const auto t1 = Clock::now();
+    bool unlocked = false;
+    if (locked) {
+      unlock_->setString(1, key);
+      unlocked = query_int(*unlock_) == 1;
+    }
+    const auto t2 = Clock::now();
+    if (!locked || !unlocked) throw std::runtime_error("floor: uncontended GET_LOCK/RELEASE_LOCK failed");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  std::unique_ptr<sql::PreparedStatement> lock_, unlock_;
+};
+
+class DblockLeaseSide {
+ public:
+  explicit DblockLeaseSide(dblock::LockManager& manager) : manager_(manager) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const auto t0 = Clock::now();
+    Clock::time_point t1;
+    bool acquired = false;
+    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
+    {
+      std::optional<dblock::Lease> lease = manager_.try_acquire(name);
+      t1 = Clock::now();
+      if (lease) {
+        acquired = true;
+        result = lease->release();
+      }
+    }  // the handle is dropped inside the timed region: real callers pay for it too
+    const auto t2 = Clock::now();
+    if (!acquired) throw std::runtime_error("dblock: uncontended try_acquire returned no lease");
+    if (result != dblock::ReleaseResult::kReleased) {
+      throw std::runtime_error(std::string("dblock: release returned ") + dblock::to_string(result));
+    }
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  dblock::LockManager& manager_;
+};
+
+
+class DblockAdvisorySide {
+ public:
+  explicit DblockAdvisorySide(dblock::LockManager& manager) : manager_(manager) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const auto t0 = Clock::now();
+    Clock::time_point t1;
+    bool acquired = false;
+    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
+    {
+      std::optional<dblock::SessionLock> lock = manager_.session_lock(name, 0ms);
+      t1 = Clock::now();
+      if (lock) {
+        acquired = true;
+        result = lock->release();
+      }
+    }
+    const auto t2 = Clock::now();
+    if (!acquired) throw std::runtime_error("dblock: uncontended session_lock returned nothing");
+    if (result != dblock::ReleaseResult::kReleased) {
+      throw std::runtime_error(std::string("dblock: session lock release returned ") + dblock::to_string(result));
+    }
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  dblock::LockManager& manager_;
+};
+
+
+struct PairFigure {
+  PairSamples floor;   // or the reference state
+  PairSamples dblock;  // or the state under test
+  PairSamples diag;    // dblock's SQL from raw libpqxx (when measured)
+};
+
+using PairFn = std::function<void(const std::string&, PairSamples*)>;
+
+// Warms every side up, then runs blocks of kInterleaveBlock measured pairs per side in turn.
+// Iteration i uses names[i % names.size()] on every side.
+std::vector<PairSamples> measure_sides(const std::vector<PairFn>& sides, const std::vector<std::string>& names,
+                                       int warmup, int pairs) {
+  auto name_at = [&](int i) -> const std::string& { return names[static_cast<std::size_t>(i) % names.size()]; };
+  for (int i = 0; i < warmup; ++i) {
+    for (const auto& side : sides) side(name_at(i), nullptr);
+  }
+  std::vector<PairSamples> samples(sides.size());
+  for (auto& s : samples) s.reserve(static_cast<std::size_t>(pairs));
+  for (int start = 0; start < pairs; start += kInterleaveBlock) {
+    const int end = std::min(pairs, start + kInterleaveBlock);
+    for (std::size_t k = 0; k < sides.size(); ++k) {
+      for (int i = start; i < end; ++i) sides[k](name_at(i), &samples[k]);
+    }
+  }
+  return samples;
+}
+
+template <class Floor, class Dblock>
+PairFigure measure_pairs(Floor& floor_side, Dblock& dblock_side, const std::vector<std::string>& names, int warmup,
+                         int pairs) {
+  auto s = measure_sides({[&](const std::string& n, PairSamples* o) { floor_side.pair(n, o); },
+                          [&](const std::string& n, PairSamples* o) { dblock_side.pair(n, o); }},
+                         names, warmup, pairs);
+  return PairFigure{std::move(s[0]), std::move(s[1]), {}};
+}
+
+template <class Floor, class Dblock, class Diag>
+PairFigure measure_pairs(Floor& floor_side, Dblock& dblock_side, Diag& diag_side, const std::vector<std::string>& names,
+                         int warmup, int pairs) {
+  auto s = measure_sides({[&](const std::string& n, PairSamples* o) { floor_side.pair(n, o); },
+                          [&](const std::string& n, PairSamples* o) { dblock_side.pair(n, o); },
+                          [&](const std::string& n, PairSamples* o) { diag_side.pair(n, o); }},
+                         names, warmup, pairs);
+  return PairFigure{std::move(s[0]), std::move(s[1]), std::move(s[2])};
+}
+
+std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const char* prefix, bool reaper,
+                                                  std::chrono::milliseconds reaper_interval = 5'000ms) {
+  dblock::ManagerOptions options;
+  options.table_prefix = prefix;
+  options.reaper = reaper;
+  options.reaper_interval = reaper_interval;
+  return dblock::open(url, options);
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Hand-off figures: forked processes, results in shared memory.
+
+// One acquisition attempt by one contender. Times are steady_clock nanoseconds (CLOCK_MONOTONIC,
+// system-wide, so comparable across the forked processes).
+struct Record {
+  std::int64_t start_ns = 0;          // acquire call started
+  std::int64_t acquired_ns = 0;       // acquire call returned
+  std::int64_t release_start_ns = 0;  // release call started (critical section over)
+  std::int64_t release_end_ns = 0;    // release call returned
+  std::int64_t fence = 0;             // dblock lease: the lease's fence; otherwise = seq
+  std::int64_t seq = 0;               // order of entry into the critical section (shared counter)
+  std::int32_t process = 0;
+  std::int32_t acquired = 0;          // 0: the wait ran out
+  std::int32_t release_ok = 0;
+};
+
+struct SharedCounters {
+  std::atomic<std::int64_t> next_seq{0};
+  std::atomic<std::int64_t> holders{0};
+  std::atomic<std::int64_t> violations{0};
+};
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
+
+class SharedArena {
+ public:
+  explicit SharedArena(std::size_t records) : records_(records) {
+    bytes_ = sizeof(SharedCounters) + records * sizeof(Record);
+    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
+    base_ = static_cast<char*>(p);
+    new (base_) SharedCounters();
+    for (std::size_t i = 0; i < records; ++i) new (record_ptr(i)) Record();
+  }
+  ~SharedArena() { munmap(base_, bytes_); }
+  SharedArena(const SharedArena&) = delete;
+  SharedArena& operator=(const SharedArena&) = delete;
+
+  SharedCounters& counters() { return *reinterpret_cast<SharedCounters*>(base_); }
+  Record& record(std::size_t i) { return *record_ptr(i); }
+  std::size_t size() const { return records_; }
+
+ private:
+  Record* record_ptr(std::size_t i) { return reinterpret_cast<Record*>(base_ + sizeof(SharedCounters)) + i; }
+  char* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::size_t records_ = 0;
+};
+
+void critical_section(SharedCounters& counters, Record& record) {
+  record.seq = counters.next_seq.fetch_add(1);
+  if (counters.holders.fetch_add(1) != 0) counters.violations.fetch_add(1);
+  dblock_bench::busy_wait(kCriticalSection);
+  counters.holders.fetch_sub(1);
+}
+
+struct StartLine {
+  int ready[2] = {-1, -1};
+  int go[2] = {-1, -1};
+
+  void ready_and_wait() {
+    const char byte = 'r';
+    if (::write(ready[1], &byte, 1) != 1) throw std::runtime_error("start line: write failed");
+    ::close(ready[1]);
+    char ignored;
+    while (::read(go[0], &ignored, 1) < 0 && errno == EINTR) {
+    }
+    ::close(go[0]);
+  }
+};
+
+
+enum class Kind { kDblockLease, kDblockSession, kRawSession };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kDblockLease: return "dblock lease";
+    case Kind::kDblockSession: return "dblock session lock";
+    case Kind::kRawSession: return "raw GET_LOCK";
+  }
+  return "?";
+}
+
+constexpr const char* kHotKey = "hot";
+
+void dblock_lease_contender(const std::string& url, const char* prefix, int index, int iterations,
+                            SharedArena& arena, StartLine& start) {
+  dblock::ManagerOptions options;
+  options.table_prefix = prefix;
+  options.reaper = false;  // no background writes beside the measured ones
+  options.default_ttl = kContentionTtl;
+  auto manager = dblock::open(url, options);
+  start.ready_and_wait();
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    r.start_ns = now_ns();
+    std::optional<dblock::Lease> lease = manager->acquire(kHotKey, kContentionWait);
+    r.acquired_ns = now_ns();
+    if (!lease) continue;
+    r.acquired = 1;
+    r.fence = lease->fence();
+    critical_section(arena.counters(), r);
+    r.release_start_ns = now_ns();
+    r.release_ok = lease->release() == dblock::ReleaseResult::kReleased ? 1 : 0;
+    r.release_end_ns = now_ns();
+  }
+  manager.reset();
+}
+
+// Counts notifications; the raw loop only needs to be woken.
+
+void dblock_advisory_contender(const std::string& url, int index, int iterations, SharedArena& arena,
+                               StartLine& start) {
+  dblock::ManagerOptions options;
+  options.table_prefix = kPrefixHandoff;
+  options.reaper = false;
+  auto manager = dblock::open(url, options);
+  start.ready_and_wait();
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    r.start_ns = now_ns();
+    std::optional<dblock::SessionLock> lock = manager->session_lock(kHotKey, kContentionWait);
+    r.acquired_ns = now_ns();
+    if (!lock) continue;
+    r.acquired = 1;
+    critical_section(arena.counters(), r);
+    r.fence = r.seq;
+    r.release_start_ns = now_ns();
+    r.release_ok = lock->release() == dblock::ReleaseResult::kReleased ? 1 : 0;
+    r.release_end_ns = now_ns();
+  }
+  manager.reset();
+}
+
+// The hand-written blocking advisory lock: the server queues the waiters and wakes the next one.
+
+// The hand-written blocking named lock: the server queues the waiters and wakes the next one.
+void raw_session_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
+  auto c = raw_connect(url);
+  const std::string key = std::string("raw:") + kHotKey;
+  std::unique_ptr<sql::PreparedStatement> lock(c->prepareStatement(
+      format("SELECT GET_LOCK(?, %lld)", static_cast<long long>(kContentionWait.count()))));
+  std::unique_ptr<sql::PreparedStatement> unlock(c->prepareStatement("SELECT RELEASE_LOCK(?)"));
+  lock->setString(1, key);
+  unlock->setString(1, key);
+  start.ready_and_wait();
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    r.start_ns = now_ns();
+    const bool acquired = query_int(*lock) == 1;  // 0: the wait ran out
+    r.acquired_ns = now_ns();
+    if (!acquired) continue;
+    r.acquired = 1;
+    critical_section(arena.counters(), r);
+    r.fence = r.seq;
+    r.release_start_ns = now_ns();
+    r.release_ok = query_int(*unlock) == 1 ? 1 : 0;
+    r.release_end_ns = now_ns();
+  }
+}
+
+struct ContentionResult {
+  std::size_t attempts = 0;
+  std::size_t acquired = 0;
+  std::size_t timeouts = 0;
+  std::size_t release_failures = 0;
+  std::size_t handoffs = 0;
+  double handoff_share = NAN;
+  Summary wait_us;
+  Summary handoff_latency_us;  // release start -> acquire returns in the next holder, when that
+                               // holder is another process that was already waiting
+  double throughput_per_s = NAN;
+  double span_ms = NAN;
+  std::vector<std::int64_t> per_process;
+  std::vector<std::int64_t> per_process_contended;
+  std::int64_t violations = 0;
+  bool order_matches = true;
+  bool fences_unique = true;
+};
+
+ContentionResult analyse(SharedArena& arena, int processes) {
+  ContentionResult result;
+  result.per_process.assign(static_cast<std::size_t>(processes), 0);
+  result.per_process_contended.assign(static_cast<std::size_t>(processes), 0);
+  result.violations = arena.counters().violations.load();
+
+  std::vector<Record> held;
+  std::vector<double> waits;
+  std::int64_t first_start = INT64_MAX;
+  std::int64_t last_end = INT64_MIN;
+  for (std::size_t i = 0; i < arena.size(); ++i) {
+    const Record& r = arena.record(i);
+    ++result.attempts;
+    waits.push_back(static_cast<double>(r.acquired_ns - r.start_ns) / 1e3);
+    first_start = std::min(first_start, r.start_ns);
+    if (!r.acquired) {
+      ++result.timeouts;
+      last_end = std::max(last_end, r.acquired_ns);
+      continue;
+    }
+    ++result.acquired;
+    if (!r.release_ok) ++result.release_failures;
+    ++result.per_process[static_cast<std::size_t>(r.process)];
+    last_end = std::max(last_end, r.release_end_ns);
+    held.push_back(r);
+  }
+  result.wait_us = summarize(std::move(waits));
+  if (result.attempts > 0 && last_end > first_start) {
+    result.span_ms = static_cast<double>(last_end - first_start) / 1e6;
+    result.throughput_per_s = static_cast<double>(result.acquired) / (result.span_ms / 1e3);
+  }
+
+  std::sort(held.begin(), held.end(), [](const Record& a, const Record& b) { return a.fence < b.fence; });
+  std::vector<double> latencies;
+  std::vector<std::int64_t> running(static_cast<std::size_t>(processes), 0);
+  bool someone_finished = false;
+  for (std::size_t i = 0; i < held.size(); ++i) {
+    const Record& r = held[i];
+    if (!someone_finished) {
+      const auto p = static_cast<std::size_t>(r.process);
+      if (++running[p] == result.per_process[p]) someone_finished = true;
+    }
+    if (i == 0) continue;
+    const Record& prev = held[i - 1];
+    if (r.fence == prev.fence) result.fences_unique = false;
+    if (r.seq <= prev.seq) result.order_matches = false;
+    if (r.process != prev.process) {
+      ++result.handoffs;
+      if (r.start_ns < prev.release_start_ns) {
+        latencies.push_back(static_cast<double>(r.acquired_ns - prev.release_start_ns) / 1e3);
+      }
+    }
+  }
+  result.per_process_contended = running;
+  if (held.size() >= 2) {
+    result.handoff_share = static_cast<double>(result.handoffs) / static_cast<double>(held.size() - 1);
+  }
+  result.handoff_latency_us = summarize(std::move(latencies));
+  return result;
+}
+
+
+ContentionResult run_contention(Kind kind, const std::string& url, int processes, int iterations) {
+  SharedArena arena(static_cast<std::size_t>(processes * iterations));
+  StartLine start;
+  if (::pipe(start.ready) != 0 || ::pipe(start.go) != 0) {
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::fflush(nullptr);
+  std::cout.flush();
+  std::vector<pid_t> children;
+  for (int index = 0; index < processes; ++index) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::close(start.ready[0]);
+      ::close(start.go[1]);
+      int status = 0;
+      try {
+        switch (kind) {
+          case Kind::kDblockLease:
+            dblock_lease_contender(url, kPrefixHandoff, index, iterations, arena, start);
+            break;
+          case Kind::kDblockSession: dblock_advisory_contender(url, index, iterations, arena, start); break;
+          case Kind::kRawSession: raw_session_contender(url, index, iterations, arena, start); break;
+        }
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "contender %d (%s): %s\n", index, kind_name(kind), e.what());
+        status = 2;
+      }
+      ::_exit(status);
+    }
+    children.push_back(pid);
+  }
+  ::close(start.ready[1]);
+  ::close(start.go[0]);
+  int ready = 0;
+  char byte;
+  while (ready < processes) {
+    const ssize_t n = ::read(start.ready[0], &byte, 1);
+    if (n == 1) {
+      ++ready;
+    } else if (n == 0 || errno != EINTR) {
+      break;
+    }
+  }
+  ::close(start.ready[0]);
+  ::close(start.go[1]);  // go
+  int failed = 0;
+  for (const pid_t pid : children) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  if (failed > 0 || ready < processes) {
+    throw std::runtime_error(format("%d of %d %s contenders failed (see stderr)", failed, processes, kind_name(kind)));
+  }
+  return analyse(arena, processes);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+struct Row {
+  std::string figure;  // JSON name
+  std::string label;   // table label
+  Summary dblock;      // dblock, or the state under test
+  Summary floor;       // the floor, or the reference state
+  double target = NAN; // ratio target; NaN: informational row
+  bool on_p99 = false; // the target is on the p99 ratio (else p50)
+  std::vector<std::pair<std::string, double>> extra;  // more JSON fields
+};
+
+bool passes(const Row& row) {
+  const double r = row.on_p99 ? ratio(row.dblock.p99, row.floor.p99) : ratio(row.dblock.p50, row.floor.p50);
+  return r <= row.target;
+}
+
+Row make_row(std::string figure, std::string label, const std::vector<double>& dblock, const std::vector<double>& floor,
+             double target = NAN, bool on_p99 = false) {
+  return Row{std::move(figure), std::move(label), summarize(dblock), summarize(floor), target, on_p99, {}};
+}
+
+Row handoff_row(std::string figure, std::string label, const ContentionResult& d, const ContentionResult& f,
+                double target) {
+  return Row{std::move(figure), std::move(label), d.handoff_latency_us, f.handoff_latency_us, target, false, {}};
+}
+
+void print_table(const std::vector<Row>& rows) {
+  std::printf("%-44s %10s %10s %6s %11s %10s %6s  %s\n", "figure (times in us)", "dblock p50", "floor p50", "ratio",
+              "p99 dblock", "p99 floor", "ratio", "target");
+  for (const Row& row : rows) {
+    const double r50 = ratio(row.dblock.p50, row.floor.p50);
+    const double r99 = ratio(row.dblock.p99, row.floor.p99);
+    const std::string target =
+        std::isfinite(row.target)
+            ? format("%s <= %.2fx %s", row.on_p99 ? "p99" : "p50", row.target, passes(row) ? "PASS" : "FAIL")
+            : "-";
+    std::printf("%-44s %10s %10s %6s %11s %10s %6s  %s\n", row.label.c_str(), cell(row.dblock.p50).c_str(),
+                cell(row.floor.p50).c_str(), cell(r50, "%.2f").c_str(), cell(row.dblock.p99).c_str(),
+                cell(row.floor.p99).c_str(), cell(r99, "%.2f").c_str(), target.c_str());
+  }
+}
+
+void print_row_json(const Row& row) {
+  JsonLine line;
+  line.add("figure", row.figure)
+      .add("n", row.dblock.n)
+      .add("n_floor", row.floor.n)
+      .add_summary("dblock", row.dblock)
+      .add_summary("floor", row.floor)
+      .add("ratio_p50", ratio(row.dblock.p50, row.floor.p50))
+      .add("ratio_p99", ratio(row.dblock.p99, row.floor.p99));
+  for (const auto& [key, value] : row.extra) line.add(key, value);
+  if (std::isfinite(row.target)) {
+    line.add(row.on_p99 ? "target_ratio_p99" : "target_ratio_p50", row.target, "%.2f").add("pass", passes(row));
+  }
+  std::printf("BENCH_JSON %s\n", line.str().c_str());
+}
+
+std::string join(const std::vector<std::int64_t>& values) {
+  std::string out;
+  for (const auto v : values) {
+    if (!out.empty()) out += '/';
+    out += std::to_string(v);
+  }
+  return out;
+}
+
+void print_contention_table(const char* title, const char* a_name, const ContentionResult& a, const char* b_name,
+                            const ContentionResult& b) {
+  std::printf("%s\n", title);
+  std::printf("%-46s %20s %24s\n", "", a_name, b_name);
+  auto row = [](const char* label, const std::string& x, const std::string& y) {
+    std::printf("%-46s %20s %24s\n", label, x.c_str(), y.c_str());
+  };
+  auto pct = [](double v) { return std::isfinite(v) ? format("%.1f%%", 100.0 * v) : std::string("n/a"); };
+  auto ms = [](double us) { return cell(us / 1e3, "%.3f"); };
+  row("hand-off share (next holder is another proc)", pct(a.handoff_share), pct(b.handoff_share));
+  row("hand-off latency p50 (ms, release -> waiter)", ms(a.handoff_latency_us.p50), ms(b.handoff_latency_us.p50));
+  row("hand-off latency p99 (ms)", ms(a.handoff_latency_us.p99), ms(b.handoff_latency_us.p99));
+  row("hand-offs measured (waiter already waiting)", std::to_string(a.handoff_latency_us.n),
+      std::to_string(b.handoff_latency_us.n));
+  row("max wait (ms)", ms(a.wait_us.max), ms(b.wait_us.max));
+  row("p50 / p99 wait (ms)", ms(a.wait_us.p50) + " / " + ms(a.wait_us.p99), ms(b.wait_us.p50) + " / " + ms(b.wait_us.p99));
+  row("throughput (acquisitions/s)", cell(a.throughput_per_s, "%.0f"), cell(b.throughput_per_s, "%.0f"));
+  row("acquisitions per process (total)", join(a.per_process), join(b.per_process));
+  row("  ... until the first process finished", join(a.per_process_contended), join(b.per_process_contended));
+  row("timeouts / violations / unconfirmed releases",
+      format("%zu / %lld / %zu", a.timeouts, static_cast<long long>(a.violations), a.release_failures),
+      format("%zu / %lld / %zu", b.timeouts, static_cast<long long>(b.violations), b.release_failures));
+}
+
+void add_contention_json(JsonLine& line, const char* side, const ContentionResult& r) {
+  const std::string p(side);
+  line.add(p + "_handoff_share", r.handoff_share, "%.4f")
+      .add(p + "_handoffs", r.handoffs)
+      .add(p + "_handoffs_measured", r.handoff_latency_us.n)
+      .add(p + "_acquired", r.acquired)
+      .add(p + "_timeouts", r.timeouts)
+      .add(p + "_wait_p50_us", r.wait_us.p50)
+      .add(p + "_wait_p99_us", r.wait_us.p99)
+      .add(p + "_max_wait_us", r.wait_us.max)
+      .add_summary(p + "_handoff_latency", r.handoff_latency_us)
+      .add(p + "_throughput_per_s", r.throughput_per_s, "%.1f")
+      .add(p + "_per_process", r.per_process)
+      .add(p + "_per_process_until_first_done", r.per_process_contended)
+      .add(p + "_violations", r.violations)
+      .add(p + "_release_failures", r.release_failures);
+}
+
+void print_handoff_json(const char* figure, const ContentionResult& d, const ContentionResult& f, double target,
+                        int iterations) {
+  JsonLine line;
+  line.add("figure", figure)
+      .add("processes", kProcesses)
+      .add("iterations", iterations)
+      .add("critical_section_us", static_cast<std::int64_t>(kCriticalSection.count()))
+      .add("latency_from", "release call start");
+  add_contention_json(line, "dblock", d);
+  add_contention_json(line, "floor", f);
+  const double r = ratio(d.handoff_latency_us.p50, f.handoff_latency_us.p50);
+  line.add("ratio_p50", r)
+      .add("ratio_p99", ratio(d.handoff_latency_us.p99, f.handoff_latency_us.p99))
+      .add("target_ratio_p50", target, "%.2f")
+      .add("pass", r <= target && d.violations == 0 && d.timeouts == 0);
+  std::printf("BENCH_JSON %s\n", line.str().c_str());
+}
+
+struct HandoffFigure {
+  const char* figure;
+  std::string title;
+  const char* dblock_name;
+  const char* raw_name;
+  ContentionResult dblock;
+  ContentionResult raw;
+  double target;
+};
+
+
+// The mariadbd pid, for its CPU placement: --server-pid, else the pid file the server names (the
+// server runs on this host in scripts/bench-mysql.sh); 0 when unknown.
+int find_server_pid(const Config& config, sql::Connection& c) {
+  if (config.server_pid) return *config.server_pid;
+  try {
+    std::ifstream in(scalar(c, "SELECT @@pid_file"));
+    int pid = 0;
+    if (in >> pid) return pid;
+  } catch (const std::exception&) {
+  }
+  return 0;
+}
+
+int run(const Config& config) {
+  // Server facts first (this connection is closed before anything forks).
+  std::string server_version, flush_setting, isolation;
+  int server_pid = 0;
+  {
+    auto c = raw_connect(config.url);
+    server_pid = find_server_pid(config, *c);
+    server_version = scalar(*c, "SELECT VERSION()");
+    flush_setting = scalar(*c, "SELECT @@innodb_flush_log_at_trx_commit");
+    isolation = scalar(*c, "SELECT @@global.tx_isolation");
+    drop_everything(*c);
+  }
+  const Placement placement = apply_placement(config, server_pid);
+  const std::string date = utc_now();
+  const long online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string build_type = DBLOCK_BENCH_BUILD_TYPE;
+  const std::string connector_version =
+      format("%d.%d.%d", MYCPPCONN_DM_MAJOR_VERSION, MYCPPCONN_DM_MINOR_VERSION, MYCPPCONN_DM_PATCH_VERSION);
+#ifdef NDEBUG
+  const bool assertions = false;
+#else
+  const bool assertions = true;
+#endif
+  const std::string placement_text =
+      placement.pinned ? format("server CPU %s, client CPU %d", placement.server_cpus.c_str(), placement.cpu)
+                       : format("server CPU %s, client not pinned", placement.server_cpus.c_str());
+  std::string redacted_url = config.url;
+  {
+    // Never print a password: mysql://user:secret@host -> mysql://user:***@host.
+    const auto scheme = redacted_url.find("://");
+    const auto at = redacted_url.find('@');
+    if (scheme != std::string::npos && at != std::string::npos) {
+      const auto colon = redacted_url.find(':', scheme + 3);
+      if (colon != std::string::npos && colon < at) redacted_url.replace(colon + 1, at - colon - 1, "***");
+    }
+  }
+
+  if (!config.json_only) {
+    std::printf("dblock mysql_bench: dblock %s against raw Connector/C++ statements, measured in the same run\n",
+                dblock::version());
+    std::printf("date:      %s\n", date.c_str());
+    std::printf("server:    MariaDB %s at %s (innodb_flush_log_at_trx_commit=%s, global isolation %s), Connector/C++ %s\n",
+                server_version.c_str(), redacted_url.c_str(), flush_setting.c_str(), isolation.c_str(),
+                connector_version.c_str());
+    std::printf("host:      %ld online CPUs, %s\n", online_cpus, cpu_model().c_str());
+    std::printf("placement: %s (client: %s; allowed before: %s; server: mariadbd pid %d Cpus_allowed_list %s;\n"
+                "           forked contenders and dblock threads inherit the client CPU)%s\n",
+                placement_text.c_str(), placement.how.c_str(), placement.allowed_before.c_str(), placement.server_pid,
+                placement.server_cpus.c_str(),
+                placement.pinned && placement.overlap ? "\n           WARNING: the client CPU is one the server may use" : "");
+    std::printf("build:     %s%s\n", build_type.empty() ? "(no CMAKE_BUILD_TYPE)" : build_type.c_str(),
+                assertions ? ", assertions ON: figures are not representative" : "");
+    std::printf("pairs:     N=%d per figure after %d warm-up pairs, floor and dblock interleaved in blocks of %d\n",
+                config.pairs, config.warmup, kInterleaveBlock);
+    std::printf("dblock:    LockManager per figure, reaper=false; tables dblock_bench_*\n");
+    std::printf("floor:     one Connector/C++ connection, autocommit, statements prepared once (server-side)\n\n");
+    std::fflush(stdout);
+  }
+
+  std::vector<Row> rows;
+
+  // --- pair figures ---------------------------------------------------------------------------
+  if (config.wants("pairs")) {
+    progress("lease pairs...");
+    auto raw = raw_connect(config.url);
+    create_raw_table(*raw);
+    auto manager = open_manager(config.url, kPrefixPairs, false);
+    RawLeaseSide floor_side(*raw);
+    DblockLeaseSide dblock_side(*manager);
+    const PairFigure f = measure_pairs(floor_side, dblock_side, {"bench-lease"}, config.warmup, config.pairs);
+    rows.push_back(make_row("lease_pair", "lease acquire+release", f.dblock.pair, f.floor.pair, kTargetLeasePair));
+    rows.push_back(make_row("lease_acquire", "  acquire only", f.dblock.acquire, f.floor.acquire));
+    rows.push_back(make_row("lease_release", "  release only", f.dblock.release, f.floor.release));
+  }
+  if (config.wants("session")) {
+    progress("session pairs...");
+    auto raw = raw_connect(config.url);
+    auto manager = open_manager(config.url, kPrefixPairs, false);
+    RawSessionSide floor_side(*raw);
+    DblockAdvisorySide dblock_side(*manager);
+    const PairFigure f = measure_pairs(floor_side, dblock_side, {"bench-session"}, config.warmup, config.pairs);
+    rows.push_back(make_row("session_pair", "session_lock(0)+release (GET_LOCK)", f.dblock.pair, f.floor.pair,
+                            kTargetSessionPair));
+    rows.push_back(make_row("session_acquire", "  acquire only", f.dblock.acquire, f.floor.acquire));
+    rows.push_back(make_row("session_release", "  release only", f.dblock.release, f.floor.release));
+  }
+
+  // --- hand-off figures (fork: nothing may be open here) ----------------------------------------
+  std::vector<HandoffFigure> handoffs;
+  std::optional<ContentionResult> lease_handoff;
+  if (config.wants("handoff")) {
+    open_manager(config.url, kPrefixHandoff, false).reset();  // creates the tables once
+    const std::string contention_title =
+        format("%d processes x %d acquire(\"%s\", wait=%llds) -> %lld us busy critical section -> release", kProcesses,
+               config.iterations, kHotKey, static_cast<long long>(kContentionWait.count()),
+               static_cast<long long>(kCriticalSection.count()));
+    progress(format("hand-off, %s...", kind_name(Kind::kDblockSession)).c_str());
+    ContentionResult d = run_contention(Kind::kDblockSession, config.url, kProcesses, config.iterations);
+    progress(format("hand-off, %s...", kind_name(Kind::kRawSession)).c_str());
+    ContentionResult f = run_contention(Kind::kRawSession, config.url, kProcesses, config.iterations);
+    rows.push_back(handoff_row("handoff_session", "hand-off session, 4 procs (vs GET_LOCK)", d, f, kTargetHandoffSession));
+    handoffs.push_back(HandoffFigure{"handoff_session",
+                                     "hand-off (session locks): " + contention_title +
+                                         "\n  with session_lock(wait=10s) / blocking GET_LOCK(name, 10)",
+                                     "dblock session_lock", "raw GET_LOCK", std::move(d), std::move(f),
+                                     kTargetHandoffSession});
+    progress(format("hand-off, %s...", kind_name(Kind::kDblockLease)).c_str());
+    lease_handoff = run_contention(Kind::kDblockLease, config.url, kProcesses, config.iterations);
+  }
+
+  if (!config.keep) {
+    auto raw = raw_connect(config.url);
+    drop_everything(*raw);
+  }
+
+  const bool lease_handoff_pass =
+      lease_handoff && lease_handoff->handoff_latency_us.p50 < kTargetHandoffLeaseP50Us &&
+      lease_handoff->violations == 0 && lease_handoff->timeouts == 0;
+  if (!config.json_only) {
+    print_table(rows);
+    if (lease_handoff) {
+      std::printf("%-44s %10s %10s %6s %11s %10s %6s  %s\n", "hand-off lease, 4 procs (absolute)",
+                  cell(lease_handoff->handoff_latency_us.p50).c_str(), "-", "-",
+                  cell(lease_handoff->handoff_latency_us.p99).c_str(), "-", "-",
+                  format("p50 < %.0f us %s", kTargetHandoffLeaseP50Us, lease_handoff_pass ? "PASS" : "FAIL").c_str());
+    }
+    std::printf("(hand-off latency = from the start of the release call to the return of the next holder's acquire.)\n\n");
+    for (const HandoffFigure& h : handoffs) {
+      print_contention_table(h.title.c_str(), h.dblock_name, h.dblock, h.raw_name, h.raw);
+      std::printf("\n");
+    }
+    if (lease_handoff) {
+      print_contention_table(("hand-off (leases, no raw floor): " +
+                              format("%d processes x %d acquire(\"%s\", wait=10s) -> 20 us -> release", kProcesses,
+                                     config.iterations, kHotKey))
+                                 .c_str(),
+                             "dblock lease", *lease_handoff, "", ContentionResult{});
+      std::printf("\n");
+    }
+  }
+
+  std::printf("BENCH_JSON %s\n", JsonLine()
+                                      .add("figure", "run")
+                                      .add("date", date)
+                                      .add("dblock_version", dblock::version())
+                                      .add("server_version", server_version)
+                                      .add("connector_version", connector_version)
+                                      .add("innodb_flush_log_at_trx_commit", flush_setting)
+                                      .add("build_type", build_type)
+                                      .add("assertions", assertions)
+                                      .add("online_cpus", static_cast<std::int64_t>(online_cpus))
+                                      .add("pinned", placement.pinned)
+                                      .add("client_cpu", placement.cpu)
+                                      .add("server_cpus", placement.server_cpus)
+                                      .add("placement", placement_text)
+                                      .add("pairs", config.pairs)
+                                      .add("warmup", config.warmup)
+                                      .add("processes", kProcesses)
+                                      .add("iterations", config.iterations)
+                                      .add("quick", config.quick)
+                                      .str()
+                                      .c_str());
+  for (const Row& row : rows) {
+    const auto h = std::find_if(handoffs.begin(), handoffs.end(),
+                                [&](const HandoffFigure& f) { return row.figure == f.figure; });
+    if (h != handoffs.end()) {
+      print_handoff_json(h->figure, h->dblock, h->raw, h->target, config.iterations);
+    } else {
+      print_row_json(row);
+    }
+  }
+  if (lease_handoff) {
+    JsonLine line;
+    line.add("figure", "handoff_lease")
+        .add("processes", kProcesses)
+        .add("iterations", config.iterations)
+        .add("critical_section_us", static_cast<std::int64_t>(kCriticalSection.count()))
+        .add("latency_from", "release call start");
+    add_contention_json(line, "dblock", *lease_handoff);
+    line.add("target_p50_us_below", kTargetHandoffLeaseP50Us, "%.0f").add("pass", lease_handoff_pass);
+    std::printf("BENCH_JSON %s\n", line.str().c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const Config config = parse_args(argc, argv);
+  try {
+    return run(config);
+  } catch (const dblock::Error& e) {
+    std::fprintf(stderr, "mysql_bench: dblock error%s%s: %s\n", e.backend().empty() ? "" : " from ",
+                 e.backend().c_str(), e.what());
+  } catch (const sql::SQLException& e) {
+    std::fprintf(stderr, "mysql_bench: MySQL error %d (%s): %s\n", e.getErrorCode(), e.getSQLStateCStr(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mysql_bench: %s\n", e.what());
+  }
+  return 1;
+}

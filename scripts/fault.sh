@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# Fault-injection harness runner (docs/fault-harness.md): every backend x fault, several seeds,
+# then one markdown table of the figures.
+#
+#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 12 s each (what CI's ctest -L fault runs)
+#   scripts/fault.sh --long          long mode: 20 seeds per backend x fault
+#
+# Options (after the mode):
+#   --runs N           seeds per backend x fault (short: 1, long: 20); seeds are SEED_BASE..SEED_BASE+N-1
+#   --seed-base N      first seed (default 1)
+#   --seconds S        length of one run (short: 12, long: 10)
+#   --ttl-ms T         lease TTL (default 1000)
+#   --clients K        contending client processes (default 4)
+#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb (default: all this build has)
+#   --faults LIST      comma-separated subset of the faults (default: all that apply to a backend)
+#   --budget-minutes M stop starting new runs after M minutes (seeds interleave, so every combination
+#                      gets its first seeds before any gets its last)
+#   --build DIR        build directory (default build-fault; configured and built if fault_driver is missing)
+#   --out FILE         also write the markdown table to FILE (default: BUILD/fault-results/<time>/table.md,
+#                      next to each run's log and the RESULT lines)
+#
+# Environment: JOBS (build parallelism, default 2); FAULT_PG_PORT, FAULT_PGBOUNCER_PORT,
+# FAULT_MARIADB_PORT (default 55437, 56437, 33309: not the ports ctest's fixtures use).
+# The servers run from state directories under /tmp and are stopped on exit, by pid.
+# Exit status: 0 all runs held every invariant, 1 some run reported a violation or failed.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+mode=short runs="" seconds="" ttl=1000 clients=4 backends="" faults="" budget="" build=build-fault out="" seed_base=1
+if [[ "${1:-}" == --long ]]; then mode=long; shift; elif [[ "${1:-}" == --short ]]; then shift; fi
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --seed-base) seed_base="$2"; shift 2 ;;
+    --seconds) seconds="$2"; shift 2 ;;
+    --ttl-ms) ttl="$2"; shift 2 ;;
+    --clients) clients="$2"; shift 2 ;;
+    --backends) backends="$2"; shift 2 ;;
+    --faults) faults="$2"; shift 2 ;;
+    --budget-minutes) budget="$2"; shift 2 ;;
+    --build) build="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    *) echo "fault.sh: unknown argument $1" >&2; sed -n '2,27p' "$0" >&2; exit 64 ;;
+  esac
+done
+if [[ $mode == long ]]; then runs=${runs:-20}; seconds=${seconds:-10}; else runs=${runs:-1}; seconds=${seconds:-12}; fi
+
+driver="$build/tests/fault/fault_driver"
+if [[ ! -x "$driver" || ! -x "$build/tests/fault/fault_client" ]]; then
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBLOCK_BUILD_BENCH=OFF >/dev/null
+  cmake --build "$build" -j "${JOBS:-2}" --target fault_driver fault_client
+fi
+"$driver" selftest >/dev/null || { echo "fault.sh: the oracle's self-test failed" >&2; exit 1; }
+
+available=$("$driver" schemes | tr '\n' ' ')
+if [[ -z "$backends" ]]; then
+  backends=""
+  [[ " $available " == *" sqlite "* ]] && backends+="sqlite,"
+  [[ " $available " == *" postgresql "* ]] && command -v pgbouncer >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && backends+="postgresql,"
+  [[ " $available " == *" mysql "* ]] && command -v mariadbd >/dev/null && backends+="mariadb,"
+  backends=${backends%,}
+fi
+faults_for() {
+  case "$1" in
+    sqlite) echo "none client-kill client-stop writer-kill" ;;
+    postgresql) echo "none client-kill client-stop session-kill server-restart server-stop pgbouncer" ;;
+    mariadb) echo "none client-kill client-stop session-kill server-restart server-stop" ;;
+  esac
+}
+
+stamp=$(date -u +%Y%m%d-%H%M%S)
+logdir="$(cd "$build" && pwd)/fault-results/$stamp"
+mkdir -p "$logdir"
+results="$logdir/results.txt"
+out=${out:-$logdir/table.md}
+
+pg_port=${FAULT_PG_PORT:-55437} bouncer_port=${FAULT_PGBOUNCER_PORT:-56437} maria_port=${FAULT_MARIADB_PORT:-33309}
+pg_state=/tmp/dblock-fault-sh-pg-$pg_port
+maria_state=/tmp/dblock-fault-sh-mariadb-$maria_port
+started=()
+cleanup() {
+  for s in "${started[@]}"; do
+    case "$s" in
+      postgresql) scripts/servers/postgresql.sh stop "$pg_state" >/dev/null 2>&1 || true ;;
+      mariadb) scripts/servers/mariadb.sh stop "$maria_state" >/dev/null 2>&1 || true ;;
+    esac
+  done
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+IFS=, read -r -a backend_list <<< "$backends"
+for b in "${backend_list[@]}"; do
+  case "$b" in
+    postgresql) scripts/servers/postgresql.sh start "$pg_state" "$pg_port" "$bouncer_port"; started+=(postgresql) ;;
+    mariadb) scripts/servers/mariadb.sh start "$maria_state" "$maria_port"; started+=(mariadb) ;;
+    sqlite) ;;
+    *) echo "fault.sh: unknown backend $b" >&2; exit 64 ;;
+  esac
+done
+
+run_one() {  # backend fault seed
+  local b="$1" f="$2" seed="$3" args=()
+  case "$b" in
+    sqlite) ;;
+    postgresql)
+      local direct="postgresql://postgres@127.0.0.1:$pg_port/postgres"
+      if [[ $f == pgbouncer ]]; then
+        args=(--url "postgresql://postgres@127.0.0.1:$bouncer_port/postgres?prepared=0" --admin-url "$direct")
+      else
+        args=(--url "$direct")
+      fi
+      args+=(--state "$pg_state" --server-script "$root/scripts/servers/postgresql.sh") ;;
+    mariadb)
+      args=(--url "mysql://root@127.0.0.1:$maria_port/dblock_test" --state "$maria_state"
+            --server-script "$root/scripts/servers/mariadb.sh") ;;
+  esac
+  local log="$logdir/$b-$f-$seed.log"
+  if "$driver" run --fault "$f" --seed "$seed" --seconds "$seconds" --ttl-ms "$ttl" --clients "$clients" \
+       --results "$results" "${args[@]}" >"$log" 2>&1; then
+    echo "ok        $b $f seed $seed"
+  else
+    echo "FAILED    $b $f seed $seed (exit $?): $(grep -E '^verdict|run failed|run problem' "$log" | head -2 | tr '\n' ' ') — $log"
+    failures=$((failures + 1))
+  fi
+}
+
+selected() { [[ -z "$faults" || ",$faults," == *",$1,"* ]]; }
+
+echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run, TTL $ttl ms, $clients clients; backends: $backends"
+echo "fault.sh: per-run logs in $logdir"
+failures=0
+start=$(date +%s)
+for ((i = 0; i < runs; i++)); do
+  seed=$((seed_base + i))
+  for b in "${backend_list[@]}"; do
+    for f in $(faults_for "$b"); do
+      selected "$f" || continue
+      if [[ -n "$budget" ]] && (( $(date +%s) - start >= budget * 60 )); then
+        echo "fault.sh: budget of $budget minutes spent; not starting more runs"
+        break 3
+      fi
+      run_one "$b" "$f" "$seed"
+    done
+  done
+done
+
+echo
+"$driver" report "$results" | tee "$out" || true
+echo
+echo "fault.sh: table written to $out; $failures failed run(s)"
+[[ $failures -eq 0 ]]

@@ -1,0 +1,474 @@
+// The MariaDB dialect of the lease statements. "{L}", "{R}", "{W}", "{V}" stand for the
+// backtick-quoted leases, readers, waiters and schema-version tables; ":name" marks a bound
+// parameter (rendered as `?`, bound by name, repeated as often as it appears). Times come from
+// UTC_TIMESTAMP(6) on the server; microsecond values are computed only for reporting.
+//
+// Every lease operation is one round trip. Two MariaDB features make that possible where MySQL
+// needs two or more:
+//  * INSERT ... RETURNING hands back the rows a statement wrote (the fence, the expiry) without a
+//    second SELECT. Connector/C++ 1.1 exposes neither the OK packet's insert id nor
+//    anything else LAST_INSERT_ID() could be read from, and a `SELECT LAST_INSERT_ID()` would cost
+//    the round trip we are avoiding.
+//  * Compound statements (BEGIN NOT ATOMIC ... END) can be prepared with parameters. Operations that
+//    touch two tables (shared leases, queued attempts, force-release) run as one prepared compound
+//    statement: its transaction's row locks are held only while the server executes it, never
+//    across a network round trip. Stored procedures would do the same but add schema objects, a
+//    DEFINER and EXECUTE grants, for no gain in speed.
+// A compound statement produces at most one result set, at its end, after all statements that can
+// fail; its failures roll its transaction back (EXIT HANDLER) and reach the client unchanged.
+// Statements that report by changed-row count (release, reap) rely on MySQL's default "changed
+// rows" semantics (CLIENT_FOUND_ROWS off); every UPDATE here changes the rows it matches anyway.
+//
+// The waiter queue stays off the uncontended path. Merely naming a second table in a statement
+// costs about a quarter of an acquire (measured: table open and lock), so the hot statements
+// (acquire, release) read only the leases table: a lock's row carries `queued_until`, the latest
+// expiry of the live waiters queued for it, kept by the (contended) queue statements. Released rows
+// are marked free rather than deleted, and the reaper skips rows with live waiters, so "no row"
+// implies "nobody queued" and a new row can be inserted without looking at the queue.
+//
+// Lock order: the counter row ('') before a lock's row, a lock's row before its readers' and
+// waiters' rows.
+// Autocommit statements inside a compound statement commit one by one and hold no lock across
+// each other. No two dblock statements deadlock on dblock's own rows; 1213 is still retried
+// (application transactions share the tables' pages).
+#ifndef DBLOCK_SRC_BACKENDS_MYSQL_SQL_H_
+#define DBLOCK_SRC_BACKENDS_MYSQL_SQL_H_
+
+namespace dblock::mysql::sql {
+
+#define DBLOCK_MY_US(expr) "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " expr ")"
+#define DBLOCK_MY_REMAINING(expr) "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), " expr ")"
+// The counter row's expiry (never reaped) and the expiry given to freed rows.
+#define DBLOCK_MY_FAR "'9999-12-31 23:59:59.999999'"
+#define DBLOCK_MY_EXPIRED "'1970-01-01 00:00:01'"
+#define DBLOCK_MY_COLUMNS "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
+// On a lock's row: nobody is queued for it (its marker has passed or was never set).
+#define DBLOCK_MY_NOBODY_QUEUED "COALESCE(queued_until, " DBLOCK_MY_EXPIRED ") <= UTC_TIMESTAMP(6)"
+// Inside a compound statement with v_name: raise the row's queue marker to `until`, or recompute it
+// from the live waiters (after one left the queue).
+#define DBLOCK_MY_MARK_QUEUED(until) \
+  "UPDATE {L} SET queued_until = GREATEST(COALESCE(queued_until, " until "), " until ") WHERE name = v_name;"
+#define DBLOCK_MY_RECOMPUTE_QUEUED                                                                    \
+  "UPDATE {L} SET queued_until = (SELECT MAX(w.until_at) FROM {W} w WHERE w.name = v_name"             \
+  " AND w.until_at > UTC_TIMESTAMP(6)) WHERE name = v_name;"
+// The counter row as the first row of a multi-row INSERT ... ON DUPLICATE KEY UPDATE. Processed
+// first, it advances the counter with LAST_INSERT_ID(fence + 1) in its ODKU branch; the value is
+// then what LAST_INSERT_ID() returns to the lock's row, which is processed next in the same
+// statement. The VALUES expression only matters when the counter row is missing (deleted by hand,
+// say with the whole table): it is then recreated at the server time in microseconds, which is
+// above any value counting up from 0 could have reached, and hands that out.
+#define DBLOCK_MY_COUNTER_ROW(now) \
+  "('', NULL, NULL, 'exclusive', LAST_INSERT_ID(" DBLOCK_MY_US(now) "), " now ", " DBLOCK_MY_FAR ", 0)"
+
+// Exclusive acquire, one round trip. :name, :secret (hex), :holder, :ttl_us.
+//
+// The row for the name is taken when it is free (expired) and nobody is queued for it, or when
+// this very secret holds it live (so that an attempt whose reply was lost can be repeated safely;
+// unlike the free path that re-take ignores the queue: the lease is ours already). A new name is
+// inserted (no row: nobody queued, see above). `@dblock_take` carries the decision, made once on
+// the row's old values in the first assignment, to the later ones; expires_at is assigned last
+// because the decision reads it. The counter row passes through every assignment unchanged
+// (name = ''). RETURNING reports both rows; the caller reads the lock's row: acquired when it
+// carries this secret and is live.
+inline constexpr const char* kAcquireExclusive =
+    "INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("UTC_TIMESTAMP(6)") ","
+    " (:name, UNHEX(:secret), :holder, 'exclusive', LAST_INSERT_ID(), UTC_TIMESTAMP(6),"
+    "  UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND, 0)"
+    " ON DUPLICATE KEY UPDATE"
+    "  fence = IF(name = '', LAST_INSERT_ID(fence + 1),"
+    "    IF(@dblock_take := ((expires_at > UTC_TIMESTAMP(6) AND owner_secret = VALUES(owner_secret) AND mode = 'exclusive')"
+    "       OR (expires_at <= UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED ")), LAST_INSERT_ID(), fence)),"
+    "  owner_secret = IF(name <> '' AND @dblock_take, VALUES(owner_secret), owner_secret),"
+    "  holder = IF(name <> '' AND @dblock_take, VALUES(holder), holder),"
+    "  mode = IF(name <> '' AND @dblock_take, 'exclusive', mode),"
+    "  acquired_at = IF(name <> '' AND @dblock_take, VALUES(acquired_at), acquired_at),"
+    "  renewals = IF(name <> '' AND @dblock_take, 0, renewals),"
+    "  expires_at = IF(name <> '' AND @dblock_take, VALUES(expires_at), expires_at)"
+    " RETURNING name, owner_secret = UNHEX(:secret) AND expires_at > UTC_TIMESTAMP(6), fence,"
+    "  " DBLOCK_MY_US("expires_at") ", " DBLOCK_MY_REMAINING("expires_at");
+
+// Not acquired on a first attempt: join the queue (and mark the lock's row), report the ticket,
+// the number of live waiters ahead and the holder's remaining time. :name, :secret, :queue_us.
+inline constexpr const char* kQueue =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :queue_us MICROSECOND;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
+    " START TRANSACTION;"
+    " " DBLOCK_MY_MARK_QUEUED("v_until")
+    " INSERT INTO {W} (name, owner_secret, ticket, until_at)"
+    "  VALUES (v_name, v_secret, " DBLOCK_MY_US("UTC_TIMESTAMP(6)") ", v_until)"
+    "  ON DUPLICATE KEY UPDATE until_at = VALUES(until_at);"
+    " COMMIT;"
+    " SELECT q.ticket,"
+    "  (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > UTC_TIMESTAMP(6)"
+    "   AND w.owner_secret <> v_secret AND w.ticket < q.ticket),"
+    "  (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = v_name)"
+    "  FROM {W} q WHERE q.name = v_name AND q.owner_secret = v_secret;"
+    " END";
+
+// A queued exclusive attempt (the caller has a ticket): the acquire above, then in the same round
+// trip and transaction (one commit) either leave the queue (acquired) or refresh the queue entry
+// and report the position. The queue check is exact here: nobody with a smaller ticket is queued.
+// Result: acquired, fence, expires_us, remaining_us, ticket, ahead.
+// :name, :secret, :holder, :ttl_us, :ticket, :queue_us.
+inline constexpr const char* kAcquireExclusiveQueued =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_holder VARCHAR(255) DEFAULT :holder;"
+    " DECLARE v_ttl_us BIGINT DEFAULT :ttl_us;"
+    " DECLARE v_ticket BIGINT DEFAULT :ticket;"
+    " DECLARE v_queue_us BIGINT DEFAULT :queue_us;"
+    " DECLARE v_free INT DEFAULT 0;"
+    " DECLARE v_ok INT DEFAULT 0;"
+    " DECLARE v_fence BIGINT DEFAULT 0;"
+    " DECLARE v_expires_us BIGINT DEFAULT 0;"
+    " DECLARE v_remaining_us BIGINT DEFAULT 0;"
+    " DECLARE v_until DATETIME(6) DEFAULT NULL;"
+    " DECLARE v_ahead BIGINT DEFAULT 0;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_ok = 0;"
+    " SET v_free = NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > UTC_TIMESTAMP(6)"
+    "  AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"
+    " START TRANSACTION;"
+    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("UTC_TIMESTAMP(6)") ","
+    "  (v_name, v_secret, v_holder, 'exclusive', LAST_INSERT_ID(), UTC_TIMESTAMP(6),"
+    "   IF(v_free, UTC_TIMESTAMP(6) + INTERVAL v_ttl_us MICROSECOND, " DBLOCK_MY_EXPIRED "), 0)"
+    "  ON DUPLICATE KEY UPDATE"
+    "  fence = IF(name = '', LAST_INSERT_ID(fence + 1),"
+    "    IF(@dblock_take := ((expires_at > UTC_TIMESTAMP(6) AND owner_secret = v_secret AND mode = 'exclusive')"
+    "       OR (expires_at <= UTC_TIMESTAMP(6) AND v_free)), LAST_INSERT_ID(), fence)),"
+    "  owner_secret = IF(name <> '' AND @dblock_take, v_secret, owner_secret),"
+    "  holder = IF(name <> '' AND @dblock_take, v_holder, holder),"
+    "  mode = IF(name <> '' AND @dblock_take, 'exclusive', mode),"
+    "  acquired_at = IF(name <> '' AND @dblock_take, UTC_TIMESTAMP(6), acquired_at),"
+    "  renewals = IF(name <> '' AND @dblock_take, 0, renewals),"
+    "  expires_at = IF(name <> '' AND @dblock_take, UTC_TIMESTAMP(6) + INTERVAL v_ttl_us MICROSECOND, expires_at);"
+    " SELECT owner_secret = v_secret AND expires_at > UTC_TIMESTAMP(6), fence, " DBLOCK_MY_US("expires_at") ","
+    "  " DBLOCK_MY_REMAINING("expires_at")
+    "  INTO v_ok, v_fence, v_expires_us, v_remaining_us FROM {L} WHERE name = v_name;"
+    " IF v_ok THEN"
+    "  DELETE FROM {W} WHERE name = v_name AND owner_secret = v_secret;"
+    "  " DBLOCK_MY_RECOMPUTE_QUEUED
+    " ELSE"
+    "  SET v_until = UTC_TIMESTAMP(6) + INTERVAL v_queue_us MICROSECOND;"
+    "  " DBLOCK_MY_MARK_QUEUED("v_until")
+    "  INSERT INTO {W} (name, owner_secret, ticket, until_at) VALUES (v_name, v_secret, v_ticket, v_until)"
+    "   ON DUPLICATE KEY UPDATE until_at = VALUES(until_at);"
+    "  SET v_ahead = (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > UTC_TIMESTAMP(6)"
+    "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"
+    " END IF;"
+    " COMMIT;"
+    " IF v_ok THEN SELECT 1, v_fence, v_expires_us, 0, v_ticket, 0;"
+    " ELSE SELECT 0, 0, 0, v_remaining_us, v_ticket, v_ahead;"
+    " END IF;"
+    " END";
+
+// Shared acquire: join live readers or take a free row, record the reader, and queue or leave the
+// queue, in one transaction inside one compound statement. A reader does not join while a writer
+// queued before it waits (no writer starvation). Result as kAcquireExclusiveQueued; ahead is -1
+// when not queued.
+// :name, :secret, :holder, :ttl_us, :ticket (NULL before queueing), :queue_us (0: do not queue).
+inline constexpr const char* kAcquireShared =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_holder VARCHAR(255) DEFAULT :holder;"
+    " DECLARE v_ttl_us BIGINT DEFAULT :ttl_us;"
+    " DECLARE v_ticket BIGINT DEFAULT :ticket;"
+    " DECLARE v_queue_us BIGINT DEFAULT :queue_us;"
+    " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
+    " DECLARE v_expires DATETIME(6) DEFAULT v_now + INTERVAL v_ttl_us MICROSECOND;"
+    " DECLARE v_until DATETIME(6) DEFAULT v_now + INTERVAL v_queue_us MICROSECOND;"
+    " DECLARE v_free INT DEFAULT 0;"
+    " DECLARE v_ok INT DEFAULT 0;"
+    " DECLARE v_fence BIGINT DEFAULT 0;"
+    " DECLARE v_remaining_us BIGINT DEFAULT 0;"
+    " DECLARE v_ahead BIGINT DEFAULT -1;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_ok = 0;"
+    " SET v_free = NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"
+    "  AND w.owner_secret <> v_secret AND (v_ticket IS NULL OR w.ticket < v_ticket));"
+    " START TRANSACTION;"
+    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("v_now") ","
+    "  (v_name, NULL, NULL, 'shared', LAST_INSERT_ID(), v_now, IF(v_free, v_expires, " DBLOCK_MY_EXPIRED "), 0)"
+    "  ON DUPLICATE KEY UPDATE"
+    "  fence = IF(name = '', LAST_INSERT_ID(fence + 1),"
+    "    IF(@dblock_join := ((expires_at <= v_now OR mode = 'shared') AND v_free), LAST_INSERT_ID(), fence)),"
+    "  owner_secret = IF(name <> '' AND @dblock_join, NULL, owner_secret),"
+    "  holder = IF(name <> '' AND @dblock_join, NULL, holder),"
+    "  acquired_at = IF(name <> '' AND @dblock_join AND (mode <> 'shared' OR expires_at <= v_now), v_now, acquired_at),"
+    "  renewals = IF(name <> '' AND @dblock_join AND (mode <> 'shared' OR expires_at <= v_now), 0, renewals),"
+    "  expires_at = IF(name <> '' AND @dblock_join,"
+    "    IF(mode = 'shared' AND expires_at > v_now, GREATEST(expires_at, v_expires), v_expires), expires_at),"
+    "  mode = IF(name <> '' AND @dblock_join, 'shared', mode);"
+    " SET v_fence = LAST_INSERT_ID();"
+    " SELECT fence = v_fence AND expires_at > v_now, TIMESTAMPDIFF(MICROSECOND, v_now, expires_at)"
+    "  INTO v_ok, v_remaining_us FROM {L} WHERE name = v_name;"
+    " IF v_ok THEN"
+    "  INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at, renewals)"
+    "   VALUES (v_name, v_secret, v_holder, v_fence, v_now, v_expires, 0)"
+    "   ON DUPLICATE KEY UPDATE holder = VALUES(holder), fence = VALUES(fence),"
+    "   acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at), renewals = 0;"
+    "  IF v_ticket IS NOT NULL THEN"
+    "   DELETE FROM {W} WHERE name = v_name AND owner_secret = v_secret;"
+    "   " DBLOCK_MY_RECOMPUTE_QUEUED
+    "  END IF;"
+    " ELSEIF v_queue_us > 0 THEN"
+    "  " DBLOCK_MY_MARK_QUEUED("v_until")
+    "  INSERT INTO {W} (name, owner_secret, ticket, until_at)"
+    "   VALUES (v_name, v_secret, COALESCE(v_ticket, " DBLOCK_MY_US("v_now") "), v_until)"
+    "   ON DUPLICATE KEY UPDATE until_at = VALUES(until_at);"
+    "  SELECT ticket INTO v_ticket FROM {W} WHERE name = v_name AND owner_secret = v_secret;"
+    "  SET v_ahead = (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"
+    "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"
+    " END IF;"
+    " COMMIT;"
+    " IF v_ok THEN SELECT 1, v_fence, " DBLOCK_MY_US("v_expires") ", 0, COALESCE(v_ticket, 0), 0;"
+    " ELSE SELECT 0, 0, 0, v_remaining_us, COALESCE(v_ticket, 0), v_ahead;"
+    " END IF;"
+    " END";
+
+// Read-only: live waiters ahead of :ticket (other than :secret) and the holder's remaining time
+// in microseconds (NULL: no row, free). :name, :secret, :ticket.
+inline constexpr const char* kQueueStatus =
+    "SELECT (SELECT COUNT(*) FROM {W} w WHERE w.name = :name AND w.until_at > UTC_TIMESTAMP(6)"
+    "  AND w.owner_secret <> UNHEX(:secret) AND w.ticket < :ticket),"
+    " (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = :name)";
+
+// The holder's remaining time in microseconds (no row: free). :name.
+inline constexpr const char* kRemaining = "SELECT " DBLOCK_MY_REMAINING("expires_at") " FROM {L} WHERE name = :name";
+
+// A waiter gives up: leave the queue and lower the lock's queue marker. :name, :secret.
+inline constexpr const char* kLeaveQueue =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_row INT DEFAULT 0;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
+    " START TRANSACTION;"
+    " SELECT 1 INTO v_row FROM {L} WHERE name = v_name FOR UPDATE;"
+    " DELETE FROM {W} WHERE name = v_name AND owner_secret = UNHEX(:secret);"
+    " " DBLOCK_MY_RECOMPUTE_QUEUED
+    " COMMIT;"
+    " END";
+
+// Renew: UPDATE has no RETURNING in MariaDB, so the new expiry is computed first and reported with
+// the changed-row count (CLIENT_FOUND_ROWS is off: renewals + 1 always changes the row).
+// Result: renewed, expires_us. :name, :secret, :ttl_us.
+inline constexpr const char* kRenewExclusive =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND;"
+    " UPDATE {L} SET expires_at = v_until, renewals = renewals + 1"
+    "  WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6);"
+    " SELECT ROW_COUNT() > 0, " DBLOCK_MY_US("v_until") ";"
+    " END";
+// Keeps leases.expires_at >= every live reader's expiry; the lock's row first (lock order).
+inline constexpr const char* kRenewReader =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
+    " DECLARE v_until DATETIME(6) DEFAULT v_now + INTERVAL :ttl_us MICROSECOND;"
+    " DECLARE v_ok INT DEFAULT 0;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
+    " START TRANSACTION;"
+    " UPDATE {L} SET expires_at = GREATEST(expires_at, v_until), renewals = renewals + 1"
+    "  WHERE name = v_name AND mode = 'shared' AND expires_at > v_now"
+    "  AND EXISTS (SELECT 1 FROM {R} r WHERE r.name = v_name AND r.owner_secret = v_secret AND r.expires_at > v_now);"
+    " IF ROW_COUNT() > 0 THEN"
+    "  UPDATE {R} SET expires_at = v_until, renewals = renewals + 1 WHERE name = v_name AND owner_secret = v_secret;"
+    "  SET v_ok = 1;"
+    " END IF;"
+    " COMMIT;"
+    " SELECT v_ok, " DBLOCK_MY_US("v_until") ";"
+    " END";
+
+// Release (compare-and-free): one changed row when this owner still held the lease live, none
+// otherwise (expired, taken over, force-released: our own expired row is harmless and reaped).
+// The row is marked free, not deleted (see the file comment); the reaper deletes it.
+// :name, :secret.
+inline constexpr const char* kReleaseExclusive =
+    "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED
+    " WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6)";
+// The lock's row is locked first, so no reader joins or renews while the lease's expiry is
+// recomputed from the remaining live readers. One row: NULL when this reader was not found.
+inline constexpr const char* kReleaseReader =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
+    " DECLARE v_row INT DEFAULT 0;"
+    " DECLARE v_live INT DEFAULT NULL;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
+    " START TRANSACTION;"
+    " SELECT 1 INTO v_row FROM {L} WHERE name = v_name FOR UPDATE;"
+    " SELECT expires_at > v_now INTO v_live FROM {R} WHERE name = v_name AND owner_secret = v_secret;"
+    " IF v_live IS NOT NULL THEN"
+    "  DELETE FROM {R} WHERE name = v_name AND owner_secret = v_secret;"
+    "  UPDATE {L} SET expires_at = COALESCE((SELECT MAX(r.expires_at) FROM {R} r WHERE r.name = v_name"
+    "   AND r.expires_at > v_now), " DBLOCK_MY_EXPIRED ") WHERE name = v_name AND mode = 'shared';"
+    " END IF;"
+    " COMMIT;"
+    " SELECT v_live;"
+    " END";
+
+// Admin eviction: frees the name, gives its row a new fence (so the evicted holder's guarded
+// writes and renewals fail) and drops its readers. Result: rows evicted (0 or 1). :name.
+inline constexpr const char* kForceRelease =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
+    " DECLARE v_evicted INT DEFAULT 0;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
+    " START TRANSACTION;"
+    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("v_now")
+    "  ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1);"
+    " UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED ", fence = LAST_INSERT_ID()"
+    "  WHERE name = v_name AND name <> '' AND expires_at > v_now;"
+    " SET v_evicted = ROW_COUNT();"
+    " IF v_evicted > 0 THEN DELETE FROM {R} WHERE name = v_name; COMMIT; ELSE ROLLBACK; END IF;"
+    " SELECT v_evicted;"
+    " END";
+
+// Live leases. The counter row is never shown.
+#define DBLOCK_MY_LIST                                                                                       \
+  "SELECT l.name, l.mode, l.holder, l.fence, " DBLOCK_MY_US("l.acquired_at") ", " DBLOCK_MY_US("l.expires_at") "," \
+  " " DBLOCK_MY_REMAINING("l.expires_at") ", l.renewals,"                                                     \
+  " (SELECT COUNT(*) FROM {R} r WHERE r.name = l.name AND r.expires_at > UTC_TIMESTAMP(6)),"                  \
+  " (SELECT GROUP_CONCAT(r.holder ORDER BY r.acquired_at SEPARATOR ',') FROM {R} r WHERE r.name = l.name"      \
+  "  AND r.expires_at > UTC_TIMESTAMP(6))"                                                                    \
+  " FROM {L} l WHERE l.name <> '' AND l.expires_at > UTC_TIMESTAMP(6)"
+inline constexpr const char* kListAll = DBLOCK_MY_LIST " ORDER BY l.name";
+inline constexpr const char* kListOne = DBLOCK_MY_LIST " AND l.name = :name";
+#undef DBLOCK_MY_LIST
+
+// Reaper: at most :batch expired rows per statement, oldest first, along the expiry index. Under
+// READ COMMITTED a row another statement has locked is checked against its last committed version
+// and skipped when that no longer matches; the counter row never expires. Rows with live waiters
+// stay (their queue marker must not vanish with them).
+inline constexpr const char* kReapLeases =
+    "DELETE FROM {L} WHERE expires_at <= UTC_TIMESTAMP(6) AND name <> '' AND " DBLOCK_MY_NOBODY_QUEUED
+    " ORDER BY expires_at LIMIT :batch";
+inline constexpr const char* kReapReaders =
+    "DELETE FROM {R} WHERE expires_at <= UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT :batch";
+inline constexpr const char* kReapWaiters =
+    "DELETE FROM {W} WHERE until_at <= UTC_TIMESTAMP(6) ORDER BY until_at LIMIT :batch";
+
+// Guard: opens the caller's transaction and checks, inside it, that the lease is still held with
+// that fence. LOCK IN SHARE MODE on the lock's row keeps it from being taken over, released or
+// force-released (all of which write it) until the transaction ends, so a commit after a successful
+// check happens while the lease is still ours. A reader's check locks the lock's row too, so no
+// writer can take it over after the reader's expiry while the transaction is open. The transaction
+// stays open after the statement. Result: held (0/1). :name, :secret, :fence.
+inline constexpr const char* kGuardBegin =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_fence BIGINT DEFAULT :fence;"
+    " DECLARE v_held INT DEFAULT 0;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
+    " START TRANSACTION;"
+    " SELECT 1 INTO v_held FROM {L} WHERE name = v_name AND owner_secret = v_secret AND fence = v_fence"
+    "  AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE;"
+    " IF v_held = 0 THEN"
+    "  SELECT 1 INTO v_held FROM {L} l JOIN {R} r ON r.name = l.name WHERE l.name = v_name AND l.mode = 'shared'"
+    "   AND r.owner_secret = v_secret AND r.fence = v_fence AND r.expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE;"
+    " END IF;"
+    " SELECT v_held;"
+    " END";
+
+// Release beacons (see mysql.h). The holder's beacon thread takes and drops them on its own
+// connection; the first waiter blocks on one. :key.
+inline constexpr const char* kTakeBeacon = "SELECT GET_LOCK(:key, 0)";
+inline constexpr const char* kDropBeacon = "SELECT RELEASE_LOCK(:key)";
+// Result: -1 when nobody holds the beacon (nothing to wait on: poll), else GET_LOCK's result (1: the
+// holder let go, 0: timed out). A granted beacon is given back at once, in the same statement.
+// A lease taken moments ago gets its beacon only a beacon delay later, so while the lock's row is
+// live and younger than :grace_us the statement first waits (server-side, in 0.5 ms steps) for the
+// beacon to appear: the next waiter in a busy hand-off chain arrives exactly then.
+// :key, :name, :grace_us, :timeout_s (fractional seconds).
+inline constexpr const char* kWaitBeacon =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_key VARCHAR(255) DEFAULT :key;"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_grace_until DATETIME(6) DEFAULT NULL;"
+    " DECLARE v_got INT DEFAULT NULL;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
+    " IF IS_USED_LOCK(v_key) IS NULL THEN"
+    "  SELECT acquired_at + INTERVAL :grace_us MICROSECOND INTO v_grace_until FROM {L}"
+    "   WHERE name = v_name AND expires_at > UTC_TIMESTAMP(6);"
+    "  WHILE v_grace_until > UTC_TIMESTAMP(6) AND IS_USED_LOCK(v_key) IS NULL"
+    "   AND EXISTS (SELECT 1 FROM {L} WHERE name = v_name AND expires_at > UTC_TIMESTAMP(6)) DO"
+    "   DO SLEEP(0.0005);"
+    "  END WHILE;"
+    " END IF;"
+    " IF IS_USED_LOCK(v_key) IS NULL THEN"
+    "  SELECT -1;"
+    " ELSE"
+    "  SET v_got = GET_LOCK(v_key, :timeout_s);"
+    "  IF v_got = 1 THEN DO RELEASE_LOCK(v_key); END IF;"
+    "  SELECT v_got;"
+    " END IF;"
+    " END";
+
+// Session locks, on a dedicated connection each. CONNECTION_ID() comes back with every call: a
+// change means the client reconnected underneath and the lock is gone. :key, :timeout_s.
+inline constexpr const char* kSessionLock = "SELECT GET_LOCK(:key, :timeout_s), CONNECTION_ID()";
+inline constexpr const char* kSessionVerify = "SELECT IS_USED_LOCK(:key) = CONNECTION_ID(), CONNECTION_ID()";
+inline constexpr const char* kSessionUnlock = "SELECT RELEASE_LOCK(:key), CONNECTION_ID()";
+
+// Transaction locks: GET_LOCK and START TRANSACTION in one round trip, COMMIT/ROLLBACK and
+// RELEASE_LOCK in another. Result of the first: GET_LOCK's (1 granted, 0 timed out, NULL error).
+// :key, :timeout_s.
+inline constexpr const char* kXactBegin =
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_got INT DEFAULT GET_LOCK(:key, :timeout_s);"
+    " IF v_got = 1 THEN START TRANSACTION; END IF;"
+    " SELECT v_got;"
+    " END";
+inline constexpr const char* kXactCommit = "BEGIN NOT ATOMIC COMMIT; DO RELEASE_LOCK(:key); END";
+inline constexpr const char* kXactRollback = "BEGIN NOT ATOMIC ROLLBACK; DO RELEASE_LOCK(:key); END";
+
+// Connection set-up. The first statement is plain SQL that any MySQL-protocol server answers, so
+// that a server we cannot use is refused with a clear message rather than a syntax error.
+inline constexpr const char* kHello = "SELECT VERSION(), CONNECTION_ID(), DATABASE(), @@read_only";
+inline constexpr const char* kSessionSetup =
+    "BEGIN NOT ATOMIC SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION time_zone = '+00:00'; END";
+
+// Migrations, serialised by a server-wide GET_LOCK (MySQL DDL is not transactional). :key.
+inline constexpr const char* kMigrationLock = "SELECT GET_LOCK(:key, 60)";
+inline constexpr const char* kMigrationUnlock = "SELECT RELEASE_LOCK(:key)";
+// :table.
+inline constexpr const char* kTableExists =
+    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = :table";
+inline constexpr const char* kSchemaVersion = "SELECT COALESCE(MAX(version), 0) FROM {V}";
+// :version, :name.
+inline constexpr const char* kRecordMigration =
+    "INSERT IGNORE INTO {V} (version, name, applied_at) VALUES (:version, :name, UTC_TIMESTAMP(6))";
+
+// The fence counter row exists once migration 0001 ran; nothing in dblock deletes it. Should it
+// have been deleted by hand, migrate() recreates it above every fence still in the table and at
+// least at the server time in microseconds (see DBLOCK_MY_COUNTER_ROW; a full scan, only then).
+inline constexpr const char* kCounterExists = "SELECT COUNT(*) FROM {L} WHERE name = ''";
+inline constexpr const char* kRecreateCounter =
+    "INSERT IGNORE INTO {L} " DBLOCK_MY_COLUMNS
+    " SELECT '', NULL, NULL, 'exclusive', GREATEST(COALESCE(MAX(fence), 0) + 1, " DBLOCK_MY_US("UTC_TIMESTAMP(6)") "),"
+    " UTC_TIMESTAMP(6), " DBLOCK_MY_FAR ", 0 FROM {L}";
+
+#undef DBLOCK_MY_RECOMPUTE_QUEUED
+#undef DBLOCK_MY_MARK_QUEUED
+#undef DBLOCK_MY_NOBODY_QUEUED
+#undef DBLOCK_MY_COUNTER_ROW
+#undef DBLOCK_MY_COLUMNS
+#undef DBLOCK_MY_EXPIRED
+#undef DBLOCK_MY_FAR
+#undef DBLOCK_MY_REMAINING
+#undef DBLOCK_MY_US
+
+}  // namespace dblock::mysql::sql
+
+#endif  // DBLOCK_SRC_BACKENDS_MYSQL_SQL_H_

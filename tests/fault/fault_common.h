@@ -1,0 +1,87 @@
+// Shared pieces of the fault-injection harness (tests/fault/): the clock every process logs on,
+// the protected resource's tables per SQL dialect, the client log format, and small helpers.
+//
+// Time: every harness time is CLOCK_MONOTONIC in nanoseconds. It is shared by all processes of the
+// host, so the driver's fault times and all clients' believed-hold intervals are comparable, and
+// it is the clock std::chrono::steady_clock reads (so Lease::safe_until() converts exactly).
+//
+// Pure functions and value types; thread-safe.
+#ifndef DBLOCK_TESTS_FAULT_FAULT_COMMON_H_
+#define DBLOCK_TESTS_FAULT_FAULT_COMMON_H_
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/dblock.h"
+
+namespace dblock::fault {
+
+// CLOCK_MONOTONIC, nanoseconds.
+std::int64_t mono_ns();
+// A steady_clock time point on the same scale as mono_ns().
+std::int64_t to_mono_ns(std::chrono::steady_clock::time_point t);
+
+enum class Dialect { kSqlite, kPostgresql, kMysql };
+// From the URL scheme ("sqlite", "postgresql", "mysql"/"mariadb"). Throws UsageError otherwise.
+Dialect dialect_of(std::string_view url);
+const char* dialect_name(Dialect d);
+
+// `url` with one more query parameter (adds '?' or '&').
+std::string with_param(const std::string& url, const std::string& key, const std::string& value);
+
+// Integer from a result column whatever type the driver reported (int64, double, text).
+std::int64_t as_int(const Value& v);
+std::string as_text(const Value& v);
+
+// The protected resource: one row that accepts a write only with a fence greater than the last
+// accepted one, and an append-only log of accepted operations whose auto-increment `seq` gives
+// the commit order (the resource row is updated first in the same transaction, so its row lock
+// orders the inserts). Table names are "<prefix>resource" and "<prefix>ops".
+struct ResourceSql {
+  std::vector<std::string> create;  // DDL + the initial row
+  std::string guarded_update;       // params: fence, fence -> 1 row changed, or 0 when stale
+  std::string unfenced_update;      // params: fence (sabotage mode: no fence check at all)
+  std::string insert_op;            // params: op_id, fence, client, t_ns
+  std::string select_ops;           // seq, op_id, fence, client ORDER BY seq
+  std::string select_resource;      // last_fence, value
+  std::string server_version;       // one row, one text column
+};
+ResourceSql resource_sql(Dialect d, const std::string& prefix);
+
+// ---- the client log --------------------------------------------------------------------------
+// One file per client process, one record per line, fields separated by single spaces, written
+// with one write(2) each (a SIGKILLed client loses at most the record it was writing). Times are
+// mono_ns(). `k` numbers a client's acquisitions from 1.
+//
+//   START client pid t
+//   A k t_call t_ret fence safe_until            acquired: believed hold starts at t_ret
+//   WB k op t lost_flag                          guarded write begins (op id, local lost() flag)
+//   W k op t fence                               guarded write committed: acknowledged
+//   J k op t guard|resource                      guarded write rejected (LeaseLostError / 0 rows)
+//   X k op t class                               guarded write failed otherwise: outcome unknown
+//   P k t effects                                wrong-owner probe: number of effects seen (must be 0)
+//   Q k t error                                  wrong-owner probe could not run (fault)
+//   R k t_end t_ret result safe_until lost_flag  release: believed hold ended at t_end (before the call)
+//   L k t                                        on_lost callback ran
+//   T t                                          not acquired within the wait
+//   E t where class                              other error (acquire, open, ...)
+//   S t refused|granted|unsupported|error        session-lock check behind a transaction pooler
+//   B t class                                    background error reported by the manager
+//   END t
+struct LogLine {
+  std::string type;
+  std::vector<std::string> fields;
+};
+// Splits a line; nullopt when empty.
+std::optional<LogLine> parse_log_line(std::string_view line);
+
+// Exception class name for the log ("ConnectionError", "LeaseLostError", ...).
+std::string error_class(const std::exception& e);
+
+}  // namespace dblock::fault
+
+#endif  // DBLOCK_TESTS_FAULT_FAULT_COMMON_H_

@@ -1,0 +1,525 @@
+#include "oracle.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "fault_common.h"
+
+namespace dblock::fault {
+
+namespace {
+
+constexpr std::int64_t kForever = std::numeric_limits<std::int64_t>::max();
+
+bool to_i64(const std::string& s, std::int64_t& out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(s.c_str(), &end, 10);
+  if (errno != 0 || *end != '\0') return false;
+  out = v;
+  return true;
+}
+
+struct Interval {
+  std::int64_t start, end, fence;
+  int client;
+};
+
+// Pairs of intervals from different clients that intersect: count and total intersection (ns).
+std::pair<std::int64_t, std::int64_t> overlaps(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> active;
+  std::int64_t count = 0, total = 0;
+  for (const auto& cur : v) {
+    active.erase(std::remove_if(active.begin(), active.end(), [&](const Interval& a) { return a.end <= cur.start; }),
+                 active.end());
+    for (const auto& a : active) {
+      if (a.client == cur.client) continue;
+      ++count;
+      total += std::min(a.end, cur.end) - cur.start;
+    }
+    active.push_back(cur);
+  }
+  return {count, total};
+}
+
+}  // namespace
+
+const char* to_string(FaultEvent::Kind kind) {
+  switch (kind) {
+    case FaultEvent::kClientKill: return "client-kill";
+    case FaultEvent::kClientStop: return "client-stop";
+    case FaultEvent::kClientCont: return "client-cont";
+    case FaultEvent::kSessionKill: return "session-kill";
+    case FaultEvent::kServerRestart: return "server-restart";
+    case FaultEvent::kServerStop: return "server-stop";
+    case FaultEvent::kServerCont: return "server-cont";
+    case FaultEvent::kEndKill: return "end-kill";
+  }
+  return "?";
+}
+
+ClientLog parse_client_log(int client, std::istream& in) {
+  ClientLog log;
+  log.client = client;
+  std::map<std::int64_t, std::size_t> by_k;  // k -> index in acquisitions
+  std::map<std::string, std::size_t> writes;  // op -> index in writes
+  std::string line;
+  while (std::getline(in, line)) {
+    auto rec = parse_log_line(line);
+    if (!rec) continue;
+    const auto& f = rec->fields;
+    std::int64_t n[6] = {0, 0, 0, 0, 0, 0};
+    auto nums = [&](std::initializer_list<int> idx) {
+      for (int i : idx) {
+        if (i >= static_cast<int>(f.size()) || !to_i64(f[i], n[i])) return false;
+      }
+      return true;
+    };
+    std::int64_t t = 0;
+    bool ok = true;
+    const std::string& ty = rec->type;
+    if (ty == "START") {
+      ok = nums({0, 1, 2});
+      t = n[2];
+    } else if (ty == "A") {
+      ok = nums({0, 1, 2, 3, 4});
+      if (ok) {
+        Acquisition a;
+        a.client = client;
+        a.k = n[0];
+        a.t_call = n[1];
+        a.t_ret = n[2];
+        a.fence = n[3];
+        a.safe_until = n[4];
+        by_k[a.k] = log.acquisitions.size();
+        log.acquisitions.push_back(a);
+        t = a.t_ret;
+      }
+    } else if (ty == "WB") {
+      ok = f.size() >= 4 && nums({0, 2, 3}) && by_k.count(n[0]);
+      if (ok) {
+        WriteAttempt w;
+        w.client = client;
+        w.k = n[0];
+        w.op = f[1];
+        w.t = n[2];
+        w.lost_flag = n[3] != 0;
+        w.fence = log.acquisitions[by_k[w.k]].fence;
+        writes[w.op] = log.writes.size();
+        log.writes.push_back(w);
+        t = w.t;
+      }
+    } else if (ty == "W" || ty == "J" || ty == "X") {
+      ok = f.size() >= 4 && nums({0, 2}) && writes.count(f[1]);
+      if (ok) {
+        auto& w = log.writes[writes[f[1]]];
+        if (ty == "W") w.outcome = WriteOutcome::kAcked;
+        else if (ty == "X") w.outcome = WriteOutcome::kError;
+        else w.outcome = f[3] == "resource" ? WriteOutcome::kRejectedResource : WriteOutcome::kRejectedGuard;
+        t = n[2];
+      }
+    } else if (ty == "P") {
+      ok = nums({0, 1, 2});
+      if (ok) {
+        ++log.probes;
+        log.probe_effects += n[2];
+        t = n[1];
+      }
+    } else if (ty == "Q") {
+      ok = nums({0, 1});
+      if (ok) {
+        ++log.probe_errors;
+        t = n[1];
+      }
+    } else if (ty == "R") {
+      ok = f.size() >= 6 && nums({0, 1, 2, 4, 5}) && by_k.count(n[0]);
+      if (ok) {
+        auto& a = log.acquisitions[by_k[n[0]]];
+        a.released = true;
+        a.t_end = n[1];
+        a.result = f[3];
+        a.safe_until = n[4];
+        a.lost_at_release = n[5] != 0;
+        t = n[2];
+      }
+    } else if (ty == "L") {
+      ok = nums({0, 1});
+      if (ok) {
+        ++log.lost_callbacks;
+        t = n[1];
+      }
+    } else if (ty == "T") {
+      ok = nums({0});
+      if (ok) {
+        ++log.not_acquired;
+        t = n[0];
+      }
+    } else if (ty == "E") {
+      ok = nums({0});
+      if (ok) {
+        ++log.errors;
+        t = n[0];
+      }
+    } else if (ty == "B") {
+      ok = nums({0});
+      if (ok) {
+        ++log.background_errors;
+        t = n[0];
+      }
+    } else if (ty == "S") {
+      ok = f.size() >= 2 && nums({0});
+      if (ok) {
+        ++log.session_checks[f[1]];
+        t = n[0];
+      }
+    } else if (ty == "END") {
+      ok = nums({0});
+      if (ok) {
+        log.ended = true;
+        t = n[0];
+      }
+    } else {
+      ok = false;
+    }
+    if (!ok) {
+      ++log.malformed;
+      continue;
+    }
+    if (log.first_t == 0) log.first_t = t;
+    log.last_t = std::max(log.last_t, t);
+  }
+  return log;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  std::size_t rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(v.size())));
+  return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
+}
+
+std::vector<std::string> Figures::violations(bool baseline) const {
+  std::vector<std::string> out;
+  auto check = [&](std::int64_t v, const char* name) {
+    if (v != 0) out.push_back(std::string(name) + "=" + std::to_string(v));
+  };
+  check(stale_writes, "stale_writes");
+  check(lost_acks, "lost_acks");
+  check(doubled, "doubled");
+  check(phantom_ops, "phantom_ops");
+  check(rejected_committed, "rejected_committed");
+  check(guard_bypass, "guard_bypass");
+  check(resource_mismatch, "resource_mismatch");
+  check(fence_regressions, "fence_regressions");
+  check(duplicate_fences, "duplicate_fences");
+  check(restart_regressions, "restart_regressions");
+  check(wrong_owner_effects, "wrong_owner_effects");
+  check(safe_overlaps, "safe_overlaps");
+  check(session_not_refused, "session_not_refused");
+  check(client_crashes, "client_crashes");
+  if (baseline) check(overlaps, "baseline_overlaps");
+  return out;
+}
+
+Figures evaluate(const OracleInput& in) {
+  Figures fig;
+  std::vector<const Acquisition*> acqs;
+  std::unordered_map<std::string, const WriteAttempt*> attempts;
+  for (const auto& c : in.clients) {
+    fig.probes += c.probes;
+    fig.wrong_owner_effects += c.probe_effects;
+    fig.probe_errors += c.probe_errors;
+    fig.lost_callbacks += c.lost_callbacks;
+    fig.not_acquired += c.not_acquired;
+    fig.errors += c.errors;
+    fig.background_errors += c.background_errors;
+    fig.malformed += c.malformed;
+    if (in.expect_session_refused) {
+      for (const auto& [outcome, n] : c.session_checks) {
+        if (outcome == "refused") fig.session_refused += n;
+        else if (outcome == "granted" || outcome == "not_acquired") fig.session_not_refused += n;
+        else fig.session_unchecked += n;
+      }
+    }
+    for (const auto& a : c.acquisitions) acqs.push_back(&a);
+    for (const auto& w : c.writes) attempts[w.op] = &w;
+  }
+  fig.acquisitions = static_cast<std::int64_t>(acqs.size());
+  for (const auto& e : in.events) {
+    if (e.kind != FaultEvent::kClientCont && e.kind != FaultEvent::kServerCont && e.kind != FaultEvent::kEndKill) {
+      ++fig.faults;
+    }
+  }
+
+  // ---- believed holds ----
+  // The raw believed hold is [acquire returned, release about to be called]; a holder that never
+  // logged its release died (SIGKILL: its death time) or stopped logging (its last record).
+  auto death_of = [&](int client) -> std::int64_t {
+    auto it = in.death.find(client);
+    return it == in.death.end() ? kForever : it->second;
+  };
+  std::map<int, std::int64_t> last_t;
+  for (const auto& c : in.clients) last_t[c.client] = c.last_t;
+  std::vector<Interval> raw, clipped;
+  for (const Acquisition* a : acqs) {
+    std::int64_t end = a->t_end;
+    if (!a->released) {
+      const std::int64_t death = death_of(a->client);
+      end = death != kForever ? death : std::max(last_t[a->client], a->t_ret);
+    }
+    raw.push_back({a->t_ret, end, a->fence, a->client});
+    // Within safe-until the backend must still hold the lease: these holds never overlap, and
+    // when one ends before the next starts, the fences increase. A holder paused inside
+    // acquire() may return with safe-until already passed: that hold is empty.
+    std::int64_t cend = std::min(end, a->safe_until);
+    if (cend > a->t_ret) {
+      clipped.push_back({a->t_ret, cend, a->fence, a->client});
+    } else {
+      ++fig.expired_on_return;
+    }
+    if (a->released) {
+      if (a->result == "in_doubt") ++fig.in_doubt_releases;
+      if (a->result == "already_lost") ++fig.already_lost_releases;
+      if (a->lost_at_release) ++fig.lost_at_release;
+    }
+  }
+  auto [n_raw, ns_raw] = overlaps(raw);
+  fig.overlaps = n_raw;
+  fig.overlap_ms = static_cast<double>(ns_raw) / 1e6;
+  fig.safe_overlaps = overlaps(clipped).first;
+
+  {
+    std::vector<Interval> by_start = clipped, by_end = clipped;
+    std::sort(by_start.begin(), by_start.end(), [](auto& a, auto& b) { return a.start < b.start; });
+    std::sort(by_end.begin(), by_end.end(), [](auto& a, auto& b) { return a.end < b.end; });
+    std::size_t p = 0;
+    std::int64_t max_fence = std::numeric_limits<std::int64_t>::min();
+    for (const auto& b : by_start) {
+      while (p < by_end.size() && by_end[p].end < b.start) max_fence = std::max(max_fence, by_end[p++].fence);
+      if (max_fence >= b.fence) ++fig.fence_regressions;
+    }
+    std::map<std::int64_t, int> fences;
+    for (const Acquisition* a : acqs) {
+      if (++fences[a->fence] == 2) ++fig.duplicate_fences;
+    }
+  }
+  for (const auto& e : in.events) {
+    if (e.kind != FaultEvent::kServerRestart) continue;
+    std::int64_t before = std::numeric_limits<std::int64_t>::min(), after = std::numeric_limits<std::int64_t>::max();
+    for (const Acquisition* a : acqs) {
+      if (a->t_ret < e.t) before = std::max(before, a->fence);
+      if (a->t_call > e.t_end) after = std::min(after, a->fence);
+    }
+    if (before != std::numeric_limits<std::int64_t>::min() && after != std::numeric_limits<std::int64_t>::max() &&
+        after <= before) {
+      ++fig.restart_regressions;
+    }
+  }
+
+  // ---- recovery: a holder SIGKILLed or SIGSTOPped -> the next acquisition by another client ----
+  for (const auto& e : in.events) {
+    if (e.kind != FaultEvent::kClientKill && e.kind != FaultEvent::kClientStop) continue;
+    if (e.kind == FaultEvent::kClientKill) ++fig.kills;
+    const Interval* held = nullptr;
+    for (const auto& iv : raw) {
+      if (iv.client == e.client && iv.start <= e.t && iv.end >= e.t) held = &iv;
+    }
+    if (!held) continue;
+    if (e.kind == FaultEvent::kClientKill) ++fig.kills_in_hold;
+    std::int64_t next = kForever;
+    for (const Acquisition* a : acqs) {
+      if (a->client != e.client && a->t_ret >= e.t) next = std::min(next, a->t_ret);
+    }
+    // A paused holder that was resumed and released before anybody took over (the run ended,
+    // say) handed the lock over normally: that is not a recovery.
+    if (e.kind == FaultEvent::kClientStop && next != kForever && next > held->end) continue;
+    if (next == kForever) {
+      ++fig.unrecovered;
+    } else {
+      fig.recovery_ms.push_back(static_cast<double>(next - e.t) / 1e6);
+    }
+  }
+
+  // ---- the protected resource ----
+  fig.ops = static_cast<std::int64_t>(in.ops.size());
+  std::unordered_map<std::string, int> seen;
+  for (std::size_t i = 0; i < in.ops.size(); ++i) {
+    const auto& op = in.ops[i];
+    if (i > 0 && op.fence <= in.ops[i - 1].fence) ++fig.stale_writes;
+    if (++seen[op.op] == 2) ++fig.doubled;
+    auto it = attempts.find(op.op);
+    if (it == attempts.end() || it->second->fence != op.fence) ++fig.phantom_ops;
+  }
+  fig.doubled += std::llabs(in.resource_value - fig.ops);
+  if (in.resource_last_fence != (in.ops.empty() ? 0 : in.ops.back().fence)) ++fig.resource_mismatch;
+  for (const auto& c : in.clients) {
+    for (const auto& w : c.writes) {
+      ++fig.write_attempts;
+      if (w.lost_flag) ++fig.lost_flag_at_write;
+      const bool present = seen.count(w.op) > 0;
+      switch (w.outcome) {
+        case WriteOutcome::kAcked:
+          ++fig.acked;
+          if (!present) ++fig.lost_acks;
+          break;
+        case WriteOutcome::kRejectedGuard:
+          ++fig.rejected_guard;
+          if (present) ++fig.rejected_committed;
+          break;
+        case WriteOutcome::kRejectedResource:
+          ++fig.guard_bypass;
+          if (present) ++fig.rejected_committed;
+          break;
+        case WriteOutcome::kError:
+          ++fig.write_errors;
+          [[fallthrough]];
+        case WriteOutcome::kUnknown:
+          if (present) ++fig.indoubt_committed; else ++fig.indoubt_absent;
+          break;
+      }
+    }
+  }
+  return fig;
+}
+
+// ---- self-test ----
+
+namespace {
+
+ClientLog parse_text(int client, const std::string& text) {
+  std::istringstream in(text);
+  return parse_client_log(client, in);
+}
+
+// Two clients taking turns cleanly: c1 holds [100,200] fence 1, c2 holds [300,400] fence 2.
+OracleInput clean_history() {
+  OracleInput in;
+  in.ttl_ns = 1000;
+  in.clients.push_back(parse_text(1,
+                                  "START 1 11 50\n"
+                                  "A 1 90 100 1 1090\n"
+                                  "WB 1 r-1-1 110 0\n"
+                                  "W 1 r-1-1 120 1\n"
+                                  "P 1 130 0\n"
+                                  "R 1 200 210 released 1090 0\n"
+                                  "END 220\n"));
+  in.clients.push_back(parse_text(2,
+                                  "START 2 12 50\n"
+                                  "A 1 150 300 2 1150\n"
+                                  "WB 1 r-2-1 310 0\n"
+                                  "W 1 r-2-1 320 2\n"
+                                  "R 1 400 410 released 1150 0\n"
+                                  "END 420\n"));
+  in.ops = {{1, "r-1-1", 1, 1}, {2, "r-2-1", 2, 2}};
+  in.resource_last_fence = 2;
+  in.resource_value = 2;
+  in.baseline = true;
+  return in;
+}
+
+}  // namespace
+
+std::vector<std::string> oracle_selftest() {
+  std::vector<std::string> failures;
+  auto expect = [&](bool ok, const std::string& what) {
+    if (!ok) failures.push_back(what);
+  };
+  {
+    Figures f = evaluate(clean_history());
+    expect(f.violations(true).empty(), "clean history reported violations");
+    expect(f.acquisitions == 2 && f.acked == 2 && f.ops == 2 && f.probes == 1, "clean history counts");
+  }
+  {  // stale write accepted: commit order 2 then 1
+    auto in = clean_history();
+    std::swap(in.ops[0].fence, in.ops[1].fence);
+    std::swap(in.ops[0].op, in.ops[1].op);
+    in.resource_last_fence = 1;
+    expect(evaluate(in).stale_writes == 1, "stale write not detected");
+  }
+  {  // acknowledged op lost
+    auto in = clean_history();
+    in.ops.pop_back();
+    in.resource_value = 1;
+    in.resource_last_fence = 1;
+    Figures f = evaluate(in);
+    expect(f.lost_acks == 1, "lost ack not detected");
+  }
+  {  // doubled op, and value drift
+    auto in = clean_history();
+    in.ops.push_back({3, "r-2-1", 2, 2});
+    in.resource_value = 3;
+    Figures f = evaluate(in);
+    expect(f.doubled >= 1 && f.stale_writes == 1, "doubled op not detected");
+    auto in2 = clean_history();
+    in2.resource_value = 5;
+    expect(evaluate(in2).doubled == 3, "value drift not detected");
+  }
+  {  // fence regression: the later hold got a smaller fence
+    auto in = clean_history();
+    in.clients[1].acquisitions[0].fence = 1;
+    in.clients[1].writes[0].fence = 1;
+    in.ops[1].fence = 1;
+    in.resource_last_fence = 1;
+    Figures f = evaluate(in);
+    expect(f.fence_regressions == 1 && f.duplicate_fences == 1, "fence regression not detected");
+  }
+  {  // overlap: c2 starts at 150 while c1 holds until 200 (within both safe-untils)
+    auto in = clean_history();
+    in.clients[1].acquisitions[0].t_ret = 150;
+    Figures f = evaluate(in);
+    expect(f.overlaps == 1 && std::abs(f.overlap_ms - 50e-6) < 1e-9 && f.safe_overlaps == 1,
+           "overlap not detected");
+    expect(!f.violations(true).empty(), "baseline overlap not a violation");
+    // Past c1's safe-until (clipped at 120) the overlap is only a believed one.
+    in.clients[0].acquisitions[0].safe_until = 120;
+    f = evaluate(in);
+    expect(f.overlaps == 1 && f.safe_overlaps == 0 && f.violations(false).empty(), "safe-until clipping");
+  }
+  {  // wrong-owner effect, guard bypass, rejected-but-committed, phantom
+    auto in = clean_history();
+    in.clients[0].probe_effects = 1;
+    in.clients[1].writes[0].outcome = WriteOutcome::kRejectedResource;
+    in.ops.push_back({3, "nobody", 9, 3});
+    in.resource_value = 3;
+    in.resource_last_fence = 9;
+    Figures f = evaluate(in);
+    expect(f.wrong_owner_effects == 1 && f.guard_bypass == 1 && f.rejected_committed == 1 && f.phantom_ops == 1,
+           "probe/guard/phantom not detected");
+  }
+  {  // restart regression
+    auto in = clean_history();
+    in.events.push_back({FaultEvent::kServerRestart, 210, 220, 0, 0});
+    in.clients[1].acquisitions[0].fence = 0;
+    in.clients[1].acquisitions[0].t_call = 250;
+    expect(evaluate(in).restart_regressions == 1, "restart regression not detected");
+  }
+  {  // recovery: c1 killed at 150 while holding; c2 acquires at 300
+    auto in = clean_history();
+    in.clients[0] = parse_text(1, "START 1 11 50\nA 1 90 100 1 1090\nWB 1 r-1-1 110 0\nW 1 r-1-1 120 1\n");
+    in.death[1] = 150;
+    in.events.push_back({FaultEvent::kClientKill, 150, 0, 1, 0});
+    in.baseline = false;
+    Figures f = evaluate(in);
+    expect(f.kills_in_hold == 1 && f.recovery_ms.size() == 1 && std::abs(f.recovery_ms[0] - 150e-6) < 1e-9,
+           "recovery not measured");
+    expect(f.violations(false).empty(), "kill history reported violations");
+  }
+  {  // a malformed (truncated) last line is tolerated and counted
+    ClientLog c = parse_text(1, "START 1 11 50\nA 1 90 100 1 10\nR 1 2");
+    expect(c.malformed == 1 && c.acquisitions.size() == 1 && !c.acquisitions[0].released, "truncated log");
+  }
+  {
+    expect(percentile({1, 2, 3, 4}, 50) == 2 && percentile({1, 2, 3, 4}, 99) == 4 && percentile({}, 50) == 0,
+           "percentile");
+  }
+  return failures;
+}
+
+}  // namespace dblock::fault

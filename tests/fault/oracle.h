@@ -1,0 +1,132 @@
+// The fault harness's oracle: from the clients' logs, the driver's fault events and the protected
+// resource's final state, computes the safety invariants and the reported figures
+// (docs/fault-harness.md lists them). Pure functions on values; thread-safe.
+#ifndef DBLOCK_TESTS_FAULT_ORACLE_H_
+#define DBLOCK_TESTS_FAULT_ORACLE_H_
+
+#include <cstdint>
+#include <istream>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dblock::fault {
+
+// One acquisition as a client logged it. Times: mono_ns().
+struct Acquisition {
+  int client = 0;
+  std::int64_t k = 0;
+  std::int64_t t_call = 0;      // acquire() called
+  std::int64_t t_ret = 0;       // acquire() returned: the believed hold starts
+  std::int64_t fence = 0;
+  std::int64_t safe_until = 0;  // at acquisition; replaced by the value read just before release
+  bool released = false;        // an R record exists
+  std::int64_t t_end = 0;       // believed hold ended (release() about to be called), or the client's death
+  std::string result;           // released | already_lost | in_doubt ("" when not released)
+  bool lost_at_release = false;
+};
+
+enum class WriteOutcome { kUnknown, kAcked, kRejectedGuard, kRejectedResource, kError };
+
+struct WriteAttempt {
+  int client = 0;
+  std::int64_t k = 0;
+  std::string op;
+  std::int64_t t = 0;
+  bool lost_flag = false;  // Lease::lost() was already true when the write began
+  WriteOutcome outcome = WriteOutcome::kUnknown;
+  std::int64_t fence = 0;  // from the acquisition
+};
+
+struct ClientLog {
+  int client = 0;
+  std::vector<Acquisition> acquisitions;
+  std::vector<WriteAttempt> writes;
+  std::int64_t probes = 0, probe_effects = 0, probe_errors = 0;
+  std::int64_t lost_callbacks = 0, not_acquired = 0, errors = 0, background_errors = 0;
+  // Session-lock checks behind a transaction pooler: outcome -> count ("refused" is the only
+  // correct one; "granted" and "not_acquired" mean the lock was attempted instead of refused).
+  std::map<std::string, std::int64_t> session_checks;
+  bool ended = false;         // END record: exited cleanly
+  std::int64_t first_t = 0, last_t = 0;
+  std::int64_t malformed = 0;
+};
+
+// Parses a client log (format in fault_common.h). Unknown or truncated lines count as malformed.
+ClientLog parse_client_log(int client, std::istream& in);
+
+struct OpRow {
+  std::int64_t seq = 0;
+  std::string op;
+  std::int64_t fence = 0;
+  int client = 0;
+};
+
+// What the driver did, on mono_ns().
+struct FaultEvent {
+  enum Kind { kClientKill, kClientStop, kClientCont, kSessionKill, kServerRestart, kServerStop, kServerCont, kEndKill };
+  Kind kind = kClientKill;
+  std::int64_t t = 0;
+  std::int64_t t_end = 0;  // kServerRestart: server back up
+  int client = 0;          // client events
+  int count = 0;           // kSessionKill: sessions terminated
+};
+const char* to_string(FaultEvent::Kind kind);
+
+struct OracleInput {
+  std::vector<ClientLog> clients;
+  std::vector<OpRow> ops;
+  std::int64_t resource_last_fence = 0;
+  std::int64_t resource_value = 0;
+  std::vector<FaultEvent> events;
+  std::map<int, std::int64_t> death;  // client -> when the driver SIGKILLed it
+  std::int64_t ttl_ns = 0;
+  bool baseline = false;               // no faults: believed holds must not overlap
+  bool expect_session_refused = false; // behind a transaction pooler
+};
+
+struct Figures {
+  // Volume.
+  std::int64_t acquisitions = 0, acked = 0, ops = 0, faults = 0, write_attempts = 0;
+  // Safety (each must be 0).
+  std::int64_t stale_writes = 0;           // ops in commit order without strictly increasing fences
+  std::int64_t lost_acks = 0;              // acknowledged op ids missing from ops
+  std::int64_t doubled = 0;                // op ids twice in ops, plus |resource.value - ops|
+  std::int64_t phantom_ops = 0;            // ops nobody attempted, or with another fence than their acquisition's
+  std::int64_t rejected_committed = 0;     // writes reported rejected that are in ops
+  std::int64_t guard_bypass = 0;           // the guard passed but the resource refused the fence
+  std::int64_t resource_mismatch = 0;      // resource.last_fence differs from the last op's fence
+  std::int64_t fence_regressions = 0;      // non-overlapping holds (within safe-until) without increasing fences
+  std::int64_t duplicate_fences = 0;       // two acquisitions with one fence
+  std::int64_t restart_regressions = 0;    // a fence after a server restart not above every fence before it
+  std::int64_t wrong_owner_effects = 0;
+  std::int64_t safe_overlaps = 0;          // holds clipped at safe-until that overlap (safe-until must be conservative)
+  std::int64_t session_not_refused = 0;    // a session lock granted behind a transaction pooler
+  std::int64_t client_crashes = 0;         // set by the driver: a client exited without being killed
+  // Reported.
+  std::int64_t overlaps = 0;               // believed holds [acquire returned, release called] intersecting
+  double overlap_ms = 0;
+  std::vector<double> recovery_ms;         // holder SIGKILLed/SIGSTOPped -> next acquisition by another client
+  std::int64_t unrecovered = 0;
+  std::int64_t kills = 0, kills_in_hold = 0;
+  std::int64_t in_doubt_releases = 0, already_lost_releases = 0;
+  std::int64_t rejected_guard = 0, write_errors = 0, indoubt_committed = 0, indoubt_absent = 0;
+  std::int64_t lost_callbacks = 0, lost_at_release = 0, lost_flag_at_write = 0, expired_on_return = 0;
+  std::int64_t probes = 0, probe_errors = 0, not_acquired = 0, errors = 0, background_errors = 0;
+  std::int64_t session_refused = 0, session_unchecked = 0, malformed = 0;  // unchecked: errors
+
+  // Names of the violated invariants (empty: safe).
+  std::vector<std::string> violations(bool baseline) const;
+};
+
+Figures evaluate(const OracleInput& in);
+
+double percentile(std::vector<double> v, double p);  // nearest-rank; 0 for empty
+
+// Checks the oracle against synthetic histories with known violations. Returns failures (empty: ok).
+std::vector<std::string> oracle_selftest();
+
+}  // namespace dblock::fault
+
+#endif  // DBLOCK_TESTS_FAULT_ORACLE_H_
