@@ -9,7 +9,10 @@
 // (acquire re-takes a row this secret holds, renew, reads) are retried once on a fresh
 // connection; a release whose reply was lost is retried once and reported in doubt when the retry
 // finds nothing to delete.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pqxx/pqxx>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -635,10 +638,11 @@ class PostgresBackend final : public Backend {
   }
 
   std::string pooler_message() const {
-    return "postgresql: the server session changed between statements: this URL goes through a "
-           "transaction-pooling proxy (e.g. pgbouncer pool_mode=transaction), where a session lock would "
-           "be lost silently. Refusing session locks; connect them directly to PostgreSQL (or through a "
-           "session-mode pool), or use leases, which work through poolers.";
+    return "postgresql: this URL goes through a proxy or connection pooler (the server does not see this "
+           "client's socket, or the server session changed between statements). Behind a transaction "
+           "pooler (e.g. pgbouncer pool_mode=transaction) a session lock would be lost silently, so "
+           "session locks are refused; connect them directly to PostgreSQL, or use leases, which work "
+           "through poolers. For a trusted session-mode pool or a NAT, add detect_pooler=0 to the URL.";
   }
 
  private:
@@ -816,6 +820,28 @@ class PostgresBackend final : public Backend {
   // session: the backend pid changes. Directly connected, or through a session-mode pool, it cannot.
   // The helper transaction ends itself after 2 s idle, so a pool of one cannot deadlock the probe.
   void probe_pooler(Connection& c) {
+    // First, deterministically: the server must see this very socket. Any proxy in between
+    // (a pooler, in any mode) shows up as a different client port, or as a TCP client where we are
+    // on a Unix socket and vice versa. (A NAT that rewrites ports looks the same; detect_pooler=0
+    // turns the check off for such trusted paths.) The pid probe below remains as a second check.
+    try {
+      sockaddr_storage local{};
+      socklen_t length = sizeof(local);
+      int fd = c.conn->sock();
+      if (fd >= 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+        int local_port = -1;  // -1: a Unix socket
+        if (local.ss_family == AF_INET) local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+        if (local.ss_family == AF_INET6) local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+        pqxx::nontransaction tx(*c.conn);
+        pqxx::row seen = tx.exec1("SELECT inet_client_port()");
+        int server_port = seen[0].is_null() ? -1 : seen[0].as<int>();
+        if (server_port != local_port) throw UsageError(pooler_message(), kBackendName);
+      }
+    } catch (const UsageError&) {
+      throw;
+    } catch (...) {
+      rethrow_translated("pooler probe");
+    }
     try {
       pqxx::connection other(options_.conninfo);
       pqxx::work hold(other);
