@@ -671,11 +671,11 @@ class DblockSqlLeaseSide {
   std::uint64_t sequence_ = 0;
 };
 
-// Diagnostic side: dblock's session-lock statements sent the way the backend sends them (unnamed,
-// exec_params: parsed and planned on every call), on one raw connection.
+// Diagnostic side: dblock's session-lock statements (pid-guarded, see sql.h) sent unprepared
+// (exec_params: parsed and planned on every call) on one raw connection. The backend prepares them.
 class DblockSqlAdvisorySide {
  public:
-  explicit DblockSqlAdvisorySide(pqxx::connection& c) : c_(c) {}
+  explicit DblockSqlAdvisorySide(pqxx::connection& c) : c_(c), pid_(c.backendpid()) {}
 
   void pair(const std::string& name, PairSamples* out) {
     const std::int64_t key = dblock::postgresql::advisory_key("diag:" + name);
@@ -683,13 +683,13 @@ class DblockSqlAdvisorySide {
     bool locked;
     {
       pqxx::nontransaction tx(c_);
-      locked = tx.exec_params1(dblock::postgresql::sql::kTrySessionExclusive, key)[0].as<bool>();
+      locked = tx.exec_params1(dblock::postgresql::sql::kTrySessionExclusive, key, pid_)[0].as<bool>();
     }
     const auto t1 = Clock::now();
     bool unlocked = false;
     if (locked) {
       pqxx::nontransaction tx(c_);
-      unlocked = tx.exec_params1(dblock::postgresql::sql::kUnlockSessionExclusive, key)[0].as<bool>();
+      unlocked = tx.exec_params1(dblock::postgresql::sql::kUnlockSessionExclusive, key, pid_)[0].as<bool>();
     }
     const auto t2 = Clock::now();
     if (!locked || !unlocked) throw std::runtime_error("diagnostic: dblock's advisory SQL failed");
@@ -698,6 +698,7 @@ class DblockSqlAdvisorySide {
 
  private:
   pqxx::connection& c_;
+  const int pid_;
 };
 
 struct PairFigure {
