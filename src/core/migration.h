@@ -15,6 +15,16 @@ struct Migration {
   const char* sql;   // statements; "{{prefix}}" stands for the validated table prefix
 };
 
+// The highest migration number, 0 when there is none.
+inline int latest_migration(const std::vector<Migration>& migrations) {
+  return migrations.empty() ? 0 : migrations.back().number;
+}
+
+// The schema decision every backend makes under its migration lock: throws SchemaError when the
+// database is newer than this library, or behind it while `create` is false. `backend` names the
+// backend ("sqlite"), `where` the database in the message ("dblock tables in /var/x.db").
+void check_schema_version(std::string_view backend, std::string_view where, int current, int latest, bool create);
+
 // Replaces every "{{prefix}}" in `sql`. REQUIRES: prefix validated by validate_table_prefix.
 inline std::string render_migration(std::string_view sql, std::string_view prefix) {
   std::string out;

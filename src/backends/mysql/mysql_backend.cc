@@ -49,10 +49,12 @@
 #include "dblock/errors.h"
 #include "dblock/mysql/mysql.h"
 #include "dblock/url.h"
+#include "connection_pool.h"
 #include "error_map.h"
 #include "internal.h"
 #include "migration.h"
 #include "sql.h"
+#include "statements.h"
 
 namespace dblock::mysql {
 
@@ -66,7 +68,6 @@ using std::chrono::milliseconds;
 
 constexpr const char* kBackendName = "mysql";
 constexpr int kMaxAttempts = 4;                 // per statement, for deadlocks and lock wait timeouts
-constexpr std::size_t kMaxIdle = 16;            // pooled connections kept open
 constexpr std::size_t kAppStatementCache = 32;  // prepared application statements per connection
 constexpr double kForeverSeconds = 365.0 * 24 * 3600;  // GET_LOCK's "forever" (negative is refused)
 
@@ -474,18 +475,8 @@ class MysqlBackend final : public Backend {
       }
       locked = true;
       int current = current_version(*c);
-      int latest = kMigrations.empty() ? 0 : kMigrations.back().number;
-      if (current > latest) {
-        throw SchemaError("mysql: database schema version " + std::to_string(current) +
-                              " is newer than this library's (" + std::to_string(latest) + "); upgrade dblock",
-                          kBackendName);
-      }
-      if (current < latest && !create) {
-        throw SchemaError(std::string("mysql: dblock tables are ") +
-                              (current == 0 ? "missing" : "outdated (version " + std::to_string(current) + ")") +
-                              "; run `dblock migrate` or enable ManagerOptions::auto_migrate",
-                          kBackendName);
-      }
+      const int latest = detail::latest_migration(kMigrations);
+      detail::check_schema_version(kBackendName, "dblock tables are", current, latest, create);
       for (const auto& m : kMigrations) {
         if (m.number <= current) continue;
         // DDL commits implicitly; every migration statement is idempotent (IF NOT EXISTS, INSERT
@@ -792,14 +783,6 @@ class MysqlBackend final : public Backend {
   bool run_with_locked_rows(
       const RowLockRequest& request,
       const std::function<void(Transaction&, const std::vector<std::vector<Value>>&)>& body) override {
-    detail::validate_identifier(request.table, "table");
-    detail::validate_identifier(request.key_column, "key column");
-    if (request.keys.empty()) throw UsageError("with_locked_rows: no keys", kBackendName);
-    std::string columns;
-    for (const auto& col : request.columns) {
-      detail::validate_identifier(col, "column");
-      columns += (columns.empty() ? "" : ", ") + quote(col);
-    }
     std::string statement;
     if (request.wait == RowLockWait::kWait && request.wait_timeout > milliseconds::zero()) {
       // innodb_lock_wait_timeout counts whole seconds (MariaDB's FOR UPDATE WAIT n too), so the
@@ -812,14 +795,7 @@ class MysqlBackend final : public Backend {
                     static_cast<long long>((ms + 999) / 1000));
       statement = prefix;
     }
-    statement += "SELECT " + (columns.empty() ? std::string("*") : columns) + " FROM " + quote(request.table) +
-                 " WHERE " + quote(request.key_column) + " IN (";
-    for (std::size_t i = 0; i < request.keys.size(); ++i) statement += (i ? ", ?" : "?");
-    statement += ")";
-    if (request.limit > 0) statement += " LIMIT " + std::to_string(request.limit);
-    statement += request.shared ? " LOCK IN SHARE MODE" : " FOR UPDATE";
-    if (request.wait == RowLockWait::kNoWait) statement += " NOWAIT";
-    if (request.wait == RowLockWait::kSkipLocked) statement += " SKIP LOCKED";
+    statement += detail::row_lock_query(request, &quote, "LOCK IN SHARE MODE", kBackendName);
 
     auto c = borrow();
     Rows rows;
@@ -846,29 +822,14 @@ class MysqlBackend final : public Backend {
   }
 
   bool compare_and_set(const VersionedUpdate& update) override {
-    detail::validate_identifier(update.table, "table");
-    detail::validate_identifier(update.id_column, "id column");
-    detail::validate_identifier(update.version_column, "version column");
-    if (update.set.empty()) throw UsageError("compare_and_set: nothing to set", kBackendName);
-    std::string statement = "UPDATE " + quote(update.table) + " SET ";
-    std::vector<Value> params;
-    for (const auto& [column, value] : update.set) {
-      detail::validate_identifier(column, "column");
-      if (column == update.version_column) throw UsageError("compare_and_set: the version column is set by dblock", kBackendName);
-      statement += quote(column) + " = ?, ";
-      params.push_back(value);
-    }
-    const std::string version = quote(update.version_column);
-    statement += version + " = " + version + " + 1 WHERE " + quote(update.id_column) + " = ? AND " + version + " = ?";
-    params.push_back(update.id);
-    params.push_back(update.expected_version);
+    const detail::Statement statement = detail::versioned_update(update, &quote, kBackendName);
     try {
       // Not retried on a fresh connection: if the reply was lost, a retry could not tell "applied"
       // from "lost the race", and reporting false would make the caller apply its change twice.
       return with_retry_on_conflict([&] {
         return with_connection([&](Connection& c) {
           MyTransaction t(*this, c);
-          return t.execute(statement, params) == 1;
+          return t.execute(statement.sql, statement.params) == 1;
         });
       });
     } catch (const ConnectionError& e) {
@@ -878,11 +839,7 @@ class MysqlBackend final : public Backend {
 
   std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column, const Value& id,
                                            std::string_view version_column) override {
-    detail::validate_identifier(table, "table");
-    detail::validate_identifier(id_column, "id column");
-    detail::validate_identifier(version_column, "version column");
-    std::string statement =
-        "SELECT " + quote(version_column) + " FROM " + quote(table) + " WHERE " + quote(id_column) + " = ?";
+    const std::string statement = detail::read_version_query(table, id_column, version_column, &quote);
     return with_retry([&](Connection& c) -> std::optional<std::int64_t> {
       MyTransaction t(*this, c);
       auto rows = t.query(statement, {id});
@@ -925,8 +882,7 @@ class MysqlBackend final : public Backend {
   }
 
   void give_back_session(std::unique_ptr<Connection> c) {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    if (session_idle_.size() < kMaxIdle) session_idle_.push_back(std::move(c));
+    session_idle_.put(std::move(c));
   }
 
  private:
@@ -1062,32 +1018,15 @@ class MysqlBackend final : public Backend {
   }
 
   Borrowed borrow() {
-    std::unique_ptr<Connection> c;
-    {
-      std::lock_guard<std::mutex> lock(pool_mutex_);
-      if (!idle_.empty()) {
-        c = std::move(idle_.back());
-        idle_.pop_back();
-      }
-    }
+    std::unique_ptr<Connection> c = idle_.take();
     if (!c) c = connect();
     return Borrowed(c.release(), Returner{this});
   }
 
-  void give_back(std::unique_ptr<Connection> c) {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
-  }
+  void give_back(std::unique_ptr<Connection> c) { idle_.put(std::move(c)); }
 
   std::unique_ptr<Connection> session_connection() {
-    {
-      std::lock_guard<std::mutex> lock(pool_mutex_);
-      if (!session_idle_.empty()) {
-        auto c = std::move(session_idle_.back());
-        session_idle_.pop_back();
-        return c;
-      }
-    }
+    if (std::unique_ptr<Connection> c = session_idle_.take()) return c;
     return connect();
   }
 
@@ -1384,9 +1323,8 @@ class MysqlBackend final : public Backend {
   std::array<Rendered, kStmtCount> rendered_;
   ::sql::ConnectOptionsMap connect_options_;
 
-  std::mutex pool_mutex_;
-  std::vector<std::unique_ptr<Connection>> idle_;          // GUARDED_BY(pool_mutex_)
-  std::vector<std::unique_ptr<Connection>> session_idle_;  // GUARDED_BY(pool_mutex_)
+  detail::IdlePool<Connection> idle_;          // lease statements
+  detail::IdlePool<Connection> session_idle_;  // session-lock connections
 
   std::mutex beacon_mutex_;
   std::condition_variable beacon_cv_;

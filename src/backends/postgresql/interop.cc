@@ -6,14 +6,11 @@
 #include "dblock/postgresql/postgresql.h"
 #include "error_map.h"
 #include "internal.h"
+#include "params.h"
+#include "sql.h"
+#include "statements.h"
 
 namespace dblock::postgresql {
-
-namespace {
-std::string timeout_text(std::chrono::milliseconds wait) {
-  return wait >= std::chrono::hours(24 * 365) ? "0" : std::to_string(wait.count()) + "ms";
-}
-}  // namespace
 
 void guard(pqxx::transaction_base& tx, const Lease& lease, std::string_view table_prefix) {
   detail::validate_table_prefix(table_prefix);
@@ -46,7 +43,7 @@ bool xact_lock(pqxx::transaction_base& tx, std::string_view name, std::chrono::m
                              key)[0]
           .as<bool>();
     }
-    tx.exec_params("SELECT set_config('lock_timeout', $1, true)", timeout_text(wait));
+    tx.exec_params(sql::kSetLocalLockTimeout, lock_timeout_text(wait));
     tx.exec_params(shared ? "SELECT pg_advisory_xact_lock_shared($1)" : "SELECT pg_advisory_xact_lock($1)", key);
     return true;
   } catch (const pqxx::sql_error& e) {
@@ -58,36 +55,14 @@ bool xact_lock(pqxx::transaction_base& tx, std::string_view name, std::chrono::m
 }
 
 bool lock_rows(pqxx::transaction_base& tx, const RowLockRequest& request, pqxx::result& rows) {
-  detail::validate_identifier(request.table, "table");
-  detail::validate_identifier(request.key_column, "key column");
-  if (request.keys.empty()) throw UsageError("lock_rows: no keys", "postgresql");
-  std::string columns;
-  for (const auto& col : request.columns) {
-    detail::validate_identifier(col, "column");
-    columns += (columns.empty() ? "" : ", ") + detail::quote_identifier(col);
-  }
-  std::string statement = "SELECT " + (columns.empty() ? std::string("*") : columns) + " FROM " +
-                          detail::quote_identifier(request.table) + " WHERE " +
-                          detail::quote_identifier(request.key_column) + " IN (";
-  std::vector<std::optional<std::string>> values;
-  for (std::size_t i = 0; i < request.keys.size(); ++i) {
-    statement += (i ? ", $" : "$") + std::to_string(i + 1);
-    const Value& v = request.keys[i];
-    if (std::holds_alternative<std::monostate>(v)) values.emplace_back(std::nullopt);
-    else if (auto* n = std::get_if<std::int64_t>(&v)) values.emplace_back(std::to_string(*n));
-    else if (auto* d = std::get_if<double>(&v)) values.emplace_back(std::to_string(*d));
-    else values.emplace_back(std::get<std::string>(v));
-  }
-  statement += ")";
-  if (request.limit > 0) statement += " LIMIT " + std::to_string(request.limit);
-  statement += request.shared ? " FOR SHARE" : " FOR UPDATE";
-  if (request.wait == RowLockWait::kNoWait) statement += " NOWAIT";
-  if (request.wait == RowLockWait::kSkipLocked) statement += " SKIP LOCKED";
-  std::vector<const char*> ptrs;
-  for (const auto& v : values) ptrs.push_back(v ? v->c_str() : nullptr);
+  const std::string statement =
+      number_placeholders(detail::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", "postgresql"));
+  Params params;
+  for (const Value& key : request.keys) params.add_value(key);
+  const std::vector<const char*> ptrs = params.pointers();
   try {
     if (request.wait == RowLockWait::kWait && request.wait_timeout > std::chrono::milliseconds::zero()) {
-      tx.exec_params("SELECT set_config('lock_timeout', $1, true)", timeout_text(request.wait_timeout));
+      tx.exec_params(sql::kSetLocalLockTimeout, lock_timeout_text(request.wait_timeout));
     }
     rows = tx.exec_params(statement, pqxx::prepare::make_dynamic_params(ptrs));
     return true;

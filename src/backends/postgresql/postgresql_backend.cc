@@ -26,8 +26,11 @@
 #include "dblock/url.h"
 #include "error_map.h"
 #include "internal.h"
+#include "connection_pool.h"
 #include "migration.h"
+#include "params.h"
 #include "sql.h"
+#include "statements.h"
 
 // libpqxx 6 marks inhibit_reactivation deprecated (7.x removed reactivation altogether); on 6 it
 // is the only way to turn the silent reconnect off.
@@ -45,51 +48,6 @@ using std::chrono::milliseconds;
 
 constexpr const char* kBackendName = "postgresql";
 
-std::string uuid_text(const OwnerSecret& secret) {
-  std::string hex = secret.hex();
-  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
-         hex.substr(20);
-}
-
-// Statement parameters in text form; nullopt is SQL NULL.
-class Params {
- public:
-  Params& add(std::string_view text) {
-    values_.emplace_back(std::string(text));
-    return *this;
-  }
-  Params& add(std::int64_t v) {
-    values_.emplace_back(std::to_string(v));
-    return *this;
-  }
-  Params& add(const OwnerSecret& secret) {
-    values_.emplace_back(uuid_text(secret));
-    return *this;
-  }
-  Params& add_null() {
-    values_.emplace_back(std::nullopt);
-    return *this;
-  }
-  Params& add_value(const Value& value) {
-    if (std::holds_alternative<std::monostate>(value)) return add_null();
-    if (auto* i = std::get_if<std::int64_t>(&value)) return add(*i);
-    if (auto* d = std::get_if<double>(&value)) {
-      char buf[64];
-      std::snprintf(buf, sizeof(buf), "%.17g", *d);
-      return add(std::string_view(buf));
-    }
-    return add(std::string_view(std::get<std::string>(value)));
-  }
-  std::vector<const char*> pointers() const {
-    std::vector<const char*> out;
-    for (const auto& v : values_) out.push_back(v ? v->c_str() : nullptr);
-    return out;
-  }
-
- private:
-  std::vector<std::optional<std::string>> values_;
-};
-
 Value to_value(const pqxx::field& f) {
   if (f.is_null()) return std::monostate{};
   switch (f.type()) {
@@ -98,27 +56,6 @@ Value to_value(const pqxx::field& f) {
     case 16: return std::int64_t{f.as<bool>() ? 1 : 0};         // bool
     default: return f.as<std::string>();
   }
-}
-
-// Turns the portable `?` placeholders of Transaction::execute into $1, $2, ... outside quotes.
-std::string number_placeholders(std::string_view sql) {
-  std::string out;
-  int n = 0;
-  char quote = 0;
-  for (char c : sql) {
-    if (quote) {
-      if (c == quote) quote = 0;
-      out += c;
-    } else if (c == '\'' || c == '"') {
-      quote = c;
-      out += c;
-    } else if (c == '?') {
-      out += "$" + std::to_string(++n);
-    } else {
-      out += c;
-    }
-  }
-  return out;
 }
 
 class PgTransaction final : public Transaction {
@@ -223,18 +160,8 @@ class PostgresBackend final : public Backend {
       if (tx.exec_params1(sql::kSchemaVersionExists, version_)[0].as<bool>()) {
         current = tx.exec1(render(sql::kSchemaVersion))[0].as<int>();
       }
-      int latest = kMigrations.empty() ? 0 : kMigrations.back().number;
-      if (current > latest) {
-        throw SchemaError("postgresql: database schema version " + std::to_string(current) +
-                              " is newer than this library's (" + std::to_string(latest) + "); upgrade dblock",
-                          kBackendName);
-      }
-      if (current < latest && !create) {
-        throw SchemaError(std::string("postgresql: dblock tables are ") +
-                              (current == 0 ? "missing" : "outdated (version " + std::to_string(current) + ")") +
-                              "; run `dblock migrate` or enable ManagerOptions::auto_migrate",
-                          kBackendName);
-      }
+      detail::check_schema_version(kBackendName, "dblock tables are", current, detail::latest_migration(kMigrations),
+                                   create);
       for (const auto& m : kMigrations) {
         if (m.number <= current) continue;
         tx.exec(detail::render_migration(m.sql, options_.table_prefix));
@@ -456,7 +383,7 @@ class PostgresBackend final : public Backend {
         granted = !r[0][0].is_null() && r[0][0].as<bool>();
       } else {
         // lock_timeout is a session setting on this dedicated connection; '0' waits forever.
-        p.add(wait >= std::chrono::hours(24 * 365) ? std::string("0") : std::to_string(wait.count()) + "ms");
+        p.add(lock_timeout_text(wait));
         pqxx::result r = exec(*c, exclusive ? "session_wait_x" : "session_wait_s", p);
         pid = r[0][3].as<int>();
         granted = r[0][2].as<bool>();
@@ -495,8 +422,7 @@ class PostgresBackend final : public Backend {
       if (wait <= milliseconds::zero()) {
         granted = tx->exec_params1(sql::kXactTry, key)[0].as<bool>();
       } else {
-        std::string timeout = wait >= std::chrono::hours(24 * 365) ? "0" : std::to_string(wait.count()) + "ms";
-        granted = tx->exec_params1(sql::kXactWait, key, timeout)[2].as<bool>();
+        granted = tx->exec_params1(sql::kXactWait, key, lock_timeout_text(wait))[2].as<bool>();
       }
       if (!granted) {
         tx->abort();
@@ -543,23 +469,7 @@ class PostgresBackend final : public Backend {
   bool run_with_locked_rows(
       const RowLockRequest& request,
       const std::function<void(Transaction&, const std::vector<std::vector<Value>>&)>& body) override {
-    detail::validate_identifier(request.table, "table");
-    detail::validate_identifier(request.key_column, "key column");
-    if (request.keys.empty()) throw UsageError("with_locked_rows: no keys", kBackendName);
-    std::string columns;
-    for (const auto& col : request.columns) {
-      detail::validate_identifier(col, "column");
-      columns += (columns.empty() ? "" : ", ") + detail::quote_identifier(col);
-    }
-    std::string statement = "SELECT " + (columns.empty() ? std::string("*") : columns) + " FROM " +
-                            detail::quote_identifier(request.table) + " WHERE " +
-                            detail::quote_identifier(request.key_column) + " IN (";
-    for (std::size_t i = 0; i < request.keys.size(); ++i) statement += (i ? ", ?" : "?");
-    statement += ")";
-    if (request.limit > 0) statement += " LIMIT " + std::to_string(request.limit);
-    statement += request.shared ? " FOR SHARE" : " FOR UPDATE";
-    if (request.wait == RowLockWait::kNoWait) statement += " NOWAIT";
-    if (request.wait == RowLockWait::kSkipLocked) statement += " SKIP LOCKED";
+    const std::string statement = detail::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", kBackendName);
 
     auto c = borrow();
     std::optional<pqxx::work> tx;
@@ -567,7 +477,7 @@ class PostgresBackend final : public Backend {
     try {
       tx.emplace(*c->conn);
       if (request.wait == RowLockWait::kWait && request.wait_timeout > milliseconds::zero()) {
-        tx->exec_params("SELECT set_config('lock_timeout', $1, true)", std::to_string(request.wait_timeout.count()) + "ms");
+        tx->exec_params(sql::kSetLocalLockTimeout, lock_timeout_text(request.wait_timeout));
       }
       PgTransaction t(*tx);
       rows = t.query(statement, request.keys);
@@ -582,30 +492,14 @@ class PostgresBackend final : public Backend {
   }
 
   bool compare_and_set(const VersionedUpdate& update) override {
-    detail::validate_identifier(update.table, "table");
-    detail::validate_identifier(update.id_column, "id column");
-    detail::validate_identifier(update.version_column, "version column");
-    if (update.set.empty()) throw UsageError("compare_and_set: nothing to set", kBackendName);
-    std::string statement = "UPDATE " + detail::quote_identifier(update.table) + " SET ";
-    std::vector<Value> params;
-    for (const auto& [column, value] : update.set) {
-      detail::validate_identifier(column, "column");
-      if (column == update.version_column) throw UsageError("compare_and_set: the version column is set by dblock", kBackendName);
-      statement += detail::quote_identifier(column) + " = ?, ";
-      params.push_back(value);
-    }
-    const std::string version = detail::quote_identifier(update.version_column);
-    statement += version + " = " + version + " + 1 WHERE " + detail::quote_identifier(update.id_column) + " = ? AND " +
-                 version + " = ?";
-    params.push_back(update.id);
-    params.push_back(update.expected_version);
+    const detail::Statement statement = detail::versioned_update(update, &detail::quote_identifier, kBackendName);
     // Not retried: an UPDATE whose reply was lost may have been applied, and repeating it would
     // report a conflict for our own write. The caller learns "in doubt" instead.
     try {
       return with_connection([&](Connection& c) {
         pqxx::nontransaction tx(*c.conn);
         PgTransaction t(tx);
-        return t.execute(statement, params) == 1;
+        return t.execute(statement.sql, statement.params) == 1;
       });
     } catch (const ConnectionError& e) {
       throw InDoubtError(std::string("postgresql: compare-and-set in doubt: ") + e.what(), kBackendName,
@@ -615,11 +509,8 @@ class PostgresBackend final : public Backend {
 
   std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column, const Value& id,
                                            std::string_view version_column) override {
-    detail::validate_identifier(table, "table");
-    detail::validate_identifier(id_column, "id column");
-    detail::validate_identifier(version_column, "version column");
-    std::string statement = "SELECT " + detail::quote_identifier(version_column) + " FROM " +
-                            detail::quote_identifier(table) + " WHERE " + detail::quote_identifier(id_column) + " = ?";
+    const std::string statement =
+        detail::read_version_query(table, id_column, version_column, &detail::quote_identifier);
     return with_retry("read version", [&](Connection& c) -> std::optional<std::int64_t> {
       pqxx::nontransaction tx(*c.conn);
       PgTransaction t(tx);
@@ -632,10 +523,7 @@ class PostgresBackend final : public Backend {
 
   // ---- used by PgSessionLock ----
 
-  void give_back_session(std::unique_ptr<Connection> c) {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    if (session_idle_.size() < kMaxIdle) session_idle_.push_back(std::move(c));
-  }
+  void give_back_session(std::unique_ptr<Connection> c) { session_idle_.put(std::move(c)); }
 
   std::string pooler_message() const {
     return "postgresql: this URL goes through a proxy or connection pooler (the server does not see this "
@@ -725,22 +613,12 @@ class PostgresBackend final : public Backend {
   }
 
   Borrowed borrow() {
-    std::unique_ptr<Connection> c;
-    {
-      std::lock_guard<std::mutex> lock(pool_mutex_);
-      if (!idle_.empty()) {
-        c = std::move(idle_.back());
-        idle_.pop_back();
-      }
-    }
+    std::unique_ptr<Connection> c = idle_.take();
     if (!c) c = connect();
     return Borrowed(c.release(), Returner{this});
   }
 
-  void give_back(std::unique_ptr<Connection> c) {
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
-  }
+  void give_back(std::unique_ptr<Connection> c) { idle_.put(std::move(c)); }
 
   static void discard_if_broken(Borrowed& c, const std::exception& e) {
     if (is_connection_failure(e) || !c->conn->is_open()) c.get_deleter().discard = true;
@@ -801,14 +679,7 @@ class PostgresBackend final : public Backend {
   }
 
   std::unique_ptr<Connection> session_connection() {
-    {
-      std::lock_guard<std::mutex> lock(pool_mutex_);
-      if (!session_idle_.empty()) {
-        auto c = std::move(session_idle_.back());
-        session_idle_.pop_back();
-        return c;
-      }
-    }
+    if (std::unique_ptr<Connection> c = session_idle_.take()) return c;
     auto c = connect();
     if (options_.detect_pooler) probe_pooler(*c);
     return c;
@@ -928,16 +799,13 @@ class PostgresBackend final : public Backend {
     }
   }
 
-  static constexpr std::size_t kMaxIdle = 16;
-
   // Constant after construction.
   const Options options_;
   std::string leases_, readers_, waiters_, version_, sequence_literal_, channel_;
   std::map<std::string, std::string> rendered_;
 
-  std::mutex pool_mutex_;
-  std::vector<std::unique_ptr<Connection>> idle_;          // GUARDED_BY(pool_mutex_)
-  std::vector<std::unique_ptr<Connection>> session_idle_;  // GUARDED_BY(pool_mutex_)
+  detail::IdlePool<Connection> idle_;          // lease statements
+  detail::IdlePool<Connection> session_idle_;  // session-lock connections (already probed)
 
   std::mutex listener_mutex_;
   std::condition_variable listener_cv_;

@@ -219,6 +219,9 @@ inline constexpr const char* kVerifySession =
     "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted"
     " AND mode = $2 AND ((classid::bigint << 32) | objid::bigint) = $1::bigint AND objsubid = 1";
 
+// Bounds lock waits for the rest of the current transaction. $1 lock_timeout ("200ms", "0").
+inline constexpr const char* kSetLocalLockTimeout = "SELECT set_config('lock_timeout', $1, true)";
+
 // Transaction-level advisory locks. $1 key, $2 lock_timeout.
 inline constexpr const char* kXactTry = "SELECT pg_try_advisory_xact_lock($1::bigint)";
 inline constexpr const char* kXactWait =

@@ -21,8 +21,10 @@
 #include "dblock/url.h"
 #include "error_map.h"
 #include "internal.h"
+#include "connection_pool.h"
 #include "migration.h"
 #include "sql.h"
+#include "statements.h"
 
 namespace dblock::sqlite {
 
@@ -246,23 +248,13 @@ class SqliteBackend final : public Backend {
 
   void migrate(bool create) override {
     auto c = borrow();
-    const int latest = kMigrations.empty() ? 0 : kMigrations.back().number;
+    const int latest = detail::latest_migration(kMigrations);
     // Fast path without the write lock: every open checks the schema, and most find it current.
     if (read_schema_version(*c) == latest) return;
     exec(*c, "BEGIN IMMEDIATE");  // the migration lock: SQLite's database write lock
     try {
       int current = read_schema_version(*c);
-      if (current > latest) {
-        throw SchemaError("sqlite: database schema version " + std::to_string(current) +
-                              " is newer than this library's (" + std::to_string(latest) + "); upgrade dblock",
-                          "sqlite");
-      }
-      if (current < latest && !create) {
-        throw SchemaError("sqlite: dblock tables in " + options_.path + " are " +
-                              (current == 0 ? "missing" : "outdated (version " + std::to_string(current) + ")") +
-                              "; run `dblock migrate` or enable ManagerOptions::auto_migrate",
-                          "sqlite");
-      }
+      detail::check_schema_version("sqlite", "dblock tables in " + options_.path + " are", current, latest, create);
       for (const auto& m : kMigrations) {
         if (m.number <= current) continue;
         std::string script = detail::render_migration(m.sql, options_.table_prefix);
@@ -481,38 +473,18 @@ class SqliteBackend final : public Backend {
   }
 
   bool compare_and_set(const VersionedUpdate& update) override {
-    detail::validate_identifier(update.table, "table");
-    detail::validate_identifier(update.id_column, "id column");
-    detail::validate_identifier(update.version_column, "version column");
-    if (update.set.empty()) throw UsageError("compare_and_set: nothing to set", "sqlite");
-    std::string statement = "UPDATE " + detail::quote_identifier(update.table) + " SET ";
-    for (const auto& [column, value] : update.set) {
-      detail::validate_identifier(column, "column");
-      if (column == update.version_column) throw UsageError("compare_and_set: the version column is set by dblock", "sqlite");
-      statement += detail::quote_identifier(column) + " = ?, ";
-    }
-    const std::string version = detail::quote_identifier(update.version_column);
-    statement += version + " = " + version + " + 1 WHERE " + detail::quote_identifier(update.id_column) +
-                 " = ? AND " + version + " = ?";
+    detail::Statement statement = detail::versioned_update(update, &detail::quote_identifier, "sqlite");
     auto c = borrow();
     SqliteTransaction tx(*c);
-    std::vector<Value> params;
-    for (const auto& [column, value] : update.set) params.push_back(value);
-    params.push_back(update.id);
-    params.push_back(update.expected_version);
-    return tx.execute(statement, params) == 1;
+    return tx.execute(statement.sql, statement.params) == 1;
   }
 
   std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column, const Value& id,
                                            std::string_view version_column) override {
-    detail::validate_identifier(table, "table");
-    detail::validate_identifier(id_column, "id column");
-    detail::validate_identifier(version_column, "version column");
+    const std::string query = detail::read_version_query(table, id_column, version_column, &detail::quote_identifier);
     auto c = borrow();
     SqliteTransaction tx(*c);
-    auto rows = tx.query("SELECT " + detail::quote_identifier(version_column) + " FROM " + detail::quote_identifier(table) +
-                             " WHERE " + detail::quote_identifier(id_column) + " = ?",
-                         {id});
+    auto rows = tx.query(query, {id});
     if (rows.empty()) return std::nullopt;
     if (auto* v = std::get_if<std::int64_t>(&rows[0][0])) return *v;
     throw UsageError("read_version: version column is not an integer", "sqlite");
@@ -590,14 +562,7 @@ class SqliteBackend final : public Backend {
   }
 
   Borrowed borrow() {
-    std::unique_ptr<Connection> c;
-    {
-      std::lock_guard<std::mutex> lock(pool_mutex_);
-      if (!idle_.empty()) {
-        c = std::move(idle_.back());
-        idle_.pop_back();
-      }
-    }
+    std::unique_ptr<Connection> c = idle_.take();
     if (!c) c = connect();
     c->busy_deadline = SteadyClock::now() + options_.busy_timeout;
     return Borrowed(c.release(), Returner{this});
@@ -605,8 +570,7 @@ class SqliteBackend final : public Backend {
 
   void give_back(std::unique_ptr<Connection> c) {
     if (!sqlite3_get_autocommit(c->db)) rollback(*c);  // never pool a connection inside a transaction
-    std::lock_guard<std::mutex> lock(pool_mutex_);
-    if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+    idle_.put(std::move(c));
   }
 
   std::string render(const char* tmpl) const {
@@ -678,14 +642,11 @@ class SqliteBackend final : public Backend {
     }
   }
 
-  static constexpr std::size_t kMaxIdle = 16;
-
   // Constant after construction.
   const Options options_;
   std::string leases_, readers_, waiters_, fence_, version_;
 
-  std::mutex pool_mutex_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(pool_mutex_)
+  detail::IdlePool<Connection> idle_;
 };
 
 }  // namespace

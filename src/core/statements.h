@@ -1,0 +1,41 @@
+// SQL text that is the same on every backend but for identifier quoting: optimistic
+// compare-and-set and row locks on the application's own tables. Internal.
+//
+// Every identifier is validated (validate_identifier) before it is quoted; values are always
+// '?' parameters, never spliced.
+#ifndef DBLOCK_SRC_CORE_STATEMENTS_H_
+#define DBLOCK_SRC_CORE_STATEMENTS_H_
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/backend.h"
+
+namespace dblock::detail {
+
+// Quotes a validated identifier in the backend's dialect ("x" or `x`).
+using QuoteIdentifier = std::string (*)(std::string_view);
+
+struct Statement {
+  std::string sql;
+  std::vector<Value> params;
+};
+
+// UPDATE t SET c1 = ?, ..., v = v + 1 WHERE id = ? AND v = ?, with its parameters. Throws
+// UsageError (naming `backend`) for bad identifiers, an empty set, or a set of the version column.
+Statement versioned_update(const VersionedUpdate& update, QuoteIdentifier quote, std::string_view backend);
+
+// SELECT v FROM t WHERE id = ?. Throws UsageError for bad identifiers.
+std::string read_version_query(std::string_view table, std::string_view id_column, std::string_view version_column,
+                               QuoteIdentifier quote);
+
+// SELECT cols FROM t WHERE key IN (?, ...) [LIMIT n] FOR UPDATE|<shared_clause> [NOWAIT|SKIP LOCKED].
+// `shared_clause` is the dialect's shared row lock ("FOR SHARE", "LOCK IN SHARE MODE"). The wait
+// timeout is the caller's (dialects differ). Throws UsageError for bad identifiers or no keys.
+std::string row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
+                           std::string_view backend);
+
+}  // namespace dblock::detail
+
+#endif  // DBLOCK_SRC_CORE_STATEMENTS_H_
