@@ -583,6 +583,57 @@ TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "
   REQUIRE(holder.wait(10s));
 }
 
+// ---- guarantees stated in README ---------------------------------------------------------
+
+TEST_CASE("safe-until is taken before the acquire is sent: TTL minus the drift margin", "[lease][conformance]") {
+  auto manager = open_manager({}, unique_prefix());
+  AcquireOptions options;
+  options.ttl = 10s;
+  const milliseconds margin = options.ttl / 100 + 2ms;  // ManagerOptions::drift_margin default
+  const auto before = SteadyClock::now();
+  auto lease = manager->try_acquire("safe-until", options);
+  const auto after = SteadyClock::now();
+  REQUIRE(lease);
+  CHECK(lease->safe_until() >= before + options.ttl - margin);
+  CHECK(lease->safe_until() <= after + options.ttl - margin);
+  CHECK_FALSE(lease->lost());
+}
+
+TEST_CASE("destroying a manager releases its leases and marks them lost", "[lease][conformance]") {
+  const std::string prefix = unique_prefix();
+  auto other = open_manager({}, prefix);
+  std::optional<Lease> orphan;
+  {
+    auto manager = open_manager({}, prefix);
+    orphan = manager->try_acquire("orphan");  // default TTL 30 s: only a release frees it quickly
+    REQUIRE(orphan);
+  }
+  CHECK(orphan->lost());
+  CHECK(orphan->release() == ReleaseResult::kAlreadyLost);
+  CHECK(other->try_acquire("orphan"));
+}
+
+TEST_CASE("a queued waiter goes first: try_acquire of a free name fails while it waits", "[lease][conformance]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto holder = manager->try_acquire("fifo");
+  REQUIRE(holder);
+  // A waiter that has queued (what acquire() does after a failed attempt), with an entry that
+  // outlives the test so that timing cannot matter.
+  const OwnerSecret waiter = OwnerSecret::generate();
+  AcquireRequest request;
+  request.name = "fifo";
+  request.ttl = 30s;
+  request.secret = &waiter;
+  request.queue = true;
+  request.queue_ttl = 60s;
+  REQUIRE_FALSE(manager->backend().try_acquire(request).acquired);
+  REQUIRE(holder->release() == ReleaseResult::kReleased);
+  CHECK_FALSE(manager->try_acquire("fifo"));  // free, but someone queued first
+  manager->backend().abandon_queue("fifo", waiter);
+  CHECK(manager->try_acquire("fifo"));
+}
+
 // ---- 10. bad input ---------------------------------------------------------------------------
 
 TEST_CASE("bad input gets a clear error and writes nothing", "[lease][conformance][input]") {

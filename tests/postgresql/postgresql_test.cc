@@ -541,3 +541,24 @@ TEST_CASE("postgresql: a server in recovery (a standby) is refused", "[postgresq
 }
 
 }  // namespace dblock::testing
+
+namespace dblock::testing {
+
+TEST_CASE("postgresql: a held session lock does not block CREATE INDEX CONCURRENTLY", "[postgresql][session]") {
+  // README: dblock's session-lock connection sits idle outside any transaction, so it is not one
+  // of the transactions CREATE INDEX CONCURRENTLY waits for (a pg_advisory_xact_lock would be).
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto lock = manager->session_lock("migrations-" + prefix, 0ms);
+  REQUIRE(lock);
+  pqxx::connection c(conninfo());
+  {
+    pqxx::nontransaction tx(c);
+    tx.exec("SET statement_timeout = '30s'");
+    tx.exec("CREATE TABLE \"" + prefix + "cic\" (id bigint)");
+    CHECK_NOTHROW(tx.exec("CREATE INDEX CONCURRENTLY \"" + prefix + "cic_idx\" ON \"" + prefix + "cic\" (id)"));
+  }
+  CHECK_FALSE(lock->lost());
+}
+
+}  // namespace dblock::testing
