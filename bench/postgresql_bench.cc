@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "contention.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
@@ -72,6 +73,19 @@ namespace {
 
 using namespace std::chrono_literals;
 using dblock_bench::Clock;
+using dblock_bench::cpu_list;
+using dblock_bench::parse_cpu_list;
+using dblock_bench::cpu_model;
+using dblock_bench::utc_now;
+using dblock_bench::PairSamples;
+using dblock_bench::Record;
+using dblock_bench::SharedCounters;
+using dblock_bench::SharedArena;
+using dblock_bench::critical_section;
+using dblock_bench::StartLine;
+using dblock_bench::ContentionResult;
+using dblock_bench::analyse;
+using dblock_bench::join;
 using dblock_bench::JsonLine;
 using dblock_bench::Summary;
 using dblock_bench::cell;
@@ -96,7 +110,7 @@ constexpr int kInterleaveBlock = 500;
 constexpr int kProcesses = 4;
 constexpr int kDefaultIterations = 500;
 constexpr int kQuickIterations = 30;
-constexpr auto kCriticalSection = 20us;
+using dblock_bench::kCriticalSection;
 constexpr auto kContentionWait = 10s;
 constexpr auto kContentionTtl = 5s;
 // The raw LISTEN/NOTIFY loop re-tries after this long without a notification (never needed while
@@ -261,60 +275,6 @@ Config parse_args(int argc, char** argv) {
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
-
-std::string cpu_list(const cpu_set_t& set) {
-  std::string out;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &set)) continue;
-    int last = cpu;
-    while (last + 1 < CPU_SETSIZE && CPU_ISSET(last + 1, &set)) ++last;
-    if (!out.empty()) out += ',';
-    out += last == cpu ? std::to_string(cpu) : std::to_string(cpu) + "-" + std::to_string(last);
-    cpu = last;
-  }
-  return out;
-}
-
-// Parses a kernel CPU list ("0", "0-1", "0,2-3"); false when it is not one.
-bool parse_cpu_list(const std::string& text, cpu_set_t& out) {
-  CPU_ZERO(&out);
-  std::stringstream in(text);
-  std::string part;
-  bool any = false;
-  while (std::getline(in, part, ',')) {
-    int first = 0, last = 0;
-    if (std::sscanf(part.c_str(), "%d-%d", &first, &last) == 2) {
-    } else if (std::sscanf(part.c_str(), "%d", &first) == 1) {
-      last = first;
-    } else {
-      return false;
-    }
-    for (int cpu = first; cpu <= last && cpu < CPU_SETSIZE; ++cpu) CPU_SET(cpu, &out);
-    any = true;
-  }
-  return any;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "unknown CPU";
-}
-
-std::string utc_now() {
-  const std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::string quote_ident(const std::string& name) { return "\"" + name + "\""; }
 
@@ -485,23 +445,6 @@ Placement apply_placement(const Config& config, int server_pid) {
 
 // ---------------------------------------------------------------------------------------------
 // Pair figures
-
-struct PairSamples {
-  std::vector<double> acquire;  // µs
-  std::vector<double> release;  // µs
-  std::vector<double> pair;     // µs, acquire start to release end (including dropping the handle)
-
-  void reserve(std::size_t n) {
-    acquire.reserve(n);
-    release.reserve(n);
-    pair.reserve(n);
-  }
-  void add(Clock::time_point t0, Clock::time_point t1, Clock::time_point t2) {
-    acquire.push_back(to_us(t1 - t0));
-    release.push_back(to_us(t2 - t1));
-    pair.push_back(to_us(t2 - t0));
-  }
-};
 
 class RawLeaseSide {
  public:
@@ -759,73 +702,7 @@ std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const 
 // ---------------------------------------------------------------------------------------------
 // Hand-off figures: forked processes, results in shared memory.
 
-// One acquisition attempt by one contender. Times are steady_clock nanoseconds (CLOCK_MONOTONIC,
-// system-wide, so comparable across the forked processes).
-struct Record {
-  std::int64_t start_ns = 0;          // acquire call started
-  std::int64_t acquired_ns = 0;       // acquire call returned
-  std::int64_t release_start_ns = 0;  // release call started (critical section over)
-  std::int64_t release_end_ns = 0;    // release call returned
-  std::int64_t fence = 0;             // dblock lease: the lease's fence; otherwise = seq
-  std::int64_t seq = 0;               // order of entry into the critical section (shared counter)
-  std::int32_t process = 0;
-  std::int32_t acquired = 0;          // 0: the wait ran out
-  std::int32_t release_ok = 0;
-};
-
-struct SharedCounters {
-  std::atomic<std::int64_t> next_seq{0};
-  std::atomic<std::int64_t> holders{0};
-  std::atomic<std::int64_t> violations{0};
-};
 static_assert(std::atomic<std::int64_t>::is_always_lock_free);
-
-class SharedArena {
- public:
-  explicit SharedArena(std::size_t records) : records_(records) {
-    bytes_ = sizeof(SharedCounters) + records * sizeof(Record);
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw std::runtime_error(std::string("mmap: ") + std::strerror(errno));
-    base_ = static_cast<char*>(p);
-    new (base_) SharedCounters();
-    for (std::size_t i = 0; i < records; ++i) new (record_ptr(i)) Record();
-  }
-  ~SharedArena() { munmap(base_, bytes_); }
-  SharedArena(const SharedArena&) = delete;
-  SharedArena& operator=(const SharedArena&) = delete;
-
-  SharedCounters& counters() { return *reinterpret_cast<SharedCounters*>(base_); }
-  Record& record(std::size_t i) { return *record_ptr(i); }
-  std::size_t size() const { return records_; }
-
- private:
-  Record* record_ptr(std::size_t i) { return reinterpret_cast<Record*>(base_ + sizeof(SharedCounters)) + i; }
-  char* base_ = nullptr;
-  std::size_t bytes_ = 0;
-  std::size_t records_ = 0;
-};
-
-void critical_section(SharedCounters& counters, Record& record) {
-  record.seq = counters.next_seq.fetch_add(1);
-  if (counters.holders.fetch_add(1) != 0) counters.violations.fetch_add(1);
-  dblock_bench::busy_wait(kCriticalSection);
-  counters.holders.fetch_sub(1);
-}
-
-struct StartLine {
-  int ready[2] = {-1, -1};
-  int go[2] = {-1, -1};
-
-  void ready_and_wait() {
-    const char byte = 'r';
-    if (::write(ready[1], &byte, 1) != 1) throw std::runtime_error("start line: write failed");
-    ::close(ready[1]);
-    char ignored;
-    while (::read(go[0], &ignored, 1) < 0 && errno == EINTR) {
-    }
-    ::close(go[0]);
-  }
-};
 
 enum class Kind { kDblockLease, kRawLease, kDblockLeaseUnlogged, kRawLeaseUnlogged, kDblockAdvisory, kRawAdvisory };
 
@@ -966,91 +843,6 @@ void raw_advisory_contender(const std::string& url, int index, int iterations, S
     }
     r.release_end_ns = now_ns();
   }
-}
-
-struct ContentionResult {
-  // Server work per successful acquisition (commits, WAL records, WAL flushes), from the server's
-  // cumulative statistics before and after the run; NaN when unavailable (PostgreSQL < 14).
-  double commits_per_acquisition = NAN;
-  double wal_records_per_acquisition = NAN;
-  double wal_flushes_per_acquisition = NAN;
-  std::size_t attempts = 0;
-  std::size_t acquired = 0;
-  std::size_t timeouts = 0;
-  std::size_t release_failures = 0;
-  std::size_t handoffs = 0;
-  double handoff_share = NAN;
-  Summary wait_us;
-  Summary handoff_latency_us;  // release start -> acquire returns in the next holder, when that
-                               // holder is another process that was already waiting
-  double throughput_per_s = NAN;
-  double span_ms = NAN;
-  std::vector<std::int64_t> per_process;
-  std::vector<std::int64_t> per_process_contended;
-  std::int64_t violations = 0;
-  bool order_matches = true;
-  bool fences_unique = true;
-};
-
-ContentionResult analyse(SharedArena& arena, int processes) {
-  ContentionResult result;
-  result.per_process.assign(static_cast<std::size_t>(processes), 0);
-  result.per_process_contended.assign(static_cast<std::size_t>(processes), 0);
-  result.violations = arena.counters().violations.load();
-
-  std::vector<Record> held;
-  std::vector<double> waits;
-  std::int64_t first_start = INT64_MAX;
-  std::int64_t last_end = INT64_MIN;
-  for (std::size_t i = 0; i < arena.size(); ++i) {
-    const Record& r = arena.record(i);
-    ++result.attempts;
-    waits.push_back(static_cast<double>(r.acquired_ns - r.start_ns) / 1e3);
-    first_start = std::min(first_start, r.start_ns);
-    if (!r.acquired) {
-      ++result.timeouts;
-      last_end = std::max(last_end, r.acquired_ns);
-      continue;
-    }
-    ++result.acquired;
-    if (!r.release_ok) ++result.release_failures;
-    ++result.per_process[static_cast<std::size_t>(r.process)];
-    last_end = std::max(last_end, r.release_end_ns);
-    held.push_back(r);
-  }
-  result.wait_us = summarize(std::move(waits));
-  if (result.attempts > 0 && last_end > first_start) {
-    result.span_ms = static_cast<double>(last_end - first_start) / 1e6;
-    result.throughput_per_s = static_cast<double>(result.acquired) / (result.span_ms / 1e3);
-  }
-
-  std::sort(held.begin(), held.end(), [](const Record& a, const Record& b) { return a.fence < b.fence; });
-  std::vector<double> latencies;
-  std::vector<std::int64_t> running(static_cast<std::size_t>(processes), 0);
-  bool someone_finished = false;
-  for (std::size_t i = 0; i < held.size(); ++i) {
-    const Record& r = held[i];
-    if (!someone_finished) {
-      const auto p = static_cast<std::size_t>(r.process);
-      if (++running[p] == result.per_process[p]) someone_finished = true;
-    }
-    if (i == 0) continue;
-    const Record& prev = held[i - 1];
-    if (r.fence == prev.fence) result.fences_unique = false;
-    if (r.seq <= prev.seq) result.order_matches = false;
-    if (r.process != prev.process) {
-      ++result.handoffs;
-      if (r.start_ns < prev.release_start_ns) {
-        latencies.push_back(static_cast<double>(r.acquired_ns - prev.release_start_ns) / 1e3);
-      }
-    }
-  }
-  result.per_process_contended = running;
-  if (held.size() >= 2) {
-    result.handoff_share = static_cast<double>(result.handoffs) / static_cast<double>(held.size() - 1);
-  }
-  result.handoff_latency_us = summarize(std::move(latencies));
-  return result;
 }
 
 struct ServerCounters {
@@ -1293,15 +1085,6 @@ void print_row_json(const Row& row) {
     line.add(row.on_p99 ? "target_ratio_p99" : "target_ratio_p50", row.target, "%.2f").add("pass", passes(row));
   }
   std::printf("BENCH_JSON %s\n", line.str().c_str());
-}
-
-std::string join(const std::vector<std::int64_t>& values) {
-  std::string out;
-  for (const auto v : values) {
-    if (!out.empty()) out += '/';
-    out += std::to_string(v);
-  }
-  return out;
 }
 
 void print_contention_table(const char* title, const char* a_name, const ContentionResult& a, const char* b_name,
