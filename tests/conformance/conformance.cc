@@ -583,6 +583,117 @@ TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "
   REQUIRE(holder.wait(10s));
 }
 
+// ---- optional modes, on every backend that has them ---------------------------------------
+
+TEST_CASE("optimistic compare-and-set: conflicts reported, concurrent increments exact", "[conformance][optimistic]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  if (!manager->capabilities().optimistic) return;
+  const std::string table = prefix + "accounts";
+  REQUIRE(manager->run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
+    tx.execute("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, balance BIGINT, version BIGINT NOT NULL)");
+    tx.execute("INSERT INTO " + table + " VALUES (1, 100, 0)");
+  }));
+  VersionedUpdate update;
+  update.table = table;
+  update.id = std::int64_t{1};
+  update.expected_version = 0;
+  update.set = {{"balance", std::int64_t{90}}};
+  CHECK(manager->compare_and_set(update));
+  CHECK_FALSE(manager->compare_and_set(update));  // stale version: conflict reported, nothing written
+  CHECK(manager->read_version(table, "id", std::int64_t{1}, "version") == 1);
+  CHECK_FALSE(manager->read_version(table, "id", std::int64_t{2}, "version"));
+
+  // Four threads each add 1 to the balance 20 times through CAS + retry: no update lost.
+  std::vector<std::thread> threads;
+  std::atomic<int> gave_up{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int i = 0; i < 20; ++i) {
+        RetryOptions retry;
+        retry.max_attempts = 200;
+        bool ok = retry_optimistic(
+            [&] {
+              std::int64_t version = 0, balance = 0;
+              bool locked = manager->run_in_transaction_lock("read-" + prefix, 5s, [&](Transaction& tx) {
+                auto row = tx.query("SELECT balance, version FROM " + table + " WHERE id = 1").at(0);
+                balance = std::get<std::int64_t>(row[0]);
+                version = std::get<std::int64_t>(row[1]);
+              });
+              if (!locked) return false;  // (no Catch2 assertions on worker threads)
+              VersionedUpdate u;
+              u.table = table;
+              u.id = std::int64_t{1};
+              u.expected_version = version;
+              u.set = {{"balance", balance + 1}};
+              return manager->compare_and_set(u);
+            },
+            retry);
+        if (!ok) ++gave_up;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(gave_up == 0);
+  CHECK(*manager->read_version(table, "id", std::int64_t{1}, "version") == 81);
+  REQUIRE(manager->run_in_transaction_lock("check-" + prefix, 5s, [&](Transaction& tx) {
+    CHECK(std::get<std::int64_t>(tx.query("SELECT balance FROM " + table + " WHERE id = 1").at(0).at(0)) == 170);
+  }));
+
+  VersionedUpdate evil = update;
+  evil.table = table + "; DROP TABLE " + table;
+  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
+  evil = update;
+  evil.set = {{"balance\" = 0 --", std::int64_t{1}}};
+  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
+  CHECK_FALSE(retry_optimistic([] { return false; }, RetryOptions{3, 1ms, 2ms}));
+}
+
+TEST_CASE("session locks exclude across managers and across threads of one manager", "[conformance][session]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  if (!a->capabilities().session_locks) {
+    CHECK_THROWS_AS(a->session_lock("session-" + prefix, 0ms), UnsupportedError);
+    return;
+  }
+  const std::string name = "session-" + prefix;
+  auto held = a->session_lock(name, 0ms);
+  REQUIRE(held);
+  CHECK_FALSE(b->session_lock(name, 0ms));
+  CHECK_FALSE(a->session_lock(name, 0ms));  // same manager, another connection: excluded too
+
+  // Two threads of one manager race for the same session lock: exactly one wins.
+  held->release();
+  std::atomic<int> winners{0};
+  std::vector<std::thread> threads;
+  std::vector<std::optional<SessionLock>> locks(2);
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] {
+      locks[static_cast<std::size_t>(i)] = a->session_lock(name, 0ms);
+      if (locks[static_cast<std::size_t>(i)]) ++winners;
+    });
+  }
+  for (auto& t : threads) t.join();
+  CHECK(winners == 1);
+  locks.clear();
+
+  // Waiting: times out, then succeeds after release.
+  auto first = a->session_lock(name, 0ms);
+  REQUIRE(first);
+  auto start = SteadyClock::now();
+  CHECK_FALSE(b->session_lock(name, 300ms));
+  CHECK(SteadyClock::now() - start >= 250ms);
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(200ms);
+    first->release();
+  });
+  auto second = b->session_lock(name, 10s);
+  releaser.join();
+  REQUIRE(second);
+  CHECK(second->release() == ReleaseResult::kReleased);
+}
+
 // ---- guarantees stated in README ---------------------------------------------------------
 
 TEST_CASE("safe-until is taken before the acquire is sent: TTL minus the drift margin", "[lease][conformance]") {

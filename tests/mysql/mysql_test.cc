@@ -467,51 +467,20 @@ TEST_CASE("mysql: a beacon is taken after the delay and dropped on release or lo
   CHECK(beacon_holder("b3") == -1);
 }
 
-TEST_CASE("mysql: session locks exclude across managers and across threads of one manager", "[mysql][session]") {
+TEST_CASE("mysql: session lock keys interoperate with GET_LOCK; no shared mode", "[mysql][session]") {
+  // Exclusion across managers and threads is in the conformance suite.
   const std::string prefix = unique_prefix();
   auto a = open_manager({}, prefix);
-  auto b = open_manager({}, prefix);
   const std::string name = "session-" + prefix;
   auto held = a->session_lock(name, 0ms);
   REQUIRE(held);
   CHECK(held->key() == 0);
-  CHECK_FALSE(b->session_lock(name, 0ms));
-  CHECK_FALSE(a->session_lock(name, 0ms));  // same manager, another connection: excluded too
   // The key is "<database>:<name>", so code calling GET_LOCK directly interoperates.
   auto c = raw();
   const std::string key = mysql::lock_key(test_url().path, name);
   CHECK(key == test_url().path + ":" + name);
   CHECK(scalar(*c, "SELECT GET_LOCK(?, 0)", {key}) == 0);
-
-  // Two threads of one manager race for the same session lock: exactly one wins.
   held->release();
-  std::atomic<int> winners{0};
-  std::vector<std::thread> threads;
-  std::vector<std::optional<SessionLock>> locks(2);
-  for (int i = 0; i < 2; ++i) {
-    threads.emplace_back([&, i] {
-      locks[static_cast<std::size_t>(i)] = a->session_lock(name, 0ms);
-      if (locks[static_cast<std::size_t>(i)]) ++winners;
-    });
-  }
-  for (auto& t : threads) t.join();
-  CHECK(winners == 1);
-  locks.clear();
-
-  // Waiting: times out, then succeeds after release.
-  auto first = a->session_lock(name, 0ms);
-  REQUIRE(first);
-  auto start = SteadyClock::now();
-  CHECK_FALSE(b->session_lock(name, 300ms));
-  CHECK(SteadyClock::now() - start >= 250ms);
-  std::thread releaser([&] {
-    std::this_thread::sleep_for(200ms);
-    first->release();
-  });
-  auto second = b->session_lock(name, 10s);
-  releaser.join();
-  REQUIRE(second);
-  CHECK(second->release() == ReleaseResult::kReleased);
 
   // MySQL has no shared named locks.
   SessionLockOptions shared;
@@ -706,55 +675,6 @@ TEST_CASE("mysql: FOR UPDATE row locks with NOWAIT, SKIP LOCKED and a wait timeo
   std::size_t got = 0;
   CHECK(a->with_locked_rows(limited, [&](Transaction&, const auto& rows) { got = rows.size(); }));
   CHECK(got == 2);
-}
-
-TEST_CASE("mysql: optimistic compare-and-set retries to an exact result", "[mysql][optimistic]") {
-  const std::string prefix = unique_prefix();
-  auto manager = open_manager({}, prefix);
-  const std::string table = prefix + "accounts";
-  {
-    auto c = raw();
-    exec(*c, "CREATE TABLE `" + table + "` (id BIGINT PRIMARY KEY, balance BIGINT, version BIGINT NOT NULL) ENGINE=InnoDB");
-    exec(*c, "INSERT INTO `" + table + "` VALUES (1, 0, 0)");
-  }
-  std::vector<std::thread> threads;
-  std::atomic<int> gave_up{0};
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 20; ++i) {
-        RetryOptions retry;
-        retry.max_attempts = 200;
-        bool ok = retry_optimistic(
-            [&] {
-              std::int64_t version = 0, balance = 0;
-              bool locked = manager->run_in_transaction_lock("read-" + prefix, 5s, [&](Transaction& tx) {
-                auto row = tx.query("SELECT balance, version FROM `" + table + "` WHERE id = 1").at(0);
-                balance = std::get<std::int64_t>(row[0]);
-                version = std::get<std::int64_t>(row[1]);
-              });
-              if (!locked) return false;  // (no Catch2 assertions on worker threads)
-              VersionedUpdate u;
-              u.table = table;
-              u.id = std::int64_t{1};
-              u.expected_version = version;
-              u.set = {{"balance", balance + 1}};
-              return manager->compare_and_set(u);
-            },
-            retry);
-        if (!ok) ++gave_up;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  CHECK(gave_up == 0);
-  CHECK(*manager->read_version(table, "id", std::int64_t{1}, "version") == 80);
-  CHECK_FALSE(manager->read_version(table, "id", std::int64_t{2}, "version"));
-  VersionedUpdate stale;
-  stale.table = table;
-  stale.id = std::int64_t{1};
-  stale.expected_version = 3;
-  stale.set = {{"balance", std::int64_t{0}}};
-  CHECK_FALSE(manager->compare_and_set(stale));
 }
 
 TEST_CASE("mysql: guarded writes of a shared-lease reader", "[mysql][guard][shared]") {

@@ -167,66 +167,6 @@ TEST_CASE("sqlite: transaction lock (BEGIN IMMEDIATE) excludes other writers", "
   });
 }
 
-TEST_CASE("sqlite: optimistic compare-and-set with bounded retry", "[sqlite][optimistic]") {
-  auto manager = open_manager({}, unique_prefix());
-  manager->run_in_transaction_lock("setup", 1s, [](Transaction& tx) {
-    tx.execute("DROP TABLE IF EXISTS accounts");
-    tx.execute("CREATE TABLE accounts (id INTEGER PRIMARY KEY, balance INTEGER, version INTEGER NOT NULL)");
-    tx.execute("INSERT INTO accounts VALUES (1, 100, 0)");
-  });
-  VersionedUpdate update;
-  update.table = "accounts";
-  update.id = std::int64_t{1};
-  update.expected_version = 0;
-  update.set = {{"balance", std::int64_t{90}}};
-  CHECK(manager->compare_and_set(update));
-  CHECK_FALSE(manager->compare_and_set(update));  // stale version: conflict reported, nothing written
-  CHECK(manager->read_version("accounts", "id", std::int64_t{1}, "version") == 1);
-
-  // Four threads each add 1 to the balance 25 times through CAS + retry: no update lost.
-  std::vector<std::thread> threads;
-  std::atomic<int> gave_up{0};
-  for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([&] {
-      for (int i = 0; i < 25; ++i) {
-        RetryOptions retry;
-        retry.max_attempts = 200;
-        bool ok = retry_optimistic(
-            [&] {
-              std::int64_t balance = 0, version = 0;
-              manager->run_in_transaction_lock("read", 5s, [&](Transaction& tx) {
-                auto row = tx.query("SELECT balance, version FROM accounts WHERE id = 1");
-                balance = std::get<std::int64_t>(row[0][0]);
-                version = std::get<std::int64_t>(row[0][1]);
-              });
-              VersionedUpdate u;
-              u.table = "accounts";
-              u.id = std::int64_t{1};
-              u.expected_version = version;
-              u.set = {{"balance", balance + 1}};
-              return manager->compare_and_set(u);
-            },
-            retry);
-        if (!ok) ++gave_up;
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  CHECK(gave_up == 0);
-  manager->run_in_transaction_lock("check", 1s, [](Transaction& tx) {
-    CHECK(std::get<std::int64_t>(tx.query("SELECT balance FROM accounts WHERE id = 1")[0][0]) == 190);
-  });
-
-  VersionedUpdate evil = update;
-  evil.table = "accounts; DROP TABLE accounts";
-  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
-  evil = update;
-  evil.set = {{"balance\" = 0 --", std::int64_t{1}}};
-  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
-  CHECK(retry_optimistic([] { return false; }, RetryOptions{3, std::chrono::milliseconds(1), std::chrono::milliseconds(2)}) ==
-        false);
-}
-
 TEST_CASE("sqlite: session locks and row locks are reported unsupported", "[sqlite]") {
   auto manager = open_manager({}, unique_prefix());
   CHECK_FALSE(manager->capabilities().session_locks);
