@@ -59,21 +59,24 @@ int list_command(GlobalOptions global, std::vector<std::string> args) {
   return kExitOk;
 }
 
-int inspect_command(GlobalOptions global, std::vector<std::string> args) {
-  bool json = false;
+// Parses "[--url URL] [FLAG] [--] NAME" for `command`, setting *flag when FLAG was given; when
+// `missing_flag_error` is set, FLAG is mandatory and its absence is that usage error. Returns false
+// when --help was printed (the caller exits 0); exits 64 on anything else.
+bool parse_name_and_flag(const char* command, const char* flag_name, const char* missing_flag_error,
+                         GlobalOptions& global, std::vector<std::string> args, bool* flag, std::string* name_out) {
   std::optional<std::string> name;
-  ArgCursor cur(std::move(args), "inspect");
+  ArgCursor cur(std::move(args), command);
   bool positional_only = false;
   while (!cur.done()) {
     if (!positional_only) {
       if (cur.flag("--help", "-h")) {
-        const std::string_view text = usage_text("inspect");
+        const std::string_view text = usage_text(command);
         std::fwrite(text.data(), 1, text.size(), stdout);
-        return kExitOk;
+        return false;
       }
       if (cur.option("--url", &global.url)) continue;
-      if (cur.flag("--json")) {
-        json = true;
+      if (cur.flag(flag_name)) {
+        *flag = true;
         continue;
       }
       if (cur.flag("--")) {
@@ -86,16 +89,25 @@ int inspect_command(GlobalOptions global, std::vector<std::string> args) {
     name = cur.take();
   }
   if (!name) {
-    cur.fail("inspect needs a lock NAME");
+    cur.fail(std::string(command) + " needs a lock NAME");
   }
-  validate_lock_name(*name);
+  if (missing_flag_error && !*flag) cur.fail(missing_flag_error);
+  *name_out = *name;
+  return true;
+}
+
+int inspect_command(GlobalOptions global, std::vector<std::string> args) {
+  bool json = false;
+  std::string name;
+  if (!parse_name_and_flag("inspect", "--json", nullptr, global, std::move(args), &json, &name)) return kExitOk;
+  validate_lock_name(name);
   auto manager = open_manager(resolve_url(global), admin_options());
-  std::optional<LeaseInfo> info = manager->inspect(*name);
+  std::optional<LeaseInfo> info = manager->inspect(name);
   if (!info) {
     if (json) {
       print("null\n");
     } else {
-      print(*name + ": not held\n");
+      print(name + ": not held\n");
     }
     return kExitError;
   }
@@ -105,44 +117,19 @@ int inspect_command(GlobalOptions global, std::vector<std::string> args) {
 
 int release_command(GlobalOptions global, std::vector<std::string> args) {
   bool force = false;
-  std::optional<std::string> name;
-  ArgCursor cur(std::move(args), "release");
-  bool positional_only = false;
-  while (!cur.done()) {
-    if (!positional_only) {
-      if (cur.flag("--help", "-h")) {
-        const std::string_view text = usage_text("release");
-        std::fwrite(text.data(), 1, text.size(), stdout);
-        return kExitOk;
-      }
-      if (cur.option("--url", &global.url)) continue;
-      if (cur.flag("--force")) {
-        force = true;
-        continue;
-      }
-      if (cur.flag("--")) {
-        positional_only = true;
-        continue;
-      }
-      if (cur.peek().size() > 1 && cur.peek()[0] == '-') cur.unexpected();
-    }
-    if (name) cur.unexpected();
-    name = cur.take();
+  std::string name;
+  if (!parse_name_and_flag("release", "--force",
+                           "release evicts whoever holds the lock without asking them and bumps its fence; "
+                           "pass --force to confirm (a holder releases its own lock by ending `dblock run`)",
+                           global, std::move(args), &force, &name)) {
+    return kExitOk;
   }
-  if (!name) {
-    cur.fail("release needs a lock NAME");
-  }
-  if (!force) {
-    cur.fail(
-        "release evicts whoever holds the lock without asking them and bumps its fence; "
-        "pass --force to confirm (a holder releases its own lock by ending `dblock run`)");
-  }
-  validate_lock_name(*name);
+  validate_lock_name(name);
   auto manager = open_manager(resolve_url(global), admin_options());
-  if (manager->force_release(*name)) {
-    print("released " + *name + ": holder evicted, fence bumped\n");
+  if (manager->force_release(name)) {
+    print("released " + name + ": holder evicted, fence bumped\n");
   } else {
-    print(*name + ": not held, nothing released\n");
+    print(name + ": not held, nothing released\n");
   }
   return kExitOk;
 }
