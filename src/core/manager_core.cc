@@ -248,9 +248,11 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
       state->safe_until_ns.store(to_ns(sent_at + ttl - drift_margin(ttl)));
       state->next_renew = sent_at + state->renew_interval;
       bool wake_renewer = false;
+      bool shutting_down = false;
       {
         std::lock_guard<std::mutex> lock(mutex_);
-        if (stopping_) {
+        shutting_down = stopping_;
+        if (shutting_down) {
           state->finished = true;
           state->lost.store(true);
         } else {
@@ -261,7 +263,9 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
         }
       }
       if (wake_renewer) renew_cv_.notify_all();
-      if (state->finished) {
+      // Decided under the lock: once the lease is in active_, `finished` belongs to the renewal
+      // thread (it may already have marked the lease lost), so it must not be read here.
+      if (shutting_down) {
         try {
           backend_->release(key, state->mode, state->secret);
         } catch (...) {
