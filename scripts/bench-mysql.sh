@@ -8,7 +8,7 @@
 # the bench keeps the single-CPU mask it inherits and prints both placements in its header. On a
 # one-CPU machine both run on CPU 0 (the header then warns).
 #
-# Environment: DBLOCK_BENCH_MYSQL_PORT (default 33399), DBLOCK_BENCH_MYSQL_STATE (default
+# Environment: DBLOCK_BENCH_MYSQL_PORT (default 23399), DBLOCK_BENCH_MYSQL_STATE (default
 # /tmp/dblock-bench-maria; wiped at start), DBLOCK_BENCH_SERVER_CPU, DBLOCK_BENCH_CPU,
 # DBLOCK_BENCH_BUILD_DIR (default build-bench).
 # Extra arguments go to mysql_bench (e.g. --quick, --json-only, --figures pairs,session).
@@ -16,7 +16,7 @@ set -euo pipefail
 
 cd "$(dirname "$0")/.."
 build_dir=${DBLOCK_BENCH_BUILD_DIR:-build-bench}
-port=${DBLOCK_BENCH_MYSQL_PORT:-33399}
+port=${DBLOCK_BENCH_MYSQL_PORT:-23399}
 state=${DBLOCK_BENCH_MYSQL_STATE:-/tmp/dblock-bench-maria}
 server_cpu=${DBLOCK_BENCH_SERVER_CPU:-0}
 cpu=${DBLOCK_BENCH_CPU:-1}

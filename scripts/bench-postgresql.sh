@@ -8,14 +8,14 @@
 # the bench keeps the single-CPU mask it inherits and prints both placements in its header. On a
 # one-CPU machine both run on CPU 0 (the header then warns).
 #
-# Environment: DBLOCK_BENCH_PG_PORT (default 55499), DBLOCK_BENCH_PG_STATE (default
+# Environment: DBLOCK_BENCH_PG_PORT (default 25499), DBLOCK_BENCH_PG_STATE (default
 # /tmp/dblock-bench-pg; wiped at start), DBLOCK_BENCH_SERVER_CPU, DBLOCK_BENCH_CPU.
 # Extra arguments go to postgresql_bench (e.g. --quick, --json-only, --figures pairs,advisory).
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
 build_dir=build-bench
-port=${DBLOCK_BENCH_PG_PORT:-55499}
+port=${DBLOCK_BENCH_PG_PORT:-25499}
 state=${DBLOCK_BENCH_PG_STATE:-/tmp/dblock-bench-pg}
 server_cpu=${DBLOCK_BENCH_SERVER_CPU:-0}
 cpu=${DBLOCK_BENCH_CPU:-1}

@@ -20,7 +20,7 @@
 #                      next to each run's log and the RESULT lines)
 #
 # Environment: JOBS (build parallelism, default 2); FAULT_PG_PORT, FAULT_PGBOUNCER_PORT,
-# FAULT_MARIADB_PORT (default 55437, 56437, 33309: not the ports ctest's fixtures use).
+# FAULT_MARIADB_PORT (default 25437, 26437, 23309: not the ports ctest's fixtures use).
 # The servers run from state directories under /tmp and are stopped on exit, by pid.
 # Exit status: 0 all runs held every invariant, 1 some run reported a violation or failed.
 set -euo pipefail
@@ -76,7 +76,7 @@ mkdir -p "$logdir"
 results="$logdir/results.txt"
 out=${out:-$logdir/table.md}
 
-pg_port=${FAULT_PG_PORT:-55437} bouncer_port=${FAULT_PGBOUNCER_PORT:-56437} maria_port=${FAULT_MARIADB_PORT:-33309}
+pg_port=${FAULT_PG_PORT:-25437} bouncer_port=${FAULT_PGBOUNCER_PORT:-26437} maria_port=${FAULT_MARIADB_PORT:-23309}
 pg_state=/tmp/dblock-fault-sh-pg-$pg_port
 maria_state=/tmp/dblock-fault-sh-mariadb-$maria_port
 started=()

@@ -22,7 +22,9 @@ launch() {
     --pid-file="$state/mysqld.pid" --port="$port" --bind-address=127.0.0.1 --skip-name-resolve \
     --log-error="$state/error.log" --max-connections=400 --innodb-buffer-pool-size=256M \
     --innodb-log-file-size=256M >/dev/null 2>&1 &
+  local server_pid=$!
   for _ in $(seq 1 300); do
+    kill -0 "$server_pid" 2>/dev/null || break  # exited (bind failure, bad datadir): no point waiting
     if [[ -S "$state/mysqld.sock" ]] && mariadb-admin --socket="$state/mysqld.sock" -uroot ping >/dev/null 2>&1; then
       return 0
     fi
