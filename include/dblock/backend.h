@@ -209,14 +209,19 @@ class Backend {
     return std::nullopt;
   }
 
-  // Optional: a native blocking wait for the first waiter in line (MySQL: GET_LOCK on a beacon the
-  // holder's manager keeps while it holds the lease). Blocks up to `max_wait` for the holder to
-  // release. Returns kWoken when the wait ended because the holder let go (or max_wait passed
-  // while it still held), kUnavailable at once when there is nothing to block on right now (no
-  // beacon held: the core then polls with peek_remaining).
+  // Optional, for backends without notifications: a native blocking wait until it may be this
+  // waiter's turn (MySQL: a server-side loop that blocks in GET_LOCK on a beacon the holder's
+  // manager keeps while it holds the lease). `ticket` is the waiter's queue ticket (0: not
+  // queued). Blocks up to `max_wait`. Returns kWoken when an attempt should follow now: the name
+  // is free and no waiter queued earlier is still live, or max_wait passed. Returns kUnavailable at
+  // once when there is nothing to block on (no beacon held): the core polls instead.
+  // Thread-safe; uses a connection of its own for the duration.
   enum class WaitOutcome { kWoken, kUnavailable };
-  virtual WaitOutcome wait_for_release(std::string_view name, std::chrono::milliseconds max_wait) {
+  virtual WaitOutcome wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                                    std::chrono::milliseconds max_wait) {
     (void)name;
+    (void)secret;
+    (void)ticket;
     (void)max_wait;
     return WaitOutcome::kUnavailable;
   }

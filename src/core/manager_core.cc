@@ -230,7 +230,8 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   if (subscribe) backend_->subscribe(key);
 
   // With backend notifications the first waiter sleeps like the others (the listener wakes it);
-  // without, it watches the name closely (native blocking wait or a cheap read-only probe).
+  // without, waiters block in the backend's native wait, or the first one polls a cheap
+  // read-only probe.
   const bool notifies = backend_->capabilities().notifications;
   microseconds backoff = options_.min_poll;
   for (;;) {
@@ -279,21 +280,27 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
     const auto now = SteadyClock::now();
     if (try_once || now >= deadline) return std::nullopt;
 
-    if (result.queue_position == 0 && !notifies) {
-      // Next in line (and no notifications to wake us): watch closely with the backend's cheap read-only probe and attempt as soon
-      // as the name is free; re-attempt anyway before the queue entry could expire.
-      const auto refresh_at = sent_at + request.queue_ttl / 3;
-      if (result.holder_remaining > milliseconds::zero()) {
-        // A backend-native wait (MySQL beacon), bounded by the holder's remaining TTL, the queue
-        // refresh and the deadline; falls through to polling when there is nothing to wait on.
-        auto max_wait = std::min<SteadyClock::duration>(
-            {result.holder_remaining + milliseconds(1), refresh_at - SteadyClock::now(), deadline - SteadyClock::now()});
-        if (max_wait > SteadyClock::duration::zero() &&
-            backend_->wait_for_release(key, std::chrono::duration_cast<milliseconds>(max_wait) + milliseconds(1)) ==
-                Backend::WaitOutcome::kWoken) {
-          continue;
-        }
+    const auto refresh_at = sent_at + request.queue_ttl / 3;
+    if (!notifies) {
+      // Without notifications every waiter first tries the backend's native wait (MySQL: server
+      // side, blocked on the holder's beacon), which returns when it is this waiter's turn, or at
+      // the queue refresh or the deadline; then it attempts. kUnavailable: nothing to block on, so
+      // poll below.
+      const auto max_wait = std::min<SteadyClock::duration>(refresh_at - now, deadline - now);
+      if (max_wait > SteadyClock::duration::zero() &&
+          backend_->wait_for_turn(key, state->secret, request.queue_ticket,
+                                  std::chrono::duration_cast<milliseconds>(max_wait) + milliseconds(1)) ==
+              Backend::WaitOutcome::kWoken) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (stopping_) throw UsageError("LockManager is shutting down");
+        continue;
       }
+    }
+
+    if (result.queue_position == 0 && !notifies) {
+      // Next in line, no notifications and no native wait: watch closely with the backend's cheap
+      // read-only probe and attempt as soon as the name is free; re-attempt anyway before the
+      // queue entry could expire.
       std::unique_lock<std::mutex> lock(mutex_);
       for (;;) {
         auto wake_at = std::min({SteadyClock::now() + jittered(options_.min_poll), refresh_at, deadline});

@@ -421,6 +421,44 @@ TEST_CASE("mysql: the first waiter is woken through the beacon well before the p
   CHECK(p50 < 100'000);                   // target on an idle machine: < 2 ms (see the bench)
 }
 
+TEST_CASE("mysql: waiters behind the first are handed the lease without polling", "[mysql][beacon]") {
+  // Three waiters queue behind a holder; each holds briefly (shorter than the beacon delay, so no
+  // beacon is ever taken) and releases. With a 5 s poll interval only the server-side wait for the
+  // turn can hand the lease down the line in well under the poll interval.
+  const std::string prefix = unique_prefix();
+  ManagerOptions slow_poll;
+  slow_poll.max_poll = 5s;
+  slow_poll.min_poll = 5s;
+  auto holder = open_manager({}, prefix);
+  std::vector<std::unique_ptr<LockManager>> waiters;
+  for (int i = 0; i < 3; ++i) waiters.push_back(open_manager(slow_poll, prefix));
+  auto c = raw();
+  auto lease = holder->try_acquire("line");
+  REQUIRE(lease);
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (auto& w : waiters) {
+    threads.emplace_back([&done, m = w.get()] {
+      auto l = m->acquire("line", 30s);
+      if (!l) return;
+      std::this_thread::sleep_for(200us);
+      if (l->release() == ReleaseResult::kReleased) ++done;
+    });
+  }
+  for (int i = 0; i < 500; ++i) {
+    if (scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "waiters`") == 3) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "waiters`") == 3);
+  const auto released_at = SteadyClock::now();
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  for (auto& t : threads) t.join();
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - released_at);
+  WARN("three hand-offs down the line took " << elapsed.count() << " ms");
+  CHECK(done == 3);
+  CHECK(elapsed < 2s);  // one poll by any waiter would exceed it (5 s, jittered to >= 2.5 s)
+}
+
 TEST_CASE("mysql: a beacon is taken after the delay and dropped on release or loss", "[mysql][beacon]") {
   const std::string prefix = unique_prefix();
   const std::string db = test_url().path;

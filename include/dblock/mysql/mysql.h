@@ -14,9 +14,12 @@
 //
 // Waiting: MariaDB has no LISTEN/NOTIFY. While this backend holds a lease for longer than
 // Options::beacon_delay, a background thread holds GET_LOCK on a per-name "beacon" on a dedicated
-// connection and lets go right after the lease row is released; the first waiter in line blocks in
-// GET_LOCK on that beacon (Backend::wait_for_release) and so wakes within a round trip of the
-// release. Without a beacon (held briefly, or lost with its connection) waiters poll.
+// connection and lets go right after the lease row is released. Every waiter waits server-side
+// (Backend::wait_for_turn): blocked in GET_LOCK on that beacon while there is one, otherwise
+// re-reading the row every 0.5 ms for as long as a beacon may still appear (a lease younger than
+// the beacon delay plus a margin), and returns to the client only when it is its turn, so that a
+// release reaches the next waiter in line without a client round trip. Without a beacon past that
+// (beacon=0, or lost with its connection) waiters poll from the client.
 //
 // Session locks are GET_LOCK / RELEASE_LOCK / IS_USED_LOCK on a dedicated connection per held lock
 // (exclusive only: MySQL has no shared named locks, LockMode::kShared throws UnsupportedError).

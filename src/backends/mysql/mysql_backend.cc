@@ -12,7 +12,7 @@
 //   exclusive acquire 1 (+1 to join the queue on a contended first attempt of a waiting acquire;
 //   every queued re-attempt is 1), shared acquire 1, renew 1, release 1 (+1 on the beacon
 //   connection when the lease was held long enough to have a beacon), peek 1, list 1,
-//   force-release 1, reap 3 (one per table), wait_for_release 1, queue_status 1;
+//   force-release 1, reap 3 (one per table), wait_for_turn 1, queue_status 1;
 //   session lock 1 / verify 1 / release 1; transaction lock 2 + the body; guard 2 + the body;
 //   row lock 2 (+1 to prepare a new statement shape) + the body; compare-and-set 1.
 //
@@ -181,7 +181,7 @@ enum Stmt : std::size_t {
   kGuardBegin,
   kTakeBeacon,
   kDropBeacon,
-  kWaitBeacon,
+  kWaitTurn,
   kSessionLock,
   kSessionVerify,
   kSessionUnlock,
@@ -204,7 +204,7 @@ constexpr std::array<const char*, kStmtCount> kTemplates = {
     sql::kRemaining,        sql::kLeaveQueue,             sql::kRenewExclusive, sql::kRenewReader,
     sql::kReleaseExclusive, sql::kReleaseReader,          sql::kForceRelease,   sql::kListAll,
     sql::kListOne,          sql::kReapLeases,             sql::kReapReaders,    sql::kReapWaiters,
-    sql::kGuardBegin,       sql::kTakeBeacon,             sql::kDropBeacon,     sql::kWaitBeacon,
+    sql::kGuardBegin,       sql::kTakeBeacon,             sql::kDropBeacon,     sql::kWaitTurn,
     sql::kSessionLock,      sql::kSessionVerify,          sql::kSessionUnlock,  sql::kXactBegin,
     sql::kXactCommit,       sql::kXactRollback,           sql::kMigrationLock,  sql::kMigrationUnlock,
     sql::kTableExists,      sql::kSchemaVersion,          sql::kRecordMigration,  sql::kCounterExists,
@@ -453,7 +453,7 @@ class MysqlBackend final : public Backend {
   Capabilities capabilities() const override {
     Capabilities caps;
     caps.shared_leases = true;
-    caps.notifications = false;  // no push: the first waiter blocks in wait_for_release instead
+    caps.notifications = false;  // no push: waiters block in wait_for_turn instead
     caps.session_locks = true;
     caps.transaction_locks = true;
     caps.row_locks = true;
@@ -577,21 +577,21 @@ class MysqlBackend final : public Backend {
     });
   }
 
-  WaitOutcome wait_for_release(std::string_view name, milliseconds max_wait) override {
+  WaitOutcome wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                            milliseconds max_wait) override {
     if (!options_.beacon || max_wait <= milliseconds::zero()) return WaitOutcome::kUnavailable;
-    const double timeout_s = std::max(0.001, static_cast<double>(max_wait.count()) / 1000.0);
     try {
       Rows rows = with_connection([&](Connection& c) {
         // The holder is assumed to use this backend's beacon delay; the margin covers its beacon
         // thread's wake-up and round trip on a busy machine. Against a holder without beacons this
-        // costs the first waiter at most that long before it falls back to polling.
+        // costs a waiter at most that long before it falls back to polling.
         const std::int64_t grace_us = options_.beacon_delay.count() + 20'000;
-        return query(c, kWaitBeacon,
-                     {{"key", beacon_key(name)}, {"name", std::string(name)}, {"grace_us", grace_us},
-                      {"timeout_s", timeout_s}});
+        return query(c, kWaitTurn,
+                     {{"key", beacon_key(name)}, {"name", std::string(name)}, {"secret", secret.hex()},
+                      {"ticket", ticket}, {"grace_us", grace_us},
+                      {"timeout_us", static_cast<std::int64_t>(max_wait.count()) * 1000}});
       });
-      // -1: no beacon held (the holder took the lease moments ago, or its beacon connection is
-      // gone): nothing to block on, the core polls. NULL: GET_LOCK failed; poll too.
+      // -1: held with no beacon to block on; NULL: GET_LOCK failed. The core polls then.
       if (rows.empty() || is_null(rows[0][0]) || as_int(rows[0][0]) < 0) return WaitOutcome::kUnavailable;
       return WaitOutcome::kWoken;
     } catch (const Error&) {

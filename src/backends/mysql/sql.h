@@ -382,37 +382,51 @@ inline constexpr const char* kGuardBegin =
     " END";
 
 // Release beacons (see mysql.h). The holder's beacon thread takes and drops them on its own
-// connection; the first waiter blocks on one. :key.
+// connection; waiters block on one. :key.
 inline constexpr const char* kTakeBeacon = "SELECT GET_LOCK(:key, 0)";
 inline constexpr const char* kDropBeacon = "SELECT RELEASE_LOCK(:key)";
-// Result: -1 when nobody holds the beacon (nothing to wait on: poll), else GET_LOCK's result (1: the
-// holder let go, 0: timed out). A granted beacon is given back at once, in the same statement.
-// A lease taken moments ago gets its beacon only a beacon delay later, so while the lock's row is
-// live and younger than :grace_us the statement first waits (server-side, in 0.5 ms steps) for the
-// beacon to appear: the next waiter in a busy hand-off chain arrives exactly then.
-// :key, :name, :grace_us, :timeout_s (fractional seconds).
-inline constexpr const char* kWaitBeacon =
+// A waiter's wait for its turn, server-side so that waking costs no round trip. Loops until the
+// name is free (no live row) and no live waiter queued before :ticket (0: not queued) remains,
+// which is exactly when the queued acquire may take it. While the row is live:
+//  - a beacon is held: block in GET_LOCK on it, bounded by the row's expiry (a paused holder keeps
+//    its beacon connection alive), and give a granted beacon back at once;
+//  - no beacon and the lease is younger than :grace_us: the holder's manager takes its beacon only
+//    after a beacon delay (a short acquire/release pair never pays for one), so look again in
+//    0.5 ms (a few index reads; this is the bounded poll for short holds);
+//  - no beacon and older: nothing to block on, return -1 and let the client poll.
+// Result: 1 (attempt now), 0 (:timeout_us passed), -1 (nothing to block on).
+// :key, :name, :secret, :ticket, :grace_us, :timeout_us.
+inline constexpr const char* kWaitTurn =
     "BEGIN NOT ATOMIC"
     " DECLARE v_key VARCHAR(255) DEFAULT :key;"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_grace_until DATETIME(6) DEFAULT NULL;"
-    " DECLARE v_got INT DEFAULT NULL;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_ticket BIGINT DEFAULT :ticket;"
+    " DECLARE v_grace_us BIGINT DEFAULT :grace_us;"
+    " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :timeout_us MICROSECOND;"
+    " DECLARE v_now DATETIME(6);"
+    " DECLARE v_acquired DATETIME(6);"
+    " DECLARE v_expires DATETIME(6);"
+    " DECLARE v_got INT;"
+    " DECLARE v_result INT DEFAULT NULL;"
     " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
-    " IF IS_USED_LOCK(v_key) IS NULL THEN"
-    "  SELECT acquired_at + INTERVAL :grace_us MICROSECOND INTO v_grace_until FROM {L}"
-    "   WHERE name = v_name AND expires_at > UTC_TIMESTAMP(6);"
-    "  WHILE v_grace_until > UTC_TIMESTAMP(6) AND IS_USED_LOCK(v_key) IS NULL"
-    "   AND EXISTS (SELECT 1 FROM {L} WHERE name = v_name AND expires_at > UTC_TIMESTAMP(6)) DO"
-    "   DO SLEEP(0.0005);"
-    "  END WHILE;"
-    " END IF;"
-    " IF IS_USED_LOCK(v_key) IS NULL THEN"
-    "  SELECT -1;"
-    " ELSE"
-    "  SET v_got = GET_LOCK(v_key, :timeout_s);"
-    "  IF v_got = 1 THEN DO RELEASE_LOCK(v_key); END IF;"
-    "  SELECT v_got;"
-    " END IF;"
+    " WHILE v_result IS NULL DO"
+    "  SET v_acquired = NULL, v_expires = NULL, v_now = UTC_TIMESTAMP(6);"
+    "  SELECT acquired_at, expires_at INTO v_acquired, v_expires FROM {L} WHERE name = v_name AND expires_at > v_now;"
+    "  IF v_now >= v_until THEN SET v_result = 0;"
+    "  ELSEIF v_expires IS NULL THEN"
+    "   IF v_ticket = 0 OR NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"
+    "     AND w.owner_secret <> v_secret AND w.ticket < v_ticket) THEN SET v_result = 1;"
+    "   ELSE DO SLEEP(0.0005);"
+    "   END IF;"
+    "  ELSEIF IS_USED_LOCK(v_key) IS NOT NULL THEN"
+    "   SET v_got = GET_LOCK(v_key, TIMESTAMPDIFF(MICROSECOND, v_now, LEAST(v_until, v_expires)) / 1e6 + 0.001);"
+    "   IF v_got = 1 THEN DO RELEASE_LOCK(v_key); ELSEIF v_got IS NULL THEN SET v_result = -1; END IF;"
+    "  ELSEIF v_acquired + INTERVAL v_grace_us MICROSECOND > v_now THEN DO SLEEP(0.0005);"
+    "  ELSE SET v_result = -1;"
+    "  END IF;"
+    " END WHILE;"
+    " SELECT v_result;"
     " END";
 
 // Session locks, on a dedicated connection each. CONNECTION_ID() comes back with every call: a
