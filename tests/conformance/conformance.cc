@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
@@ -647,6 +648,74 @@ TEST_CASE("optimistic compare-and-set: conflicts reported, concurrent increments
   evil.set = {{"balance\" = 0 --", std::int64_t{1}}};
   CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
   CHECK_FALSE(retry_optimistic([] { return false; }, RetryOptions{3, 1ms, 2ms}));
+}
+
+TEST_CASE("FOR UPDATE row locks with NOWAIT, SKIP LOCKED, a wait timeout and a limit", "[conformance][rowlock]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  if (!a->capabilities().row_locks) return;
+  const std::string table = prefix + "jobs";
+  REQUIRE(a->run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
+    tx.execute("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, state VARCHAR(16))");
+    tx.execute("INSERT INTO " + table + " VALUES (1, 'new'), (2, 'new'), (3, 'new'), (4, 'new'), (5, 'new')");
+  }));
+  RowLockRequest one;
+  one.table = table;
+  one.keys = {std::int64_t{1}};
+  bool inner_nowait = true, inner_timeout = true, inner_shared = true;
+  std::vector<std::int64_t> skipped;
+  SteadyClock::duration timed_wait{};
+  bool ran = a->with_locked_rows(one, [&](Transaction& tx, const std::vector<std::vector<Value>>& rows) {
+    REQUIRE(rows.size() == 1);
+    CHECK(std::get<std::string>(rows[0][1]) == "new");
+    tx.execute("UPDATE " + table + " SET state = 'taken' WHERE id = ?", {std::int64_t{1}});
+    std::thread other([&] {
+      RowLockRequest nowait = one;
+      nowait.wait = RowLockWait::kNoWait;
+      inner_nowait = b->with_locked_rows(nowait, [](Transaction&, const auto&) {});
+      RowLockRequest shared = nowait;
+      shared.shared = true;
+      inner_shared = b->with_locked_rows(shared, [](Transaction&, const auto&) {});
+      RowLockRequest timed = one;
+      timed.wait_timeout = 200ms;
+      auto start = SteadyClock::now();
+      inner_timeout = b->with_locked_rows(timed, [](Transaction&, const auto&) {});
+      timed_wait = SteadyClock::now() - start;
+      RowLockRequest skip;
+      skip.table = table;
+      skip.keys = {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}};
+      skip.wait = RowLockWait::kSkipLocked;
+      skip.columns = {"id"};
+      b->with_locked_rows(skip, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
+        for (const auto& r : rows) skipped.push_back(std::get<std::int64_t>(r[0]));
+      });
+    });
+    other.join();
+  });
+  CHECK(ran);
+  CHECK_FALSE(inner_nowait);
+  CHECK_FALSE(inner_shared);
+  CHECK_FALSE(inner_timeout);
+  CHECK(timed_wait >= 150ms);
+  CHECK(timed_wait < 1s);  // milliseconds (MariaDB: not innodb_lock_wait_timeout's whole seconds)
+  std::sort(skipped.begin(), skipped.end());
+  CHECK(skipped == std::vector<std::int64_t>{2, 3});
+  // The body's write committed.
+  REQUIRE(a->run_in_transaction_lock("check-" + prefix, 5s, [&](Transaction& tx) {
+    CHECK(std::get<std::string>(tx.query("SELECT state FROM " + table + " WHERE id = 1").at(0).at(0)) == "taken");
+  }));
+  RowLockRequest evil = one;
+  evil.table = "jobs; DROP TABLE x";
+  CHECK_THROWS_AS(a->with_locked_rows(evil, [](Transaction&, const auto&) {}), UsageError);
+  RowLockRequest limited;
+  limited.table = table;
+  limited.keys = {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{4}};
+  limited.wait = RowLockWait::kSkipLocked;
+  limited.limit = 2;
+  std::size_t got = 0;
+  CHECK(a->with_locked_rows(limited, [&](Transaction&, const auto& rows) { got = rows.size(); }));
+  CHECK(got == 2);
 }
 
 TEST_CASE("session locks exclude across managers and across threads of one manager", "[conformance][session]") {

@@ -337,56 +337,6 @@ TEST_CASE("postgresql: transaction-level advisory lock", "[postgresql][txlock]")
   CHECK(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));  // released at commit
 }
 
-TEST_CASE("postgresql: FOR UPDATE row locks with NOWAIT, SKIP LOCKED and a wait timeout", "[postgresql][rowlock]") {
-  const std::string prefix = unique_prefix();
-  auto a = open_manager({}, prefix);
-  auto b = open_manager({}, prefix);
-  const std::string table = prefix + "jobs";
-  {
-    pqxx::connection c(conninfo());
-    pqxx::work tx(c);
-    tx.exec("CREATE TABLE \"" + table + "\" (id bigint PRIMARY KEY, state text)");
-    tx.exec("INSERT INTO \"" + table + "\" SELECT g, 'new' FROM generate_series(1, 5) g");
-    tx.commit();
-  }
-  RowLockRequest one;
-  one.table = table;
-  one.keys = {std::int64_t{1}};
-  bool inner_nowait = true, inner_timeout = true;
-  std::vector<std::int64_t> skipped;
-  bool ran = a->with_locked_rows(one, [&](Transaction& tx, const std::vector<std::vector<Value>>& rows) {
-    REQUIRE(rows.size() == 1);
-    tx.execute("UPDATE \"" + table + "\" SET state = 'taken' WHERE id = ?", {std::int64_t{1}});
-    std::thread other([&] {
-      RowLockRequest nowait = one;
-      nowait.wait = RowLockWait::kNoWait;
-      inner_nowait = b->with_locked_rows(nowait, [](Transaction&, const auto&) {});
-      RowLockRequest timed = one;
-      timed.wait_timeout = 200ms;
-      auto start = std::chrono::steady_clock::now();
-      inner_timeout = b->with_locked_rows(timed, [](Transaction&, const auto&) {});
-      CHECK(std::chrono::steady_clock::now() - start >= 150ms);
-      RowLockRequest skip;
-      skip.table = table;
-      skip.keys = {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}};
-      skip.wait = RowLockWait::kSkipLocked;
-      skip.columns = {"id"};
-      b->with_locked_rows(skip, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
-        for (const auto& r : rows) skipped.push_back(std::get<std::int64_t>(r[0]));
-      });
-    });
-    other.join();
-  });
-  CHECK(ran);
-  CHECK_FALSE(inner_nowait);
-  CHECK_FALSE(inner_timeout);
-  std::sort(skipped.begin(), skipped.end());
-  CHECK(skipped == std::vector<std::int64_t>{2, 3});
-  RowLockRequest evil = one;
-  evil.table = "jobs; DROP TABLE x";
-  CHECK_THROWS_AS(a->with_locked_rows(evil, [](Transaction&, const auto&) {}), UsageError);
-}
-
 TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[postgresql][interop]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
