@@ -333,7 +333,7 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
       }
       pause = std::max<microseconds>(pause, microseconds(100));
       auto wake_at = std::min<SteadyClock::time_point>(now_inner + pause, deadline);
-      if (request.queue) wake_at = std::min<SteadyClock::time_point>(wake_at, sent_at + request.queue_ttl / 3);
+      if (request.queue) wake_at = std::min<SteadyClock::time_point>(wake_at, refresh_at);
       bool woken = wait_cv_.wait_until(lock, wake_at, [&] {
         return stopping_ || waiting_[key].generation != generation;
       });
