@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -23,6 +24,19 @@ namespace dblock_bench {
 // it is CLOCK_MONOTONIC, which is system-wide, so timestamps taken in different forked processes
 // can be compared with each other.
 using Clock = std::chrono::steady_clock;
+
+// Parses a command-line count for `flag` (0 to 100 000 000). A bad value is reported on stderr and
+// ends the program through usage(argv0, 2).
+inline int parse_non_negative(const char* argv0, const char* flag, const char* text,
+                              void (*usage)(const char*, int)) {
+  char* end = nullptr;
+  const long value = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || value < 0 || value > 100'000'000) {
+    std::fprintf(stderr, "%s: bad value for %s: %s\n", argv0, flag, text);
+    usage(argv0, 2);
+  }
+  return static_cast<int>(value);
+}
 
 inline double to_us(Clock::duration d) {
   return std::chrono::duration<double, std::micro>(d).count();

@@ -1,6 +1,7 @@
-// bench/contention.h — what the dblock benchmarks share beyond bench_util.h: CPU placement text,
-// pair samples, and the multi-process contention machinery (records in shared memory, a start
-// line, the critical section with its exclusion check, and the analysis of hand-offs).
+// bench/contention.h — what the dblock benchmarks share beyond bench_util.h: CPU placement, pair
+// samples, and the multi-process contention machinery (records in shared memory, a start line,
+// the critical section with its exclusion check, the contender loop, forking the contenders, and
+// the analysis of hand-offs). Nothing here knows dblock; bench/figures.h builds on it.
 //
 // Header-only, one translation unit per benchmark. SharedArena lives in MAP_SHARED memory created
 // before fork(); everything else is per process and not thread-safe.
@@ -9,6 +10,7 @@
 
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -23,6 +25,7 @@
 #include <ctime>
 #include <fstream>
 #include <new>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -32,8 +35,14 @@
 
 namespace dblock_bench {
 
-// The busy critical section every contender runs while it holds the lock.
+// The contention set-up every benchmark uses: kProcesses processes take turns on kHotKey, each
+// waiting up to kContentionWait, holding for the busy kCriticalSection; dblock leases get
+// kContentionTtl (renewal never runs during a hold this short).
 inline constexpr std::chrono::microseconds kCriticalSection{20};
+inline constexpr int kProcesses = 4;
+inline constexpr const char* kHotKey = "hot";
+inline constexpr std::chrono::seconds kContentionWait{10};
+inline constexpr std::chrono::seconds kContentionTtl{5};
 
 inline std::string cpu_list(const cpu_set_t& set) {
   std::string out;
@@ -89,6 +98,86 @@ inline std::string utc_now() {
   return buf;
 }
 
+// Where this process runs. Pinning happens before anything else starts, so forked contenders and
+// every dblock thread inherit the mask.
+struct Placement {
+  bool pinned = false;
+  int cpu = -1;
+  std::string how;  // why this CPU
+  std::string allowed_before;
+  std::string server_cpus = "unknown";  // the server process's Cpus_allowed_list, when there is one
+  int server_pid = 0;
+  bool overlap = false;  // the client CPU is one the server may run on
+};
+
+// The CPUs a (local) server process may run on, from /proc; "unknown" without one.
+inline std::string server_cpus(int pid) {
+  if (pid <= 0) return "unknown";
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Cpus_allowed_list:", 0) == 0) {
+      const auto value = line.find_first_not_of(" \t", std::strlen("Cpus_allowed_list:"));
+      if (value != std::string::npos) return line.substr(value);
+    }
+  }
+  return "unknown";
+}
+
+// Pins the calling (still single-threaded) process to one CPU: `cpu` when given; else the single CPU
+// of a launcher's `taskset -c N` mask; else the lowest allowed CPU the server (server_pid, 0: none)
+// is not pinned to; else the lowest allowed CPU. `pin` false leaves the mask alone. Fixed CPUs keep
+// migrations from blurring the figures; the scripts put the server on another CPU, so that every
+// round trip crosses CPUs the same way.
+inline Placement apply_placement(bool pin, std::optional<int> cpu, int server_pid = 0) {
+  Placement placement;
+  placement.server_pid = server_pid;
+  placement.server_cpus = server_cpus(server_pid);
+  cpu_set_t server_set;
+  const bool server_known = parse_cpu_list(placement.server_cpus, server_set);
+
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
+    throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
+  }
+  placement.allowed_before = cpu_list(allowed);
+  if (!pin) {
+    placement.how = "not pinned (--no-pin); allowed CPUs " + placement.allowed_before;
+    return placement;
+  }
+  int lowest = -1;
+  int lowest_free = -1;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (!CPU_ISSET(c, &allowed)) continue;
+    if (lowest < 0) lowest = c;
+    if (lowest_free < 0 && server_known && !CPU_ISSET(c, &server_set)) lowest_free = c;
+  }
+  if (cpu) {
+    placement.cpu = *cpu;
+    placement.how = "--cpu";
+  } else if (CPU_COUNT(&allowed) == 1) {
+    placement.cpu = lowest;  // started under `taskset -c N` (scripts/bench*.sh): keep that choice
+    placement.how = "launcher's single-CPU mask";
+  } else if (lowest_free >= 0) {
+    placement.cpu = lowest_free;
+    placement.how = "default: lowest allowed CPU the server is not pinned to";
+  } else {
+    placement.cpu = lowest;
+    placement.how = "default: lowest allowed CPU";
+  }
+  cpu_set_t target;
+  CPU_ZERO(&target);
+  CPU_SET(placement.cpu, &target);
+  if (sched_setaffinity(0, sizeof target, &target) != 0) {
+    throw std::runtime_error(format("cannot pin to CPU %d (allowed: %s): %s", placement.cpu,
+                                    placement.allowed_before.c_str(), std::strerror(errno)));
+  }
+  placement.pinned = true;
+  placement.overlap = !server_known || CPU_ISSET(placement.cpu, &server_set);
+  return placement;
+}
+
 struct PairSamples {
   std::vector<double> acquire;  // µs
   std::vector<double> release;  // µs
@@ -121,6 +210,7 @@ struct Record {
 
 // Counters every contender updates inside the critical section. Lock-free atomics work across
 // processes in a MAP_SHARED mapping.
+static_assert(std::atomic<std::int64_t>::is_always_lock_free);
 struct SharedCounters {
   std::atomic<std::int64_t> next_seq{0};
   std::atomic<std::int64_t> holders{0};     // processes inside the critical section right now
@@ -267,6 +357,85 @@ inline ContentionResult analyse(SharedArena& arena, int processes) {
   }
   result.handoff_latency_us = summarize(std::move(latencies));
   return result;
+}
+
+// One contender's measured loop: `iterations` attempts recorded in its slice of the arena.
+// attempt(j) tries to take the lock for iteration j: nullopt when the wait ran out, else the fence
+// it got (0: none; the entry order into the critical section stands in). release(j) returns
+// whether the release was confirmed. The record's times bracket both calls.
+template <class Attempt, class Release>
+void contend(SharedArena& arena, int index, int iterations, Attempt attempt, Release release) {
+  for (int j = 0; j < iterations; ++j) {
+    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
+    r.process = index;
+    r.start_ns = now_ns();
+    const std::optional<std::int64_t> fence = attempt(j);
+    r.acquired_ns = now_ns();
+    if (!fence) continue;
+    r.acquired = 1;
+    critical_section(arena.counters(), r);
+    r.fence = *fence != 0 ? *fence : r.seq;
+    r.release_start_ns = now_ns();
+    r.release_ok = release(j) ? 1 : 0;
+    r.release_end_ns = now_ns();
+  }
+}
+
+// Forks `processes` contenders, starts them together and collects their records. In each child,
+// contender(index, arena, start) sets up, calls start.ready_and_wait() and runs its loop; an
+// exception fails the run (reported on stderr with `what`).
+// REQUIRES: no LockManager and no connection open in this process (neither survives fork).
+template <class Contender>
+ContentionResult run_contenders(const char* what, int processes, int iterations, Contender contender) {
+  SharedArena arena(static_cast<std::size_t>(processes * iterations));
+  StartLine start;
+  if (::pipe(start.ready) != 0 || ::pipe(start.go) != 0) {
+    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
+  }
+  std::fflush(nullptr);  // or the children would inherit, and later flush, our buffered output
+  std::vector<pid_t> children;
+  for (int index = 0; index < processes; ++index) {
+    const pid_t pid = ::fork();
+    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
+    if (pid == 0) {
+      ::close(start.ready[0]);
+      ::close(start.go[1]);  // or the go pipe would never reach EOF
+      int status = 0;
+      try {
+        contender(index, arena, start);
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "contender %d (%s): %s\n", index, what, e.what());
+        status = 2;
+      }
+      ::_exit(status);  // no atexit handlers or static destructors of the parent's state
+    }
+    children.push_back(pid);
+  }
+  ::close(start.ready[1]);
+  ::close(start.go[0]);
+  int ready = 0;
+  char byte;
+  while (ready < processes) {
+    const ssize_t n = ::read(start.ready[0], &byte, 1);
+    if (n == 1) {
+      ++ready;
+    } else if (n == 0 || errno != EINTR) {
+      break;  // a contender died before the start; release the others and report below
+    }
+  }
+  ::close(start.ready[0]);
+  ::close(start.go[1]);  // go
+  int failed = 0;
+  for (const pid_t pid : children) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+  }
+  if (failed > 0 || ready < processes) {
+    throw std::runtime_error(format("%d of %d %s contenders failed (see stderr)", failed, processes, what));
+  }
+  return analyse(arena, processes);
 }
 
 inline std::string join(const std::vector<std::int64_t>& values) {

@@ -16,9 +16,6 @@
 // no LockManager. Exit status: 0 when the benchmark ran, whatever the figures say; 1 when it could
 // not run (no URL, server unreachable, ...).
 
-#include <sched.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 // Only cppconn/* headers: mysql_driver.h / mysql_connection.h pull in Boost.
@@ -31,8 +28,6 @@
 #include <cppconn/version_info.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -42,10 +37,7 @@
 #include <ctime>
 #include <exception>
 #include <fstream>
-#include <functional>
-#include <iostream>
 #include <memory>
-#include <new>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -58,6 +50,7 @@
 
 #include "bench_util.h"
 #include "contention.h"
+#include "figures.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
@@ -73,27 +66,42 @@ namespace {
 
 using namespace std::chrono_literals;
 using dblock_bench::Clock;
-using dblock_bench::cpu_list;
-using dblock_bench::parse_cpu_list;
-using dblock_bench::cpu_model;
-using dblock_bench::utc_now;
-using dblock_bench::PairSamples;
-using dblock_bench::Record;
-using dblock_bench::SharedCounters;
-using dblock_bench::SharedArena;
-using dblock_bench::critical_section;
-using dblock_bench::StartLine;
 using dblock_bench::ContentionResult;
-using dblock_bench::analyse;
-using dblock_bench::join;
+using dblock_bench::DblockLeaseSide;
+using dblock_bench::DblockSessionSide;
+using dblock_bench::HandoffFigure;
 using dblock_bench::JsonLine;
-using dblock_bench::Summary;
+using dblock_bench::PairFigure;
+using dblock_bench::PairSamples;
+using dblock_bench::Placement;
+using dblock_bench::Row;
+using dblock_bench::SharedArena;
+using dblock_bench::StartLine;
+using dblock_bench::add_contention_json;
+using dblock_bench::apply_placement;
 using dblock_bench::cell;
+using dblock_bench::contend;
+using dblock_bench::cpu_model;
 using dblock_bench::format;
-using dblock_bench::now_ns;
-using dblock_bench::ratio;
-using dblock_bench::summarize;
-using dblock_bench::to_us;
+using dblock_bench::handoff_json_head;
+using dblock_bench::handoff_row;
+using dblock_bench::kContentionTtl;
+using dblock_bench::kContentionWait;
+using dblock_bench::kCriticalSection;
+using dblock_bench::kHotKey;
+using dblock_bench::kInterleaveBlock;
+using dblock_bench::kProcesses;
+using dblock_bench::make_row;
+using dblock_bench::measure_pairs;
+using dblock_bench::parse_non_negative;
+using dblock_bench::placement_text;
+using dblock_bench::print_contention_table;
+using dblock_bench::print_placement;
+using dblock_bench::print_rows_json;
+using dblock_bench::print_table;
+using dblock_bench::redact_password;
+using dblock_bench::run_contenders;
+using dblock_bench::utc_now;
 
 constexpr const char* kUrlEnv = "DBLOCK_BENCH_MYSQL_URL";
 
@@ -102,16 +110,10 @@ constexpr int kDefaultPairs = 5'000;
 constexpr int kDefaultWarmup = 500;
 constexpr int kQuickPairs = 300;
 constexpr int kQuickWarmup = 50;
-// Floor and dblock alternate in blocks of this many pairs, so slow drifts land on both sides.
-constexpr int kInterleaveBlock = 500;
 
-// Hand-off figures.
-constexpr int kProcesses = 4;
+// Hand-off figures (the contention set-up is in contention.h).
 constexpr int kDefaultIterations = 300;
 constexpr int kQuickIterations = 30;
-using dblock_bench::kCriticalSection;
-constexpr auto kContentionWait = 10s;
-constexpr auto kContentionTtl = 5s;
 
 // Targets (issue text).
 constexpr double kTargetLeasePair = 1.15;
@@ -163,16 +165,6 @@ struct Config {
   std::exit(status);
 }
 
-int parse_non_negative(const char* argv0, const char* flag, const char* text) {
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > 100'000'000) {
-    std::fprintf(stderr, "%s: bad value for %s: %s\n", argv0, flag, text);
-    usage(argv0, 2);
-  }
-  return static_cast<int>(value);
-}
-
 Config parse_args(int argc, char** argv) {
   Config config;
   std::optional<int> pairs, iterations;
@@ -191,13 +183,13 @@ Config parse_args(int argc, char** argv) {
     } else if (arg == "--no-pin") {
       config.pin = false;
     } else if (arg == "--cpu") {
-      config.cpu = parse_non_negative(argv[0], "--cpu", next());
+      config.cpu = parse_non_negative(argv[0], "--cpu", next(), usage);
     } else if (arg == "--server-pid") {
-      config.server_pid = parse_non_negative(argv[0], "--server-pid", next());
+      config.server_pid = parse_non_negative(argv[0], "--server-pid", next(), usage);
     } else if (arg == "--pairs") {
-      pairs = parse_non_negative(argv[0], "--pairs", next());
+      pairs = parse_non_negative(argv[0], "--pairs", next(), usage);
     } else if (arg == "--iterations") {
-      iterations = parse_non_negative(argv[0], "--iterations", next());
+      iterations = parse_non_negative(argv[0], "--iterations", next(), usage);
     } else if (arg == "--figures") {
       config.figures.clear();
       std::stringstream list(next());
@@ -342,85 +334,6 @@ std::string counter_owner(std::uint64_t a, std::uint64_t b) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Placement
-
-struct Placement {
-  bool pinned = false;
-  int cpu = -1;
-  std::string how;
-  std::string allowed_before;
-  std::string server_cpus;  // the server backend's Cpus_allowed_list, or "unknown"
-  int server_pid = 0;
-  bool overlap = false;     // the client CPU is one the server may run on
-};
-
-// The CPUs a server backend may run on, from /proc (when the server runs on this host).
-std::string server_cpus(int pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("Cpus_allowed_list:", 0) == 0) {
-      const auto value = line.find_first_not_of(" \t", std::strlen("Cpus_allowed_list:"));
-      if (value != std::string::npos) return line.substr(value);
-    }
-  }
-  return "unknown";
-}
-
-// Pins the calling (still single-threaded) process before anything else starts. The server and the
-// client on different fixed CPUs: every round trip then crosses CPUs the same way, and no migration
-// blurs the figures (on one CPU a round trip would instead be two context switches).
-Placement apply_placement(const Config& config, int server_pid) {
-  Placement placement;
-  placement.server_pid = server_pid;
-  placement.server_cpus = server_cpus(server_pid);
-  cpu_set_t server_set;
-  const bool server_known = parse_cpu_list(placement.server_cpus, server_set);
-
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-    throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
-  }
-  placement.allowed_before = cpu_list(allowed);
-  if (!config.pin) {
-    placement.how = "not pinned (--no-pin); allowed CPUs " + placement.allowed_before;
-    return placement;
-  }
-  int lowest = -1;
-  int lowest_free = -1;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (!CPU_ISSET(cpu, &allowed)) continue;
-    if (lowest < 0) lowest = cpu;
-    if (lowest_free < 0 && server_known && !CPU_ISSET(cpu, &server_set)) lowest_free = cpu;
-  }
-  if (config.cpu) {
-    placement.cpu = *config.cpu;
-    placement.how = "--cpu";
-  } else if (CPU_COUNT(&allowed) == 1) {
-    placement.cpu = lowest;  // started under `taskset -c N` (scripts/bench-postgresql.sh)
-    placement.how = "launcher's single-CPU mask";
-  } else if (lowest_free >= 0) {
-    placement.cpu = lowest_free;
-    placement.how = "default: lowest allowed CPU the server is not pinned to";
-  } else {
-    placement.cpu = lowest;
-    placement.how = "default: lowest allowed CPU";
-  }
-  cpu_set_t target;
-  CPU_ZERO(&target);
-  CPU_SET(placement.cpu, &target);
-  if (sched_setaffinity(0, sizeof target, &target) != 0) {
-    throw std::runtime_error(format("cannot pin to CPU %d (allowed: %s): %s", placement.cpu,
-                                    placement.allowed_before.c_str(), std::strerror(errno)));
-  }
-  placement.pinned = true;
-  placement.overlap = !server_known || CPU_ISSET(placement.cpu, &server_set);
-  return placement;
-}
-
-
-// ---------------------------------------------------------------------------------------------
 // Pair figures
 
 class RawLeaseSide {
@@ -485,112 +398,6 @@ class RawSessionSide {
   std::unique_ptr<sql::PreparedStatement> lock_, unlock_;
 };
 
-class DblockLeaseSide {
- public:
-  explicit DblockLeaseSide(dblock::LockManager& manager) : manager_(manager) {}
-
-  void pair(const std::string& name, PairSamples* out) {
-    const auto t0 = Clock::now();
-    Clock::time_point t1;
-    bool acquired = false;
-    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
-    {
-      std::optional<dblock::Lease> lease = manager_.try_acquire(name);
-      t1 = Clock::now();
-      if (lease) {
-        acquired = true;
-        result = lease->release();
-      }
-    }  // the handle is dropped inside the timed region: real callers pay for it too
-    const auto t2 = Clock::now();
-    if (!acquired) throw std::runtime_error("dblock: uncontended try_acquire returned no lease");
-    if (result != dblock::ReleaseResult::kReleased) {
-      throw std::runtime_error(std::string("dblock: release returned ") + dblock::to_string(result));
-    }
-    if (out) out->add(t0, t1, t2);
-  }
-
- private:
-  dblock::LockManager& manager_;
-};
-
-
-class DblockAdvisorySide {
- public:
-  explicit DblockAdvisorySide(dblock::LockManager& manager) : manager_(manager) {}
-
-  void pair(const std::string& name, PairSamples* out) {
-    const auto t0 = Clock::now();
-    Clock::time_point t1;
-    bool acquired = false;
-    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
-    {
-      std::optional<dblock::SessionLock> lock = manager_.session_lock(name, 0ms);
-      t1 = Clock::now();
-      if (lock) {
-        acquired = true;
-        result = lock->release();
-      }
-    }
-    const auto t2 = Clock::now();
-    if (!acquired) throw std::runtime_error("dblock: uncontended session_lock returned nothing");
-    if (result != dblock::ReleaseResult::kReleased) {
-      throw std::runtime_error(std::string("dblock: session lock release returned ") + dblock::to_string(result));
-    }
-    if (out) out->add(t0, t1, t2);
-  }
-
- private:
-  dblock::LockManager& manager_;
-};
-
-
-struct PairFigure {
-  PairSamples floor;   // or the reference state
-  PairSamples dblock;  // or the state under test
-  PairSamples diag;    // dblock's SQL from raw libpqxx (when measured)
-};
-
-using PairFn = std::function<void(const std::string&, PairSamples*)>;
-
-// Warms every side up, then runs blocks of kInterleaveBlock measured pairs per side in turn.
-// Iteration i uses names[i % names.size()] on every side.
-std::vector<PairSamples> measure_sides(const std::vector<PairFn>& sides, const std::vector<std::string>& names,
-                                       int warmup, int pairs) {
-  auto name_at = [&](int i) -> const std::string& { return names[static_cast<std::size_t>(i) % names.size()]; };
-  for (int i = 0; i < warmup; ++i) {
-    for (const auto& side : sides) side(name_at(i), nullptr);
-  }
-  std::vector<PairSamples> samples(sides.size());
-  for (auto& s : samples) s.reserve(static_cast<std::size_t>(pairs));
-  for (int start = 0; start < pairs; start += kInterleaveBlock) {
-    const int end = std::min(pairs, start + kInterleaveBlock);
-    for (std::size_t k = 0; k < sides.size(); ++k) {
-      for (int i = start; i < end; ++i) sides[k](name_at(i), &samples[k]);
-    }
-  }
-  return samples;
-}
-
-template <class Floor, class Dblock>
-PairFigure measure_pairs(Floor& floor_side, Dblock& dblock_side, const std::vector<std::string>& names, int warmup,
-                         int pairs) {
-  auto s = measure_sides({[&](const std::string& n, PairSamples* o) { floor_side.pair(n, o); },
-                          [&](const std::string& n, PairSamples* o) { dblock_side.pair(n, o); }},
-                         names, warmup, pairs);
-  return PairFigure{std::move(s[0]), std::move(s[1]), {}};
-}
-
-template <class Floor, class Dblock, class Diag>
-PairFigure measure_pairs(Floor& floor_side, Dblock& dblock_side, Diag& diag_side, const std::vector<std::string>& names,
-                         int warmup, int pairs) {
-  auto s = measure_sides({[&](const std::string& n, PairSamples* o) { floor_side.pair(n, o); },
-                          [&](const std::string& n, PairSamples* o) { dblock_side.pair(n, o); },
-                          [&](const std::string& n, PairSamples* o) { diag_side.pair(n, o); }},
-                         names, warmup, pairs);
-  return PairFigure{std::move(s[0]), std::move(s[1]), std::move(s[2])};
-}
-
 std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const char* prefix, bool reaper,
                                                   std::chrono::milliseconds reaper_interval = 5'000ms) {
   dblock::ManagerOptions options;
@@ -604,8 +411,6 @@ std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const 
 // ---------------------------------------------------------------------------------------------
 // Hand-off figures: forked processes, results in shared memory.
 
-static_assert(std::atomic<std::int64_t>::is_always_lock_free);
-
 enum class Kind { kDblockLease, kDblockSession, kRawSession };
 
 const char* kind_name(Kind kind) {
@@ -617,61 +422,6 @@ const char* kind_name(Kind kind) {
   return "?";
 }
 
-constexpr const char* kHotKey = "hot";
-
-void dblock_lease_contender(const std::string& url, const char* prefix, int index, int iterations,
-                            SharedArena& arena, StartLine& start) {
-  dblock::ManagerOptions options;
-  options.table_prefix = prefix;
-  options.reaper = false;  // no background writes beside the measured ones
-  options.default_ttl = kContentionTtl;
-  auto manager = dblock::open(url, options);
-  start.ready_and_wait();
-  for (int j = 0; j < iterations; ++j) {
-    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
-    r.process = index;
-    r.start_ns = now_ns();
-    std::optional<dblock::Lease> lease = manager->acquire(kHotKey, kContentionWait);
-    r.acquired_ns = now_ns();
-    if (!lease) continue;
-    r.acquired = 1;
-    r.fence = lease->fence();
-    critical_section(arena.counters(), r);
-    r.release_start_ns = now_ns();
-    r.release_ok = lease->release() == dblock::ReleaseResult::kReleased ? 1 : 0;
-    r.release_end_ns = now_ns();
-  }
-  manager.reset();
-}
-
-// Counts notifications; the raw loop only needs to be woken.
-
-void dblock_advisory_contender(const std::string& url, int index, int iterations, SharedArena& arena,
-                               StartLine& start) {
-  dblock::ManagerOptions options;
-  options.table_prefix = kPrefixHandoff;
-  options.reaper = false;
-  auto manager = dblock::open(url, options);
-  start.ready_and_wait();
-  for (int j = 0; j < iterations; ++j) {
-    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
-    r.process = index;
-    r.start_ns = now_ns();
-    std::optional<dblock::SessionLock> lock = manager->session_lock(kHotKey, kContentionWait);
-    r.acquired_ns = now_ns();
-    if (!lock) continue;
-    r.acquired = 1;
-    critical_section(arena.counters(), r);
-    r.fence = r.seq;
-    r.release_start_ns = now_ns();
-    r.release_ok = lock->release() == dblock::ReleaseResult::kReleased ? 1 : 0;
-    r.release_end_ns = now_ns();
-  }
-  manager.reset();
-}
-
-// The hand-written blocking advisory lock: the server queues the waiters and wakes the next one.
-
 // The hand-written blocking named lock: the server queues the waiters and wakes the next one.
 void raw_session_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
   auto c = raw_connect(url);
@@ -682,211 +432,37 @@ void raw_session_contender(const std::string& url, int index, int iterations, Sh
   lock->setString(1, key);
   unlock->setString(1, key);
   start.ready_and_wait();
-  for (int j = 0; j < iterations; ++j) {
-    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
-    r.process = index;
-    r.start_ns = now_ns();
-    const bool acquired = query_int(*lock) == 1;  // 0: the wait ran out
-    r.acquired_ns = now_ns();
-    if (!acquired) continue;
-    r.acquired = 1;
-    critical_section(arena.counters(), r);
-    r.fence = r.seq;
-    r.release_start_ns = now_ns();
-    r.release_ok = query_int(*unlock) == 1 ? 1 : 0;
-    r.release_end_ns = now_ns();
-  }
+  contend(
+      arena, index, iterations,
+      [&](int) -> std::optional<std::int64_t> {
+        if (query_int(*lock) != 1) return std::nullopt;  // 0: the wait ran out
+        return std::int64_t{0};                           // no fence
+      },
+      [&](int) { return query_int(*unlock) == 1; });
 }
 
+// Forks `processes` contenders of `kind` on the hand-off tables and collects their records.
+// REQUIRES: no LockManager and no connection open in this process.
 ContentionResult run_contention(Kind kind, const std::string& url, int processes, int iterations) {
-  SharedArena arena(static_cast<std::size_t>(processes * iterations));
-  StartLine start;
-  if (::pipe(start.ready) != 0 || ::pipe(start.go) != 0) {
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  }
-  std::fflush(nullptr);
-  std::cout.flush();
-  std::vector<pid_t> children;
-  for (int index = 0; index < processes; ++index) {
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
-      ::close(start.ready[0]);
-      ::close(start.go[1]);
-      int status = 0;
-      try {
-        switch (kind) {
-          case Kind::kDblockLease:
-            dblock_lease_contender(url, kPrefixHandoff, index, iterations, arena, start);
-            break;
-          case Kind::kDblockSession: dblock_advisory_contender(url, index, iterations, arena, start); break;
-          case Kind::kRawSession: raw_session_contender(url, index, iterations, arena, start); break;
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "contender %d (%s): %s\n", index, kind_name(kind), e.what());
-        status = 2;
-      }
-      ::_exit(status);
+  dblock::ManagerOptions options;
+  options.table_prefix = kPrefixHandoff;
+  options.reaper = false;  // no background writes beside the measured ones
+  if (kind == Kind::kDblockLease) options.default_ttl = kContentionTtl;
+  return run_contenders(kind_name(kind), processes, iterations, [&](int index, SharedArena& arena, StartLine& start) {
+    switch (kind) {
+      case Kind::kDblockLease:
+        dblock_bench::dblock_lease_contender(url, options, index, iterations, arena, start);
+        break;
+      case Kind::kDblockSession:
+        dblock_bench::dblock_session_contender(url, options, index, iterations, arena, start);
+        break;
+      case Kind::kRawSession: raw_session_contender(url, index, iterations, arena, start); break;
     }
-    children.push_back(pid);
-  }
-  ::close(start.ready[1]);
-  ::close(start.go[0]);
-  int ready = 0;
-  char byte;
-  while (ready < processes) {
-    const ssize_t n = ::read(start.ready[0], &byte, 1);
-    if (n == 1) {
-      ++ready;
-    } else if (n == 0 || errno != EINTR) {
-      break;
-    }
-  }
-  ::close(start.ready[0]);
-  ::close(start.go[1]);  // go
-  int failed = 0;
-  for (const pid_t pid : children) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-  }
-  if (failed > 0 || ready < processes) {
-    throw std::runtime_error(format("%d of %d %s contenders failed (see stderr)", failed, processes, kind_name(kind)));
-  }
-  return analyse(arena, processes);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
 // Output
-
-struct Row {
-  std::string figure;  // JSON name
-  std::string label;   // table label
-  Summary dblock;      // dblock, or the state under test
-  Summary floor;       // the floor, or the reference state
-  double target = NAN; // ratio target; NaN: informational row
-  bool on_p99 = false; // the target is on the p99 ratio (else p50)
-  std::vector<std::pair<std::string, double>> extra;  // more JSON fields
-};
-
-bool passes(const Row& row) {
-  const double r = row.on_p99 ? ratio(row.dblock.p99, row.floor.p99) : ratio(row.dblock.p50, row.floor.p50);
-  return r <= row.target;
-}
-
-Row make_row(std::string figure, std::string label, const std::vector<double>& dblock, const std::vector<double>& floor,
-             double target = NAN, bool on_p99 = false) {
-  return Row{std::move(figure), std::move(label), summarize(dblock), summarize(floor), target, on_p99, {}};
-}
-
-Row handoff_row(std::string figure, std::string label, const ContentionResult& d, const ContentionResult& f,
-                double target) {
-  return Row{std::move(figure), std::move(label), d.handoff_latency_us, f.handoff_latency_us, target, false, {}};
-}
-
-void print_table(const std::vector<Row>& rows) {
-  std::printf("%-44s %10s %10s %6s %11s %10s %6s  %s\n", "figure (times in us)", "dblock p50", "floor p50", "ratio",
-              "p99 dblock", "p99 floor", "ratio", "target");
-  for (const Row& row : rows) {
-    const double r50 = ratio(row.dblock.p50, row.floor.p50);
-    const double r99 = ratio(row.dblock.p99, row.floor.p99);
-    const std::string target =
-        std::isfinite(row.target)
-            ? format("%s <= %.2fx %s", row.on_p99 ? "p99" : "p50", row.target, passes(row) ? "PASS" : "FAIL")
-            : "-";
-    std::printf("%-44s %10s %10s %6s %11s %10s %6s  %s\n", row.label.c_str(), cell(row.dblock.p50).c_str(),
-                cell(row.floor.p50).c_str(), cell(r50, "%.2f").c_str(), cell(row.dblock.p99).c_str(),
-                cell(row.floor.p99).c_str(), cell(r99, "%.2f").c_str(), target.c_str());
-  }
-}
-
-void print_row_json(const Row& row) {
-  JsonLine line;
-  line.add("figure", row.figure)
-      .add("n", row.dblock.n)
-      .add("n_floor", row.floor.n)
-      .add_summary("dblock", row.dblock)
-      .add_summary("floor", row.floor)
-      .add("ratio_p50", ratio(row.dblock.p50, row.floor.p50))
-      .add("ratio_p99", ratio(row.dblock.p99, row.floor.p99));
-  for (const auto& [key, value] : row.extra) line.add(key, value);
-  if (std::isfinite(row.target)) {
-    line.add(row.on_p99 ? "target_ratio_p99" : "target_ratio_p50", row.target, "%.2f").add("pass", passes(row));
-  }
-  std::printf("BENCH_JSON %s\n", line.str().c_str());
-}
-
-void print_contention_table(const char* title, const char* a_name, const ContentionResult& a, const char* b_name,
-                            const ContentionResult& b) {
-  std::printf("%s\n", title);
-  std::printf("%-46s %20s %24s\n", "", a_name, b_name);
-  auto row = [](const char* label, const std::string& x, const std::string& y) {
-    std::printf("%-46s %20s %24s\n", label, x.c_str(), y.c_str());
-  };
-  auto pct = [](double v) { return std::isfinite(v) ? format("%.1f%%", 100.0 * v) : std::string("n/a"); };
-  auto ms = [](double us) { return cell(us / 1e3, "%.3f"); };
-  row("hand-off share (next holder is another proc)", pct(a.handoff_share), pct(b.handoff_share));
-  row("hand-off latency p50 (ms, release -> waiter)", ms(a.handoff_latency_us.p50), ms(b.handoff_latency_us.p50));
-  row("hand-off latency p99 (ms)", ms(a.handoff_latency_us.p99), ms(b.handoff_latency_us.p99));
-  row("hand-offs measured (waiter already waiting)", std::to_string(a.handoff_latency_us.n),
-      std::to_string(b.handoff_latency_us.n));
-  row("max wait (ms)", ms(a.wait_us.max), ms(b.wait_us.max));
-  row("p50 / p99 wait (ms)", ms(a.wait_us.p50) + " / " + ms(a.wait_us.p99), ms(b.wait_us.p50) + " / " + ms(b.wait_us.p99));
-  row("throughput (acquisitions/s)", cell(a.throughput_per_s, "%.0f"), cell(b.throughput_per_s, "%.0f"));
-  row("acquisitions per process (total)", join(a.per_process), join(b.per_process));
-  row("  ... until the first process finished", join(a.per_process_contended), join(b.per_process_contended));
-  row("timeouts / violations / unconfirmed releases",
-      format("%zu / %lld / %zu", a.timeouts, static_cast<long long>(a.violations), a.release_failures),
-      format("%zu / %lld / %zu", b.timeouts, static_cast<long long>(b.violations), b.release_failures));
-}
-
-void add_contention_json(JsonLine& line, const char* side, const ContentionResult& r) {
-  const std::string p(side);
-  line.add(p + "_handoff_share", r.handoff_share, "%.4f")
-      .add(p + "_handoffs", r.handoffs)
-      .add(p + "_handoffs_measured", r.handoff_latency_us.n)
-      .add(p + "_acquired", r.acquired)
-      .add(p + "_timeouts", r.timeouts)
-      .add(p + "_wait_p50_us", r.wait_us.p50)
-      .add(p + "_wait_p99_us", r.wait_us.p99)
-      .add(p + "_max_wait_us", r.wait_us.max)
-      .add_summary(p + "_handoff_latency", r.handoff_latency_us)
-      .add(p + "_throughput_per_s", r.throughput_per_s, "%.1f")
-      .add(p + "_per_process", r.per_process)
-      .add(p + "_per_process_until_first_done", r.per_process_contended)
-      .add(p + "_violations", r.violations)
-      .add(p + "_release_failures", r.release_failures);
-}
-
-void print_handoff_json(const char* figure, const ContentionResult& d, const ContentionResult& f, double target,
-                        int iterations) {
-  JsonLine line;
-  line.add("figure", figure)
-      .add("processes", kProcesses)
-      .add("iterations", iterations)
-      .add("critical_section_us", static_cast<std::int64_t>(kCriticalSection.count()))
-      .add("latency_from", "release call start");
-  add_contention_json(line, "dblock", d);
-  add_contention_json(line, "floor", f);
-  const double r = ratio(d.handoff_latency_us.p50, f.handoff_latency_us.p50);
-  line.add("ratio_p50", r)
-      .add("ratio_p99", ratio(d.handoff_latency_us.p99, f.handoff_latency_us.p99))
-      .add("target_ratio_p50", target, "%.2f")
-      .add("pass", r <= target && d.violations == 0 && d.timeouts == 0);
-  std::printf("BENCH_JSON %s\n", line.str().c_str());
-}
-
-struct HandoffFigure {
-  const char* figure;
-  std::string title;
-  const char* dblock_name;
-  const char* raw_name;
-  ContentionResult dblock;
-  ContentionResult raw;
-  double target;
-};
-
 
 // The mariadbd pid, for its CPU placement: --server-pid, else the pid file the server names (the
 // server runs on this host in scripts/bench-mysql.sh); 0 when unknown.
@@ -913,7 +489,7 @@ int run(const Config& config) {
     isolation = scalar(*c, "SELECT @@global.tx_isolation");
     drop_everything(*c);
   }
-  const Placement placement = apply_placement(config, server_pid);
+  const Placement placement = apply_placement(config.pin, config.cpu, server_pid);
   const std::string date = utc_now();
   const long online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
   const std::string build_type = DBLOCK_BENCH_BUILD_TYPE;
@@ -924,19 +500,7 @@ int run(const Config& config) {
 #else
   const bool assertions = true;
 #endif
-  const std::string placement_text =
-      placement.pinned ? format("server CPU %s, client CPU %d", placement.server_cpus.c_str(), placement.cpu)
-                       : format("server CPU %s, client not pinned", placement.server_cpus.c_str());
-  std::string redacted_url = config.url;
-  {
-    // Never print a password: mysql://user:secret@host -> mysql://user:***@host.
-    const auto scheme = redacted_url.find("://");
-    const auto at = redacted_url.find('@');
-    if (scheme != std::string::npos && at != std::string::npos) {
-      const auto colon = redacted_url.find(':', scheme + 3);
-      if (colon != std::string::npos && colon < at) redacted_url.replace(colon + 1, at - colon - 1, "***");
-    }
-  }
+  const std::string redacted_url = redact_password(config.url);
 
   if (!config.json_only) {
     std::printf("dblock mysql_bench: dblock %s against raw Connector/C++ statements, measured in the same run\n",
@@ -946,11 +510,7 @@ int run(const Config& config) {
                 server_version.c_str(), redacted_url.c_str(), flush_setting.c_str(), isolation.c_str(),
                 connector_version.c_str());
     std::printf("host:      %ld online CPUs, %s\n", online_cpus, cpu_model().c_str());
-    std::printf("placement: %s (client: %s; allowed before: %s; server: mariadbd pid %d Cpus_allowed_list %s;\n"
-                "           forked contenders and dblock threads inherit the client CPU)%s\n",
-                placement_text.c_str(), placement.how.c_str(), placement.allowed_before.c_str(), placement.server_pid,
-                placement.server_cpus.c_str(),
-                placement.pinned && placement.overlap ? "\n           WARNING: the client CPU is one the server may use" : "");
+    print_placement(placement, "mariadbd pid");
     std::printf("build:     %s%s\n", build_type.empty() ? "(no CMAKE_BUILD_TYPE)" : build_type.c_str(),
                 assertions ? ", assertions ON: figures are not representative" : "");
     std::printf("pairs:     N=%d per figure after %d warm-up pairs, floor and dblock interleaved in blocks of %d\n",
@@ -980,7 +540,7 @@ int run(const Config& config) {
     auto raw = raw_connect(config.url);
     auto manager = open_manager(config.url, kPrefixPairs, false);
     RawSessionSide floor_side(*raw);
-    DblockAdvisorySide dblock_side(*manager);
+    DblockSessionSide dblock_side(*manager);
     const PairFigure f = measure_pairs(floor_side, dblock_side, {"bench-session"}, config.warmup, config.pairs);
     rows.push_back(make_row("session_pair", "session_lock(0)+release (GET_LOCK)", f.dblock.pair, f.floor.pair,
                             kTargetSessionPair));
@@ -1055,7 +615,7 @@ int run(const Config& config) {
                                       .add("pinned", placement.pinned)
                                       .add("client_cpu", placement.cpu)
                                       .add("server_cpus", placement.server_cpus)
-                                      .add("placement", placement_text)
+                                      .add("placement", placement_text(placement))
                                       .add("pairs", config.pairs)
                                       .add("warmup", config.warmup)
                                       .add("processes", kProcesses)
@@ -1063,22 +623,9 @@ int run(const Config& config) {
                                       .add("quick", config.quick)
                                       .str()
                                       .c_str());
-  for (const Row& row : rows) {
-    const auto h = std::find_if(handoffs.begin(), handoffs.end(),
-                                [&](const HandoffFigure& f) { return row.figure == f.figure; });
-    if (h != handoffs.end()) {
-      print_handoff_json(h->figure, h->dblock, h->raw, h->target, config.iterations);
-    } else {
-      print_row_json(row);
-    }
-  }
+  print_rows_json(rows, handoffs, config.iterations, false);
   if (lease_handoff) {
-    JsonLine line;
-    line.add("figure", "handoff_lease")
-        .add("processes", kProcesses)
-        .add("iterations", config.iterations)
-        .add("critical_section_us", static_cast<std::int64_t>(kCriticalSection.count()))
-        .add("latency_from", "release call start");
+    JsonLine line = handoff_json_head("handoff_lease", config.iterations);
     add_contention_json(line, "dblock", *lease_handoff);
     line.add("target_p50_us_below", kTargetHandoffLeaseP50Us, "%.0f").add("pass", lease_handoff_pass);
     std::printf("BENCH_JSON %s\n", line.str().c_str());

@@ -12,14 +12,10 @@
 // while no manager and no SQLite connection is open (neither survives a fork). Exit status: 0 when
 // the benchmark ran, whatever the figures say; 1 when it could not run.
 
-#include <sched.h>
 #include <sqlite3.h>
-#include <sys/mman.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -30,10 +26,7 @@
 #include <ctime>
 #include <exception>
 #include <filesystem>
-#include <fstream>
-#include <iostream>
 #include <memory>
-#include <new>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -43,6 +36,7 @@
 
 #include "bench_util.h"
 #include "contention.h"
+#include "figures.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
@@ -57,26 +51,35 @@ namespace {
 
 using namespace std::chrono_literals;
 using dblock_bench::Clock;
-using dblock_bench::cpu_list;
-using dblock_bench::cpu_model;
-using dblock_bench::utc_now;
-using dblock_bench::PairSamples;
-using dblock_bench::Record;
-using dblock_bench::SharedCounters;
-using dblock_bench::SharedArena;
-using dblock_bench::critical_section;
-using dblock_bench::StartLine;
+using dblock_bench::add_contention_json;
 using dblock_bench::ContentionResult;
-using dblock_bench::analyse;
-using dblock_bench::join;
+using dblock_bench::DblockLeaseSide;
 using dblock_bench::JsonLine;
+using dblock_bench::PairFigure;
+using dblock_bench::PairSamples;
+using dblock_bench::Placement;
+using dblock_bench::SharedArena;
+using dblock_bench::StartLine;
 using dblock_bench::Summary;
+using dblock_bench::apply_placement;
 using dblock_bench::cell;
+using dblock_bench::contend;
+using dblock_bench::cpu_model;
 using dblock_bench::format;
-using dblock_bench::now_ns;
+using dblock_bench::join;
+using dblock_bench::kContentionTtl;
+using dblock_bench::kContentionWait;
+using dblock_bench::kCriticalSection;
+using dblock_bench::kHotKey;
+using dblock_bench::kInterleaveBlock;
+using dblock_bench::kProcesses;
+using dblock_bench::measure_pairs;
+using dblock_bench::parse_non_negative;
 using dblock_bench::ratio;
+using dblock_bench::run_contenders;
 using dblock_bench::summarize;
 using dblock_bench::to_us;
+using dblock_bench::utc_now;
 
 // Pair figures.
 constexpr int kDefaultPairs = 20'000;
@@ -84,22 +87,13 @@ constexpr int kDefaultWarmup = 2'000;
 constexpr int kQuickPairs = 400;
 constexpr int kQuickWarmup = 100;
 constexpr int kDistinctNames = 10'000;
-// Floor and dblock alternate in blocks of this many pairs, so slow drifts during the run (WAL
-// growth, checkpoints, CPU frequency, page cache) land on both sides instead of biasing whichever
-// side would have run second.
-constexpr int kInterleaveBlock = 500;
 // The issue's target: dblock acquire+release p50 at most twice the floor's.
 constexpr double kTargetRatio = 2.0;
 
-// Contention figure.
-constexpr int kProcesses = 4;
+// Contention figure (the set-up is in contention.h).
 constexpr int kDefaultIterations = 500;
 constexpr int kQuickIterations = 40;
-using dblock_bench::kCriticalSection;
-constexpr auto kContentionWait = 10s;
-constexpr auto kContentionTtl = 5s;
 constexpr auto kFloorPollSleep = 1ms;
-constexpr const char* kHotKey = "hot";
 // "No waiter starves", made checkable. The issue only asks us to report hand-off share and maximum
 // wait; these bounds are ours (bench/README.md): a fair lock hands the key to another process most
 // of the time, and no acquire waits anywhere near its 10 s limit.
@@ -142,16 +136,6 @@ struct Config {
   std::exit(status);
 }
 
-int parse_non_negative(const char* argv0, const char* flag, const char* text) {
-  char* end = nullptr;
-  const long value = std::strtol(text, &end, 10);
-  if (end == text || *end != '\0' || value < 0 || value > 100'000'000) {
-    std::fprintf(stderr, "%s: bad value for %s: %s\n", argv0, flag, text);
-    usage(argv0, 2);
-  }
-  return static_cast<int>(value);
-}
-
 Config parse_args(int argc, char** argv) {
   Config config;
   std::optional<int> pairs;
@@ -169,11 +153,11 @@ Config parse_args(int argc, char** argv) {
     } else if (arg == "--no-pin") {
       config.pin = false;
     } else if (arg == "--cpu") {
-      config.cpu = parse_non_negative(argv[0], "--cpu", next());
+      config.cpu = parse_non_negative(argv[0], "--cpu", next(), usage);
     } else if (arg == "--pairs") {
-      pairs = parse_non_negative(argv[0], "--pairs", next());
+      pairs = parse_non_negative(argv[0], "--pairs", next(), usage);
     } else if (arg == "--iterations") {
-      iterations = parse_non_negative(argv[0], "--iterations", next());
+      iterations = parse_non_negative(argv[0], "--iterations", next(), usage);
     } else if (arg == "--keep") {
       config.keep_dir = true;
     } else if (arg == "--help" || arg == "-h") {
@@ -191,59 +175,6 @@ Config parse_args(int argc, char** argv) {
   if (pairs) config.pairs = std::max(*pairs, 1);
   if (iterations) config.iterations = std::max(*iterations, 2);
   return config;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Placement
-
-struct Placement {
-  bool pinned = false;
-  int cpu = -1;
-  std::string how;  // why this CPU
-  std::string allowed_before;
-};
-
-// Pins the calling (still single-threaded) process before anything else starts: forked
-// contenders and every dblock thread inherit the mask. One CPU for everything makes the run
-// repeatable on small machines (no migrations, no second core absorbing a waiter), and it is the
-// hardest case for fairness: a releasing process keeps the CPU and could take the lock again before
-// any waiter even runs.
-Placement apply_placement(const Config& config) {
-  Placement placement;
-  cpu_set_t allowed;
-  CPU_ZERO(&allowed);
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) {
-    throw std::runtime_error(std::string("sched_getaffinity: ") + std::strerror(errno));
-  }
-  placement.allowed_before = cpu_list(allowed);
-  if (!config.pin) {
-    placement.how = "not pinned (--no-pin); allowed CPUs " + placement.allowed_before;
-    return placement;
-  }
-  int lowest = -1;
-  for (int cpu = 0; cpu < CPU_SETSIZE && lowest < 0; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) lowest = cpu;
-  }
-  if (config.cpu) {
-    placement.cpu = *config.cpu;
-    placement.how = "--cpu";
-  } else if (CPU_COUNT(&allowed) == 1) {
-    // Started under `taskset -c N` (scripts/bench.sh): keep the launcher's choice.
-    placement.cpu = lowest;
-    placement.how = "launcher's single-CPU mask";
-  } else {
-    placement.cpu = lowest;
-    placement.how = "default: lowest allowed CPU";
-  }
-  cpu_set_t target;
-  CPU_ZERO(&target);
-  CPU_SET(placement.cpu, &target);
-  if (sched_setaffinity(0, sizeof target, &target) != 0) {
-    throw std::runtime_error(format("cannot pin to CPU %d (allowed: %s): %s", placement.cpu,
-                                    placement.allowed_before.c_str(), std::strerror(errno)));
-  }
-  placement.pinned = true;
-  return placement;
 }
 
 // Size of a file, or -1 when it does not exist.
@@ -392,174 +323,43 @@ class FloorSide {
   std::uint64_t sequence_ = 0;
 };
 
-class DblockSide {
- public:
-  explicit DblockSide(dblock::LockManager& manager) : manager_(manager) {}
-
-  void pair(std::string_view name, PairSamples* out) {
-    const auto t0 = Clock::now();
-    Clock::time_point t1;
-    bool acquired = false;
-    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
-    {
-      std::optional<dblock::Lease> lease = manager_.try_acquire(name);
-      t1 = Clock::now();
-      if (lease) {
-        acquired = true;
-        result = lease->release();
-      }
-    }  // the handle is dropped inside the timed region: real callers pay for it too
-    const auto t2 = Clock::now();
-    if (!acquired) throw std::runtime_error("dblock: uncontended try_acquire returned no lease");
-    if (result != dblock::ReleaseResult::kReleased) {
-      throw std::runtime_error(std::string("dblock: release returned ") + dblock::to_string(result));
-    }
-    if (out) out->add(t0, t1, t2);
-  }
-
- private:
-  dblock::LockManager& manager_;
-};
-
-struct PairFigure {
-  PairSamples floor;
-  PairSamples dblock;
-};
-
-// Warms both sides up, then alternates blocks of kInterleaveBlock measured pairs. Iteration i uses
-// names[i % names.size()] on both sides.
-PairFigure measure_pairs(FloorSide& floor_side, DblockSide& dblock_side, const std::vector<std::string>& names,
-                         int warmup, int pairs) {
-  auto name_at = [&](int i) -> const std::string& { return names[static_cast<std::size_t>(i) % names.size()]; };
-  for (int i = 0; i < warmup; ++i) {
-    floor_side.pair(name_at(i), nullptr);
-    dblock_side.pair(name_at(i), nullptr);
-  }
-  PairFigure figure;
-  figure.floor.reserve(static_cast<std::size_t>(pairs));
-  figure.dblock.reserve(static_cast<std::size_t>(pairs));
-  for (int start = 0; start < pairs; start += kInterleaveBlock) {
-    const int end = std::min(pairs, start + kInterleaveBlock);
-    for (int i = start; i < end; ++i) floor_side.pair(name_at(i), &figure.floor);
-    for (int i = start; i < end; ++i) dblock_side.pair(name_at(i), &figure.dblock);
-  }
-  return figure;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Contention figure: forked processes, results in shared memory.
 
-static_assert(std::atomic<std::int64_t>::is_always_lock_free);
-
 enum class Kind { kDblock, kFloor };
-
-void dblock_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
-  dblock::ManagerOptions options;
-  options.reaper = false;  // as in the pair figures: no background writes beside the measured ones
-  options.default_ttl = kContentionTtl;
-  auto manager = dblock::open(url, options);
-  start.ready_and_wait();
-  for (int j = 0; j < iterations; ++j) {
-    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
-    r.process = index;
-    r.start_ns = now_ns();
-    std::optional<dblock::Lease> lease = manager->acquire(kHotKey, kContentionWait);
-    r.acquired_ns = now_ns();
-    if (!lease) continue;
-    r.acquired = 1;
-    r.fence = lease->fence();
-    critical_section(arena.counters(), r);
-    r.release_start_ns = now_ns();
-    r.release_ok = lease->release() == dblock::ReleaseResult::kReleased ? 1 : 0;
-    r.release_end_ns = now_ns();
-  }
-  manager.reset();  // stop dblock's threads before the process ends
-}
 
 // The blog-post lock: INSERT OR IGNORE until it sticks, sleeping a fixed 1 ms after each miss.
 void floor_contender(const std::string& path, int index, int iterations, SharedArena& arena, StartLine& start) {
   RawDb db(path);
   start.ready_and_wait();
-  for (int j = 0; j < iterations; ++j) {
-    Record& r = arena.record(static_cast<std::size_t>(index * iterations + j));
-    r.process = index;
-    const Owner owner{static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j)};
-    const auto deadline = Clock::now() + kContentionWait;
-    r.start_ns = now_ns();
-    bool acquired = false;
-    while (!(acquired = db.try_insert(kHotKey, owner, floor_expiry_us())) && Clock::now() < deadline) {
-      std::this_thread::sleep_for(kFloorPollSleep);
-    }
-    r.acquired_ns = now_ns();
-    if (!acquired) continue;
-    r.acquired = 1;
-    critical_section(arena.counters(), r);
-    r.fence = r.seq;  // the floor has no fence; the shared counter gives the acquisition order
-    r.release_start_ns = now_ns();
-    r.release_ok = db.remove(kHotKey, owner) ? 1 : 0;
-    r.release_end_ns = now_ns();
-  }
+  auto owner = [&](int j) { return Owner{static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j)}; };
+  contend(
+      arena, index, iterations,
+      [&](int j) -> std::optional<std::int64_t> {
+        const auto deadline = Clock::now() + kContentionWait;
+        while (!db.try_insert(kHotKey, owner(j), floor_expiry_us())) {
+          if (Clock::now() >= deadline) return std::nullopt;
+          std::this_thread::sleep_for(kFloorPollSleep);
+        }
+        return std::int64_t{0};  // the floor has no fence; the entry order stands in
+      },
+      [&](int j) { return db.remove(kHotKey, owner(j)); });
 }
 
 // Forks `processes` contenders of `kind`, starts them together and collects their records.
 // REQUIRES: no LockManager and no SQLite connection open in this process (neither survives fork).
 ContentionResult run_contention(Kind kind, const std::string& target, int processes, int iterations) {
-  SharedArena arena(static_cast<std::size_t>(processes * iterations));
-  StartLine start;
-  if (::pipe(start.ready) != 0 || ::pipe(start.go) != 0) {
-    throw std::runtime_error(std::string("pipe: ") + std::strerror(errno));
-  }
-  std::fflush(nullptr);  // or the children would inherit, and later flush, our buffered output
-  std::cout.flush();
-  std::vector<pid_t> children;
-  for (int index = 0; index < processes; ++index) {
-    const pid_t pid = ::fork();
-    if (pid < 0) throw std::runtime_error(std::string("fork: ") + std::strerror(errno));
-    if (pid == 0) {
-      ::close(start.ready[0]);
-      ::close(start.go[1]);  // or the go pipe would never reach EOF
-      int status = 0;
-      try {
-        if (kind == Kind::kDblock) {
-          dblock_contender(target, index, iterations, arena, start);
-        } else {
-          floor_contender(target, index, iterations, arena, start);
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "contender %d (%s): %s\n", index, kind == Kind::kDblock ? "dblock" : "floor",
-                     e.what());
-        status = 2;
-      }
-      ::_exit(status);  // no atexit handlers or static destructors of the parent's state
-    }
-    children.push_back(pid);
-  }
-  ::close(start.ready[1]);
-  ::close(start.go[0]);
-  int ready = 0;
-  char byte;
-  while (ready < processes) {
-    const ssize_t n = ::read(start.ready[0], &byte, 1);
-    if (n == 1) {
-      ++ready;
-    } else if (n == 0 || errno != EINTR) {
-      break;  // a contender died before the start; release the others and report below
-    }
-  }
-  ::close(start.ready[0]);
-  ::close(start.go[1]);  // go
-  int failed = 0;
-  for (const pid_t pid : children) {
-    int status = 0;
-    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-  }
-  if (failed > 0 || ready < processes) {
-    throw std::runtime_error(format("%d of %d %s contenders failed (see stderr)", failed, processes,
-                                    kind == Kind::kDblock ? "dblock" : "floor"));
-  }
-  return analyse(arena, processes);
+  dblock::ManagerOptions options;
+  options.reaper = false;  // as in the pair figures: no background writes beside the measured ones
+  options.default_ttl = kContentionTtl;
+  return run_contenders(kind == Kind::kDblock ? "dblock" : "floor", processes, iterations,
+                        [&](int index, SharedArena& arena, StartLine& start) {
+                          if (kind == Kind::kDblock) {
+                            dblock_bench::dblock_lease_contender(target, options, index, iterations, arena, start);
+                          } else {
+                            floor_contender(target, index, iterations, arena, start);
+                          }
+                        });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -639,27 +439,11 @@ void print_contention_table(const ContentionResult& d, const ContentionResult& f
   row(format("  max wait <= %lld ms, no timeout)", static_cast<long long>(kMaxFairWait / 1ms)).c_str(), "", "");
 }
 
-void add_contention_json(JsonLine& line, const char* side, const ContentionResult& r) {
-  const std::string p(side);
-  line.add(p + "_handoff_share", r.handoff_share, "%.4f")
-      .add(p + "_handoffs", r.handoffs)
-      .add(p + "_acquired", r.acquired)
-      .add(p + "_timeouts", r.timeouts)
-      .add(p + "_wait_p50_us", r.wait_us.p50)
-      .add(p + "_wait_p99_us", r.wait_us.p99)
-      .add(p + "_max_wait_us", r.wait_us.max)
-      .add(p + "_wait_mean_us", r.wait_us.mean)
-      .add(p + "_handoff_latency_p50_us", r.handoff_latency_us.p50)
-      .add(p + "_handoff_latency_p99_us", r.handoff_latency_us.p99)
-      .add(p + "_throughput_per_s", r.throughput_per_s, "%.1f")
-      .add(p + "_per_process", r.per_process)
-      .add(p + "_per_process_until_first_done", r.per_process_contended)
-      .add(p + "_violations", r.violations)
-      .add(p + "_release_failures", r.release_failures);
-}
-
 int run(const Config& config) {
-  const Placement placement = apply_placement(config);
+  // One CPU for everything makes the run repeatable on small machines (no migrations, no second
+  // core absorbing a waiter), and it is the hardest case for fairness: a releasing process keeps
+  // the CPU and could take the lock again before any waiter even runs.
+  const Placement placement = apply_placement(config.pin, config.cpu);
   TempDir dir(config.keep_dir);
   const std::string dblock_path = dir.path() + "/bench.db";
   const std::string floor_path = dir.path() + "/floor.db";
@@ -704,7 +488,7 @@ int run(const Config& config) {
     options.reaper = false;
     auto manager = dblock::open(url, options);
     FloorSide floor_side(raw);
-    DblockSide dblock_side(*manager);
+    DblockLeaseSide dblock_side(*manager);
 
     std::fprintf(stderr, "[sqlite_bench] pairs on one name...\n");
     const PairFigure same = measure_pairs(floor_side, dblock_side, {"bench-same-name"}, config.warmup, config.pairs);

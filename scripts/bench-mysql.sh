@@ -14,19 +14,10 @@
 # Extra arguments go to mysql_bench (e.g. --quick, --json-only, --figures pairs,session).
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-build_dir=${DBLOCK_BENCH_BUILD_DIR:-build-bench}
+source "$(dirname "$0")/bench-common.sh"
 port=${DBLOCK_BENCH_MYSQL_PORT:-23399}
 state=${DBLOCK_BENCH_MYSQL_STATE:-/tmp/dblock-bench-maria}
-server_cpu=${DBLOCK_BENCH_SERVER_CPU:-0}
-cpu=${DBLOCK_BENCH_CPU:-1}
-if [ "$(nproc --all)" -le "$cpu" ]; then
-  cpu=0  # a single-CPU machine has no CPU 1
-fi
-jobs=$(( $(nproc) < 2 ? $(nproc) : 2 ))
-
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_CLI=OFF >/dev/null
-cmake --build "$build_dir" -j"$jobs" --target mysql_bench
+build_bench mysql_bench
 
 stop_server() { scripts/servers/mariadb.sh stop "$state" >/dev/null 2>&1 || true; }
 trap stop_server EXIT

@@ -9,23 +9,15 @@
 # one-CPU machine both run on CPU 0 (the header then warns).
 #
 # Environment: DBLOCK_BENCH_PG_PORT (default 25499), DBLOCK_BENCH_PG_STATE (default
-# /tmp/dblock-bench-pg; wiped at start), DBLOCK_BENCH_SERVER_CPU, DBLOCK_BENCH_CPU.
+# /tmp/dblock-bench-pg; wiped at start), DBLOCK_BENCH_SERVER_CPU, DBLOCK_BENCH_CPU,
+# DBLOCK_BENCH_BUILD_DIR (default build-bench).
 # Extra arguments go to postgresql_bench (e.g. --quick, --json-only, --figures pairs,advisory).
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-build_dir=build-bench
+source "$(dirname "$0")/bench-common.sh"
 port=${DBLOCK_BENCH_PG_PORT:-25499}
 state=${DBLOCK_BENCH_PG_STATE:-/tmp/dblock-bench-pg}
-server_cpu=${DBLOCK_BENCH_SERVER_CPU:-0}
-cpu=${DBLOCK_BENCH_CPU:-1}
-if [ "$(nproc --all)" -le "$cpu" ]; then
-  cpu=0  # a single-CPU machine has no CPU 1
-fi
-jobs=$(( $(nproc) < 2 ? $(nproc) : 2 ))
-
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_CLI=OFF >/dev/null
-cmake --build "$build_dir" -j"$jobs" --target postgresql_bench
+build_bench postgresql_bench
 
 stop_server() { scripts/servers/postgresql.sh stop "$state" >/dev/null 2>&1 || true; }
 trap stop_server EXIT

@@ -9,15 +9,7 @@
 # (e.g. --quick, --json-only).
 set -euo pipefail
 
-cd "$(dirname "$0")/.."
-build_dir=build-bench
-cpu=${DBLOCK_BENCH_CPU:-1}
-if [ "$(nproc --all)" -le "$cpu" ]; then
-  cpu=0  # a single-CPU machine has no CPU 1
-fi
-jobs=$(( $(nproc) < 2 ? $(nproc) : 2 ))
-
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_CLI=OFF >/dev/null
-cmake --build "$build_dir" -j"$jobs" --target sqlite_bench
+source "$(dirname "$0")/bench-common.sh"
+build_bench sqlite_bench
 
 exec taskset -c "$cpu" "$build_dir/bench/sqlite_bench" "$@"
