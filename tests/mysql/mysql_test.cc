@@ -20,6 +20,7 @@
 #include <thread>
 
 #include "context.h"
+#include "environment.h"
 #include "dblock/mysql/mysql.h"
 
 namespace dblock::testing {
@@ -28,37 +29,15 @@ using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-// A run that opted out (DBLOCK_TEST_SKIP_MYSQL=1, no URL) passes without running anything: the
-// conformance cases cannot be skipped one by one.
-const bool kOptedOut = [] {
-  if (env("DBLOCK_TEST_MYSQL_URL").empty() && env("DBLOCK_TEST_SKIP_MYSQL") == "1") {
-    std::fprintf(stderr, "mysql_test: DBLOCK_TEST_SKIP_MYSQL=1 and no DBLOCK_TEST_MYSQL_URL: skipping every case\n");
-    std::exit(0);
-  }
-  return false;
-}();
-
-std::string required_url() {
-  std::string url = env("DBLOCK_TEST_MYSQL_URL");
-  if (url.empty() && env("DBLOCK_TEST_SKIP_MYSQL") != "1") {
-    throw std::runtime_error(
-        "DBLOCK_TEST_MYSQL_URL is not set: run through ctest (which starts a throwaway MariaDB) or set "
-        "DBLOCK_TEST_SKIP_MYSQL=1 to opt out explicitly");
-  }
-  return url;
-}
+// A run that opted out passes without running anything.
+const bool kOptedOut = exit_if_opted_out("mysql_test", "DBLOCK_TEST_MYSQL_URL", "DBLOCK_TEST_SKIP_MYSQL");
 }  // namespace
 
 const Context& context() {
   static Context ctx = [] {
     Context c;
     c.backend = "mysql";
-    c.url = required_url();
+    c.url = required_server_url("DBLOCK_TEST_MYSQL_URL", "DBLOCK_TEST_SKIP_MYSQL");
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id BIGINT PRIMARY KEY, fence BIGINT) ENGINE=InnoDB";
     c.guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
     if (!env("DBLOCK_TEST_MARIADB_SCRIPT").empty()) {

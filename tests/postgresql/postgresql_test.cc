@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "context.h"
+#include "environment.h"
 #include "dblock/postgresql/interop.h"
 #include "dblock/postgresql/postgresql.h"
 #include "process.h"
@@ -24,24 +25,6 @@ namespace dblock::testing {
 using namespace std::chrono_literals;
 
 namespace {
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? v : "";
-}
-
-std::string required_url() {
-  std::string url = env("DBLOCK_TEST_POSTGRESQL_URL");
-  if (url.empty() && env("DBLOCK_TEST_SKIP_POSTGRESQL") == "1") {
-    std::fprintf(stderr, "postgresql_test: DBLOCK_TEST_SKIP_POSTGRESQL=1: this run opted out of PostgreSQL\n");
-    std::exit(0);
-  }
-  if (url.empty()) {
-    throw std::runtime_error(
-        "DBLOCK_TEST_POSTGRESQL_URL is not set: run through ctest (which starts a throwaway server) or set "
-        "DBLOCK_TEST_SKIP_POSTGRESQL=1 to opt out explicitly");
-  }
-  return url;
-}
 
 // libpq form of the test URL, for raw pqxx connections.
 std::string conninfo() {
@@ -49,13 +32,15 @@ std::string conninfo() {
   return "host=" + url.hosts.at(0).host + " port=" + std::to_string(url.hosts.at(0).port) + " user=" + url.user +
          " dbname=" + url.path;
 }
+// A run that opted out passes without running anything.
+const bool kOptedOut = exit_if_opted_out("postgresql_test", "DBLOCK_TEST_POSTGRESQL_URL", "DBLOCK_TEST_SKIP_POSTGRESQL");
 }  // namespace
 
 const Context& context() {
   static Context ctx = [] {
     Context c;
     c.backend = "postgresql";
-    c.url = required_url();
+    c.url = required_server_url("DBLOCK_TEST_POSTGRESQL_URL", "DBLOCK_TEST_SKIP_POSTGRESQL");
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id bigint PRIMARY KEY, fence bigint)";
     c.guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
     if (!env("DBLOCK_TEST_PG_SCRIPT").empty()) {
