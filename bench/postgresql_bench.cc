@@ -438,13 +438,11 @@ class DblockSqlLeaseSide {
 
   void pair(const std::string& name, PairSamples* out) {
     const std::string secret = counter_uuid(0xd1a6, ++sequence_);
-    const char* no_ticket = nullptr;
     const auto t0 = Clock::now();
     bool acquired;
     {
       pqxx::nontransaction tx(c_);
-      acquired = tx.exec_prepared(acquire_, name, secret, "postgresql_bench", std::int64_t{30'000'000}, no_ticket)
-                     .size() == 1;
+      acquired = tx.exec_prepared(acquire_, name, secret, "postgresql_bench", std::int64_t{30'000'000}).size() == 1;
     }
     const auto t1 = Clock::now();
     bool released = false;

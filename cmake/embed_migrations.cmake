@@ -1,4 +1,6 @@
-# Writes OUT: a C++ file defining dblock::<BACKEND>::kMigrations from the FILES (sorted NNNN_*.sql).
+# Writes OUT: a C++ file defining dblock::<BACKEND>::kMigrations from the FILES (sorted NNNN_*.sql,
+# "|"-separated).
+string(REPLACE "|" ";" FILES "${FILES}")
 set(body "")
 foreach(f IN LISTS FILES)
   get_filename_component(name ${f} NAME_WE)

@@ -14,7 +14,12 @@ CREATE SEQUENCE "{{prefix}}fence_seq" AS bigint;
 
 -- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
 -- in {{prefix}}readers and expires_at is at least the latest live reader's expiry. A row whose
--- expires_at has passed is free; the reaper deletes it.
+-- expires_at has passed is free; the reaper deletes it unless waiters are queued for it.
+-- queued_until is the latest expiry of the live waiters queued for the name (NULL: never queued)
+-- and queued_ticket names the first of them (a hint for whom a release wakes): the uncontended
+-- statements read the queue's state here instead of in {{prefix}}waiters. A name with live waiters
+-- always has a row (a release leaves a free row carrying the marker), so no row means nobody is
+-- queued.
 CREATE TABLE "{{prefix}}leases" (
   name         text        PRIMARY KEY,
   owner_secret uuid,
@@ -23,7 +28,9 @@ CREATE TABLE "{{prefix}}leases" (
   fence        bigint      NOT NULL,
   acquired_at  timestamptz NOT NULL,
   expires_at   timestamptz NOT NULL,
-  renewals     bigint      NOT NULL DEFAULT 0
+  renewals     bigint      NOT NULL DEFAULT 0,
+  queued_until  timestamptz,
+  queued_ticket bigint
 );
 
 CREATE INDEX "{{prefix}}leases_expires" ON "{{prefix}}leases" (expires_at);

@@ -213,6 +213,97 @@ TEST_CASE("postgresql: waiters are woken by NOTIFY well before the poll interval
   CHECK(acquired_at - released_at < 2s);  // a 5 s poll could not have done it
 }
 
+// The lease row carries the waiter queue's state (queued_until, queued_ticket) so that the
+// uncontended statements need not read the waiters table. This checks the bookkeeping that keeps
+// it right: joining marks the row, a release keeps a marked row (free) and the reaper spares it,
+// leaving or acquiring from the queue recomputes the marker, and an unmarked release deletes.
+TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "[postgresql][queue]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  pqxx::connection c(conninfo());
+  struct RowState {
+    bool exists = false, held = false, marked = false;
+    std::int64_t ticket = 0;
+  };
+  auto row = [&] {
+    pqxx::nontransaction tx(c);
+    pqxx::result r = tx.exec_params("SELECT owner_secret IS NOT NULL AND expires_at > clock_timestamp(),"
+                                    " coalesce(queued_until > clock_timestamp(), false), coalesce(queued_ticket, 0)"
+                                    " FROM \"" + prefix + "leases\" WHERE name = $1", "marker");
+    RowState s;
+    if (r.empty()) return s;
+    s.exists = true;
+    s.held = r[0][0].as<bool>();
+    s.marked = r[0][1].as<bool>();
+    s.ticket = r[0][2].as<std::int64_t>();
+    return s;
+  };
+  auto queue = [&](const OwnerSecret& secret, std::int64_t ticket) {
+    AcquireRequest request;
+    request.name = "marker";
+    request.ttl = 30s;
+    request.secret = &secret;
+    request.queue = true;
+    request.queue_ttl = 60s;  // outlives the test: only the bookkeeping can clear the marker
+    request.queue_ticket = ticket;
+    return manager->backend().try_acquire(request);
+  };
+
+  auto holder = manager->try_acquire("marker");
+  REQUIRE(holder);
+  CHECK_FALSE(row().marked);
+  const OwnerSecret first = OwnerSecret::generate();
+  const OwnerSecret second = OwnerSecret::generate();
+  AcquireResult q1 = queue(first, 0);
+  REQUIRE_FALSE(q1.acquired);
+  REQUIRE(q1.queue_ticket != 0);
+  CHECK(row().marked);
+  CHECK(row().ticket == q1.queue_ticket);
+  AcquireResult q2 = queue(second, 0);
+  REQUIRE_FALSE(q2.acquired);
+  CHECK(q2.queue_position == 1);
+  CHECK(row().ticket == q1.queue_ticket);  // the hint names the first in line
+
+  // Release with waiters queued: the row stays, free and marked; the reaper spares it.
+  REQUIRE(holder->release() == ReleaseResult::kReleased);
+  CHECK(row().exists);
+  CHECK_FALSE(row().held);
+  CHECK(row().marked);
+  manager->reap();
+  CHECK(row().exists);
+  CHECK_FALSE(manager->try_acquire("marker"));
+
+  // The first waiter leaves: the hint moves to the second; still marked.
+  manager->backend().abandon_queue("marker", first);
+  CHECK(row().marked);
+  CHECK(row().ticket == q2.queue_ticket);
+  CHECK_FALSE(manager->try_acquire("marker"));
+
+  // The second acquires from the queue: nobody is left, so the marker is cleared at once (not
+  // when its 60 s entry would have expired), and its release deletes the row.
+  AcquireResult taken = queue(second, q2.queue_ticket);
+  REQUIRE(taken.acquired);
+  CHECK(row().held);
+  CHECK_FALSE(row().marked);
+  {
+    pqxx::nontransaction tx(c);
+    CHECK(tx.exec1("SELECT count(*) FROM \"" + prefix + "waiters\"")[0].as<int>() == 0);
+  }
+  REQUIRE(manager->backend().release("marker", LockMode::kExclusive, second));
+  CHECK_FALSE(row().exists);
+
+  // A waiter that leaves before any release also clears the marker: a try_acquire succeeds at once.
+  auto again = manager->try_acquire("marker");
+  REQUIRE(again);
+  REQUIRE_FALSE(queue(first, 0).acquired);
+  CHECK(row().marked);
+  manager->backend().abandon_queue("marker", first);
+  CHECK_FALSE(row().marked);
+  REQUIRE(again->release() == ReleaseResult::kReleased);
+  CHECK_FALSE(row().exists);
+  CHECK(manager->try_acquire("marker"));
+}
+
 TEST_CASE("postgresql: session locks use the documented advisory key and come in a shared mode",
           "[postgresql][session]") {
   // Exclusion across managers and threads is in the conformance suite.

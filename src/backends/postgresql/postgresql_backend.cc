@@ -197,10 +197,15 @@ class PostgresBackend final : public Backend {
       AcquireResult result;
       Params p;
       p.add(request.name).add(*request.secret).add(request.holder).add(ttl_us);
-      if (request.queue_ticket != 0) p.add(request.queue_ticket); else p.add_null();
       const char* stmt = request.mode == LockMode::kShared
                              ? "shared"
                              : (request.queue_ticket != 0 ? "exclusive_queued" : "exclusive");
+      // The unqueued exclusive statement has no ticket parameter (it reads no queue).
+      if (request.queue_ticket != 0) {
+        p.add(request.queue_ticket);
+      } else if (request.mode == LockMode::kShared) {
+        p.add_null();
+      }
       pqxx::result r = exec(c, stmt, p);
       if (!r.empty()) {
         result.acquired = true;
@@ -333,12 +338,10 @@ class PostgresBackend final : public Backend {
     return with_retry("reap", [&](Connection& c) {
       std::size_t n = 0;
       Params p;
-      p.add(static_cast<std::int64_t>(batch)).add(channel_);
+      p.add(static_cast<std::int64_t>(batch));
       n += exec(c, "reap_leases", p)[0][0].as<std::size_t>();
-      Params q;
-      q.add(static_cast<std::int64_t>(batch));
-      n += exec(c, "reap_readers", q)[0][0].as<std::size_t>();
-      n += exec(c, "reap_waiters", q)[0][0].as<std::size_t>();
+      n += exec(c, "reap_readers", p)[0][0].as<std::size_t>();
+      n += exec(c, "reap_waiters", p)[0][0].as<std::size_t>();
       return n;
     });
   }

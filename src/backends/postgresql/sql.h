@@ -11,58 +11,102 @@ namespace dblock::postgresql::sql {
 
 #define DBLOCK_PG_US(expr) "(extract(epoch from " expr ") * 1000000)::bigint"
 
-// Shared by the acquire statements: nobody who has waited longer (smaller ticket) is still
-// queued. $5 is the caller's ticket, NULL before it queued (then any live waiter goes first).
+// A freed row gets expires_at = the current time, never '-infinity': remaining-time expressions
+// subtract it from clock_timestamp(), which infinite timestamps refuse.
+//
+// The waiter queue stays off the uncontended path. A lease row carries the queue's state:
+// queued_until, the latest expiry of the live waiters queued for the name, and queued_ticket, a
+// hint naming the first of them. The uncontended acquire and release read only the leases table
+// (naming {W} in a statement costs a measurable part of an UNLOGGED acquire: the executor opens and
+// locks every table in the plan, also a branch that never runs). A name with live waiters always
+// has a row: a release re-creates it as a free row carrying the marker, and the reaper skips marked
+// rows, so "no row" means "nobody queued". The queue statements (contended only) keep the marker:
+// joining raises it, leaving or acquiring from the queue recomputes it from {W}.
+//
+// Recomputing reads {W} as of the statement's snapshot, and a waiter joining concurrently is not
+// in it. Its join has already raised the row's marker when the recompute gets the row (the row
+// lock orders them), so a marker or ticket newer than everything in the snapshot is kept instead
+// of recomputed. Residual race (fairness only, never exclusion): a ticket hint can name a waiter
+// that died; the release then wakes nobody in particular and the waiters' bounded polls take over.
+
+// Nobody who has waited longer (smaller ticket) is still queued. $5 is the caller's ticket, NULL
+// before it queued (then any live waiter goes first). Exact: reads {W}.
 #define DBLOCK_PG_NO_EARLIER_WAITER                                                              \
   " AND NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = $1 AND w.until_at > now.t"                \
   " AND w.owner_secret <> $2::uuid AND ($5::bigint IS NULL OR w.ticket < $5::bigint))"
 
-// The same check where no "now" CTE is in scope (clock_timestamp() is read again: a few
-// microseconds of difference between the checks is harmless).
-#define DBLOCK_PG_NO_EARLIER_WAITER_NOW                                                          \
-  " AND NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"    \
-  " AND w.owner_secret <> $2::uuid AND ($5::bigint IS NULL OR w.ticket < $5::bigint))"
+// The queue state without the caller ($2), from {W}: the latest live expiry and the first ticket.
+#define DBLOCK_PG_OTHERS_UNTIL                                                                    \
+  "(SELECT max(w.until_at) FROM {W} w WHERE w.name = $1 AND w.owner_secret <> $2::uuid"           \
+  " AND w.until_at > clock_timestamp())"
+#define DBLOCK_PG_OTHERS_TICKET                                                                   \
+  "(SELECT min(w.ticket) FROM {W} w WHERE w.name = $1 AND w.owner_secret <> $2::uuid"             \
+  " AND w.until_at > clock_timestamp())"
+// The row's marker or ticket if it is newer than every entry in this statement's snapshot (a
+// concurrent join wrote it), else NULL.
+#define DBLOCK_PG_NEWER_UNTIL(row)                                                                \
+  "CASE WHEN " row ".queued_until > coalesce((SELECT max(w.until_at) FROM {W} w WHERE w.name = $1),"  \
+  " '-infinity') THEN " row ".queued_until END"
+#define DBLOCK_PG_NEWER_TICKET(row)                                                               \
+  "CASE WHEN " row ".queued_ticket > coalesce((SELECT max(w.ticket) FROM {W} w WHERE w.name = $1), 0)" \
+  " THEN " row ".queued_ticket END"
+// SET list that recomputes the marker when the caller ($2) leaves the queue; `others_until` and
+// `others_ticket` are the caller-less values (DBLOCK_PG_OTHERS_*, or EXCLUDED columns holding them).
+#define DBLOCK_PG_RECOMPUTE(row, others_until, others_ticket)                                     \
+  " queued_until = coalesce(" DBLOCK_PG_NEWER_UNTIL(row) ", " others_until "),"                  \
+  " queued_ticket = LEAST(" DBLOCK_PG_NEWER_TICKET(row) ", " others_ticket ")"
 
-// Exclusive acquire in one round trip. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket.
-// Takes a free or expired row, or re-takes a row this secret already holds (so that an attempt
-// whose reply was lost can be repeated safely). nextval only runs when the insert is attempted.
+#define DBLOCK_PG_LEASE_COLUMNS \
+  "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals, queued_until, queued_ticket)"
+
+// Exclusive acquire in one round trip, not queued. $1 name, $2 secret, $3 holder, $4 ttl_us.
+// Takes a new name (no row: nobody queued), a free or expired row nobody is queued for, or a row
+// this secret holds live (so that an attempt whose reply was lost can be repeated safely). Reads
+// only {L}. nextval runs for every attempt (a refused one leaves a gap in the fences).
 inline constexpr const char* kAcquireExclusive =
     "INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
-    " SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), clock_timestamp(),"
-    " clock_timestamp() + $4::bigint * interval '1 microsecond', 0"
-    " WHERE true" DBLOCK_PG_NO_EARLIER_WAITER_NOW
+    " VALUES ($1, $2::uuid, $3, 'exclusive', nextval({S}), clock_timestamp(),"
+    " clock_timestamp() + $4::bigint * interval '1 microsecond', 0)"
     " ON CONFLICT (name) DO UPDATE SET owner_secret = EXCLUDED.owner_secret, holder = EXCLUDED.holder,"
     " mode = 'exclusive', fence = EXCLUDED.fence, acquired_at = EXCLUDED.acquired_at,"
     " expires_at = EXCLUDED.expires_at, renewals = 0"
-    " WHERE l.expires_at <= EXCLUDED.acquired_at OR l.owner_secret = EXCLUDED.owner_secret"
+    " WHERE (l.expires_at <= EXCLUDED.acquired_at AND coalesce(l.queued_until, '-infinity') <= EXCLUDED.acquired_at)"
+    " OR (l.owner_secret = EXCLUDED.owner_secret AND l.mode = 'exclusive' AND l.expires_at > EXCLUDED.acquired_at)"
     " RETURNING fence, " DBLOCK_PG_US("expires_at");
 
-// The same for a queued waiter: also leaves the queue when it succeeds (still one round trip).
+// The same for a queued waiter ($5 its ticket): the queue check is exact (reads {W}); on success
+// it leaves the queue and recomputes the row's marker, still in one round trip.
 inline constexpr const char* kAcquireExclusiveQueued =
     "WITH now AS (SELECT clock_timestamp() AS t),"
-    " ins AS (INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
-    "  SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0"
+    " ins AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
+    "  SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
+    "  " DBLOCK_PG_OTHERS_UNTIL ", " DBLOCK_PG_OTHERS_TICKET
     "  FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
     "  ON CONFLICT (name) DO UPDATE SET owner_secret = EXCLUDED.owner_secret, holder = EXCLUDED.holder,"
     "  mode = 'exclusive', fence = EXCLUDED.fence, acquired_at = EXCLUDED.acquired_at,"
-    "  expires_at = EXCLUDED.expires_at, renewals = 0"
+    "  expires_at = EXCLUDED.expires_at, renewals = 0,"
+    DBLOCK_PG_RECOMPUTE("l", "EXCLUDED.queued_until", "EXCLUDED.queued_ticket")
     "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.owner_secret = EXCLUDED.owner_secret"
     "  RETURNING fence, expires_at),"
     " gone AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid AND EXISTS (SELECT 1 FROM ins))"
     " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM ins";
 
 // Shared acquire: joins live readers or takes a free row, and records the reader, in one
-// statement. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket.
+// statement. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket (NULL: not queued). The queue
+// check reads {W} exactly (shared leases are not on the measured fast path); a queued reader
+// leaves the queue and recomputes the marker.
 inline constexpr const char* kAcquireShared =
     "WITH now AS (SELECT clock_timestamp() AS t),"
-    " row AS (INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
-    "  SELECT $1, NULL, NULL, 'shared', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0"
+    " row AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
+    "  SELECT $1, NULL, NULL, 'shared', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
+    "  " DBLOCK_PG_OTHERS_UNTIL ", " DBLOCK_PG_OTHERS_TICKET
     "  FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
     "  ON CONFLICT (name) DO UPDATE SET owner_secret = NULL, holder = NULL, mode = 'shared', fence = EXCLUDED.fence,"
     "  acquired_at = CASE WHEN l.mode = 'shared' AND l.expires_at > EXCLUDED.acquired_at"
     "    THEN l.acquired_at ELSE EXCLUDED.acquired_at END,"
     "  expires_at = GREATEST(CASE WHEN l.mode = 'shared' THEN l.expires_at ELSE '-infinity' END, EXCLUDED.expires_at),"
-    "  renewals = 0"
+    "  renewals = 0,"
+    DBLOCK_PG_RECOMPUTE("l", "EXCLUDED.queued_until", "EXCLUDED.queued_ticket")
     "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.mode = 'shared'"
     "  RETURNING fence),"
     " reader AS (INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at)"
@@ -74,15 +118,22 @@ inline constexpr const char* kAcquireShared =
     " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM reader";
 
 #undef DBLOCK_PG_NO_EARLIER_WAITER
-#undef DBLOCK_PG_NO_EARLIER_WAITER_NOW
 
-// Not acquired: join (or stay in) the queue and report the position and the holder's remaining
-// time. $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL.
+// Not acquired: join (or stay in) the queue, mark the name's row (creating a free row if there is
+// none), and report the position and the holder's remaining time. The ticket hint becomes the
+// first live ticket this statement sees, or a concurrent joiner's if that is newer than all of
+// them (see above). $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL.
 inline constexpr const char* kQueue =
-    "WITH q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at)"
-    "  VALUES ($1, $2::uuid, coalesce($4::bigint, " DBLOCK_PG_US("clock_timestamp()") "),"
-    "          clock_timestamp() + $3::bigint * interval '1 microsecond')"
-    "  ON CONFLICT (name, owner_secret) DO UPDATE SET until_at = EXCLUDED.until_at RETURNING ticket)"
+    "WITH now AS (SELECT clock_timestamp() AS t),"
+    " q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at)"
+    "  SELECT $1, $2::uuid, coalesce($4::bigint, " DBLOCK_PG_US("now.t") "),"
+    "         now.t + $3::bigint * interval '1 microsecond' FROM now"
+    "  ON CONFLICT (name, owner_secret) DO UPDATE SET until_at = EXCLUDED.until_at RETURNING ticket, until_at),"
+    " m AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
+    "  SELECT $1, NULL, NULL, 'exclusive', 0, now.t, now.t, 0, q.until_at,"
+    "  LEAST(q.ticket, " DBLOCK_PG_OTHERS_TICKET ") FROM q, now"
+    "  ON CONFLICT (name) DO UPDATE SET queued_until = GREATEST(l.queued_until, EXCLUDED.queued_until),"
+    "  queued_ticket = LEAST(" DBLOCK_PG_NEWER_TICKET("l") ", EXCLUDED.queued_ticket))"
     " SELECT q.ticket,"
     "  (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
     "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket),"
@@ -90,7 +141,8 @@ inline constexpr const char* kQueue =
     " FROM q";
 
 // Read-only queue position for a waiter that was woken: $1 name, $2 secret, $3 ticket. Returns
-// the number of live waiters ahead and the holder's remaining time (NULL: no row, free).
+// the number of live waiters ahead and the holder's remaining time (NULL: no row, free; negative:
+// a free row).
 inline constexpr const char* kQueueStatus =
     "SELECT (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
     "  AND w.owner_secret <> $2::uuid AND w.ticket < $3::bigint),"
@@ -101,7 +153,10 @@ inline constexpr const char* kRemaining =
     "SELECT " DBLOCK_PG_US("expires_at - clock_timestamp()") " FROM {L} WHERE name = $1";
 
 // $1 name, $2 secret.
-inline constexpr const char* kLeaveQueue = "DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid";
+inline constexpr const char* kLeaveQueue =
+    "WITH d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid RETURNING 1)"
+    " UPDATE {L} l SET" DBLOCK_PG_RECOMPUTE("l", DBLOCK_PG_OTHERS_UNTIL, DBLOCK_PG_OTHERS_TICKET)
+    " WHERE l.name = $1 AND EXISTS (SELECT 1 FROM d)";
 
 // $1 name, $2 secret, $3 ttl_us.
 inline constexpr const char* kRenewExclusive =
@@ -117,28 +172,34 @@ inline constexpr const char* kRenewReader =
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM r))"
     " SELECT " DBLOCK_PG_US("expires_at") " FROM r";
 
-// Release (compare-and-delete). Wakes waiters with NOTIFY only when one is queued, so the
-// uncontended path pays nothing for notifications; the payload is the name, chr(31) and the
-// ticket of the first waiter in line, so only that waiter attempts (lock names never contain
-// control characters). $1 name, $2 secret, $3 channel.
+// Release (compare-and-delete), reading only {L} (see the queue note above). If waiters are
+// queued (the row's marker is live) the row is re-created as a free row that keeps the marker, in
+// the same statement, and the waiter the ticket hint names is woken with NOTIFY (sent at commit).
+// The payload is the name, chr(31) and that ticket, so only that waiter attempts (lock names
+// never contain control characters); ticket 0 wakes whoever is first. The uncontended path pays
+// nothing for either. $1 name, $2 secret, $3 channel.
 inline constexpr const char* kReleaseExclusive =
-    "DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
-    " RETURNING expires_at > clock_timestamp(),"
-    " (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || w.ticket) FROM {W} w WHERE w.name = $1"
-    "  AND w.until_at > clock_timestamp() ORDER BY w.ticket LIMIT 1) n)";
+    "WITH d AS (DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
+    "  RETURNING fence, expires_at > clock_timestamp() AS live, queued_until, queued_ticket),"
+    " keep AS (INSERT INTO {L} " DBLOCK_PG_LEASE_COLUMNS
+    "  SELECT $1, NULL, NULL, 'exclusive', d.fence, clock_timestamp(), clock_timestamp(), 0, d.queued_until, d.queued_ticket"
+    "  FROM d WHERE d.queued_until > clock_timestamp() RETURNING queued_ticket)"
+    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || coalesce(keep.queued_ticket, 0))"
+    "  FROM keep) n) FROM d";
+// A reader leaves; the row stays (with the expiry of the remaining readers) and keeps its marker.
 inline constexpr const char* kReleaseReader =
     "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
     "  RETURNING expires_at > clock_timestamp() AS live),"
     " l AS (UPDATE {L} SET expires_at = coalesce((SELECT max(r.expires_at) FROM {R} r WHERE r.name = $1"
-    "  AND r.owner_secret <> $2::uuid AND r.expires_at > clock_timestamp()), '-infinity')"
-    "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM d))"
-    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || w.ticket) FROM {W} w"
-    "  WHERE w.name = $1 AND w.until_at > clock_timestamp() ORDER BY w.ticket LIMIT 1) n) FROM d";
+    "  AND r.owner_secret <> $2::uuid AND r.expires_at > clock_timestamp()), clock_timestamp())"
+    "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM d) RETURNING queued_until, queued_ticket)"
+    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || coalesce(l.queued_ticket, 0))"
+    "  FROM l WHERE l.queued_until > clock_timestamp()) n) FROM d";
 
 // Admin eviction: frees the name and bumps its fence; drops its readers; wakes waiters.
 // $1 name, $2 channel.
 inline constexpr const char* kForceRelease =
-    "WITH u AS (UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = '-infinity', fence = nextval({S})"
+    "WITH u AS (UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = clock_timestamp(), fence = nextval({S})"
     "  WHERE name = $1 AND expires_at > clock_timestamp() RETURNING name),"
     " r AS (DELETE FROM {R} WHERE name = $1 AND EXISTS (SELECT 1 FROM u))"
     " SELECT count(*) FROM u, LATERAL (SELECT pg_notify($2, u.name)) n";
@@ -151,14 +212,12 @@ inline constexpr const char* kList =
     " (SELECT string_agg(r.holder, ',') FROM {R} r WHERE r.name = l.name AND r.expires_at > clock_timestamp())"
     " FROM {L} l WHERE l.expires_at > clock_timestamp() AND ($1::text IS NULL OR l.name = $1) ORDER BY l.name";
 
-// Reaper: at most $1 expired rows, skipping rows another transaction is taking over (never waits
-// on them). Notifies only names with a live queued waiter (a million reaped rows must not become
-// a million notifications). $2 channel.
+// Reaper: at most $1 expired rows nobody is queued for, skipping rows another transaction is
+// taking over (never waits on them). A row with live waiters stays (see the queue note above).
 inline constexpr const char* kReapLeases =
     "WITH d AS (DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at <= clock_timestamp()"
-    "  LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING name)"
-    " SELECT count(*) FROM d LEFT JOIN LATERAL (SELECT pg_notify($2, d.name) FROM {W} w WHERE w.name = d.name"
-    "  AND w.until_at > clock_timestamp() LIMIT 1) n ON true";
+    "  AND coalesce(queued_until, '-infinity') <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING name)"
+    " SELECT count(*) FROM d";
 inline constexpr const char* kReapReaders =
     "WITH d AS (DELETE FROM {R} WHERE (name, owner_secret) IN (SELECT name, owner_secret FROM {R}"
     "  WHERE expires_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING 1)"
@@ -227,6 +286,12 @@ inline constexpr const char* kXactTry = "SELECT pg_try_advisory_xact_lock($1::bi
 inline constexpr const char* kXactWait =
     "SELECT set_config('lock_timeout', $2, true), pg_advisory_xact_lock($1::bigint), true";
 
+#undef DBLOCK_PG_LEASE_COLUMNS
+#undef DBLOCK_PG_RECOMPUTE
+#undef DBLOCK_PG_NEWER_TICKET
+#undef DBLOCK_PG_NEWER_UNTIL
+#undef DBLOCK_PG_OTHERS_TICKET
+#undef DBLOCK_PG_OTHERS_UNTIL
 #undef DBLOCK_PG_US
 
 }  // namespace dblock::postgresql::sql
