@@ -270,9 +270,12 @@ class PostgresBackend final : public Backend {
     Params p;
     p.add(name).add(secret).add(channel_);
     const char* stmt = mode == LockMode::kExclusive ? "release" : "release_reader";
+    bool queued = false;  // exclusive: waiters were queued, the marked row must be re-created
     auto attempt = [&](Connection& c) {
       pqxx::result r = exec(c, stmt, p);
-      return std::optional<bool>(r.empty() ? std::nullopt : std::optional<bool>(r[0][0].as<bool>()));
+      if (r.empty()) return std::optional<bool>();
+      queued = mode == LockMode::kExclusive && r[0][1].as<bool>();
+      return std::optional<bool>(r[0][0].as<bool>());
     };
     std::optional<bool> outcome;
     bool retried = false;
@@ -282,6 +285,16 @@ class PostgresBackend final : public Backend {
       // The reply was lost: the delete may have committed. Ask again on a fresh connection.
       retried = true;
       outcome = with_connection(attempt);
+    }
+    if (outcome && queued) {
+      // Before this call returns (so before this manager could try the name again): waiters keep
+      // their place. Best effort: if it fails, their next queue refresh marks the row again.
+      try {
+        Params q;
+        q.add(name);
+        with_connection([&](Connection& c) { return exec(c, "remark_released", q).size(); });
+      } catch (const Error&) {
+      }
     }
     if (!outcome) {
       if (retried) {
@@ -558,6 +571,7 @@ class PostgresBackend final : public Backend {
         {"renew", sql::kRenewExclusive},
         {"renew_reader", sql::kRenewReader},
         {"release", sql::kReleaseExclusive},
+        {"remark_released", sql::kRemarkReleased},
         {"release_reader", sql::kReleaseReader},
         {"force_release", sql::kForceRelease},
         {"list", sql::kList},

@@ -24,10 +24,12 @@ namespace dblock::postgresql::sql {
 // joining raises it, leaving or acquiring from the queue recomputes it from {W}.
 //
 // Recomputing reads {W} as of the statement's snapshot, and a waiter joining concurrently is not
-// in it. Its join has already raised the row's marker when the recompute gets the row (the row
-// lock orders them), so a marker or ticket newer than everything in the snapshot is kept instead
-// of recomputed. Residual race (fairness only, never exclusion): a ticket hint can name a waiter
-// that died; the release then wakes nobody in particular and the waiters' bounded polls take over.
+// in it. A join writes the row whenever that matters (below), and it has done so when the
+// recompute gets the row (the row lock orders them), so a marker or ticket newer than everything
+// in the snapshot is kept instead of recomputed. Residual races (they cost waiting time, never
+// exclusion): the ticket hint can name a waiter that died, or one that left at the same moment as
+// another; a release then wakes only that ticket, and the others' bounded polls take over until
+// the next leave recomputes the hint.
 
 // Nobody who has waited longer (smaller ticket) is still queued. $5 is the caller's ticket, NULL
 // before it queued (then any live waiter goes first). Exact: reads {W}.
@@ -35,26 +37,19 @@ namespace dblock::postgresql::sql {
   " AND NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = $1 AND w.until_at > now.t"                \
   " AND w.owner_secret <> $2::uuid AND ($5::bigint IS NULL OR w.ticket < $5::bigint))"
 
-// The queue state without the caller ($2), from {W}: the latest live expiry and the first ticket.
-#define DBLOCK_PG_OTHERS_UNTIL                                                                    \
-  "(SELECT max(w.until_at) FROM {W} w WHERE w.name = $1 AND w.owner_secret <> $2::uuid"           \
-  " AND w.until_at > clock_timestamp())"
-#define DBLOCK_PG_OTHERS_TICKET                                                                   \
-  "(SELECT min(w.ticket) FROM {W} w WHERE w.name = $1 AND w.owner_secret <> $2::uuid"             \
-  " AND w.until_at > clock_timestamp())"
-// The row's marker or ticket if it is newer than every entry in this statement's snapshot (a
-// concurrent join wrote it), else NULL.
-#define DBLOCK_PG_NEWER_UNTIL(row)                                                                \
-  "CASE WHEN " row ".queued_until > coalesce((SELECT max(w.until_at) FROM {W} w WHERE w.name = $1),"  \
-  " '-infinity') THEN " row ".queued_until END"
-#define DBLOCK_PG_NEWER_TICKET(row)                                                               \
-  "CASE WHEN " row ".queued_ticket > coalesce((SELECT max(w.ticket) FROM {W} w WHERE w.name = $1), 0)" \
-  " THEN " row ".queued_ticket END"
-// SET list that recomputes the marker when the caller ($2) leaves the queue; `others_until` and
-// `others_ticket` are the caller-less values (DBLOCK_PG_OTHERS_*, or EXCLUDED columns holding them).
-#define DBLOCK_PG_RECOMPUTE(row, others_until, others_ticket)                                     \
-  " queued_until = coalesce(" DBLOCK_PG_NEWER_UNTIL(row) ", " others_until "),"                  \
-  " queued_ticket = LEAST(" DBLOCK_PG_NEWER_TICKET(row) ", " others_ticket ")"
+// A live queue entry of someone other than the caller ($2).
+#define DBLOCK_PG_OTHER_LIVE " FILTER (WHERE w.owner_secret <> $2::uuid AND w.until_at > clock_timestamp())"
+// SET item that recomputes the marker of lease row `row` when the caller ($2) leaves the queue:
+// the latest live expiry and the first live ticket of the others, unless the row holds a value
+// newer than every entry in this statement's snapshot (a concurrent join wrote it). One scan of
+// {W} (each subquery in a plan has a start-up cost, also when it does not run).
+#define DBLOCK_PG_RECOMPUTE(row)                                                                   \
+  " (queued_until, queued_ticket) = (SELECT"                                                      \
+  " CASE WHEN " row ".queued_until > coalesce(max(w.until_at), '-infinity') THEN " row ".queued_until" \
+  " ELSE max(w.until_at)" DBLOCK_PG_OTHER_LIVE " END,"                                            \
+  " LEAST(CASE WHEN " row ".queued_ticket > coalesce(max(w.ticket), 0) THEN " row ".queued_ticket END," \
+  " min(w.ticket)" DBLOCK_PG_OTHER_LIVE ")"                                                       \
+  " FROM {W} w WHERE w.name = $1)"
 
 #define DBLOCK_PG_LEASE_COLUMNS \
   "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals, queued_until, queued_ticket)"
@@ -62,11 +57,16 @@ namespace dblock::postgresql::sql {
 // Exclusive acquire in one round trip, not queued. $1 name, $2 secret, $3 holder, $4 ttl_us.
 // Takes a new name (no row: nobody queued), a free or expired row nobody is queued for, or a row
 // this secret holds live (so that an attempt whose reply was lost can be repeated safely). Reads
-// only {L}. nextval runs for every attempt (a refused one leaves a gap in the fences).
+// only {L}. The NOT EXISTS pre-check (a plain read) refuses a marked row without touching it: ON
+// CONFLICT locks the row it refuses, and on a logged table that lock is a WAL record and an fsync
+// at commit that the waiter whose turn it is would have to wait out. The DO UPDATE condition stays
+// the authoritative check (it sees the row's latest version). nextval runs for every attempt that
+// passes the pre-check (a refused one leaves a gap in the fences).
 inline constexpr const char* kAcquireExclusive =
     "INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
-    " VALUES ($1, $2::uuid, $3, 'exclusive', nextval({S}), clock_timestamp(),"
-    " clock_timestamp() + $4::bigint * interval '1 microsecond', 0)"
+    " SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), clock_timestamp(),"
+    " clock_timestamp() + $4::bigint * interval '1 microsecond', 0"
+    " WHERE NOT EXISTS (SELECT 1 FROM {L} m WHERE m.name = $1 AND m.queued_until > clock_timestamp())"
     " ON CONFLICT (name) DO UPDATE SET owner_secret = EXCLUDED.owner_secret, holder = EXCLUDED.holder,"
     " mode = 'exclusive', fence = EXCLUDED.fence, acquired_at = EXCLUDED.acquired_at,"
     " expires_at = EXCLUDED.expires_at, renewals = 0"
@@ -75,17 +75,19 @@ inline constexpr const char* kAcquireExclusive =
     " RETURNING fence, " DBLOCK_PG_US("expires_at");
 
 // The same for a queued waiter ($5 its ticket): the queue check is exact (reads {W}); on success
-// it leaves the queue and recomputes the row's marker, still in one round trip.
+// it leaves the queue and recomputes the row's marker, still in one round trip. The name may have
+// no row (woken by a release before the releaser re-created it): the new row is then marked
+// from {W} directly.
 inline constexpr const char* kAcquireExclusiveQueued =
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " ins AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
     "  SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
-    "  " DBLOCK_PG_OTHERS_UNTIL ", " DBLOCK_PG_OTHERS_TICKET
-    "  FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
+    "  o.until_at, o.ticket FROM now, (SELECT max(w.until_at)" DBLOCK_PG_OTHER_LIVE " AS until_at,"
+    "  min(w.ticket)" DBLOCK_PG_OTHER_LIVE " AS ticket FROM {W} w WHERE w.name = $1) o"
+    "  WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
     "  ON CONFLICT (name) DO UPDATE SET owner_secret = EXCLUDED.owner_secret, holder = EXCLUDED.holder,"
     "  mode = 'exclusive', fence = EXCLUDED.fence, acquired_at = EXCLUDED.acquired_at,"
-    "  expires_at = EXCLUDED.expires_at, renewals = 0,"
-    DBLOCK_PG_RECOMPUTE("l", "EXCLUDED.queued_until", "EXCLUDED.queued_ticket")
+    "  expires_at = EXCLUDED.expires_at, renewals = 0," DBLOCK_PG_RECOMPUTE("l")
     "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.owner_secret = EXCLUDED.owner_secret"
     "  RETURNING fence, expires_at),"
     " gone AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid AND EXISTS (SELECT 1 FROM ins))"
@@ -99,14 +101,12 @@ inline constexpr const char* kAcquireShared =
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " row AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
     "  SELECT $1, NULL, NULL, 'shared', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
-    "  " DBLOCK_PG_OTHERS_UNTIL ", " DBLOCK_PG_OTHERS_TICKET
-    "  FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
+    "  NULL, NULL FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
     "  ON CONFLICT (name) DO UPDATE SET owner_secret = NULL, holder = NULL, mode = 'shared', fence = EXCLUDED.fence,"
     "  acquired_at = CASE WHEN l.mode = 'shared' AND l.expires_at > EXCLUDED.acquired_at"
     "    THEN l.acquired_at ELSE EXCLUDED.acquired_at END,"
     "  expires_at = GREATEST(CASE WHEN l.mode = 'shared' THEN l.expires_at ELSE '-infinity' END, EXCLUDED.expires_at),"
-    "  renewals = 0,"
-    DBLOCK_PG_RECOMPUTE("l", "EXCLUDED.queued_until", "EXCLUDED.queued_ticket")
+    "  renewals = 0," DBLOCK_PG_RECOMPUTE("l")
     "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.mode = 'shared'"
     "  RETURNING fence),"
     " reader AS (INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at)"
@@ -120,25 +120,42 @@ inline constexpr const char* kAcquireShared =
 #undef DBLOCK_PG_NO_EARLIER_WAITER
 
 // Not acquired: join (or stay in) the queue, mark the name's row (creating a free row if there is
-// none), and report the position and the holder's remaining time. The ticket hint becomes the
-// first live ticket this statement sees, or a concurrent joiner's if that is newer than all of
-// them (see above). $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL.
+// none), and report the position and the holder's remaining time. A joiner adds only its own
+// ticket to the hint (the smaller one wins while the marker is live): the waiters its snapshot
+// shows may have left by the time it gets the row (a waiter that just acquired, say), and the
+// row is kept right by those who leave. The row is not written (nor locked: the waiter whose turn
+// it is may be about to take it) while its marker already covers this waiter, with an earlier
+// ticket and at least half a queue entry of life left, and a recompute cannot miss this waiter:
+//  * a refresh ($4 set): the entry predates any recompute's snapshot, with at least two thirds of
+//    its life left (entries are refreshed every third), so every recompute counts it;
+//  * a first join: only if at least two other live waiters are queued. One of them may be leaving
+//    right now with a snapshot that misses this join, but then another keeps the row marked until
+//    this waiter's first refresh. With fewer, the join writes the row, and its newer values
+//    survive a concurrent recompute (see above).
+// Queue entries and markers are bookkeeping, not locks: the commit does not wait for the WAL flush
+// (a marker lost in a crash is re-made by the next refresh).
+// $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL.
 inline constexpr const char* kQueue =
     "WITH now AS (SELECT clock_timestamp() AS t),"
+    " sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
     " q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at)"
     "  SELECT $1, $2::uuid, coalesce($4::bigint, " DBLOCK_PG_US("now.t") "),"
     "         now.t + $3::bigint * interval '1 microsecond' FROM now"
     "  ON CONFLICT (name, owner_secret) DO UPDATE SET until_at = EXCLUDED.until_at RETURNING ticket, until_at),"
     " m AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
-    "  SELECT $1, NULL, NULL, 'exclusive', 0, now.t, now.t, 0, q.until_at,"
-    "  LEAST(q.ticket, " DBLOCK_PG_OTHERS_TICKET ") FROM q, now"
+    "  SELECT $1, NULL, NULL, 'exclusive', 0, now.t, now.t, 0, q.until_at, q.ticket FROM q, now"
+    "  WHERE NOT (EXISTS (SELECT 1 FROM {L} c WHERE c.name = $1 AND c.queued_ticket <= q.ticket"
+    "   AND c.queued_until >= now.t + $3::bigint / 2 * interval '1 microsecond')"
+    "   AND ($4::bigint IS NOT NULL OR (SELECT count(*) FROM {W} w WHERE w.name = $1"
+    "    AND w.owner_secret <> $2::uuid AND w.until_at > now.t) >= 2))"
     "  ON CONFLICT (name) DO UPDATE SET queued_until = GREATEST(l.queued_until, EXCLUDED.queued_until),"
-    "  queued_ticket = LEAST(" DBLOCK_PG_NEWER_TICKET("l") ", EXCLUDED.queued_ticket))"
+    "  queued_ticket = CASE WHEN l.queued_until > clock_timestamp() THEN LEAST(l.queued_ticket, EXCLUDED.queued_ticket)"
+    "  ELSE EXCLUDED.queued_ticket END)"
     " SELECT q.ticket,"
     "  (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
     "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket),"
     "  (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"
-    " FROM q";
+    " FROM q, sc";
 
 // Read-only queue position for a waiter that was woken: $1 name, $2 secret, $3 ticket. Returns
 // the number of live waiters ahead and the holder's remaining time (NULL: no row, free; negative:
@@ -152,11 +169,13 @@ inline constexpr const char* kQueueStatus =
 inline constexpr const char* kRemaining =
     "SELECT " DBLOCK_PG_US("expires_at - clock_timestamp()") " FROM {L} WHERE name = $1";
 
+// A waiter gives up: leave the queue and recompute the marker (bookkeeping: no WAL flush wait).
 // $1 name, $2 secret.
 inline constexpr const char* kLeaveQueue =
-    "WITH d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid RETURNING 1)"
-    " UPDATE {L} l SET" DBLOCK_PG_RECOMPUTE("l", DBLOCK_PG_OTHERS_UNTIL, DBLOCK_PG_OTHERS_TICKET)
-    " WHERE l.name = $1 AND EXISTS (SELECT 1 FROM d)";
+    "WITH sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
+    " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid RETURNING 1)"
+    " UPDATE {L} l SET" DBLOCK_PG_RECOMPUTE("l")
+    " FROM sc WHERE l.name = $1 AND EXISTS (SELECT 1 FROM d)";
 
 // $1 name, $2 secret, $3 ttl_us.
 inline constexpr const char* kRenewExclusive =
@@ -172,20 +191,32 @@ inline constexpr const char* kRenewReader =
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM r))"
     " SELECT " DBLOCK_PG_US("expires_at") " FROM r";
 
-// Release (compare-and-delete), reading only {L} (see the queue note above). If waiters are
-// queued (the row's marker is live) the row is re-created as a free row that keeps the marker, in
-// the same statement, and the waiter the ticket hint names is woken with NOTIFY (sent at commit).
-// The payload is the name, chr(31) and that ticket, so only that waiter attempts (lock names
-// never contain control characters); ticket 0 wakes whoever is first. The uncontended path pays
-// nothing for either. $1 name, $2 secret, $3 channel.
+// Release (compare-and-delete), reading only {L} (see the queue note above): a plain DELETE, because
+// any CTE around it (such as re-inserting the row) costs about a tenth of an UNLOGGED release.
+// When waiters are queued (the row's marker is live) it wakes the one the ticket hint names, with
+// a NOTIFY sent at commit, and reports `queued` so that the caller re-creates the marked row at
+// once with kRemarkReleased. The payload is the name, chr(31) and that ticket (lock names never
+// contain control characters); ticket 0 wakes whoever is first. Result: live, queued.
+// $1 name, $2 secret, $3 channel.
 inline constexpr const char* kReleaseExclusive =
-    "WITH d AS (DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
-    "  RETURNING fence, expires_at > clock_timestamp() AS live, queued_until, queued_ticket),"
-    " keep AS (INSERT INTO {L} " DBLOCK_PG_LEASE_COLUMNS
-    "  SELECT $1, NULL, NULL, 'exclusive', d.fence, clock_timestamp(), clock_timestamp(), 0, d.queued_until, d.queued_ticket"
-    "  FROM d WHERE d.queued_until > clock_timestamp() RETURNING queued_ticket)"
-    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || coalesce(keep.queued_ticket, 0))"
-    "  FROM keep) n) FROM d";
+    "DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
+    " RETURNING expires_at > clock_timestamp(), (CASE WHEN queued_until > clock_timestamp()"
+    " THEN pg_notify($3, $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text IS NOT NULL";
+
+// After a release that found waiters: re-create the free row with the marker, from {W} (exact),
+// unless a row exists again (the woken waiter has already taken the name and kept the marker
+// itself). Until it commits, an unqueued acquire from elsewhere can take the name ahead of the
+// queue (fairness, not exclusion; the releasing manager itself cannot, it runs this first). The
+// marker is bookkeeping, not a lock: its commit does not wait for the WAL flush.
+// $1 name. Result: rows written.
+inline constexpr const char* kRemarkReleased =
+    "WITH sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
+    " o AS (SELECT max(w.until_at) AS until_at, min(w.ticket) AS ticket FROM {W} w"
+    "  WHERE w.name = $1 AND w.until_at > clock_timestamp()),"
+    " m AS (INSERT INTO {L} " DBLOCK_PG_LEASE_COLUMNS
+    "  SELECT $1, NULL, NULL, 'exclusive', 0, clock_timestamp(), clock_timestamp(), 0, o.until_at, o.ticket"
+    "  FROM o, sc WHERE o.until_at IS NOT NULL ON CONFLICT (name) DO NOTHING RETURNING 1)"
+    " SELECT count(*) FROM m";
 // A reader leaves; the row stays (with the expiry of the remaining readers) and keeps its marker.
 inline constexpr const char* kReleaseReader =
     "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
@@ -288,10 +319,7 @@ inline constexpr const char* kXactWait =
 
 #undef DBLOCK_PG_LEASE_COLUMNS
 #undef DBLOCK_PG_RECOMPUTE
-#undef DBLOCK_PG_NEWER_TICKET
-#undef DBLOCK_PG_NEWER_UNTIL
-#undef DBLOCK_PG_OTHERS_TICKET
-#undef DBLOCK_PG_OTHERS_UNTIL
+#undef DBLOCK_PG_OTHER_LIVE
 #undef DBLOCK_PG_US
 
 }  // namespace dblock::postgresql::sql
