@@ -160,6 +160,7 @@ struct Config {
   int iterations = kDefaultIterations;
   int live = kDefaultLive;
   int reap_rows = kDefaultReapRows;
+  int reap_batch = dblock::ManagerOptions{}.reaper_batch;
   bool quick = false;
   bool json_only = false;
   bool pin = true;
@@ -173,7 +174,7 @@ struct Config {
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,
                "usage: %s [--url URL] [--quick] [--json-only] [--cpu N | --no-pin] [--pairs N]\n"
-               "          [--iterations K] [--live N] [--reap-rows N] [--figures LIST] [--keep]\n"
+               "          [--iterations K] [--live N] [--reap-rows N] [--reap-batch N] [--figures LIST] [--keep]\n"
                "  --url URL       postgresql://user@host:port/db (default: $%s); a plain libpq URI\n"
                "  --quick         small N everywhere (CI smoke test)\n"
                "  --json-only     print only the BENCH_JSON lines\n"
@@ -185,6 +186,7 @@ struct Config {
                "  --iterations K  acquisitions per contending process (default %d)\n"
                "  --live N        live leases for the live-lease figure (default %d)\n"
                "  --reap-rows N   expired rows for the reaper figure (default %d)\n"
+               "  --reap-batch N  the reaping manager's reaper_batch (default: ManagerOptions' default)\n"
                "  --figures LIST  comma-separated subset of pairs,advisory,handoff,live,reaper\n"
                "  --keep          keep the dblock_bench_* tables afterwards\n",
                argv0, kUrlEnv, kDefaultPairs, kDefaultIterations, kDefaultLive, kDefaultReapRows);
@@ -193,7 +195,7 @@ struct Config {
 
 Config parse_args(int argc, char** argv) {
   Config config;
-  std::optional<int> pairs, iterations, live, reap_rows;
+  std::optional<int> pairs, iterations, live, reap_rows, reap_batch;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     auto next = [&]() -> const char* {
@@ -218,6 +220,8 @@ Config parse_args(int argc, char** argv) {
       live = parse_non_negative(argv[0], "--live", next(), usage);
     } else if (arg == "--reap-rows") {
       reap_rows = parse_non_negative(argv[0], "--reap-rows", next(), usage);
+    } else if (arg == "--reap-batch") {
+      reap_batch = parse_non_negative(argv[0], "--reap-batch", next(), usage);
     } else if (arg == "--figures") {
       config.figures.clear();
       std::stringstream list(next());
@@ -257,6 +261,7 @@ Config parse_args(int argc, char** argv) {
   if (iterations) config.iterations = std::max(*iterations, 2);
   if (live) config.live = std::max(*live, kSmallLive + 1);
   if (reap_rows) config.reap_rows = std::max(*reap_rows, 1);
+  if (reap_batch) config.reap_batch = std::max(*reap_batch, 1);
   return config;
 }
 
@@ -494,11 +499,13 @@ class DblockSqlAdvisorySide {
 };
 
 std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const char* prefix, bool reaper,
-                                                  std::chrono::milliseconds reaper_interval = 5'000ms) {
+                                                  std::chrono::milliseconds reaper_interval = 5'000ms,
+                                                  int reaper_batch = dblock::ManagerOptions{}.reaper_batch) {
   dblock::ManagerOptions options;
   options.table_prefix = prefix;
   options.reaper = reaper;
   options.reaper_interval = reaper_interval;
+  options.reaper_batch = reaper_batch;
   return dblock::open(url, options);
 }
 
@@ -702,7 +709,8 @@ ReaperResult measure_reaper(const Config& config, const std::string& logged_url,
   const std::string leases = quote_ident(std::string(kPrefixReap) + "leases");
   const std::string probe = "SELECT 1 FROM " + leases + " WHERE expires_at <= clock_timestamp() LIMIT 1";
   const auto reap_start = Clock::now();
-  auto reaper = open_manager(logged_url, kPrefixReap, true, std::chrono::duration_cast<std::chrono::milliseconds>(kReaperInterval));
+  auto reaper = open_manager(logged_url, kPrefixReap, true, std::chrono::duration_cast<std::chrono::milliseconds>(kReaperInterval),
+                             config.reap_batch);
   auto next_probe = Clock::now() + kReapProbeEvery;
   for (int i = 0;; ++i) {
     side.pair(names[static_cast<std::size_t>(i % kProbeNames)], &result.during);
@@ -881,6 +889,7 @@ int run(const Config& config) {
                                                                       : std::to_string(config.reap_rows).c_str()),
                        reaper->during.pair, reaper->idle.pair, kTargetReaperP99, true);
     row.extra = {{"rows", static_cast<double>(reaper->rows)},
+                 {"reap_batch", static_cast<double>(config.reap_batch)},
                  {"reap_seconds", reaper->reap_seconds},
                  {"reap_rows_per_s", static_cast<double>(reaper->rows) / reaper->reap_seconds},
                  {"reap_finished", reaper->finished ? 1.0 : 0.0},
@@ -910,7 +919,7 @@ int run(const Config& config) {
                   "        deleted them in %.1f s (%.0f rows/s)%s; %lld expired rows left; %zu pairs measured during,"
                   " %zu idle\n\n",
                   static_cast<long long>(reaper->rows), reaper->insert_seconds,
-                  static_cast<long long>(kReaperInterval / 1ms), dblock::ManagerOptions{}.reaper_batch, reaper->reap_seconds,
+                  static_cast<long long>(kReaperInterval / 1ms), config.reap_batch, reaper->reap_seconds,
                   static_cast<double>(reaper->rows) / reaper->reap_seconds,
                   reaper->finished ? "" : " -- DID NOT FINISH within the time limit",
                   static_cast<long long>(reaper->left), reaper->during.pair.size(), reaper->idle.pair.size());

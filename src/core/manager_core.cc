@@ -564,13 +564,18 @@ void ManagerCore::reaper_loop() {
     if (reaper_cv_.wait_for(lock, pause, [this] { return stopping_; })) break;
     lock.unlock();
     try {
-      // Bounded batches with a pause in between so that the reaper never holds the database for
-      // long; at most 10 000 batches per pass (2 million rows at the default batch size).
-      for (int i = 0; i < 10'000; ++i) {
+      // Bounded batches, each followed by a pause at least as long as the batch took (at least
+      // 1 ms), so the reaper never holds the database for long and takes at most half of it
+      // while it catches up: a statement that waits for a reap batch (for its row locks, or for
+      // a server CPU the reaping backend occupies) waits at most about one batch. At most 100 000
+      // batches per pass (10 million rows at the default batch size).
+      for (int i = 0; i < 100'000; ++i) {
+        const auto started = SteadyClock::now();
         std::size_t n = backend_->reap(static_cast<std::size_t>(options_.reaper_batch));
         if (n < static_cast<std::size_t>(options_.reaper_batch)) break;
+        const auto pause = std::clamp<SteadyClock::duration>(SteadyClock::now() - started, milliseconds(1), std::chrono::seconds(1));
         std::unique_lock<std::mutex> relock(mutex_);
-        if (reaper_cv_.wait_for(relock, milliseconds(5), [this] { return stopping_; })) break;
+        if (reaper_cv_.wait_for(relock, pause, [this] { return stopping_; })) break;
       }
     } catch (const Error& e) {
       report(e);
