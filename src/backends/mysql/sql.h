@@ -22,9 +22,11 @@
 // The waiter queue stays off the uncontended path. Merely naming a second table in a statement
 // costs about a quarter of an acquire (measured: table open and lock), so the hot statements
 // (acquire, release) read only the leases table: a lock's row carries `queued_until`, the latest
-// expiry of the live waiters queued for it, kept by the (contended) queue statements. Released rows
-// are marked free rather than deleted, and the reaper skips rows with live waiters, so "no row"
-// implies "nobody queued" and a new row can be inserted without looking at the queue.
+// expiry of the live waiters queued for it, kept by the (contended) queue statements. A released
+// row with live waiters is marked free rather than deleted, and the reaper skips rows with live
+// waiters, so "no row" implies "nobody queued" and a new row can be inserted without looking at
+// the queue. (A waiter that joins the queue just after the row was deleted marks nothing; until
+// its turn comes, an unqueued acquire may take the name first. Fairness only.)
 //
 // Lock order: the counter row ('') before a lock's row, a lock's row before its readers' and
 // waiters' rows.
@@ -286,10 +288,20 @@ inline constexpr const char* kRenewReader =
     " SELECT v_ok, " DBLOCK_MY_US("v_until") ";"
     " END";
 
-// Release (compare-and-free): one changed row when this owner still held the lease live, none
-// otherwise (expired, taken over, force-released: our own expired row is harmless and reaped).
-// The row is marked free, not deleted (see the file comment); the reaper deletes it.
-// :name, :secret.
+// Release, uncontended (compare-and-delete): deletes the row when this owner still holds the
+// lease live and nobody is queued for it. InnoDB evaluates the condition on the latest version
+// under the row lock, so a waiter that marked the row first is seen. Deleting is cheaper than
+// marking free (measured with mysqlslap: about 5% of an acquire/release pair), and the acquire
+// after it takes the plain insert path. No row changed: kReleaseExclusive decides. (A backend that
+// recently queued for the name expects waiters and runs kReleaseExclusive alone.) :name, :secret.
+inline constexpr const char* kReleaseExclusiveUnqueued =
+    "DELETE FROM {L} WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive'"
+    " AND expires_at > UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED;
+
+// Release (compare-and-free), when the delete above changed nothing: one changed row when this
+// owner still held the lease live (waiters are queued: the row is marked free, not deleted, see
+// the file comment), none otherwise (expired, taken over, force-released: our own expired row is
+// harmless and reaped). :name, :secret.
 inline constexpr const char* kReleaseExclusive =
     "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED
     " WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6)";
