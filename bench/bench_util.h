@@ -13,10 +13,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <numeric>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "dblock/errors.h"
 
 namespace dblock_bench {
 
@@ -190,6 +193,21 @@ class JsonLine {
 
   std::string out_;
 };
+
+// The benchmarks' main(): runs `body`; an exception that escapes it is printed as
+// "<program>: ..." on stderr and the exit status is 1.
+template <class Body>
+int run_reporting_errors(const char* program, Body&& body) {
+  try {
+    return body();
+  } catch (const dblock::Error& e) {
+    std::fprintf(stderr, "%s: dblock error%s%s: %s\n", program, e.backend().empty() ? "" : " from ",
+                 e.backend().c_str(), e.what());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s: %s\n", program, e.what());
+  }
+  return 1;
+}
 
 }  // namespace dblock_bench
 

@@ -36,6 +36,30 @@ inline constexpr int kInterleaveBlock = 500;
 // ---------------------------------------------------------------------------------------------
 // Pair sides: one timed acquire + release each, on a name nobody else uses.
 
+// Times `acquire()` (an optional handle: Lease, SessionLock) and the handle's release(); both must
+// succeed, else throws with the given messages.
+template <class Acquire>
+void time_handle_pair(Acquire&& acquire, const char* acquire_failed, const char* release_failed, PairSamples* out) {
+  const auto t0 = Clock::now();
+  Clock::time_point t1;
+  bool acquired = false;
+  dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
+  {
+    auto handle = acquire();
+    t1 = Clock::now();
+    if (handle) {
+      acquired = true;
+      result = handle->release();
+    }
+  }
+  const auto t2 = Clock::now();
+  if (!acquired) throw std::runtime_error(acquire_failed);
+  if (result != dblock::ReleaseResult::kReleased) {
+    throw std::runtime_error(std::string(release_failed) + dblock::to_string(result));
+  }
+  if (out) out->add(t0, t1, t2);
+}
+
 // dblock's try_acquire + release. The handle is dropped inside the timed region: real callers pay
 // for it too.
 class DblockLeaseSide {
@@ -43,24 +67,8 @@ class DblockLeaseSide {
   explicit DblockLeaseSide(dblock::LockManager& manager) : manager_(manager) {}
 
   void pair(const std::string& name, PairSamples* out) {
-    const auto t0 = Clock::now();
-    Clock::time_point t1;
-    bool acquired = false;
-    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
-    {
-      std::optional<dblock::Lease> lease = manager_.try_acquire(name);
-      t1 = Clock::now();
-      if (lease) {
-        acquired = true;
-        result = lease->release();
-      }
-    }
-    const auto t2 = Clock::now();
-    if (!acquired) throw std::runtime_error("dblock: uncontended try_acquire returned no lease");
-    if (result != dblock::ReleaseResult::kReleased) {
-      throw std::runtime_error(std::string("dblock: release returned ") + dblock::to_string(result));
-    }
-    if (out) out->add(t0, t1, t2);
+    time_handle_pair([&] { return manager_.try_acquire(name); }, "dblock: uncontended try_acquire returned no lease",
+                     "dblock: release returned ", out);
   }
 
  private:
@@ -73,24 +81,9 @@ class DblockSessionSide {
   explicit DblockSessionSide(dblock::LockManager& manager) : manager_(manager) {}
 
   void pair(const std::string& name, PairSamples* out) {
-    const auto t0 = Clock::now();
-    Clock::time_point t1;
-    bool acquired = false;
-    dblock::ReleaseResult result = dblock::ReleaseResult::kInDoubt;
-    {
-      std::optional<dblock::SessionLock> lock = manager_.session_lock(name, std::chrono::milliseconds(0));
-      t1 = Clock::now();
-      if (lock) {
-        acquired = true;
-        result = lock->release();
-      }
-    }
-    const auto t2 = Clock::now();
-    if (!acquired) throw std::runtime_error("dblock: uncontended session_lock returned nothing");
-    if (result != dblock::ReleaseResult::kReleased) {
-      throw std::runtime_error(std::string("dblock: session lock release returned ") + dblock::to_string(result));
-    }
-    if (out) out->add(t0, t1, t2);
+    time_handle_pair([&] { return manager_.session_lock(name, std::chrono::milliseconds(0)); },
+                     "dblock: uncontended session_lock returned nothing", "dblock: session lock release returned ",
+                     out);
   }
 
  private:

@@ -62,46 +62,10 @@
 #define DBLOCK_BENCH_BUILD_TYPE ""
 #endif
 
+namespace dblock_bench {
 namespace {
 
 using namespace std::chrono_literals;
-using dblock_bench::Clock;
-using dblock_bench::ContentionResult;
-using dblock_bench::DblockLeaseSide;
-using dblock_bench::DblockSessionSide;
-using dblock_bench::HandoffFigure;
-using dblock_bench::JsonLine;
-using dblock_bench::PairFigure;
-using dblock_bench::PairSamples;
-using dblock_bench::Placement;
-using dblock_bench::Row;
-using dblock_bench::SharedArena;
-using dblock_bench::StartLine;
-using dblock_bench::add_contention_json;
-using dblock_bench::apply_placement;
-using dblock_bench::cell;
-using dblock_bench::contend;
-using dblock_bench::cpu_model;
-using dblock_bench::format;
-using dblock_bench::handoff_json_head;
-using dblock_bench::handoff_row;
-using dblock_bench::kContentionTtl;
-using dblock_bench::kContentionWait;
-using dblock_bench::kCriticalSection;
-using dblock_bench::kHotKey;
-using dblock_bench::kInterleaveBlock;
-using dblock_bench::kProcesses;
-using dblock_bench::make_row;
-using dblock_bench::measure_pairs;
-using dblock_bench::parse_non_negative;
-using dblock_bench::placement_text;
-using dblock_bench::print_contention_table;
-using dblock_bench::print_placement;
-using dblock_bench::print_rows_json;
-using dblock_bench::print_table;
-using dblock_bench::redact_password;
-using dblock_bench::run_contenders;
-using dblock_bench::utc_now;
 
 constexpr const char* kUrlEnv = "DBLOCK_BENCH_MYSQL_URL";
 
@@ -634,18 +598,16 @@ int run(const Config& config) {
 }
 
 }  // namespace
+}  // namespace dblock_bench
 
 int main(int argc, char** argv) {
-  const Config config = parse_args(argc, argv);
-  try {
-    return run(config);
-  } catch (const dblock::Error& e) {
-    std::fprintf(stderr, "mysql_bench: dblock error%s%s: %s\n", e.backend().empty() ? "" : " from ",
-                 e.backend().c_str(), e.what());
-  } catch (const sql::SQLException& e) {
-    std::fprintf(stderr, "mysql_bench: MySQL error %d (%s): %s\n", e.getErrorCode(), e.getSQLStateCStr(), e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mysql_bench: %s\n", e.what());
-  }
-  return 1;
+  const dblock_bench::Config config = dblock_bench::parse_args(argc, argv);
+  return dblock_bench::run_reporting_errors("mysql_bench", [&] {
+    try {
+      return dblock_bench::run(config);
+    } catch (const sql::SQLException& e) {
+      throw std::runtime_error(dblock_bench::format("MySQL error %d (%s): %s", e.getErrorCode(), e.getSQLStateCStr(),
+                                                    e.what()));
+    }
+  });
 }

@@ -47,39 +47,10 @@
 #define DBLOCK_BENCH_BUILD_TYPE ""
 #endif
 
+namespace dblock_bench {
 namespace {
 
 using namespace std::chrono_literals;
-using dblock_bench::Clock;
-using dblock_bench::add_contention_json;
-using dblock_bench::ContentionResult;
-using dblock_bench::DblockLeaseSide;
-using dblock_bench::JsonLine;
-using dblock_bench::PairFigure;
-using dblock_bench::PairSamples;
-using dblock_bench::Placement;
-using dblock_bench::SharedArena;
-using dblock_bench::StartLine;
-using dblock_bench::Summary;
-using dblock_bench::apply_placement;
-using dblock_bench::cell;
-using dblock_bench::contend;
-using dblock_bench::cpu_model;
-using dblock_bench::format;
-using dblock_bench::join;
-using dblock_bench::kContentionTtl;
-using dblock_bench::kContentionWait;
-using dblock_bench::kCriticalSection;
-using dblock_bench::kHotKey;
-using dblock_bench::kInterleaveBlock;
-using dblock_bench::kProcesses;
-using dblock_bench::measure_pairs;
-using dblock_bench::parse_non_negative;
-using dblock_bench::ratio;
-using dblock_bench::run_contenders;
-using dblock_bench::summarize;
-using dblock_bench::to_us;
-using dblock_bench::utc_now;
 
 // Pair figures.
 constexpr int kDefaultPairs = 20'000;
@@ -365,47 +336,6 @@ ContentionResult run_contention(Kind kind, const std::string& target, int proces
 // ---------------------------------------------------------------------------------------------
 // Output
 
-struct PairRow {
-  const char* figure;  // JSON name
-  const char* label;   // table label
-  Summary dblock;
-  Summary floor;
-  bool has_target;
-};
-
-PairRow make_row(const char* figure, const char* label, const std::vector<double>& dblock,
-                 const std::vector<double>& floor, bool has_target) {
-  return PairRow{figure, label, summarize(dblock), summarize(floor), has_target};
-}
-
-bool row_passes(const PairRow& row) { return ratio(row.dblock.p50, row.floor.p50) <= kTargetRatio; }
-
-void print_pair_table(const std::vector<PairRow>& rows) {
-  std::printf("%-30s %10s %10s %6s %11s %10s %6s  %s\n", "figure (times in us)", "dblock p50", "floor p50", "ratio",
-              "p99 dblock", "p99 floor", "ratio", "target");
-  for (const PairRow& row : rows) {
-    const double r50 = ratio(row.dblock.p50, row.floor.p50);
-    const double r99 = ratio(row.dblock.p99, row.floor.p99);
-    const std::string target =
-        row.has_target ? format("p50 <= %.1fx %s", kTargetRatio, row_passes(row) ? "PASS" : "FAIL") : "-";
-    std::printf("%-30s %10s %10s %6s %11s %10s %6s  %s\n", row.label, cell(row.dblock.p50).c_str(),
-                cell(row.floor.p50).c_str(), cell(r50, "%.2f").c_str(), cell(row.dblock.p99).c_str(),
-                cell(row.floor.p99).c_str(), cell(r99, "%.2f").c_str(), target.c_str());
-  }
-}
-
-void print_pair_json(const PairRow& row) {
-  JsonLine line;
-  line.add("figure", row.figure)
-      .add("n", row.dblock.n)
-      .add_summary("dblock", row.dblock)
-      .add_summary("floor", row.floor)
-      .add("ratio_p50", ratio(row.dblock.p50, row.floor.p50))
-      .add("ratio_p99", ratio(row.dblock.p99, row.floor.p99));
-  if (row.has_target) line.add("target_ratio_p50", kTargetRatio, "%.1f").add("pass", row_passes(row));
-  std::printf("BENCH_JSON %s\n", line.str().c_str());
-}
-
 bool starvation_free(const ContentionResult& r) {
   return r.timeouts == 0 && r.violations == 0 && r.handoff_share >= kMinHandoffShare &&
          r.wait_us.max <= to_us(kMaxFairWait);
@@ -479,7 +409,7 @@ int run(const Config& config) {
 
   // Pair figures. The floor and dblock use separate files in the same directory so that each side
   // pays for its own WAL growth and checkpoints.
-  std::vector<PairRow> rows;
+  std::vector<Row> rows;
   std::int64_t dblock_wal_bytes = -1;
   std::int64_t floor_wal_bytes = -1;
   {
@@ -498,15 +428,16 @@ int run(const Config& config) {
     std::fprintf(stderr, "[sqlite_bench] pairs on %d names...\n", kDistinctNames);
     const PairFigure distinct = measure_pairs(floor_side, dblock_side, names, config.warmup, config.pairs);
 
-    rows.push_back(make_row("pair_same_name", "acquire+release (same name)", same.dblock.pair, same.floor.pair, true));
-    rows.push_back(make_row("acquire_same_name", "  acquire only", same.dblock.acquire, same.floor.acquire, false));
-    rows.push_back(make_row("release_same_name", "  release only", same.dblock.release, same.floor.release, false));
+    rows.push_back(
+        make_row("pair_same_name", "acquire+release (same name)", same.dblock.pair, same.floor.pair, kTargetRatio));
+    rows.push_back(make_row("acquire_same_name", "  acquire only", same.dblock.acquire, same.floor.acquire));
+    rows.push_back(make_row("release_same_name", "  release only", same.dblock.release, same.floor.release));
     rows.push_back(make_row("pair_distinct_names", "acquire+release (10k names)", distinct.dblock.pair,
-                            distinct.floor.pair, true));
+                            distinct.floor.pair, kTargetRatio));
     rows.push_back(make_row("acquire_distinct_names", "  acquire only", distinct.dblock.acquire,
-                            distinct.floor.acquire, false));
+                            distinct.floor.acquire));
     rows.push_back(make_row("release_distinct_names", "  release only", distinct.dblock.release,
-                            distinct.floor.release, false));
+                            distinct.floor.release));
     // Measured while both sides are still open (closing checkpoints and removes the WAL). With
     // SQLite's default auto-checkpoint a WAL stays near 4 MB; one that keeps growing means
     // checkpoints are not running, and every commit then pays for extending the file.
@@ -520,7 +451,7 @@ int run(const Config& config) {
   const ContentionResult floor_contention = run_contention(Kind::kFloor, floor_path, kProcesses, config.iterations);
 
   if (!config.json_only) {
-    print_pair_table(rows);
+    print_table(rows);
     std::printf("WAL size after the pair figures: dblock %.1f MB, floor %.1f MB%s\n\n",
                 static_cast<double>(dblock_wal_bytes) / 1e6, static_cast<double>(floor_wal_bytes) / 1e6,
                 dblock_wal_bytes > kWalWarnFactor * std::max<std::int64_t>(floor_wal_bytes, 1)
@@ -550,7 +481,7 @@ int run(const Config& config) {
                   .add("reaper", false)
                   .str()
                   .c_str());
-  for (const PairRow& row : rows) print_pair_json(row);
+  for (const Row& row : rows) print_row_json(row);
   std::printf("BENCH_JSON %s\n", JsonLine()
                                       .add("figure", "wal_after_pairs")
                                       .add("dblock_wal_bytes", dblock_wal_bytes)
@@ -576,16 +507,9 @@ int run(const Config& config) {
 }
 
 }  // namespace
+}  // namespace dblock_bench
 
 int main(int argc, char** argv) {
-  const Config config = parse_args(argc, argv);
-  try {
-    return run(config);
-  } catch (const dblock::Error& e) {
-    std::fprintf(stderr, "sqlite_bench: dblock error%s%s: %s\n", e.backend().empty() ? "" : " from ",
-                 e.backend().c_str(), e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "sqlite_bench: %s\n", e.what());
-  }
-  return 1;
+  const dblock_bench::Config config = dblock_bench::parse_args(argc, argv);
+  return dblock_bench::run_reporting_errors("sqlite_bench", [&] { return dblock_bench::run(config); });
 }

@@ -586,15 +586,26 @@ TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "
 
 // ---- optional modes, on every backend that has them ---------------------------------------
 
+namespace {
+
+// An application table for the optional-mode tests, created (and filled) by `statements` in one
+// transaction under the backend's transaction lock.
+void create_app_table(LockManager& manager, const std::string& prefix, const std::vector<std::string>& statements) {
+  REQUIRE(manager.run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
+    for (const std::string& statement : statements) tx.execute(statement);
+  }));
+}
+
+}  // namespace
+
 TEST_CASE("optimistic compare-and-set: conflicts reported, concurrent increments exact", "[conformance][optimistic]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   if (!manager->capabilities().optimistic) return;
   const std::string table = prefix + "accounts";
-  REQUIRE(manager->run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
-    tx.execute("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, balance BIGINT, version BIGINT NOT NULL)");
-    tx.execute("INSERT INTO " + table + " VALUES (1, 100, 0)");
-  }));
+  create_app_table(*manager, prefix,
+                   {"CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, balance BIGINT, version BIGINT NOT NULL)",
+                    "INSERT INTO " + table + " VALUES (1, 100, 0)"});
   VersionedUpdate update;
   update.table = table;
   update.id = std::int64_t{1};
@@ -656,10 +667,9 @@ TEST_CASE("FOR UPDATE row locks with NOWAIT, SKIP LOCKED, a wait timeout and a l
   auto b = open_manager({}, prefix);
   if (!a->capabilities().row_locks) return;
   const std::string table = prefix + "jobs";
-  REQUIRE(a->run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
-    tx.execute("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, state VARCHAR(16))");
-    tx.execute("INSERT INTO " + table + " VALUES (1, 'new'), (2, 'new'), (3, 'new'), (4, 'new'), (5, 'new')");
-  }));
+  create_app_table(*a, prefix,
+                   {"CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, state VARCHAR(16))",
+                    "INSERT INTO " + table + " VALUES (1, 'new'), (2, 'new'), (3, 'new'), (4, 'new'), (5, 'new')"});
   RowLockRequest one;
   one.table = table;
   one.keys = {std::int64_t{1}};
