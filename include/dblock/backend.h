@@ -180,10 +180,18 @@ class Backend {
   // Extends the lease to now + ttl (backend clock) if this owner still holds it unexpired.
   virtual RenewResult renew(std::string_view name, LockMode mode, const OwnerSecret& secret,
                             std::chrono::milliseconds ttl) = 0;
+  // What the manager knows about contention when it releases. A lease that was acquired only
+  // after queueing probably has waiters again; a backend may use this to choose which statement
+  // to try first, never for correctness.
+  enum class ReleaseHint { kNone, kAcquiredAfterQueueing };
+
   // Compare-and-delete: returns true if this owner's lease was released, false if it was not
   // held by this owner any more (expired, taken over, force-released). Throws InDoubtError when
   // the outcome is unknown.
-  virtual bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) = 0;
+  virtual bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint hint) = 0;
+  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) {
+    return release(name, mode, secret, ReleaseHint::kNone);
+  }
   // Leaves the queue joined with AcquireRequest::queue (the waiter gave up).
   virtual void abandon_queue(std::string_view name, const OwnerSecret& secret) = 0;
   // Optional, read-only and cheap: the current holder's remaining time on the backend clock (zero

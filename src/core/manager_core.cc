@@ -244,6 +244,7 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
     AcquireResult result = backend_->try_acquire(request);
     if (result.acquired) {
       cleanup.acquired = true;
+      state->acquired_after_queueing = request.queue_ticket != 0;
       state->fence = result.fence;
       state->expires_at_us.store(result.expires_at_us);
       state->safe_until_ns.store(to_ns(sent_at + ttl - drift_margin(ttl)));
@@ -381,7 +382,9 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
   }
   ReleaseResult result;
   try {
-    bool released = backend_->release(state->name, state->mode, state->secret);
+    bool released = backend_->release(state->name, state->mode, state->secret,
+                                      state->acquired_after_queueing ? Backend::ReleaseHint::kAcquiredAfterQueueing
+                                                                     : Backend::ReleaseHint::kNone);
     result = released && !locally_lost ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
   } catch (const Error& e) {
     report(e);

@@ -41,6 +41,9 @@ struct LeaseState {
   std::function<void(const LostLease&)> on_lost;
   std::thread::id owner_thread;
   bool reentrant = false;
+  // Set once by the acquiring thread before the state is published: the backend granted the lease
+  // only after this acquire had queued (the release passes it on as a hint).
+  bool acquired_after_queueing = false;
 
   // Readable without the manager mutex; written under it.
   std::atomic<bool> lost{false};

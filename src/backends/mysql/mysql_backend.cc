@@ -45,8 +45,6 @@
 #include <map>
 #include <mutex>
 #include <thread>
-#include <iterator>
-#include <unordered_map>
 
 #include "dblock/errors.h"
 #include "dblock/mysql/mysql.h"
@@ -557,32 +555,7 @@ class MysqlBackend final : public Backend {
       return r;
     });
     if (result.acquired) beacon_hold(name, secret, sent_at + request.ttl);
-    if (request.queue_ticket != 0 || (!result.acquired && request.queue)) note_contended(name);
     return result;
-  }
-
-  // Which release statement goes first is a guess from recent contention; both orders are
-  // correct, a wrong guess costs a round trip. A name this backend queued for in the last second
-  // probably has waiters again at release: mark the row free at once (one round trip) instead of
-  // trying the uncontended delete first (two round trips on a contended hand-off).
-  void note_contended(const std::string& name) {
-    std::lock_guard<std::mutex> lock(contended_mutex_);
-    const SteadyClock::time_point now = SteadyClock::now();
-    if (contended_.size() >= kContendedNamesMax) {
-      for (auto it = contended_.begin(); it != contended_.end();) {
-        it = now - it->second > kContendedFor ? contended_.erase(it) : std::next(it);
-      }
-      if (contended_.size() >= kContendedNamesMax) contended_.clear();
-    }
-    contended_[name] = now;
-  }
-  bool recently_contended(const std::string& name) {
-    std::lock_guard<std::mutex> lock(contended_mutex_);
-    auto it = contended_.find(name);
-    if (it == contended_.end()) return false;
-    if (SteadyClock::now() - it->second <= kContendedFor) return true;
-    contended_.erase(it);
-    return false;
   }
 
   std::optional<milliseconds> peek_remaining(std::string_view name) override {
@@ -649,7 +622,7 @@ class MysqlBackend final : public Backend {
     return result;
   }
 
-  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) override {
+  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint hint) override {
     check_name(name);
     const std::string key(name);
     const std::string hex = secret.hex();
@@ -660,7 +633,10 @@ class MysqlBackend final : public Backend {
       const std::string& secret;
       ~DropBeacon() { backend->beacon_drop(name, secret, true); }
     } drop{this, key, hex};
-    const bool contended = mode == LockMode::kExclusive && recently_contended(key);
+    // Which release statement goes first is a guess (both orders are correct; a wrong guess costs
+    // a round trip): a lease acquired after queueing probably has waiters again, so its row is
+    // marked free at once instead of first trying the uncontended delete.
+    const bool contended = hint == ReleaseHint::kAcquiredAfterQueueing;
     // nullopt: nothing of this owner's found (already released, or never held).
     auto attempt = [&](Connection& c) -> std::optional<bool> {
       if (mode == LockMode::kExclusive) {
@@ -1366,11 +1342,6 @@ class MysqlBackend final : public Backend {
 
   std::mutex beacon_conn_mutex_;
   std::unique_ptr<Connection> beacon_conn_;  // GUARDED_BY(beacon_conn_mutex_); null until needed
-
-  static constexpr auto kContendedFor = std::chrono::seconds(1);
-  static constexpr std::size_t kContendedNamesMax = 4096;
-  std::mutex contended_mutex_;
-  std::unordered_map<std::string, SteadyClock::time_point> contended_;  // GUARDED_BY(contended_mutex_)
 };
 
 std::int64_t MyTransaction::execute(std::string_view sql, const std::vector<Value>& params) {

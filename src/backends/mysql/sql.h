@@ -292,8 +292,8 @@ inline constexpr const char* kRenewReader =
 // lease live and nobody is queued for it. InnoDB evaluates the condition on the latest version
 // under the row lock, so a waiter that marked the row first is seen. Deleting is cheaper than
 // marking free (bench/mysql_bench lease pair: 1.17-1.24x the floor before, 1.11-1.19x after), and
-// the acquire after it takes the plain insert path. No row changed: kReleaseExclusive decides. (A backend that
-// recently queued for the name expects waiters and runs kReleaseExclusive alone.) :name, :secret.
+// the acquire after it takes the plain insert path. No row changed: kReleaseExclusive decides. (The release of a
+// lease acquired after queueing expects waiters and runs kReleaseExclusive alone.) :name, :secret.
 inline constexpr const char* kReleaseExclusiveUnqueued =
     "DELETE FROM {L} WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive'"
     " AND expires_at > UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED;

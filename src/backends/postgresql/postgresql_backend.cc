@@ -266,7 +266,7 @@ class PostgresBackend final : public Backend {
     });
   }
 
-  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) override {
+  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint) override {
     Params p;
     p.add(name).add(secret).add(channel_);
     const char* stmt = mode == LockMode::kExclusive ? "release" : "release_reader";

@@ -366,7 +366,7 @@ class SqliteBackend final : public Backend {
     return result;
   }
 
-  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) override {
+  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint) override {
     auto c = borrow();
     std::int64_t was_live = 0;
     if (mode == LockMode::kExclusive) {
