@@ -33,7 +33,8 @@ CREATE TABLE "{{prefix}}leases" (
   queued_ticket bigint
 );
 
-CREATE INDEX "{{prefix}}leases_expires" ON "{{prefix}}leases" (expires_at);
+-- (expires_at, name): the reaper walks expired rows in this order with a cursor.
+CREATE INDEX "{{prefix}}leases_expires" ON "{{prefix}}leases" (expires_at, name);
 
 CREATE TABLE "{{prefix}}readers" (
   name         text        NOT NULL,

@@ -47,10 +47,10 @@ struct ManagerOptions {
   // Reaper: a background thread deleting expired lease rows in bounded batches.
   bool reaper = true;                                // default on
   std::chrono::milliseconds reaper_interval{5'000};  // pause between passes; default 5 s
-  // Rows per reaper statement; default 100, must be > 0. Each batch is followed by a pause as long
+  // Rows per reaper statement; default 50, must be > 0. Each batch is followed by a pause as long
   // as it took (at least 1 ms): small batches keep what waits behind one short (measured in
   // bench/postgresql_bench: acquire p99 while reaping grows with the batch size).
-  int reaper_batch = 100;
+  int reaper_batch = 50;
 
   // Create or upgrade the lock tables on open (under the backend's migration lock). Default true.
   // With false, opening a database without the schema throws SchemaError.

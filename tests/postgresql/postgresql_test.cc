@@ -304,6 +304,61 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
   CHECK(manager->try_acquire("marker"));
 }
 
+// The reaper walks expired rows in expiry-index order with a cursor (kReapLeases): whatever the
+// order and however many rows share one expiry, a pass deletes every expired row nobody is queued
+// for in bounded batches, and a row left behind the cursor (here: one that was already expired
+// when it was inserted mid-pass) is found by the next pass.
+TEST_CASE("postgresql: the reaper deletes expired rows in bounded batches across passes", "[postgresql][reaper]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  pqxx::connection c(conninfo());
+  const std::string leases = "\"" + prefix + "leases\"";
+  auto run = [&](const std::string& sql) {
+    pqxx::nontransaction tx(c);
+    return tx.exec(sql);
+  };
+  auto count_expired = [&] {
+    return run("SELECT count(*) FROM " + leases + " WHERE expires_at <= clock_timestamp()")[0][0].as<int>();
+  };
+  const std::string columns = " (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals, queued_until)";
+  // 120 rows with one expiry (one statement's now()), 30 with different ones, a freed row with the
+  // '-infinity' expiry early versions wrote, and an expired row that waiters are queued for.
+  run("INSERT INTO " + leases + columns + " SELECT 'same-' || g, gen_random_uuid(), 'test', 'exclusive', g,"
+      " now() - interval '2 hours', now() - interval '1 hour', 0, NULL FROM generate_series(1, 120) g");
+  run("INSERT INTO " + leases + columns + " SELECT 'spread-' || g, gen_random_uuid(), 'test', 'exclusive', g,"
+      " now() - interval '2 days', now() - g * interval '1 minute', 0, NULL FROM generate_series(1, 30) g");
+  run("INSERT INTO " + leases + columns + " VALUES ('legacy-free', NULL, NULL, 'exclusive', 1, now(), '-infinity', 0, NULL)");
+  run("INSERT INTO " + leases + columns + " VALUES ('marked', NULL, NULL, 'exclusive', 1, now(), now() - interval '1 hour',"
+      " 0, clock_timestamp() + interval '1 hour')");
+  auto live = manager->try_acquire("live");
+  REQUIRE(live);
+  REQUIRE(count_expired() == 152);
+
+  constexpr std::size_t kBatch = 50;
+  int deleted = 0;
+  int passes = 0;
+  bool inserted_behind = false;
+  for (int call = 0; call < 20 && count_expired() > 1; ++call) {  // bounded: 153 rows need 6 calls
+    const std::size_t n = manager->backend().reap(kBatch);
+    CHECK(n <= kBatch);
+    deleted += static_cast<int>(n);
+    if (n < kBatch) ++passes;
+    if (!inserted_behind) {
+      // Mid-pass, after the first batch: an expired row older than everything reaped so far.
+      run("INSERT INTO " + leases + columns + " VALUES ('behind', gen_random_uuid(), 'test', 'exclusive', 1,"
+          " now() - interval '3 days', now() - interval '2 days', 0, NULL)");
+      inserted_behind = true;
+    }
+  }
+  CHECK(deleted == 152);
+  CHECK(passes >= 1);
+  CHECK(passes <= 2);
+  CHECK(count_expired() == 1);  // the marked row
+  CHECK(run("SELECT count(*) FROM " + leases + " WHERE name IN ('marked', 'live')")[0][0].as<int>() == 2);
+  CHECK_FALSE(live->lost());
+  CHECK(live->release() == ReleaseResult::kReleased);
+}
+
 TEST_CASE("postgresql: session locks use the documented advisory key and come in a shared mode",
           "[postgresql][session]") {
   // Exclusion across managers and threads is in the conformance suite.

@@ -347,14 +347,26 @@ class PostgresBackend final : public Backend {
     });
   }
 
+  // A pass is a run of calls that each reap a full batch of leases; the next call after a short
+  // batch starts a new pass from the oldest expiry (see kReapLeases).
   std::size_t reap(std::size_t batch) override {
+    std::lock_guard<std::mutex> lock(reap_mutex_);
     return with_retry("reap", [&](Connection& c) {
-      std::size_t n = 0;
       Params p;
-      p.add(static_cast<std::int64_t>(batch));
-      n += exec(c, "reap_leases", p)[0][0].as<std::size_t>();
-      n += exec(c, "reap_readers", p)[0][0].as<std::size_t>();
-      n += exec(c, "reap_waiters", p)[0][0].as<std::size_t>();
+      p.add(static_cast<std::int64_t>(batch)).add(reap_after_expiry_).add(reap_after_name_);
+      pqxx::result leases = exec(c, "reap_leases", p);
+      std::size_t n = leases.empty() ? 0 : leases[0][0].as<std::size_t>();
+      if (n < batch) {
+        reap_after_expiry_ = kReapFromStart;
+        reap_after_name_.clear();
+      } else {
+        reap_after_expiry_ = leases[0][1].as<std::string>();
+        reap_after_name_ = leases[0][2].as<std::string>();
+      }
+      Params q;
+      q.add(static_cast<std::int64_t>(batch));
+      n += exec(c, "reap_readers", q)[0][0].as<std::size_t>();
+      n += exec(c, "reap_waiters", q)[0][0].as<std::size_t>();
       return n;
     });
   }
@@ -823,6 +835,12 @@ class PostgresBackend final : public Backend {
 
   detail::IdlePool<Connection> idle_;          // lease statements
   detail::IdlePool<Connection> session_idle_;  // session-lock connections (already probed)
+
+  // The reaper's cursor: the last lease row (in expiry index order) of the current pass.
+  static constexpr const char* kReapFromStart = "-infinity";
+  std::mutex reap_mutex_;
+  std::string reap_after_expiry_ = kReapFromStart;  // GUARDED_BY(reap_mutex_)
+  std::string reap_after_name_;                    // GUARDED_BY(reap_mutex_)
 
   std::mutex listener_mutex_;
   std::condition_variable listener_cv_;
