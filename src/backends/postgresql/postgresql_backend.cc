@@ -19,6 +19,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "dblock/errors.h"
@@ -353,14 +354,17 @@ class PostgresBackend final : public Backend {
     std::lock_guard<std::mutex> lock(reap_mutex_);
     return with_retry("reap", [&](Connection& c) {
       Params p;
-      p.add(static_cast<std::int64_t>(batch)).add(reap_after_expiry_).add(reap_after_name_);
+      p.add(static_cast<std::int64_t>(batch));
+      if (reap_after_expiry_us_) p.add(*reap_after_expiry_us_); else p.add_null();
+      p.add(reap_after_name_);
       pqxx::result leases = exec(c, "reap_leases", p);
       std::size_t n = leases.empty() ? 0 : leases[0][0].as<std::size_t>();
       if (n < batch) {
-        reap_after_expiry_ = kReapFromStart;
+        reap_after_expiry_us_.reset();
         reap_after_name_.clear();
       } else {
-        reap_after_expiry_ = leases[0][1].as<std::string>();
+        reap_after_expiry_us_ = leases[0][1].is_null() ? std::nullopt
+                                                       : std::optional<std::int64_t>(leases[0][1].as<std::int64_t>());
         reap_after_name_ = leases[0][2].as<std::string>();
       }
       Params q;
@@ -836,11 +840,11 @@ class PostgresBackend final : public Backend {
   detail::IdlePool<Connection> idle_;          // lease statements
   detail::IdlePool<Connection> session_idle_;  // session-lock connections (already probed)
 
-  // The reaper's cursor: the last lease row (in expiry index order) of the current pass.
-  static constexpr const char* kReapFromStart = "-infinity";
+  // The reaper's cursor: the last lease row (in expiry index order) of the current pass; no
+  // expiry means '-infinity' (and, with an empty name, the start of a pass).
   std::mutex reap_mutex_;
-  std::string reap_after_expiry_ = kReapFromStart;  // GUARDED_BY(reap_mutex_)
-  std::string reap_after_name_;                    // GUARDED_BY(reap_mutex_)
+  std::optional<std::int64_t> reap_after_expiry_us_;  // GUARDED_BY(reap_mutex_)
+  std::string reap_after_name_;                       // GUARDED_BY(reap_mutex_)
 
   std::mutex listener_mutex_;
   std::condition_variable listener_cv_;

@@ -245,18 +245,21 @@ inline constexpr const char* kList =
 
 // Reaper: at most $1 expired rows nobody is queued for, skipping rows another transaction is
 // taking over (never waits on them). A row with live waiters stays (see the queue note above).
-// Keyset order: only rows after the cursor ($2 expires_at as text, '-infinity' to start; $3
-// name), in (expires_at, name) order, so a batch reads its own rows from the expiry index and not
+// Keyset order: only rows after the cursor ($2 expires_at in microseconds since the epoch, NULL
+// for '-infinity', the expiry freed rows got from early versions, and to start; $3 name, '' to
+// start), in (expires_at, name) order, so a batch reads its own rows from the expiry index and not
 // the entries of rows earlier batches deleted. Rows a pass leaves behind (locked or queued for)
 // are expired already and are found by the next pass; rows that expire later get an expiry after
-// the cursor. Result: one row per deleted row, the last (in key order) first, with the
-// count: count, expires_at as text, name. No row: nothing deleted.
+// the cursor. Result: the last deleted row in key order, with the count of deleted rows: count,
+// expires_at in microseconds (NULL: '-infinity'), name. No row: nothing deleted.
 inline constexpr const char* kReapLeases =
     "WITH d AS (DELETE FROM {L} WHERE name IN (SELECT name FROM {L}"
-    "  WHERE (expires_at, name) > ($2::timestamptz, $3::text) AND expires_at <= clock_timestamp()"
+    "  WHERE (expires_at, name) > (coalesce(timestamptz 'epoch' + $2::bigint * interval '1 microsecond',"
+    "  '-infinity'), $3::text) AND expires_at <= clock_timestamp()"
     "  AND coalesce(queued_until, '-infinity') <= clock_timestamp()"
     "  ORDER BY expires_at, name LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING expires_at, name)"
-    " SELECT count(*) OVER (), expires_at::text, name FROM d ORDER BY expires_at DESC, name DESC LIMIT 1";
+    " SELECT count(*) OVER (), CASE WHEN isfinite(expires_at) THEN " DBLOCK_PG_US("expires_at") " END, name"
+    " FROM d ORDER BY expires_at DESC, name DESC LIMIT 1";
 inline constexpr const char* kReapReaders =
     "WITH d AS (DELETE FROM {R} WHERE (name, owner_secret) IN (SELECT name, owner_secret FROM {R}"
     "  WHERE expires_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING 1)"
