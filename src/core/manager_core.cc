@@ -571,7 +571,7 @@ void ManagerCore::reaper_loop() {
       // 1 ms), so the reaper never holds the database for long and takes at most half of it
       // while it catches up: a statement that waits for a reap batch (for its row locks, or for
       // a server CPU the reaping backend occupies) waits at most about one batch. At most 100 000
-      // batches per pass (10 million rows at the default batch size).
+      // batches per pass (5 million rows at the default batch size).
       for (int i = 0; i < 100'000; ++i) {
         const auto started = SteadyClock::now();
         std::size_t n = backend_->reap(static_cast<std::size_t>(options_.reaper_batch));

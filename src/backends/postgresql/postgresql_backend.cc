@@ -841,7 +841,8 @@ class PostgresBackend final : public Backend {
   detail::IdlePool<Connection> session_idle_;  // session-lock connections (already probed)
 
   // The reaper's cursor: the last lease row (in expiry index order) of the current pass; no
-  // expiry means '-infinity' (and, with an empty name, the start of a pass).
+  // expiry means '-infinity' (and, with an empty name, the start of a pass). reap_mutex_ is held
+  // for a whole reap() call, so the reaper thread and LockManager::reap() take turns on the cursor.
   std::mutex reap_mutex_;
   std::optional<std::int64_t> reap_after_expiry_us_;  // GUARDED_BY(reap_mutex_)
   std::string reap_after_name_;                       // GUARDED_BY(reap_mutex_)
