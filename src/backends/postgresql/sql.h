@@ -252,21 +252,29 @@ inline constexpr const char* kList =
 // are expired already and are found by the next pass; rows that expire later get an expiry after
 // the cursor. Result: the last deleted row in key order, with the count of deleted rows: count,
 // expires_at in microseconds (NULL: '-infinity'), name. No row: nothing deleted.
+//
+// Planning stays cheap however many rows earlier batches deleted. Their index entries remain
+// until vacuum, and a custom plan would estimate the cursor comparison, and a join on name, from
+// the indexes' actual lowest values, which the planner finds by walking those dead entries (PostgreSQL
+// 15, measured: 1-3 ms of planning per batch with 500 000 deleted rows, against 0.1 ms). So the
+// cursor values are sub-selects (run-time values the planner does not estimate), and the rows are
+// deleted by the ctid the locking sub-select returns (a TID scan, no join). The ctid is stable: the
+// row stays locked by this statement until it commits.
 inline constexpr const char* kReapLeases =
-    "WITH d AS (DELETE FROM {L} WHERE name IN (SELECT name FROM {L}"
-    "  WHERE (expires_at, name) > (coalesce(timestamptz 'epoch' + $2::bigint * interval '1 microsecond',"
-    "  '-infinity'), $3::text) AND expires_at <= clock_timestamp()"
+    "WITH d AS (DELETE FROM {L} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {L}"
+    "  WHERE (expires_at, name) > ((SELECT coalesce(timestamptz 'epoch' + $2::bigint * interval '1 microsecond',"
+    "  '-infinity')), (SELECT $3::text)) AND expires_at <= clock_timestamp()"
     "  AND coalesce(queued_until, '-infinity') <= clock_timestamp()"
-    "  ORDER BY expires_at, name LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING expires_at, name)"
+    "  ORDER BY expires_at, name LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING expires_at, name)"
     " SELECT count(*) OVER (), CASE WHEN isfinite(expires_at) THEN " DBLOCK_PG_US("expires_at") " END, name"
     " FROM d ORDER BY expires_at DESC, name DESC LIMIT 1";
 inline constexpr const char* kReapReaders =
-    "WITH d AS (DELETE FROM {R} WHERE (name, owner_secret) IN (SELECT name, owner_secret FROM {R}"
-    "  WHERE expires_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING 1)"
+    "WITH d AS (DELETE FROM {R} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {R}"
+    "  WHERE expires_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING 1)"
     " SELECT count(*) FROM d";
 inline constexpr const char* kReapWaiters =
-    "WITH d AS (DELETE FROM {W} WHERE (name, owner_secret) IN (SELECT name, owner_secret FROM {W}"
-    "  WHERE until_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED) RETURNING 1)"
+    "WITH d AS (DELETE FROM {W} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {W}"
+    "  WHERE until_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING 1)"
     " SELECT count(*) FROM d";
 
 // Guard, inside the caller's transaction: FOR SHARE keeps the row from being taken over (that is
