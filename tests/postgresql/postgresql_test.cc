@@ -304,6 +304,88 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
   CHECK(manager->try_acquire("marker"));
 }
 
+// A lease acquired after queueing is released with ReleaseHint::kAcquiredAfterQueueing: the row is
+// freed in place and keeps its marker (kReleaseExclusiveInPlace); whatever that statement does not
+// cover (not held, expired) falls back to the plain release and is reported the same way.
+TEST_CASE("postgresql: a contended release frees the row in place and keeps the queue", "[postgresql][queue]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  Backend& backend = manager->backend();
+  pqxx::connection c(conninfo());
+  auto row = [&](const char* name) {
+    pqxx::nontransaction tx(c);
+    return tx.exec_params("SELECT owner_secret IS NOT NULL AND expires_at > clock_timestamp(),"
+                          " coalesce(queued_until > clock_timestamp(), false), fence"
+                          " FROM \"" + prefix + "leases\" WHERE name = $1", name);
+  };
+  auto attempt = [&](const char* name, const OwnerSecret& secret, std::int64_t ticket, std::chrono::milliseconds ttl) {
+    AcquireRequest request;
+    request.name = name;
+    request.ttl = ttl;
+    request.secret = &secret;
+    request.queue = true;
+    request.queue_ttl = 60s;
+    request.queue_ticket = ticket;
+    return backend.try_acquire(request);
+  };
+  constexpr auto kContended = Backend::ReleaseHint::kAcquiredAfterQueueing;
+  const OwnerSecret holder = OwnerSecret::generate(), first = OwnerSecret::generate(),
+                    second = OwnerSecret::generate(), stranger = OwnerSecret::generate();
+
+  REQUIRE(attempt("inplace", holder, 0, 30s).acquired);
+  AcquireResult q1 = attempt("inplace", first, 0, 30s);
+  AcquireResult q2 = attempt("inplace", second, 0, 30s);
+  REQUIRE_FALSE(q1.acquired);
+  REQUIRE_FALSE(q2.acquired);
+  REQUIRE(backend.release("inplace", LockMode::kExclusive, holder));
+  AcquireResult got1 = attempt("inplace", first, q1.queue_ticket, 30s);
+  REQUIRE(got1.acquired);
+
+  // Not the owner: nothing changes, reported as not held.
+  CHECK_FALSE(backend.release("inplace", LockMode::kExclusive, stranger, kContended));
+  REQUIRE(row("inplace").size() == 1);
+  CHECK(row("inplace")[0][0].as<bool>());
+
+  // The owner, with a waiter queued: released, the row stays free and marked, the reaper spares
+  // it, an unqueued attempt is refused, and the waiter takes it with a larger fence.
+  REQUIRE(backend.release("inplace", LockMode::kExclusive, first, kContended));
+  REQUIRE(row("inplace").size() == 1);
+  CHECK_FALSE(row("inplace")[0][0].as<bool>());
+  CHECK(row("inplace")[0][1].as<bool>());
+  manager->reap();
+  CHECK(row("inplace").size() == 1);
+  CHECK_FALSE(attempt("inplace", stranger, 0, 30s).acquired);
+  backend.abandon_queue("inplace", stranger);
+  AcquireResult got2 = attempt("inplace", second, q2.queue_ticket, 30s);
+  REQUIRE(got2.acquired);
+  CHECK(got2.fence > got1.fence);
+
+  // Released again with the hint but nobody queued: an ordinary free row, which the reaper deletes;
+  // a new holder gets a larger fence. A second release of the same lease reports "not held".
+  REQUIRE(backend.release("inplace", LockMode::kExclusive, second, kContended));
+  CHECK_FALSE(backend.release("inplace", LockMode::kExclusive, second, kContended));
+  REQUIRE(row("inplace").size() == 1);
+  CHECK_FALSE(row("inplace")[0][1].as<bool>());
+  manager->reap();
+  CHECK(row("inplace").empty());
+  AcquireResult next = attempt("inplace", holder, 0, 30s);
+  REQUIRE(next.acquired);
+  CHECK(next.fence > got2.fence);
+  REQUIRE(backend.release("inplace", LockMode::kExclusive, holder, kContended));
+
+  // An expired lease released with the hint: the fallback deletes the row and reports it expired
+  // (false), as the plain release does.
+  REQUIRE(attempt("expiring", holder, 0, 50ms).acquired);
+  bool expired = false;
+  for (int i = 0; i < 200 && !expired; ++i) {
+    expired = !row("expiring")[0][0].as<bool>();
+    if (!expired) std::this_thread::sleep_for(5ms);  // bounded: the server clock passes 50 ms
+  }
+  REQUIRE(expired);
+  CHECK_FALSE(backend.release("expiring", LockMode::kExclusive, holder, kContended));
+  CHECK(row("expiring").empty());
+}
+
 // The reaper walks expired rows in expiry-index order with a cursor (kReapLeases): whatever the
 // order and however many rows share one expiry, a pass deletes every expired row nobody is queued
 // for in bounded batches, and a row left behind the cursor (here: one that was already expired

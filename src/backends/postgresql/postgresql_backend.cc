@@ -267,12 +267,16 @@ class PostgresBackend final : public Backend {
     });
   }
 
-  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint) override {
+  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint hint) override {
     Params p;
     p.add(name).add(secret).add(channel_);
     const char* stmt = mode == LockMode::kExclusive ? "release" : "release_reader";
+    // Contended (the hint): free the row in place, keeping its marker (kReleaseExclusiveInPlace);
+    // when that finds no live lease of ours, the plain release below reports what it finds.
+    const bool in_place = mode == LockMode::kExclusive && hint == ReleaseHint::kAcquiredAfterQueueing;
     bool queued = false;  // exclusive: waiters were queued, the marked row must be re-created
     auto attempt = [&](Connection& c) {
+      if (in_place && !exec(c, "release_in_place", p).empty()) return std::optional<bool>(true);
       pqxx::result r = exec(c, stmt, p);
       if (r.empty()) return std::optional<bool>();
       queued = mode == LockMode::kExclusive && r[0][1].as<bool>();
@@ -588,6 +592,7 @@ class PostgresBackend final : public Backend {
         {"renew_reader", sql::kRenewReader},
         {"release", sql::kReleaseExclusive},
         {"remark_released", sql::kRemarkReleased},
+        {"release_in_place", sql::kReleaseExclusiveInPlace},
         {"release_reader", sql::kReleaseReader},
         {"force_release", sql::kForceRelease},
         {"list", sql::kList},

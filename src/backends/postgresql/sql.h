@@ -217,6 +217,18 @@ inline constexpr const char* kRemarkReleased =
     "  SELECT $1, NULL, NULL, 'exclusive', 0, clock_timestamp(), clock_timestamp(), 0, o.until_at, o.ticket"
     "  FROM o, sc WHERE o.until_at IS NOT NULL ON CONFLICT (name) DO NOTHING RETURNING 1)"
     " SELECT count(*) FROM m";
+// Release of a lease that was acquired after queueing (ReleaseHint::kAcquiredAfterQueueing), so
+// waiters are probably queued again: the row is freed in place and keeps its marker, one
+// statement instead of kReleaseExclusive + kRemarkReleased, and no re-created row for the woken
+// waiter's acquire to wait on. It wakes the waiter the ticket hint names, as kReleaseExclusive
+// does. Only a live lease of this owner is freed here; no row means "not that" and the caller
+// falls back to kReleaseExclusive, which tells expired from not held. A row freed without a live
+// marker is an ordinary free row, left to the reaper. Result: queued. $1 name, $2 secret, $3 channel.
+inline constexpr const char* kReleaseExclusiveInPlace =
+    "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = clock_timestamp()"
+    " WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive' AND expires_at > clock_timestamp()"
+    " RETURNING (CASE WHEN queued_until > clock_timestamp()"
+    " THEN pg_notify($3, $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text IS NOT NULL";
 // A reader leaves; the row stays (with the expiry of the remaining readers) and keeps its marker.
 inline constexpr const char* kReleaseReader =
     "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
