@@ -112,6 +112,10 @@ constexpr const char* kPrefixHandoffUnlogged = "dblock_bench_hou_";
 constexpr const char* kPrefixSmall = "dblock_bench_small_";
 constexpr const char* kPrefixBig = "dblock_bench_big_";
 constexpr const char* kPrefixReap = "dblock_bench_reap_";
+constexpr const char* kReapNamePrefix = "expired-";
+// Bulk-loaded row names carry a zero-padded row number (bulk_name_sql), which bounds the row count.
+constexpr int kBulkNameDigits = 7;
+constexpr int kMaxBulkRows = 9'999'999;
 constexpr const char* kRawLogged = "dblock_bench_raw_leases";
 constexpr const char* kRawUnlogged = "dblock_bench_raw_leases_u";
 constexpr const char* kRawHandoff = "dblock_bench_raw_handoff";
@@ -227,8 +231,8 @@ Config parse_args(int argc, char** argv) {
   }
   if (pairs) config.pairs = std::max(*pairs, 1);
   if (iterations) config.iterations = std::max(*iterations, 2);
-  if (live) config.live = std::max(*live, kSmallLive + 1);
-  if (reap_rows) config.reap_rows = std::clamp(*reap_rows, 1, 9'999'999);  // names have 7 digits
+  if (live) config.live = std::clamp(*live, kSmallLive + 1, kMaxBulkRows);
+  if (reap_rows) config.reap_rows = std::clamp(*reap_rows, 1, kMaxBulkRows);
   if (reap_batch) config.reap_batch = std::max(*reap_batch, 1);
   return config;
 }
@@ -621,6 +625,13 @@ ContentionResult run_contention(Kind kind, const std::string& url, const std::st
 // ---------------------------------------------------------------------------------------------
 // Live leases and reaper: bulk rows straight into dblock's own table (migrations/postgresql/0001).
 
+// Bulk-loaded rows are named name_prefix + the row number zero-padded to kBulkNameDigits, so that
+// name order is load order. `number` is an SQL expression.
+std::string bulk_name_sql(const char* name_prefix, const std::string& number) {
+  return std::string("'") + name_prefix + "' || lpad((" + number + ")::text, " + std::to_string(kBulkNameDigits) +
+         ", '0')";
+}
+
 void bulk_insert_leases(pqxx::connection& c, const char* prefix, const char* name_prefix, int count, bool expired) {
   const std::string leases = quote_ident(std::string(prefix) + "leases");
   const std::string sequence = quote_ident(std::string(prefix) + "fence_seq");
@@ -628,7 +639,7 @@ void bulk_insert_leases(pqxx::connection& c, const char* prefix, const char* nam
   const char* expires = expired ? "now() - interval '1 hour'" : "now() + interval '10 years'";
   run_sql(c, "INSERT INTO " + leases +
                  " (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
-                 " SELECT '" + name_prefix + "' || lpad(g::text, 7, '0'), gen_random_uuid(), 'postgresql_bench',"
+                 " SELECT " + bulk_name_sql(name_prefix, "g") + ", gen_random_uuid(), 'postgresql_bench',"
                  " 'exclusive', nextval('" + sequence + "'), " + acquired + ", " + expires + ", 0"
                  " FROM generate_series(1, " + std::to_string(count) + ") g");
   // A long-lived table has statistics and a visibility map; give the bulk-loaded one the same.
@@ -660,7 +671,7 @@ ReaperResult measure_reaper(const Config& config, const std::string& logged_url,
 
   progress(format("reaper: inserting %d expired rows...", config.reap_rows).c_str());
   const auto t0 = Clock::now();
-  bulk_insert_leases(raw, kPrefixReap, "expired-", config.reap_rows, true);
+  bulk_insert_leases(raw, kPrefixReap, kReapNamePrefix, config.reap_rows, true);
   try {
     run_sql(raw, "CHECKPOINT");  // so that the idle figure does not inherit the bulk load's checkpoint
   } catch (const pqxx::sql_error&) {
@@ -681,7 +692,7 @@ ReaperResult measure_reaper(const Config& config, const std::string& logged_url,
   // row the reaper deletes last (all rows share one expiry and go in name order) by its key, and
   // only once that is gone does the full scan check that none is left.
   const std::string last_row_probe =
-      "SELECT 1 FROM " + leases + " WHERE name = 'expired-' || lpad('" + std::to_string(config.reap_rows) + "', 7, '0')";
+      "SELECT 1 FROM " + leases + " WHERE name = " + bulk_name_sql(kReapNamePrefix, std::to_string(config.reap_rows));
   const std::string probe = "SELECT 1 FROM " + leases + " WHERE expires_at <= clock_timestamp() LIMIT 1";
   bool last_row_gone = false;
   const auto reap_start = Clock::now();
