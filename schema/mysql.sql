@@ -16,9 +16,9 @@ CREATE TABLE IF NOT EXISTS `{{prefix}}schema_version` (
 -- that the uncontended statements need not read {{prefix}}waiters. A row with live waiters is kept
 -- (released rows are marked free, the reaper skips them): no row means nobody is queued.
 --
--- The row named '' is the fence counter (lock names are never empty): the acquiring statement
--- advances its fence and hands the value to the lock's row in the same statement. It expires in
--- the year 9999 and is never listed, reaped or released.
+-- fence: from {{prefix}}fence, taken by the acquiring statement itself. Lock names are never empty
+-- (the constraint also stops dblock versions before schema 2, which kept a fence counter in a row
+-- named '', from handing out fences).
 CREATE TABLE IF NOT EXISTS `{{prefix}}leases` (
   name         VARBINARY(255)              NOT NULL,
   owner_secret BINARY(16)                  NULL,
@@ -30,11 +30,13 @@ CREATE TABLE IF NOT EXISTS `{{prefix}}leases` (
   renewals     BIGINT                      NOT NULL DEFAULT 0,
   queued_until DATETIME(6)                 NULL,
   PRIMARY KEY (name),
-  KEY expires (expires_at)
+  KEY expires (expires_at),
+  CONSTRAINT `lock_name_not_empty` CHECK (name <> '')
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
-INSERT IGNORE INTO `{{prefix}}leases` (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)
-  VALUES ('', NULL, NULL, 'exclusive', 0, UTC_TIMESTAMP(6), '9999-12-31 23:59:59.999999', 0);
+-- The fence source of leases and readers. Cached: the table is written once per 1000 values; after
+-- a restart (or FLUSH TABLES) the unused cached values are skipped, never reused.
+CREATE SEQUENCE IF NOT EXISTS `{{prefix}}fence` START WITH 1 MINVALUE 1 INCREMENT BY 1 CACHE 1000 NOCYCLE ENGINE=InnoDB;
 
 CREATE TABLE IF NOT EXISTS `{{prefix}}readers` (
   name         VARBINARY(255) NOT NULL,

@@ -100,8 +100,26 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
   return s;
 }
 
-// Columns, indexes, table options, triggers and routines of the tables whose names start with
-// `prefix`, with the prefix replaced.
+// Runs a schema or migration file of the source tree with "{{prefix}}" replaced: one statement per
+// ';' at a line end, comment lines dropped (these files have no ';' inside a statement).
+void exec_script(sql::Connection& c, const std::string& path, const std::string& prefix) {
+  std::ifstream in(std::string(DBLOCK_SOURCE_DIR) + "/" + path);
+  std::stringstream text;
+  text << in.rdbuf();
+  REQUIRE_FALSE(text.str().empty());
+  std::string script;
+  std::istringstream lines(replace_all(text.str(), "{{prefix}}", prefix));
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("--", 0) != 0) script += line + "\n";
+  }
+  for (std::size_t start = 0, end; (end = script.find(";\n", start)) != std::string::npos; start = end + 2) {
+    std::string statement = script.substr(start, end - start);
+    if (statement.find_first_not_of(" \n") != std::string::npos) exec(c, statement);
+  }
+}
+
+// Columns, indexes, table options, check constraints, triggers and routines of the tables whose
+// names start with `prefix`, and the fence sequence's definition, with the prefix replaced.
 std::vector<std::string> schema_of(sql::Connection& c, const std::string& prefix) {
   std::vector<std::string> out;
   auto add = [&](const std::string& query) {
@@ -116,13 +134,17 @@ std::vector<std::string> schema_of(sql::Connection& c, const std::string& prefix
       " WHERE table_schema = DATABASE() AND table_name LIKE CONCAT(?, '%') ORDER BY table_name, ordinal_position");
   add("SELECT table_name, index_name, seq_in_index, column_name, non_unique, index_type FROM information_schema.statistics"
       " WHERE table_schema = DATABASE() AND table_name LIKE CONCAT(?, '%') ORDER BY table_name, index_name, seq_in_index");
-  add("SELECT table_name, engine, table_collation, row_format FROM information_schema.tables"
+  add("SELECT table_name, table_type, engine, table_collation, row_format FROM information_schema.tables"
       " WHERE table_schema = DATABASE() AND table_name LIKE CONCAT(?, '%') ORDER BY table_name");
   add("SELECT trigger_name, event_manipulation, action_statement FROM information_schema.triggers"
       " WHERE trigger_schema = DATABASE() AND event_object_table LIKE CONCAT(?, '%') ORDER BY trigger_name");
   add("SELECT routine_name, routine_definition FROM information_schema.routines"
       " WHERE routine_schema = DATABASE() AND routine_name LIKE CONCAT(?, '%') ORDER BY routine_name");
-  add("SELECT name, fence, expires_at FROM `" + prefix + "leases` WHERE name = '' AND ? <> ''");
+  add("SELECT constraint_name, table_name, check_clause FROM information_schema.check_constraints"
+      " WHERE constraint_schema = DATABASE() AND table_name LIKE CONCAT(?, '%') ORDER BY table_name, constraint_name");
+  // The fence sequence's definition (its position differs: migration 0002 moves it past old fences).
+  add("SELECT minimum_value, maximum_value, start_value, increment, cache_size, cycle_option FROM `" + prefix +
+      "fence` WHERE ? <> ''");
   return out;
 }
 
@@ -164,21 +186,8 @@ TEST_CASE("mysql: migrations reproduce schema/mysql.sql", "[mysql][schema]") {
   const std::string migrated = unique_prefix();
   const std::string fresh = unique_prefix();
   open_manager({}, migrated);
-  std::ifstream in(DBLOCK_SOURCE_DIR "/schema/mysql.sql");
-  std::stringstream text;
-  text << in.rdbuf();
-  REQUIRE_FALSE(text.str().empty());
   auto c = raw();
-  // One statement per ';' at a line end; comment lines dropped (the schema has no ';' inside).
-  std::string script;
-  std::istringstream lines(replace_all(text.str(), "{{prefix}}", fresh));
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind("--", 0) != 0) script += line + "\n";
-  }
-  for (std::size_t start = 0, end; (end = script.find(";\n", start)) != std::string::npos; start = end + 2) {
-    std::string statement = script.substr(start, end - start);
-    if (statement.find_first_not_of(" \n") != std::string::npos) exec(*c, statement);
-  }
+  exec_script(*c, "schema/mysql.sql", fresh);
   auto a = schema_of(*c, migrated);
   auto b = schema_of(*c, fresh);
   CHECK(a.size() > 30);
@@ -186,14 +195,14 @@ TEST_CASE("mysql: migrations reproduce schema/mysql.sql", "[mysql][schema]") {
   // Nothing else was created.
   CHECK(scalar(*c, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE "
                    "CONCAT(?, '%')",
-               {migrated}) == 4);
+               {migrated}) == 5);
 }
 
 TEST_CASE("mysql: a second migration is a no-op; a newer schema is refused", "[mysql][schema]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   int version = manager->schema_version();
-  CHECK(version == 1);
+  CHECK(version == 2);
   manager->migrate();
   CHECK(manager->schema_version() == version);
   auto c = raw();
@@ -201,7 +210,8 @@ TEST_CASE("mysql: a second migration is a no-op; a newer schema is refused", "[m
   CHECK_THROWS_AS(open_manager({}, prefix), SchemaError);
 }
 
-TEST_CASE("mysql: a deleted fence counter is recreated above every issued fence", "[mysql][schema]") {
+TEST_CASE("mysql: deleted rows keep fences growing; a dropped fence sequence is recreated above them",
+          "[mysql][schema]") {
   const std::string prefix = unique_prefix();
   std::int64_t last = 0;
   {
@@ -209,30 +219,74 @@ TEST_CASE("mysql: a deleted fence counter is recreated above every issued fence"
     for (int i = 0; i < 3; ++i) {
       auto lease = manager->try_acquire("counted");
       REQUIRE(lease);
+      CHECK(lease->fence() > last);
       last = lease->fence();
     }
   }
   auto c = raw();
-  const std::string counter = "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''";
-  // By the next acquire (the released leases' rows are gone: nothing but the clock is left to go by).
+  // Every row deleted by hand: the sequence is not in the table.
   exec(*c, "DELETE FROM `" + prefix + "leases`");
+  ManagerOptions check_only;
+  check_only.auto_migrate = false;
   {
-    ManagerOptions check_only;
-    check_only.auto_migrate = false;
     auto manager = open_manager(check_only, prefix);
-    CHECK(scalar(*c, counter) == 0);
     auto lease = manager->try_acquire("other");
     REQUIRE(lease);
     CHECK(lease->fence() > last);
     last = lease->fence();
   }
-  // By migrate().
-  exec(*c, "DELETE FROM `" + prefix + "leases` WHERE name = ''");
+  // The sequence dropped by hand: acquiring fails clearly and changes nothing...
+  exec(*c, "DROP SEQUENCE `" + prefix + "fence`");
+  {
+    auto manager = open_manager(check_only, prefix);
+    CHECK_THROWS_AS(manager->try_acquire("other"), SchemaError);
+    CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases`") == 0);
+  }
+  // ...and migrate() recreates it above every fence issued (the rows are gone: it goes by the clock).
   auto manager = open_manager({}, prefix);
-  CHECK(scalar(*c, counter) == 1);
   auto lease = manager->try_acquire("other");
   REQUIRE(lease);
   CHECK(lease->fence() > last);
+}
+
+TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continues above it", "[mysql][schema]") {
+  const std::string prefix = unique_prefix();
+  auto c = raw();
+  exec_script(*c, "migrations/mysql/0001_initial.sql", prefix);
+  exec(*c, "INSERT INTO `" + prefix + "schema_version` VALUES (1, '0001_initial', UTC_TIMESTAMP(6))");
+  // What schema-1 dblock does to take a fence: advance the counter row ('') in the acquiring
+  // statement. Here it has handed out 5000, to a lease that is still held.
+  const std::string old_take_fence = "INSERT INTO `" + prefix +
+                                     "leases` (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
+                                     " VALUES ('', NULL, NULL, 'exclusive', 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6), 0)"
+                                     " ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1)";
+  exec(*c, "UPDATE `" + prefix + "leases` SET fence = 4999 WHERE name = ''");
+  exec(*c, old_take_fence);
+  CHECK(scalar(*c, "SELECT fence FROM `" + prefix + "leases` WHERE name = ''") == 5000);
+  exec(*c, "INSERT INTO `" + prefix + "leases` (name, owner_secret, holder, mode, fence, acquired_at, expires_at) VALUES"
+           " ('held-by-old', UNHEX(REPEAT('ab', 16)), 'old', 'exclusive', 5000, UTC_TIMESTAMP(6),"
+           " UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)");
+
+  auto manager = open_manager({}, prefix);
+  CHECK(manager->schema_version() == 2);
+  CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
+  auto lease = manager->try_acquire("new");
+  REQUIRE(lease);
+  CHECK(lease->fence() > 5000);
+  CHECK(lease->fence() < 5000 + 1000);  // continued from the counter, not restarted by the clock
+  // An old process can no longer hand out a fence (it would be below the sequence's): its
+  // statement fails.
+  CHECK_THROWS_AS(exec(*c, old_take_fence), sql::SQLException);
+  CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
+  // The old holder's lease is untouched.
+  CHECK(scalar(*c, "SELECT fence FROM `" + prefix + "leases` WHERE name = 'held-by-old'") == 5000);
+  CHECK_FALSE(manager->try_acquire("held-by-old"));
+  // Migrating again changes nothing.
+  manager->migrate();
+  auto next = manager->try_acquire("new-2");
+  REQUIRE(next);
+  CHECK(next->fence() > lease->fence());
+  CHECK(next->fence() < 5000 + 1000);
 }
 
 TEST_CASE("mysql: unreachable server, wrong credentials, unknown database, bad URLs", "[mysql][input]") {
@@ -261,17 +315,16 @@ TEST_CASE("mysql: unreachable server, wrong credentials, unknown database, bad U
   CHECK(manager->session_lock("least-privilege-session-" + prefix, 0ms));
 }
 
-TEST_CASE("mysql: fences come from the counter row, which is never listed, reaped or released", "[mysql]") {
+TEST_CASE("mysql: fences come from the sequence: they grow across release, reaping and eviction", "[mysql]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   auto c = raw();
-  const std::string counter = "SELECT fence FROM `" + prefix + "leases` WHERE name = ''";
-  std::int64_t before = scalar(*c, counter);
+  const std::string take_one = "SELECT NEXTVAL(`" + prefix + "fence`)";
+  const std::int64_t before = scalar(*c, take_one);
   AcquireOptions short_ttl;
   short_ttl.ttl = 100ms;
   auto lease = manager->try_acquire("a", short_ttl);
   REQUIRE(lease);
-  CHECK(lease->fence() == scalar(*c, counter));
   CHECK(lease->fence() > before);
   CHECK(manager->list().size() == 1);
   lease->release();
@@ -282,8 +335,8 @@ TEST_CASE("mysql: fences come from the counter row, which is never listed, reape
   std::this_thread::sleep_for(150ms);
   CHECK(manager->list().empty());
   manager->reap();
-  CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases`") == 1);  // only the counter is left
-  CHECK(scalar(*c, counter) >= lease->fence() + 1);
+  CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases`") == 0);
+  CHECK(scalar(*c, take_one) > lease->fence());
   // A refused attempt consumes a fence too (gaps are expected), but never goes back.
   auto x = manager->try_acquire("x");
   REQUIRE(x);
@@ -293,7 +346,10 @@ TEST_CASE("mysql: fences come from the counter row, which is never listed, reape
   auto y = other->try_acquire("x");
   REQUIRE(y);
   CHECK(y->fence() > x->fence() + 1);
-  CHECK(y->fence() == scalar(*c, counter));
+  // The table itself refuses the empty name.
+  CHECK_THROWS_AS(exec(*c, "INSERT INTO `" + prefix + "leases` (name, fence, acquired_at, expires_at)"
+                           " VALUES ('', 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"),
+                  sql::SQLException);
 }
 
 TEST_CASE("mysql: an acquire retried by the same owner re-takes its own live row", "[mysql]") {

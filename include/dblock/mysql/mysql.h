@@ -1,10 +1,12 @@
 // dblock/mysql/mysql.h — the MySQL/MariaDB backend (MySQL Connector/C++ 1.1): options and factory.
 //
 // Leases live in ordinary InnoDB tables ("<prefix>leases", ...). Expiry is computed with
-// UTC_TIMESTAMP(6) on the server. Fences come from a counter row inside the leases table (the row
-// named '', which no lock can have), advanced by the acquiring statement itself, so a fence is
-// durable exactly when the lease row is (InnoDB redo log; innodb_flush_log_at_trx_commit=1 is what
-// makes "never reused after a server crash" hold).
+// UTC_TIMESTAMP(6) on the server. Fences come from the InnoDB sequence "<prefix>fence" (NEXTVAL in
+// the acquiring statement itself; schema 1 used a counter row, see
+// migrations/mysql/0002_fence_sequence.sql). A cached value is handed out only after the sequence
+// has recorded a larger one in the redo log, ahead of the lease row's commit, so with
+// innodb_flush_log_at_trx_commit=1 a fence is never reused after a server crash; the unused cached
+// values are skipped (gaps are expected).
 //
 // Server requirement: MariaDB >= 10.6. The lease statements use MariaDB's INSERT ... RETURNING and
 // prepared compound statements (BEGIN NOT ATOMIC ... END) to stay at one round trip each, and the

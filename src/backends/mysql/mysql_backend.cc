@@ -70,6 +70,7 @@ constexpr const char* kBackendName = "mysql";
 constexpr int kMaxAttempts = 4;                 // per statement, for deadlocks and lock wait timeouts
 constexpr std::size_t kAppStatementCache = 32;  // prepared application statements per connection
 constexpr double kForeverSeconds = 365.0 * 24 * 3600;  // GET_LOCK's "forever" (negative is refused)
+constexpr int kFenceSequenceMigration = 2;        // migrations/mysql/0002_fence_sequence.sql
 
 // ---- SHA-1 (FIPS 180-4), for GET_LOCK keys only (not for security) ----------------------------
 
@@ -155,7 +156,7 @@ std::string quote(std::string_view identifier) {
 }
 
 void check_name(std::string_view name) {
-  // The empty name is the fence counter's row; the core never passes it, a direct caller might.
+  // The core never passes an empty name, a direct caller might (the table refuses it too).
   if (name.empty()) throw UsageError("mysql: lock name is empty", kBackendName);
 }
 
@@ -194,8 +195,6 @@ enum Stmt : std::size_t {
   kTableExists,
   kSchemaVersion,
   kRecordMigration,
-  kCounterExists,
-  kRecreateCounter,
   kQueueStatus,
   kStmtCount,
 };
@@ -209,8 +208,7 @@ constexpr std::array<const char*, kStmtCount> kTemplates = {
     sql::kGuardBegin,       sql::kTakeBeacon,             sql::kDropBeacon,     sql::kWaitTurn,
     sql::kSessionLock,      sql::kSessionVerify,          sql::kSessionUnlock,  sql::kXactBegin,
     sql::kXactCommit,       sql::kXactRollback,           sql::kMigrationLock,  sql::kMigrationUnlock,
-    sql::kTableExists,      sql::kSchemaVersion,          sql::kRecordMigration,  sql::kCounterExists,
-    sql::kRecreateCounter,  sql::kQueueStatus,
+    sql::kTableExists,      sql::kSchemaVersion,          sql::kRecordMigration,  sql::kQueueStatus,
 };
 
 // A template with its tables filled in and its ":name" parameters turned into `?`.
@@ -420,6 +418,7 @@ class MysqlBackend final : public Backend {
     readers_ = quote(p + "readers");
     waiters_ = quote(p + "waiters");
     version_ = quote(p + "schema_version");
+    fence_ = quote(p + "fence");
     for (std::size_t i = 0; i < kStmtCount; ++i) rendered_[i] = render(kTemplates[i]);
     connect_options_["hostName"] = ::sql::SQLString(options_.socket.empty() ? options_.host : "localhost");
     connect_options_["port"] = options_.port;
@@ -479,17 +478,25 @@ class MysqlBackend final : public Backend {
       int current = current_version(*c);
       const int latest = detail::latest_migration(kMigrations);
       detail::check_schema_version(kBackendName, "dblock tables are", current, latest, create);
-      for (const auto& m : kMigrations) {
-        if (m.number <= current) continue;
-        // DDL commits implicitly; every migration statement is idempotent (IF NOT EXISTS, INSERT
-        // IGNORE), so one interrupted half-way is completed by the next run.
+      // DDL commits implicitly; every migration statement is idempotent (IF NOT EXISTS, INSERT
+      // IGNORE, SETVAL), so one interrupted half-way is completed by the next run.
+      const auto apply = [&](const detail::Migration& m) {
         for (const std::string& statement : split_statements(detail::render_migration(m.sql, options_.table_prefix))) {
           c->plain->execute(::sql::SQLString(statement));
         }
+      };
+      for (const auto& m : kMigrations) {
+        if (m.number <= current) continue;
+        apply(m);
         update(*c, kRecordMigration, {{"version", std::int64_t{m.number}}, {"name", std::string(m.name)}});
       }
-      if (create && latest > 0 && as_int(query(*c, kCounterExists, {}).at(0).at(0)) == 0) {
-        update(*c, kRecreateCounter, {});
+      // The fence sequence dropped by hand: re-applying its migration recreates it above every
+      // fence still in the tables and at least at the server time in microseconds.
+      if (create && latest >= kFenceSequenceMigration &&
+          as_int(query(*c, kTableExists, {{"table", options_.table_prefix + "fence"}}).at(0).at(0)) == 0) {
+        for (const auto& m : kMigrations) {
+          if (m.number == kFenceSequenceMigration) apply(m);
+        }
       }
       query(*c, kMigrationUnlock, {{"key", key}});
     } catch (const std::exception& e) {
@@ -536,15 +543,13 @@ class MysqlBackend final : public Backend {
         return r;
       }
       Rows rows = query(c, kAcquireExclusive, {{"name", name}, {"secret", secret}, {"holder", holder}, {"ttl_us", ttl_us}});
-      for (const Row& row : rows) {
-        if (as_string(row.at(0)).empty()) continue;  // the fence counter's row
-        r.acquired = !is_null(row[1]) && as_int(row[1]) == 1;
-        if (r.acquired) {
-          r.fence = as_int(row[2]);
-          r.expires_at_us = as_int(row[3]);
-        } else {
-          r.holder_remaining = ceil_ms(as_int(row[4]));
-        }
+      const Row& row = rows.at(0);
+      r.acquired = !is_null(row.at(0)) && as_int(row[0]) == 1;
+      if (r.acquired) {
+        r.fence = as_int(row[1]);
+        r.expires_at_us = as_int(row[2]);
+      } else {
+        r.holder_remaining = ceil_ms(as_int(row[3]));
       }
       if (!r.acquired && request.queue) {
         Rows q = query(c, kQueue, {{"name", name}, {"secret", secret}, {"queue_us", queue_us}});
@@ -940,6 +945,7 @@ class MysqlBackend final : public Backend {
           case 'R': table = &readers_; break;
           case 'W': table = &waiters_; break;
           case 'V': table = &version_; break;
+          case 'F': table = &fence_; break;
           default: break;
         }
         if (table) {
@@ -1326,7 +1332,7 @@ class MysqlBackend final : public Backend {
 
   // Constant after construction.
   const Options options_;
-  std::string leases_, readers_, waiters_, version_;
+  std::string leases_, readers_, waiters_, version_, fence_;
   std::array<Rendered, kStmtCount> rendered_;
   ::sql::ConnectOptionsMap connect_options_;
 

@@ -1,14 +1,12 @@
-// The MariaDB dialect of the lease statements. "{L}", "{R}", "{W}", "{V}" stand for the
-// backtick-quoted leases, readers, waiters and schema-version tables; ":name" marks a bound
+// The MariaDB dialect of the lease statements. "{L}", "{R}", "{W}", "{V}", "{F}" stand for the
+// backtick-quoted leases, readers, waiters and schema-version tables and the fence sequence; ":name" marks a bound
 // parameter (rendered as `?`, bound by name, repeated as often as it appears). Times come from
 // UTC_TIMESTAMP(6) on the server; microsecond values are computed only for reporting.
 //
 // Every lease operation is one round trip. Two MariaDB features make that possible where MySQL
 // needs two or more:
-//  * INSERT ... RETURNING hands back the rows a statement wrote (the fence, the expiry) without a
-//    second SELECT. Connector/C++ 1.1 exposes neither the OK packet's insert id nor
-//    anything else LAST_INSERT_ID() could be read from, and a `SELECT LAST_INSERT_ID()` would cost
-//    the round trip we are avoiding.
+//  * INSERT ... RETURNING hands back the row a statement wrote (the fence, the expiry) without a
+//    second SELECT.
 //  * Compound statements (BEGIN NOT ATOMIC ... END) can be prepared with parameters. Operations that
 //    touch two tables (shared leases, queued attempts, force-release) run as one prepared compound
 //    statement: its transaction's row locks are held only while the server executes it, never
@@ -28,8 +26,12 @@
 // the queue. (A waiter that joins the queue just after the row was deleted marks nothing; until
 // its turn comes, an unqueued acquire may take the name first. Fairness only.)
 //
-// Lock order: the counter row ('') before a lock's row, a lock's row before its readers' and
-// waiters' rows.
+// Fences come from NEXTVAL of the cached sequence {F}: no row lock, so acquires of different names
+// do not queue behind each other's commits (schema 1 advanced a counter row in the lease table
+// instead; see migrations/mysql/0002_fence_sequence.sql). Every attempt takes a value, taken or
+// not: gaps are expected, values never repeat.
+//
+// Lock order: a lock's row before its readers' and waiters' rows.
 // Autocommit statements inside a compound statement commit one by one and hold no lock across
 // each other. No two dblock statements deadlock on dblock's own rows; 1213 is still retried
 // (application transactions share the tables' pages).
@@ -40,8 +42,7 @@ namespace dblock::mysql::sql {
 
 #define DBLOCK_MY_US(expr) "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " expr ")"
 #define DBLOCK_MY_REMAINING(expr) "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), " expr ")"
-// The counter row's expiry (never reaped) and the expiry given to freed rows.
-#define DBLOCK_MY_FAR "'9999-12-31 23:59:59.999999'"
+// The expiry given to freed rows.
 #define DBLOCK_MY_EXPIRED "'1970-01-01 00:00:01'"
 #define DBLOCK_MY_COLUMNS "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
 // On a lock's row: nobody is queued for it (its marker has passed or was never set).
@@ -53,14 +54,6 @@ namespace dblock::mysql::sql {
 #define DBLOCK_MY_RECOMPUTE_QUEUED                                                                    \
   "UPDATE {L} SET queued_until = (SELECT MAX(w.until_at) FROM {W} w WHERE w.name = v_name"             \
   " AND w.until_at > UTC_TIMESTAMP(6)) WHERE name = v_name;"
-// The counter row as the first row of a multi-row INSERT ... ON DUPLICATE KEY UPDATE. Processed
-// first, it advances the counter with LAST_INSERT_ID(fence + 1) in its ODKU branch; the value is
-// then what LAST_INSERT_ID() returns to the lock's row, which is processed next in the same
-// statement. The VALUES expression only matters when the counter row is missing (deleted by hand,
-// say with the whole table): it is then recreated at the server time in microseconds, which is
-// above any value counting up from 0 could have reached, and hands that out.
-#define DBLOCK_MY_COUNTER_ROW(now) \
-  "('', NULL, NULL, 'exclusive', LAST_INSERT_ID(" DBLOCK_MY_US(now) "), " now ", " DBLOCK_MY_FAR ", 0)"
 
 // Exclusive acquire, one round trip. :name, :secret (hex), :holder, :ttl_us.
 //
@@ -69,24 +62,22 @@ namespace dblock::mysql::sql {
 // unlike the free path that re-take ignores the queue: the lease is ours already). A new name is
 // inserted (no row: nobody queued, see above). `@dblock_take` carries the decision, made once on
 // the row's old values in the first assignment, to the later ones; expires_at is assigned last
-// because the decision reads it. The counter row passes through every assignment unchanged
-// (name = ''). RETURNING reports both rows; the caller reads the lock's row: acquired when it
-// carries this secret and is live.
+// because the decision reads it. A take (re-takes included) stores the statement's new fence.
+// RETURNING reports the row: acquired when it carries this secret and is live.
 inline constexpr const char* kAcquireExclusive =
-    "INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("UTC_TIMESTAMP(6)") ","
-    " (:name, UNHEX(:secret), :holder, 'exclusive', LAST_INSERT_ID(), UTC_TIMESTAMP(6),"
+    "INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"
+    " (:name, UNHEX(:secret), :holder, 'exclusive', NEXTVAL({F}), UTC_TIMESTAMP(6),"
     "  UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND, 0)"
     " ON DUPLICATE KEY UPDATE"
-    "  fence = IF(name = '', LAST_INSERT_ID(fence + 1),"
-    "    IF(@dblock_take := ((expires_at > UTC_TIMESTAMP(6) AND owner_secret = VALUES(owner_secret) AND mode = 'exclusive')"
-    "       OR (expires_at <= UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED ")), LAST_INSERT_ID(), fence)),"
-    "  owner_secret = IF(name <> '' AND @dblock_take, VALUES(owner_secret), owner_secret),"
-    "  holder = IF(name <> '' AND @dblock_take, VALUES(holder), holder),"
-    "  mode = IF(name <> '' AND @dblock_take, 'exclusive', mode),"
-    "  acquired_at = IF(name <> '' AND @dblock_take, VALUES(acquired_at), acquired_at),"
-    "  renewals = IF(name <> '' AND @dblock_take, 0, renewals),"
-    "  expires_at = IF(name <> '' AND @dblock_take, VALUES(expires_at), expires_at)"
-    " RETURNING name, owner_secret = UNHEX(:secret) AND expires_at > UTC_TIMESTAMP(6), fence,"
+    "  fence = IF(@dblock_take := ((expires_at > UTC_TIMESTAMP(6) AND owner_secret = VALUES(owner_secret) AND mode = 'exclusive')"
+    "     OR (expires_at <= UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED ")), VALUES(fence), fence),"
+    "  owner_secret = IF(@dblock_take, VALUES(owner_secret), owner_secret),"
+    "  holder = IF(@dblock_take, VALUES(holder), holder),"
+    "  mode = IF(@dblock_take, 'exclusive', mode),"
+    "  acquired_at = IF(@dblock_take, VALUES(acquired_at), acquired_at),"
+    "  renewals = IF(@dblock_take, 0, renewals),"
+    "  expires_at = IF(@dblock_take, VALUES(expires_at), expires_at)"
+    " RETURNING owner_secret = UNHEX(:secret) AND expires_at > UTC_TIMESTAMP(6), fence,"
     "  " DBLOCK_MY_US("expires_at") ", " DBLOCK_MY_REMAINING("expires_at");
 
 // Not acquired on a first attempt: join the queue (and mark the lock's row), report the ticket,
@@ -135,19 +126,18 @@ inline constexpr const char* kAcquireExclusiveQueued =
     " SET v_free = NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > UTC_TIMESTAMP(6)"
     "  AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"
     " START TRANSACTION;"
-    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("UTC_TIMESTAMP(6)") ","
-    "  (v_name, v_secret, v_holder, 'exclusive', LAST_INSERT_ID(), UTC_TIMESTAMP(6),"
+    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"
+    "  (v_name, v_secret, v_holder, 'exclusive', NEXTVAL({F}), UTC_TIMESTAMP(6),"
     "   IF(v_free, UTC_TIMESTAMP(6) + INTERVAL v_ttl_us MICROSECOND, " DBLOCK_MY_EXPIRED "), 0)"
     "  ON DUPLICATE KEY UPDATE"
-    "  fence = IF(name = '', LAST_INSERT_ID(fence + 1),"
-    "    IF(@dblock_take := ((expires_at > UTC_TIMESTAMP(6) AND owner_secret = v_secret AND mode = 'exclusive')"
-    "       OR (expires_at <= UTC_TIMESTAMP(6) AND v_free)), LAST_INSERT_ID(), fence)),"
-    "  owner_secret = IF(name <> '' AND @dblock_take, v_secret, owner_secret),"
-    "  holder = IF(name <> '' AND @dblock_take, v_holder, holder),"
-    "  mode = IF(name <> '' AND @dblock_take, 'exclusive', mode),"
-    "  acquired_at = IF(name <> '' AND @dblock_take, UTC_TIMESTAMP(6), acquired_at),"
-    "  renewals = IF(name <> '' AND @dblock_take, 0, renewals),"
-    "  expires_at = IF(name <> '' AND @dblock_take, UTC_TIMESTAMP(6) + INTERVAL v_ttl_us MICROSECOND, expires_at);"
+    "  fence = IF(@dblock_take := ((expires_at > UTC_TIMESTAMP(6) AND owner_secret = v_secret AND mode = 'exclusive')"
+    "     OR (expires_at <= UTC_TIMESTAMP(6) AND v_free)), VALUES(fence), fence),"
+    "  owner_secret = IF(@dblock_take, v_secret, owner_secret),"
+    "  holder = IF(@dblock_take, v_holder, holder),"
+    "  mode = IF(@dblock_take, 'exclusive', mode),"
+    "  acquired_at = IF(@dblock_take, UTC_TIMESTAMP(6), acquired_at),"
+    "  renewals = IF(@dblock_take, 0, renewals),"
+    "  expires_at = IF(@dblock_take, UTC_TIMESTAMP(6) + INTERVAL v_ttl_us MICROSECOND, expires_at);"
     " SELECT owner_secret = v_secret AND expires_at > UTC_TIMESTAMP(6), fence, " DBLOCK_MY_US("expires_at") ","
     "  " DBLOCK_MY_REMAINING("expires_at")
     "  INTO v_ok, v_fence, v_expires_us, v_remaining_us FROM {L} WHERE name = v_name;"
@@ -193,20 +183,19 @@ inline constexpr const char* kAcquireShared =
     " DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_ok = 0;"
     " SET v_free = NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"
     "  AND w.owner_secret <> v_secret AND (v_ticket IS NULL OR w.ticket < v_ticket));"
+    " SET v_fence = NEXTVAL({F});"
     " START TRANSACTION;"
-    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("v_now") ","
-    "  (v_name, NULL, NULL, 'shared', LAST_INSERT_ID(), v_now, IF(v_free, v_expires, " DBLOCK_MY_EXPIRED "), 0)"
+    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"
+    "  (v_name, NULL, NULL, 'shared', v_fence, v_now, IF(v_free, v_expires, " DBLOCK_MY_EXPIRED "), 0)"
     "  ON DUPLICATE KEY UPDATE"
-    "  fence = IF(name = '', LAST_INSERT_ID(fence + 1),"
-    "    IF(@dblock_join := ((expires_at <= v_now OR mode = 'shared') AND v_free), LAST_INSERT_ID(), fence)),"
-    "  owner_secret = IF(name <> '' AND @dblock_join, NULL, owner_secret),"
-    "  holder = IF(name <> '' AND @dblock_join, NULL, holder),"
-    "  acquired_at = IF(name <> '' AND @dblock_join AND (mode <> 'shared' OR expires_at <= v_now), v_now, acquired_at),"
-    "  renewals = IF(name <> '' AND @dblock_join AND (mode <> 'shared' OR expires_at <= v_now), 0, renewals),"
-    "  expires_at = IF(name <> '' AND @dblock_join,"
+    "  fence = IF(@dblock_join := ((expires_at <= v_now OR mode = 'shared') AND v_free), v_fence, fence),"
+    "  owner_secret = IF(@dblock_join, NULL, owner_secret),"
+    "  holder = IF(@dblock_join, NULL, holder),"
+    "  acquired_at = IF(@dblock_join AND (mode <> 'shared' OR expires_at <= v_now), v_now, acquired_at),"
+    "  renewals = IF(@dblock_join AND (mode <> 'shared' OR expires_at <= v_now), 0, renewals),"
+    "  expires_at = IF(@dblock_join,"
     "    IF(mode = 'shared' AND expires_at > v_now, GREATEST(expires_at, v_expires), v_expires), expires_at),"
-    "  mode = IF(name <> '' AND @dblock_join, 'shared', mode);"
-    " SET v_fence = LAST_INSERT_ID();"
+    "  mode = IF(@dblock_join, 'shared', mode);"
     " SELECT fence = v_fence AND expires_at > v_now, TIMESTAMPDIFF(MICROSECOND, v_now, expires_at)"
     "  INTO v_ok, v_remaining_us FROM {L} WHERE name = v_name;"
     " IF v_ok THEN"
@@ -337,33 +326,31 @@ inline constexpr const char* kForceRelease =
     " DECLARE v_evicted INT DEFAULT 0;"
     " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
     " START TRANSACTION;"
-    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES " DBLOCK_MY_COUNTER_ROW("v_now")
-    "  ON DUPLICATE KEY UPDATE fence = LAST_INSERT_ID(fence + 1);"
-    " UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED ", fence = LAST_INSERT_ID()"
-    "  WHERE name = v_name AND name <> '' AND expires_at > v_now;"
+    " UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED ", fence = NEXTVAL({F})"
+    "  WHERE name = v_name AND expires_at > v_now;"
     " SET v_evicted = ROW_COUNT();"
     " IF v_evicted > 0 THEN DELETE FROM {R} WHERE name = v_name; COMMIT; ELSE ROLLBACK; END IF;"
     " SELECT v_evicted;"
     " END";
 
-// Live leases. The counter row is never shown.
+// Live leases.
 #define DBLOCK_MY_LIST                                                                                       \
   "SELECT l.name, l.mode, l.holder, l.fence, " DBLOCK_MY_US("l.acquired_at") ", " DBLOCK_MY_US("l.expires_at") "," \
   " " DBLOCK_MY_REMAINING("l.expires_at") ", l.renewals,"                                                     \
   " (SELECT COUNT(*) FROM {R} r WHERE r.name = l.name AND r.expires_at > UTC_TIMESTAMP(6)),"                  \
   " (SELECT GROUP_CONCAT(r.holder ORDER BY r.acquired_at SEPARATOR ',') FROM {R} r WHERE r.name = l.name"      \
   "  AND r.expires_at > UTC_TIMESTAMP(6))"                                                                    \
-  " FROM {L} l WHERE l.name <> '' AND l.expires_at > UTC_TIMESTAMP(6)"
+  " FROM {L} l WHERE l.expires_at > UTC_TIMESTAMP(6)"
 inline constexpr const char* kListAll = DBLOCK_MY_LIST " ORDER BY l.name";
 inline constexpr const char* kListOne = DBLOCK_MY_LIST " AND l.name = :name";
 #undef DBLOCK_MY_LIST
 
 // Reaper: at most :batch expired rows per statement, oldest first, along the expiry index. Under
 // READ COMMITTED a row another statement has locked is checked against its last committed version
-// and skipped when that no longer matches; the counter row never expires. Rows with live waiters
+// and skipped when that no longer matches. Rows with live waiters
 // stay (their queue marker must not vanish with them).
 inline constexpr const char* kReapLeases =
-    "DELETE FROM {L} WHERE expires_at <= UTC_TIMESTAMP(6) AND name <> '' AND " DBLOCK_MY_NOBODY_QUEUED
+    "DELETE FROM {L} WHERE expires_at <= UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED
     " ORDER BY expires_at LIMIT :batch";
 inline constexpr const char* kReapReaders =
     "DELETE FROM {R} WHERE expires_at <= UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT :batch";
@@ -476,22 +463,11 @@ inline constexpr const char* kSchemaVersion = "SELECT COALESCE(MAX(version), 0) 
 inline constexpr const char* kRecordMigration =
     "INSERT IGNORE INTO {V} (version, name, applied_at) VALUES (:version, :name, UTC_TIMESTAMP(6))";
 
-// The fence counter row exists once migration 0001 ran; nothing in dblock deletes it. Should it
-// have been deleted by hand, migrate() recreates it above every fence still in the table and at
-// least at the server time in microseconds (see DBLOCK_MY_COUNTER_ROW; a full scan, only then).
-inline constexpr const char* kCounterExists = "SELECT COUNT(*) FROM {L} WHERE name = ''";
-inline constexpr const char* kRecreateCounter =
-    "INSERT IGNORE INTO {L} " DBLOCK_MY_COLUMNS
-    " SELECT '', NULL, NULL, 'exclusive', GREATEST(COALESCE(MAX(fence), 0) + 1, " DBLOCK_MY_US("UTC_TIMESTAMP(6)") "),"
-    " UTC_TIMESTAMP(6), " DBLOCK_MY_FAR ", 0 FROM {L}";
-
 #undef DBLOCK_MY_RECOMPUTE_QUEUED
 #undef DBLOCK_MY_MARK_QUEUED
 #undef DBLOCK_MY_NOBODY_QUEUED
-#undef DBLOCK_MY_COUNTER_ROW
 #undef DBLOCK_MY_COLUMNS
 #undef DBLOCK_MY_EXPIRED
-#undef DBLOCK_MY_FAR
 #undef DBLOCK_MY_REMAINING
 #undef DBLOCK_MY_US
 
