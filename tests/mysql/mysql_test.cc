@@ -315,6 +315,44 @@ TEST_CASE("mysql: unreachable server, wrong credentials, unknown database, bad U
   CHECK(manager->session_lock("least-privilege-session-" + prefix, 0ms));
 }
 
+TEST_CASE("mysql: the documented run-time grants suffice; NEXTVAL needs SELECT and INSERT on the sequence", "[mysql][input]") {
+  const std::string prefix = unique_prefix();
+  open_manager({}, prefix);  // migrated by the fixture's user
+  auto c = raw();
+  const std::string user = "dblock_rt_" + std::to_string(::getpid());
+  const std::string account = "'" + user + "'@'127.0.0.1'";
+  exec(*c, "DROP USER IF EXISTS " + account);
+  exec(*c, "CREATE USER " + account + " IDENTIFIED BY 'rt-pw'");
+  const std::string db = test_url().path;
+  for (const char* table : {"leases", "readers", "waiters", "schema_version"}) {
+    exec(*c, "GRANT SELECT, INSERT, UPDATE, DELETE ON `" + db + "`.`" + prefix + table + "` TO " + account);
+  }
+  ManagerOptions app;
+  app.auto_migrate = false;
+  {
+    // DML on the tables only: acquiring fails and writes nothing.
+    auto manager = open_with(url_as(user, "rt-pw"), app, prefix);
+    CHECK_THROWS(manager->try_acquire("grants"));
+    CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases`") == 0);
+  }
+  // The README's grant: SELECT and INSERT on the sequence (NEXTVAL).
+  exec(*c, "GRANT SELECT, INSERT ON `" + db + "`.`" + prefix + "fence` TO " + account);
+  {
+    auto manager = open_with(url_as(user, "rt-pw"), app, prefix);
+    auto lease = manager->try_acquire("grants");
+    REQUIRE(lease);
+    CHECK(lease->fence() > 0);
+    CHECK(manager->force_release("grants"));
+    AcquireOptions shared_mode;
+    shared_mode.mode = LockMode::kShared;
+    auto shared = manager->try_acquire("grants-shared", shared_mode);
+    REQUIRE(shared);
+    shared->release();
+    manager->reap();
+  }
+  exec(*c, "DROP USER " + account);
+}
+
 TEST_CASE("mysql: fences come from the sequence: they grow across release, reaping and eviction", "[mysql]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);

@@ -1,7 +1,8 @@
 // The MariaDB dialect of the lease statements. "{L}", "{R}", "{W}", "{V}", "{F}" stand for the
-// backtick-quoted leases, readers, waiters and schema-version tables and the fence sequence; ":name" marks a bound
-// parameter (rendered as `?`, bound by name, repeated as often as it appears). Times come from
-// UTC_TIMESTAMP(6) on the server; microsecond values are computed only for reporting.
+// backtick-quoted leases, readers, waiters and schema-version tables and the fence sequence;
+// ":name" marks a bound parameter (rendered as `?`, bound by name, repeated as often as it
+// appears). Times come from UTC_TIMESTAMP(6) on the server; microsecond values are computed only
+// for reporting.
 //
 // Every lease operation is one round trip. Two MariaDB features make that possible where MySQL
 // needs two or more:
@@ -347,8 +348,8 @@ inline constexpr const char* kListOne = DBLOCK_MY_LIST " AND l.name = :name";
 
 // Reaper: at most :batch expired rows per statement, oldest first, along the expiry index. Under
 // READ COMMITTED a row another statement has locked is checked against its last committed version
-// and skipped when that no longer matches. Rows with live waiters
-// stay (their queue marker must not vanish with them).
+// and skipped when that no longer matches. Rows with live waiters stay (their queue marker must not
+// vanish with them).
 inline constexpr const char* kReapLeases =
     "DELETE FROM {L} WHERE expires_at <= UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED
     " ORDER BY expires_at LIMIT :batch";
