@@ -297,18 +297,24 @@ std::string counter_uuid(std::uint64_t a, std::uint64_t b) {
 // Statements of the raw lease, prepared once on one connection.
 class RawLease {
  public:
-  RawLease(pqxx::connection& c, const std::string& table, bool notify) : c_(c) {
-    acquire_ = "raw_acquire_" + table;
-    release_ = "raw_release_" + table;
+  // flush_wait = false: the release commits without waiting for the WAL flush, as dblock's
+  // releases do (see DBLOCK_PG_NO_FLUSH_WAIT in src/backends/postgresql/sql.h); a second floor.
+  RawLease(pqxx::connection& c, const std::string& table, bool notify, bool flush_wait = true) : c_(c) {
+    const std::string suffix = flush_wait ? "" : "_no_flush_wait";
+    const std::string no_flush_wait = flush_wait ? "" : ", set_config('synchronous_commit', 'off', true) AS sc";
+    acquire_ = "raw_acquire_" + table + suffix;
+    release_ = "raw_release_" + table + suffix;
     c_.prepare(acquire_, "INSERT INTO " + table + " AS t (name, owner, expires_at) VALUES ($1, $2::uuid, now() + $3::interval)"
                          " ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner, expires_at = EXCLUDED.expires_at"
                          " WHERE t.expires_at < now() RETURNING expires_at");
     if (notify) {
       // Release and wake-up in one statement: NOTIFY is sent when the DELETE commits.
-      c_.prepare(release_, "WITH d AS (DELETE FROM " + table + " WHERE name = $1 AND owner = $2::uuid RETURNING name)"
-                           " SELECT pg_notify('" + kRawChannel + "', d.name) FROM d");
+      c_.prepare(release_, "WITH d AS (DELETE FROM " + table + " WHERE name = $1 AND owner = $2::uuid RETURNING name" +
+                               no_flush_wait + ") SELECT pg_notify('" + kRawChannel + "', d.name)" +
+                               (flush_wait ? "" : ", d.sc") + " FROM d");
     } else {
-      c_.prepare(release_, "DELETE FROM " + table + " WHERE name = $1 AND owner = $2::uuid");
+      c_.prepare(release_, "DELETE FROM " + table + " WHERE name = $1 AND owner = $2::uuid" +
+                               (flush_wait ? "" : " RETURNING set_config('synchronous_commit', 'off', true)"));
     }
     notify_ = notify;
   }
@@ -334,7 +340,7 @@ class RawLease {
 
 class RawLeaseSide {
  public:
-  RawLeaseSide(pqxx::connection& c, const char* table) : lease_(c, table, false) {}
+  RawLeaseSide(pqxx::connection& c, const char* table, bool flush_wait = true) : lease_(c, table, false, flush_wait) {}
 
   void pair(const std::string& name, PairSamples* out) {
     const std::string owner = counter_uuid(static_cast<std::uint64_t>(::getpid()), ++sequence_);
@@ -484,12 +490,21 @@ std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const 
 // ---------------------------------------------------------------------------------------------
 // Hand-off figures: forked processes, results in shared memory.
 
-enum class Kind { kDblockLease, kRawLease, kDblockLeaseUnlogged, kRawLeaseUnlogged, kDblockAdvisory, kRawAdvisory };
+enum class Kind {
+  kDblockLease,
+  kRawLease,
+  kRawLeaseNoFlushWait,
+  kDblockLeaseUnlogged,
+  kRawLeaseUnlogged,
+  kDblockAdvisory,
+  kRawAdvisory
+};
 
 const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::kDblockLease: return "dblock lease";
     case Kind::kRawLease: return "raw LISTEN/NOTIFY lease";
+    case Kind::kRawLeaseNoFlushWait: return "raw LISTEN/NOTIFY lease (release without flush wait)";
     case Kind::kDblockLeaseUnlogged: return "dblock lease (unlogged)";
     case Kind::kRawLeaseUnlogged: return "raw LISTEN/NOTIFY lease (unlogged)";
     case Kind::kDblockAdvisory: return "dblock session lock";
@@ -507,10 +522,10 @@ struct WakeUp final : pqxx::notification_receiver {
 
 // The hand-written lease with LISTEN/NOTIFY: try the upsert; on failure wait for a notification
 // (bounded by a fallback timeout) and try again; release = DELETE + pg_notify in one statement.
-void raw_lease_contender(const std::string& url, const char* table, int index, int iterations, SharedArena& arena,
-                         StartLine& start) {
+void raw_lease_contender(const std::string& url, const char* table, bool flush_wait, int index, int iterations,
+                         SharedArena& arena, StartLine& start) {
   auto c = raw_connect(url);
-  RawLease lease(*c, table, true);
+  RawLease lease(*c, table, true, flush_wait);
   WakeUp wake(*c, kRawChannel);  // LISTEN, once, before the first attempt
   std::vector<std::string> owners;  // made before the start: the floor does not pay for them
   for (int j = 0; j < iterations; ++j) {
@@ -602,9 +617,12 @@ ContentionResult run_contention(Kind kind, const std::string& url, const std::st
           case Kind::kDblockLeaseUnlogged:
             dblock_bench::dblock_lease_contender(url, options, index, iterations, arena, start);
             break;
-          case Kind::kRawLease: raw_lease_contender(url, kRawHandoff, index, iterations, arena, start); break;
+          case Kind::kRawLease: raw_lease_contender(url, kRawHandoff, true, index, iterations, arena, start); break;
+          case Kind::kRawLeaseNoFlushWait:
+            raw_lease_contender(url, kRawHandoff, false, index, iterations, arena, start);
+            break;
           case Kind::kRawLeaseUnlogged:
-            raw_lease_contender(url, kRawHandoffUnlogged, index, iterations, arena, start);
+            raw_lease_contender(url, kRawHandoffUnlogged, true, index, iterations, arena, start);
             break;
           case Kind::kDblockAdvisory:
             dblock_bench::dblock_session_contender(url, options, index, iterations, arena, start);
@@ -787,6 +805,17 @@ int run(const Config& config) {
       rows.push_back(make_row("lease_release_" + tag, "  release only", f.dblock.release, f.floor.release));
       rows.push_back(make_row("lease_pair_" + tag + "_dblock_sql", "  diag: dblock's SQL via raw pqxx",
                               f.diag.pair, f.floor.pair));
+      if (!unlogged) {
+        // dblock's release does not wait for the WAL flush; the floor above does. Against a floor
+        // that skips it too, the ratio shows dblock's own cost rather than that choice.
+        progress("lease pairs, logged, floor releasing without flush wait...");
+        RawLeaseSide quick_floor(*raw, kRawLogged, false);
+        const PairFigure g = measure_pairs(quick_floor, dblock_side, names, config.warmup, config.pairs);
+        rows.push_back(make_row("lease_pair_logged_vs_no_flush_wait", "  vs floor whose DELETE skips flush wait",
+                                g.dblock.pair, g.floor.pair));
+        rows.push_back(make_row("lease_release_logged_vs_no_flush_wait", "    release only", g.dblock.release,
+                                g.floor.release));
+      }
     }
   }
   if (config.wants("advisory")) {
@@ -820,6 +849,7 @@ int run(const Config& config) {
         format("%d processes x %d acquire(\"%s\", wait=%llds) -> %lld us busy critical section -> release", kProcesses,
                config.iterations, kHotKey, static_cast<long long>(kContentionWait.count()),
                static_cast<long long>(kCriticalSection.count()));
+    // Returns the dblock side's result (for a second floor).
     auto measure = [&](const char* figure, const char* label, const std::string& title, Kind dblock_kind,
                        const std::string& dblock_url, const char* dblock_name, Kind raw_kind, const char* raw_name,
                        double target) {
@@ -828,10 +858,23 @@ int run(const Config& config) {
       progress(format("hand-off, %s...", kind_name(raw_kind)).c_str());
       ContentionResult f = run_contention(raw_kind, config.url, config.url, kProcesses, config.iterations);
       rows.push_back(handoff_row(figure, label, d, f, target));
-      handoffs.push_back(HandoffFigure{figure, title, dblock_name, raw_name, std::move(d), std::move(f), target});
+      handoffs.push_back(HandoffFigure{figure, title, dblock_name, raw_name, d, std::move(f), target});
+      return d;
     };
-    measure("handoff_lease", "hand-off lease, 4 procs (logged)", "hand-off (lease, logged tables): " + contention_title,
-            Kind::kDblockLease, logged_url, "dblock lease", Kind::kRawLease, "raw LISTEN/NOTIFY", kTargetHandoffLease);
+    const ContentionResult logged =
+        measure("handoff_lease", "hand-off lease, 4 procs (logged)", "hand-off (lease, logged tables): " + contention_title,
+                Kind::kDblockLease, logged_url, "dblock lease", Kind::kRawLease, "raw LISTEN/NOTIFY", kTargetHandoffLease);
+    {
+      // The same dblock run against a floor whose release also skips the WAL flush wait.
+      progress(format("hand-off, %s...", kind_name(Kind::kRawLeaseNoFlushWait)).c_str());
+      ContentionResult f = run_contention(Kind::kRawLeaseNoFlushWait, config.url, config.url, kProcesses, config.iterations);
+      rows.push_back(handoff_row("handoff_lease_vs_no_flush_wait", "  vs floor releasing without flush wait", logged, f,
+                                 NAN));
+      handoffs.push_back(HandoffFigure{"handoff_lease_vs_no_flush_wait",
+                                       "hand-off (lease, logged tables): the same dblock run against a floor whose"
+                                       " DELETE + pg_notify skips the WAL flush wait",
+                                       "dblock lease", "raw, no flush wait", logged, std::move(f), NAN});
+    }
     measure("handoff_lease_unlogged", "hand-off lease, 4 procs (unlogged)",
             "hand-off (lease, UNLOGGED tables on both sides): the same", Kind::kDblockLeaseUnlogged, unlogged_url,
             "dblock lease", Kind::kRawLeaseUnlogged, "raw LISTEN/NOTIFY", kTargetHandoffLease);

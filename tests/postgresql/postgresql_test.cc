@@ -386,6 +386,71 @@ TEST_CASE("postgresql: a contended release frees the row in place and keeps the 
   CHECK(row("expiring").empty());
 }
 
+// Releases commit without waiting for the WAL flush (a release undone by a crash is as harmless as
+// a holder that crashed); acquires and renewals must wait for it (undoing one could grant a lease
+// twice), also on the connection a release has just used. Observed on the server: right after a
+// commit that waited, the WAL is flushed as far as it was written; right after one that did not,
+// it is not yet (until the WAL writer's next round, up to 200 ms later). Nothing else writes WAL
+// here (no reaper), so each check is about the statement just run; a background write (a
+// checkpoint, say) may disturb one or two of them, hence the margins.
+TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires and renewals do", "[postgresql][durability]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.reaper = false;
+  auto manager = open_manager(options, prefix);
+  Backend& backend = manager->backend();
+  pqxx::connection c(conninfo());
+  auto unflushed = [&] {
+    pqxx::nontransaction tx(c);
+    return tx.exec1("SELECT pg_current_wal_insert_lsn() > pg_current_wal_flush_lsn()")[0].as<bool>();
+  };
+  auto attempt = [&](const char* name, LockMode mode, const OwnerSecret& secret, bool queue, std::int64_t ticket) {
+    AcquireRequest request;
+    request.name = name;
+    request.mode = mode;
+    request.ttl = 30s;
+    request.secret = &secret;
+    request.queue = queue;
+    request.queue_ttl = 60s;
+    request.queue_ticket = ticket;
+    return backend.try_acquire(request);
+  };
+  constexpr int kRounds = 10;
+  int durable_acquires = 0, durable_renewals = 0, durable_queued = 0, durable_shared = 0;
+  int quick_releases = 0, quick_in_place = 0, quick_reader_releases = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    const OwnerSecret a = OwnerSecret::generate(), b = OwnerSecret::generate(), r = OwnerSecret::generate();
+    // Plain exclusive acquire, renewal and release.
+    REQUIRE(attempt("wal", LockMode::kExclusive, a, false, 0).acquired);
+    durable_acquires += !unflushed();
+    REQUIRE(backend.renew("wal", LockMode::kExclusive, a, 30s).renewed);
+    durable_renewals += !unflushed();
+    REQUIRE(backend.release("wal", LockMode::kExclusive, a));
+    quick_releases += unflushed();
+    // A queued waiter's acquire, and the in-place release of a lease acquired after queueing.
+    REQUIRE(attempt("wal", LockMode::kExclusive, a, false, 0).acquired);
+    AcquireResult queued = attempt("wal", LockMode::kExclusive, b, true, 0);
+    REQUIRE_FALSE(queued.acquired);
+    REQUIRE(backend.release("wal", LockMode::kExclusive, a));
+    REQUIRE(attempt("wal", LockMode::kExclusive, b, true, queued.queue_ticket).acquired);
+    durable_queued += !unflushed();
+    REQUIRE(backend.release("wal", LockMode::kExclusive, b, Backend::ReleaseHint::kAcquiredAfterQueueing));
+    quick_in_place += unflushed();
+    // A shared lease.
+    REQUIRE(attempt("wal-shared", LockMode::kShared, r, false, 0).acquired);
+    durable_shared += !unflushed();
+    REQUIRE(backend.release("wal-shared", LockMode::kShared, r));
+    quick_reader_releases += unflushed();
+  }
+  CHECK(durable_acquires >= kRounds - 2);
+  CHECK(durable_renewals >= kRounds - 2);
+  CHECK(durable_queued >= kRounds - 2);
+  CHECK(durable_shared >= kRounds - 2);
+  CHECK(quick_releases >= kRounds - 2);
+  CHECK(quick_in_place >= kRounds - 2);
+  CHECK(quick_reader_releases >= kRounds - 2);
+}
+
 // The reaper walks expired rows in expiry-index order with a cursor (kReapLeases): whatever the
 // order and however many rows share one expiry, a pass deletes every expired row nobody is queued
 // for in bounded batches, and a row left behind the cursor (here: one that was already expired
