@@ -301,6 +301,7 @@ class RawLease {
   // releases do (see DBLOCK_PG_NO_FLUSH_WAIT in src/backends/postgresql/sql.h); a second floor.
   RawLease(pqxx::connection& c, const std::string& table, bool notify, bool flush_wait = true) : c_(c) {
     const std::string suffix = flush_wait ? "" : "_no_flush_wait";
+    // A RETURNING item of the release (evaluated once per deleted row, before the commit).
     const std::string no_flush_wait = flush_wait ? "" : ", set_config('synchronous_commit', 'off', true) AS sc";
     acquire_ = "raw_acquire_" + table + suffix;
     release_ = "raw_release_" + table + suffix;
@@ -314,7 +315,7 @@ class RawLease {
                                (flush_wait ? "" : ", d.sc") + " FROM d");
     } else {
       c_.prepare(release_, "DELETE FROM " + table + " WHERE name = $1 AND owner = $2::uuid" +
-                               (flush_wait ? "" : " RETURNING set_config('synchronous_commit', 'off', true)"));
+                               (flush_wait ? "" : " RETURNING name" + no_flush_wait));
     }
     notify_ = notify;
   }

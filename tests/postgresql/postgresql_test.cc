@@ -116,6 +116,22 @@ std::unique_ptr<LockManager> open_with(const std::string& url_suffix, ManagerOpt
   return dblock::open(url, options);
 }
 
+// One attempt straight on the backend, as the core makes it; queue = true is the attempt of a
+// waiting acquire (ticket 0: not queued yet), with a queue entry that outlives any test (60 s), so
+// that only the bookkeeping under test can remove it.
+AcquireResult backend_attempt(Backend& backend, const char* name, LockMode mode, const OwnerSecret& secret,
+                              std::chrono::milliseconds ttl, bool queue, std::int64_t ticket) {
+  AcquireRequest request;
+  request.name = name;
+  request.mode = mode;
+  request.ttl = ttl;
+  request.secret = &secret;
+  request.queue = queue;
+  request.queue_ttl = 60s;
+  request.queue_ticket = ticket;
+  return backend.try_acquire(request);
+}
+
 }  // namespace
 
 TEST_CASE("postgresql: migrations reproduce schema/postgresql.sql", "[postgresql][schema]") {
@@ -239,14 +255,7 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
     return s;
   };
   auto queue = [&](const OwnerSecret& secret, std::int64_t ticket) {
-    AcquireRequest request;
-    request.name = "marker";
-    request.ttl = 30s;
-    request.secret = &secret;
-    request.queue = true;
-    request.queue_ttl = 60s;  // outlives the test: only the bookkeeping can clear the marker
-    request.queue_ticket = ticket;
-    return manager->backend().try_acquire(request);
+    return backend_attempt(manager->backend(), "marker", LockMode::kExclusive, secret, 30s, true, ticket);
   };
 
   auto holder = manager->try_acquire("marker");
@@ -319,14 +328,7 @@ TEST_CASE("postgresql: a contended release frees the row in place and keeps the 
                           " FROM \"" + prefix + "leases\" WHERE name = $1", name);
   };
   auto attempt = [&](const char* name, const OwnerSecret& secret, std::int64_t ticket, std::chrono::milliseconds ttl) {
-    AcquireRequest request;
-    request.name = name;
-    request.ttl = ttl;
-    request.secret = &secret;
-    request.queue = true;
-    request.queue_ttl = 60s;
-    request.queue_ticket = ticket;
-    return backend.try_acquire(request);
+    return backend_attempt(backend, name, LockMode::kExclusive, secret, ttl, true, ticket);
   };
   constexpr auto kContended = Backend::ReleaseHint::kAcquiredAfterQueueing;
   const OwnerSecret holder = OwnerSecret::generate(), first = OwnerSecret::generate(),
@@ -405,15 +407,7 @@ TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires and rene
     return tx.exec1("SELECT pg_current_wal_insert_lsn() > pg_current_wal_flush_lsn()")[0].as<bool>();
   };
   auto attempt = [&](const char* name, LockMode mode, const OwnerSecret& secret, bool queue, std::int64_t ticket) {
-    AcquireRequest request;
-    request.name = name;
-    request.mode = mode;
-    request.ttl = 30s;
-    request.secret = &secret;
-    request.queue = queue;
-    request.queue_ttl = 60s;
-    request.queue_ticket = ticket;
-    return backend.try_acquire(request);
+    return backend_attempt(backend, name, mode, secret, 30s, queue, ticket);
   };
   constexpr int kRounds = 10;
   int durable_acquires = 0, durable_renewals = 0, durable_queued = 0, durable_shared = 0;
