@@ -138,6 +138,9 @@ struct AcquireRequest {
   // go to the longest waiter rather than to whoever polls first (a releasing holder cannot
   // immediately take the lock back while others wait). A queue entry lives for queue_ttl unless
   // refreshed by the next attempt; a dead waiter therefore stops blocking others on its own.
+  // With queue = true a backend may skip the attempt and only queue when it knows the attempt
+  // would be refused (PostgreSQL: right after its own release of the name woke a queued waiter);
+  // the caller attempts again as after any refusal.
   bool queue = false;
   std::chrono::milliseconds queue_ttl{1'000};
   // The ticket the backend returned on the first queued attempt, 0 before that.

@@ -388,6 +388,45 @@ TEST_CASE("postgresql: a contended release frees the row in place and keeps the 
   CHECK(row("expiring").empty());
 }
 
+// Right after a release of this backend woke a queued waiter, the name's marker stands, so the
+// releasing side's next waiting acquire skips the unqueued attempt it would lose and only joins the
+// queue (one statement fewer while the woken waiter takes the name). The shortcut is visible only
+// when the woken waiter has given up meanwhile: the name is free, yet the waiting acquire comes
+// back queued, first in line and with nothing left of the holder's time, so the core attempts again
+// at once and gets it. Without a release that woke someone, the waiting acquire attempts as usual.
+TEST_CASE("postgresql: a releasing backend joins the queue without the attempt the marker would refuse",
+          "[postgresql][queue]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.reaper = false;
+  auto manager = open_manager(options, prefix);
+  Backend& backend = manager->backend();
+  auto attempt = [&](const OwnerSecret& secret, bool queue, std::int64_t ticket) {
+    return backend_attempt(backend, "skip", LockMode::kExclusive, secret, 30s, queue, ticket);
+  };
+  const OwnerSecret holder = OwnerSecret::generate(), waiter = OwnerSecret::generate(),
+                    again = OwnerSecret::generate(), other = OwnerSecret::generate();
+
+  REQUIRE(attempt(holder, false, 0).acquired);
+  AcquireResult queued = attempt(waiter, true, 0);
+  REQUIRE_FALSE(queued.acquired);
+  REQUIRE(backend.release("skip", LockMode::kExclusive, holder));  // wakes the waiter
+  backend.abandon_queue("skip", waiter);                             // which gives up
+  AcquireResult joined = attempt(again, true, 0);
+  CHECK_FALSE(joined.acquired);
+  CHECK(joined.queue_ticket != 0);
+  CHECK(joined.queue_position == 0);
+  CHECK(joined.holder_remaining == std::chrono::milliseconds(0));
+  AcquireResult taken = attempt(again, true, joined.queue_ticket);
+  REQUIRE(taken.acquired);
+
+  // This release woke nobody: the next waiting acquire attempts, and takes the name at once.
+  REQUIRE(backend.release("skip", LockMode::kExclusive, again));
+  AcquireResult direct = attempt(other, true, 0);
+  CHECK(direct.acquired);
+  CHECK(direct.fence > taken.fence);
+}
+
 // Releases commit without waiting for the WAL flush (a release undone by a crash is as harmless as
 // a holder that crashed); acquires and renewals must wait for it (undoing one could grant a lease
 // twice), also on the connection a release has just used. Observed on the server: right after a
