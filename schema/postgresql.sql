@@ -50,15 +50,22 @@ CREATE TABLE "{{prefix}}readers" (
 CREATE INDEX "{{prefix}}readers_expires" ON "{{prefix}}readers" (expires_at);
 
 -- Waiters queue here so that hand-offs go to the longest waiter (ticket = server time of its first
--- attempt, in microseconds); a dead waiter's row expires (until_at) and stops blocking others.
--- UNLOGGED: entries live about a second and are refreshed by their waiters, so a crash that
--- empties the table loses nothing, and queueing costs no WAL flush.
+-- attempt, in microseconds, unique per name); a dead waiter's row expires (until_at) and stops
+-- blocking others. A contended release grants the lease to the first live waiter directly, with
+-- its holder string and for its TTL (grant_ttl_us, at most until its entry would expire; NULL: wake
+-- only, as for shared waiters). UNLOGGED: entries live about a second and are refreshed by their
+-- waiters, so a crash that empties the table loses nothing, and queueing costs no WAL flush.
 CREATE UNLOGGED TABLE "{{prefix}}waiters" (
   name         text        NOT NULL,
   owner_secret uuid        NOT NULL,
   ticket       bigint      NOT NULL,
   until_at     timestamptz NOT NULL,
+  holder       text,
+  grant_ttl_us bigint,
   PRIMARY KEY (name, owner_secret)
 );
+
+-- A release names its grantee by ticket, and finds the first waiter of a name in ticket order.
+CREATE UNIQUE INDEX "{{prefix}}waiters_ticket" ON "{{prefix}}waiters" (name, ticket);
 
 CREATE INDEX "{{prefix}}waiters_until" ON "{{prefix}}waiters" (until_at);

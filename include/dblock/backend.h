@@ -195,7 +195,8 @@ class Backend {
   bool release(std::string_view name, LockMode mode, const OwnerSecret& secret) {
     return release(name, mode, secret, ReleaseHint::kNone);
   }
-  // Leaves the queue joined with AcquireRequest::queue (the waiter gave up).
+  // Leaves the queue joined with AcquireRequest::queue (the waiter gave up). A backend that grants
+  // leases to waiters (ReleaseEvent::granted) also releases a lease granted to this waiter.
   virtual void abandon_queue(std::string_view name, const OwnerSecret& secret) = 0;
   // Optional, read-only and cheap: the current holder's remaining time on the backend clock (zero
   // or negative when the name is free), or nullopt when the backend has no such probe. The first
@@ -245,12 +246,26 @@ class Backend {
   // Deletes at most `batch` expired rows; returns how many. Never touches a live lease.
   virtual std::size_t reap(std::size_t batch) = 0;
 
-  // Optional: push release events. The backend calls `on_release(name, next_ticket)` from its own
-  // thread whenever a lease may have become free; `next_ticket` is the queue ticket of the waiter
-  // whose turn it is (0: unknown, every waiter should look). subscribe/unsubscribe bracket a
+  // What a release event says. Valid only during the listener call (`name` points into the
+  // backend's buffer).
+  struct ReleaseEvent {
+    std::string_view name;
+    // The queue ticket of the waiter whose turn it is; 0: unknown, every waiter should look.
+    std::int64_t next_ticket = 0;
+    // The release granted the lease to the waiter with next_ticket (its queue entry asked for
+    // it): that waiter holds it from the release on, with this fence, for `granted_for` (backend
+    // clock; it may be shorter than the TTL asked for, and the holder renews it to that), expiring
+    // at expires_at_us. The grantee needs no statement of its own; a waiter that misses the event
+    // finds the lease its own on its next attempt.
+    bool granted = false;
+    std::int64_t fence = 0;
+    std::chrono::microseconds granted_for{0};
+    std::int64_t expires_at_us = 0;
+  };
+  // Optional: push release events. The backend calls `on_release` from its own thread whenever a
+  // lease may have become free or was granted to a waiter. subscribe/unsubscribe bracket a
   // waiter's interest.
-  virtual void set_release_listener(
-      std::function<void(std::string_view name, std::int64_t next_ticket)> on_release) {
+  virtual void set_release_listener(std::function<void(const ReleaseEvent& event)> on_release) {
     (void)on_release;
   }
   virtual void subscribe(std::string_view name) { (void)name; }

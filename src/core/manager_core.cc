@@ -50,9 +50,19 @@ ManagerCore::~ManagerCore() { shutdown(); }
 void ManagerCore::start() {
   backend_->migrate(options_.auto_migrate);
   // The listener only needs the name; it never blocks on the backend.
-  backend_->set_release_listener([this](std::string_view name, std::int64_t next_ticket) {
+  backend_->set_release_listener([this](const Backend::ReleaseEvent& event) {
     std::lock_guard<std::mutex> lock(mutex_);
-    bump_locked(std::string(name), next_ticket);
+    const std::string name(event.name);
+    if (event.granted) {
+      auto it = waiting_.find(name);
+      // One slot: until the grantee takes its grant, no other grant of the name can follow (the
+      // grantee holds the name). A grant meant for another process's waiter just passes through.
+      if (it != waiting_.end()) {
+        it->second.grant = event;
+        it->second.grant->name = {};  // points into the backend's buffer
+      }
+    }
+    bump_locked(name, event.next_ticket);
   });
   renewal_thread_ = std::thread([this] { renewal_loop(); });
   if (options_.reaper) reaper_thread_ = std::thread([this] { reaper_loop(); });
@@ -234,21 +244,41 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   // read-only probe.
   const bool notifies = backend_->capabilities().notifications;
   microseconds backoff = options_.min_poll;
+  // A release that granted this waiter the lease (Backend::ReleaseEvent::granted), taken from the
+  // listener in the wait below; it stands in for the next attempt.
+  std::optional<Backend::ReleaseEvent> grant;
+  SteadyClock::time_point last_sent_at;
   for (;;) {
     std::uint64_t generation = 0;
     if (registered) {
       std::lock_guard<std::mutex> lock(mutex_);
       generation = waiting_[key].generation;
     }
-    const SteadyClock::time_point sent_at = SteadyClock::now();
-    AcquireResult result = backend_->try_acquire(request);
+    // A grant was made after the last attempt began (that attempt, refused, would otherwise have
+    // found the lease its own), so that attempt's send time is a safe start for the lease's time
+    // on this clock.
+    const SteadyClock::time_point sent_at = grant ? last_sent_at : SteadyClock::now();
+    last_sent_at = sent_at;
+    AcquireResult result;
+    milliseconds held_for = ttl;  // the lease's time from sent_at, at most
+    if (grant) {
+      result.acquired = true;
+      result.fence = grant->fence;
+      result.expires_at_us = grant->expires_at_us;
+      held_for = std::min(ttl, std::chrono::duration_cast<milliseconds>(grant->granted_for));
+      grant.reset();
+    } else {
+      result = backend_->try_acquire(request);
+    }
     if (result.acquired) {
       cleanup.acquired = true;
       state->acquired_after_queueing = request.queue_ticket != 0;
       state->fence = result.fence;
       state->expires_at_us.store(result.expires_at_us);
-      state->safe_until_ns.store(to_ns(sent_at + ttl - drift_margin(ttl)));
-      state->next_renew = sent_at + state->renew_interval;
+      state->safe_until_ns.store(to_ns(sent_at + held_for - drift_margin(held_for)));
+      // A grant may run shorter than the TTL (until the waiter's queue entry would have expired):
+      // renew at a third of it, to the full TTL.
+      state->next_renew = sent_at + std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
       bool wake_renewer = false;
       bool shutting_down = false;
       {
@@ -344,7 +374,13 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
         break;  // time to attempt (and refresh the queue entry)
       }
       generation = waiting_[key].generation;
-      const std::int64_t next_ticket = waiting_[key].next_ticket;
+      NameWaiters& waiters = waiting_[key];
+      if (request.queue_ticket != 0 && waiters.grant && waiters.grant->next_ticket == request.queue_ticket) {
+        grant = waiters.grant;  // a release made us the holder: no attempt needed
+        waiters.grant.reset();
+        break;
+      }
+      const std::int64_t next_ticket = waiters.next_ticket;
       if (known_position > 0 && request.queue_ticket != 0 && next_ticket != 0) {
         if (next_ticket != request.queue_ticket) continue;  // the notification named someone else
         backoff = options_.min_poll;

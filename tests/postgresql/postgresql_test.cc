@@ -313,10 +313,13 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
   CHECK(manager->try_acquire("marker"));
 }
 
-// A lease acquired after queueing is released with ReleaseHint::kAcquiredAfterQueueing: the row is
-// freed in place and keeps its marker (kReleaseExclusiveInPlace); whatever that statement does not
-// cover (not held, expired) falls back to the plain release and is reported the same way.
-TEST_CASE("postgresql: a contended release frees the row in place and keeps the queue", "[postgresql][queue]") {
+// A lease acquired after queueing is released with ReleaseHint::kAcquiredAfterQueueing
+// (kReleaseExclusiveInPlace): the first live exclusive waiter in line is granted the lease by the
+// release itself; a first waiter that cannot be granted it (a shared one) finds the row freed in
+// place with its marker kept; whatever that statement does not cover (not held, expired) falls
+// back to the plain release and is reported the same way.
+TEST_CASE("postgresql: a contended release grants the lease to the first waiter, or frees it in place",
+          "[postgresql][queue]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   Backend& backend = manager->backend();
@@ -324,22 +327,26 @@ TEST_CASE("postgresql: a contended release frees the row in place and keeps the 
   auto row = [&](const char* name) {
     pqxx::nontransaction tx(c);
     return tx.exec_params("SELECT owner_secret IS NOT NULL AND expires_at > clock_timestamp(),"
-                          " coalesce(queued_until > clock_timestamp(), false), fence"
+                          " coalesce(queued_until > clock_timestamp(), false), fence, replace(owner_secret::text, '-', '')"
                           " FROM \"" + prefix + "leases\" WHERE name = $1", name);
   };
-  auto attempt = [&](const char* name, const OwnerSecret& secret, std::int64_t ticket, std::chrono::milliseconds ttl) {
-    return backend_attempt(backend, name, LockMode::kExclusive, secret, ttl, true, ticket);
+  auto attempt = [&](const char* name, const OwnerSecret& secret, std::int64_t ticket, std::chrono::milliseconds ttl,
+                     LockMode mode = LockMode::kExclusive) {
+    return backend_attempt(backend, name, mode, secret, ttl, true, ticket);
   };
   constexpr auto kContended = Backend::ReleaseHint::kAcquiredAfterQueueing;
   const OwnerSecret holder = OwnerSecret::generate(), first = OwnerSecret::generate(),
-                    second = OwnerSecret::generate(), stranger = OwnerSecret::generate();
+                    second = OwnerSecret::generate(), stranger = OwnerSecret::generate(),
+                    reader = OwnerSecret::generate();
 
   REQUIRE(attempt("inplace", holder, 0, 30s).acquired);
   AcquireResult q1 = attempt("inplace", first, 0, 30s);
   AcquireResult q2 = attempt("inplace", second, 0, 30s);
   REQUIRE_FALSE(q1.acquired);
   REQUIRE_FALSE(q2.acquired);
-  REQUIRE(backend.release("inplace", LockMode::kExclusive, holder));
+  REQUIRE(backend.release("inplace", LockMode::kExclusive, holder));  // plain: wakes, grants nothing
+  REQUIRE(row("inplace").size() == 1);
+  CHECK_FALSE(row("inplace")[0][0].as<bool>());
   AcquireResult got1 = attempt("inplace", first, q1.queue_ticket, 30s);
   REQUIRE(got1.acquired);
 
@@ -348,9 +355,27 @@ TEST_CASE("postgresql: a contended release frees the row in place and keeps the 
   REQUIRE(row("inplace").size() == 1);
   CHECK(row("inplace")[0][0].as<bool>());
 
-  // The owner, with a waiter queued: released, the row stays free and marked, the reaper spares
-  // it, an unqueued attempt is refused, and the waiter takes it with a larger fence.
+  // The owner, with an exclusive waiter queued: when the release returns, that waiter holds the
+  // name with a larger fence; the marker stays; an unqueued attempt is refused; the grantee's own
+  // attempt finds the lease its own.
   REQUIRE(backend.release("inplace", LockMode::kExclusive, first, kContended));
+  REQUIRE(row("inplace").size() == 1);
+  CHECK(row("inplace")[0][0].as<bool>());
+  CHECK(row("inplace")[0][3].as<std::string>() == second.hex());
+  const std::int64_t granted_fence = row("inplace")[0][2].as<std::int64_t>();
+  CHECK(granted_fence > got1.fence);
+  CHECK_FALSE(attempt("inplace", stranger, 0, 30s).acquired);
+  backend.abandon_queue("inplace", stranger);
+  CHECK(row("inplace")[0][3].as<std::string>() == second.hex());  // leaving takes nothing from it
+  AcquireResult got2 = attempt("inplace", second, q2.queue_ticket, 30s);
+  REQUIRE(got2.acquired);
+  CHECK(got2.fence > granted_fence);
+
+  // A shared waiter first in line is not granted anything: the row is freed in place and stays
+  // marked, the reaper spares it, and the reader takes it from the queue.
+  AcquireResult qr = attempt("inplace", reader, 0, 30s, LockMode::kShared);
+  REQUIRE_FALSE(qr.acquired);
+  REQUIRE(backend.release("inplace", LockMode::kExclusive, second, kContended));
   REQUIRE(row("inplace").size() == 1);
   CHECK_FALSE(row("inplace")[0][0].as<bool>());
   CHECK(row("inplace")[0][1].as<bool>());
@@ -358,22 +383,20 @@ TEST_CASE("postgresql: a contended release frees the row in place and keeps the 
   CHECK(row("inplace").size() == 1);
   CHECK_FALSE(attempt("inplace", stranger, 0, 30s).acquired);
   backend.abandon_queue("inplace", stranger);
-  AcquireResult got2 = attempt("inplace", second, q2.queue_ticket, 30s);
-  REQUIRE(got2.acquired);
-  CHECK(got2.fence > got1.fence);
+  REQUIRE(attempt("inplace", reader, qr.queue_ticket, 30s, LockMode::kShared).acquired);
+  REQUIRE(backend.release("inplace", LockMode::kShared, reader));
 
-  // Released again with the hint but nobody queued: an ordinary free row, which the reaper deletes;
-  // a new holder gets a larger fence. A second release of the same lease reports "not held".
-  REQUIRE(backend.release("inplace", LockMode::kExclusive, second, kContended));
-  CHECK_FALSE(backend.release("inplace", LockMode::kExclusive, second, kContended));
-  REQUIRE(row("inplace").size() == 1);
-  CHECK_FALSE(row("inplace")[0][1].as<bool>());
-  manager->reap();
-  CHECK(row("inplace").empty());
+  // Released with the hint but nobody queued: an ordinary free row, which the reaper deletes; a
+  // new holder gets a larger fence. A second release of the same lease reports "not held".
   AcquireResult next = attempt("inplace", holder, 0, 30s);
   REQUIRE(next.acquired);
   CHECK(next.fence > got2.fence);
   REQUIRE(backend.release("inplace", LockMode::kExclusive, holder, kContended));
+  CHECK_FALSE(backend.release("inplace", LockMode::kExclusive, holder, kContended));
+  REQUIRE(row("inplace").size() == 1);
+  CHECK_FALSE(row("inplace")[0][1].as<bool>());
+  manager->reap();
+  CHECK(row("inplace").empty());
 
   // An expired lease released with the hint: the fallback deletes the row and reports it expired
   // (false), as the plain release does.
@@ -386,6 +409,56 @@ TEST_CASE("postgresql: a contended release frees the row in place and keeps the 
   REQUIRE(expired);
   CHECK_FALSE(backend.release("expiring", LockMode::kExclusive, holder, kContended));
   CHECK(row("expiring").empty());
+}
+
+// A grant lasts the grantee's TTL, but no longer than its queue entry would have: a waiter that
+// died or gave up blocks the name no longer than its entry would have blocked the queue. One that
+// gave up hands a lease granted meanwhile on when it leaves the queue (abandon_queue), to the next
+// waiter in line.
+TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed on when it gave up",
+          "[postgresql][queue]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.reaper = false;
+  auto manager = open_manager(options, prefix);
+  Backend& backend = manager->backend();
+  pqxx::connection c(conninfo());
+  auto row = [&] {
+    pqxx::nontransaction tx(c);
+    return tx.exec1("SELECT replace(owner_secret::text, '-', ''), (extract(epoch from expires_at - clock_timestamp()) * 1000)::bigint"
+                    " FROM \"" + prefix + "leases\" WHERE name = 'granted'");
+  };
+  constexpr auto kContended = Backend::ReleaseHint::kAcquiredAfterQueueing;
+  const OwnerSecret holder = OwnerSecret::generate(), quitter = OwnerSecret::generate(),
+                    next = OwnerSecret::generate();
+  auto waiter_request = [](const OwnerSecret& secret, std::chrono::milliseconds queue_ttl) {
+    AcquireRequest request;
+    request.name = "granted";
+    request.mode = LockMode::kExclusive;
+    request.ttl = 60s;
+    request.secret = &secret;
+    request.queue = true;
+    request.queue_ttl = queue_ttl;
+    return request;
+  };
+
+  REQUIRE(backend_attempt(backend, "granted", LockMode::kExclusive, holder, 30s, false, 0).acquired);
+  AcquireResult q = backend.try_acquire(waiter_request(quitter, 3s));
+  REQUIRE_FALSE(q.acquired);
+  AcquireResult qn = backend.try_acquire(waiter_request(next, 60s));
+  REQUIRE_FALSE(qn.acquired);
+  REQUIRE(backend.release("granted", LockMode::kExclusive, holder, kContended));
+  auto granted = row();
+  CHECK(granted[0].as<std::string>() == quitter.hex());
+  CHECK(granted[1].as<std::int64_t>() > 0);
+  CHECK(granted[1].as<std::int64_t>() <= 3000);  // its entry's life, not its 60 s TTL
+
+  backend.abandon_queue("granted", quitter);
+  auto handed_on = row();
+  CHECK(handed_on[0].as<std::string>() == next.hex());
+  CHECK(handed_on[1].as<std::int64_t>() > 30'000);  // 60 s TTL, within its 60 s entry
+  CHECK(backend.release("granted", LockMode::kExclusive, next, kContended));
+  CHECK_FALSE(backend.release("granted", LockMode::kExclusive, quitter, kContended));
 }
 
 // Right after a release of this backend woke a queued waiter, the name's marker stands, so the

@@ -225,7 +225,20 @@ class PostgresBackend final : public Backend {
         Params q;
         q.add(request.name).add(*request.secret).add(std::int64_t{request.queue_ttl.count() * 1000});
         if (request.queue_ticket != 0) q.add(request.queue_ticket); else q.add_null();
-        pqxx::result qr = exec(c, "queue", q);
+        // An exclusive waiter may be granted the lease by the release (kReleaseExclusiveInPlace).
+        q.add(request.holder);
+        if (request.mode == LockMode::kExclusive) q.add(ttl_us); else q.add_null();
+        pqxx::result qr;
+        for (int collisions = 0;; ++collisions) {
+          try {
+            qr = exec(c, "queue", q);
+            break;
+          } catch (const pqxx::unique_violation&) {
+            // A new ticket equal to another waiter's of the name (joined in the same microsecond):
+            // nothing was written; joining again draws a later one.
+            if (collisions >= 3 || request.queue_ticket != 0) throw;
+          }
+        }
         result.queue_ticket = qr[0][0].as<std::int64_t>();
         result.queue_position = static_cast<int>(qr[0][1].as<std::int64_t>());
         remaining_us = qr[0][2].is_null() ? 0 : qr[0][2].as<std::int64_t>();
@@ -286,7 +299,7 @@ class PostgresBackend final : public Backend {
       if (in_place) {
         pqxx::result r = exec(c, "release_in_place", p);
         if (!r.empty()) {
-          woke_waiter = r[0][0].as<bool>();
+          woke_waiter = r[0][0].as<bool>();  // woken, or granted the lease (r[0][1])
           return std::optional<bool>(true);
         }
       }
@@ -328,12 +341,15 @@ class PostgresBackend final : public Backend {
   }
 
   void abandon_queue(std::string_view name, const OwnerSecret& secret) override {
-    with_retry("leave queue", [&](Connection& c) {
+    const bool granted = with_retry("leave queue", [&](Connection& c) {
       Params p;
       p.add(name).add(secret);
-      exec(c, "leave_queue", p);
-      return 0;
+      pqxx::result r = exec(c, "leave_queue", p);
+      return !r.empty() && r[0][0].as<bool>();
     });
+    // A release granted this waiter the lease after it gave up (its notification came too late,
+    // or never): hand it on, as its holder would.
+    if (granted) release(name, LockMode::kExclusive, secret, ReleaseHint::kAcquiredAfterQueueing);
   }
 
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override {
@@ -396,7 +412,7 @@ class PostgresBackend final : public Backend {
 
   // ---- notifications ----
 
-  void set_release_listener(std::function<void(std::string_view, std::int64_t)> on_release) override {
+  void set_release_listener(std::function<void(const ReleaseEvent&)> on_release) override {
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
       on_release_ = std::move(on_release);
@@ -817,38 +833,56 @@ class PostgresBackend final : public Backend {
     }
   }
 
-  // Payload: "<name>" or "<name>\x1f<ticket of the waiter whose turn it is>".
+  // Payload (fields separated by \x1f; lock names never contain control characters): "<name>"
+  // (anyone may look), "<name>|<ticket of the waiter whose turn it is>", or, when the release
+  // granted that waiter the lease, "<name>|<ticket>|<fence>|<granted us>|<expiry us>"
+  // (kReleaseExclusiveInPlace). Anything else wakes every waiter of the name without naming one.
   void dispatch(const std::string& payload) {
-    std::function<void(std::string_view, std::int64_t)> callback;
+    std::function<void(const ReleaseEvent&)> callback;
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
       callback = on_release_;
     }
     if (!callback) return;
-    std::string_view name = payload;
-    std::int64_t ticket = 0;
-    std::size_t sep = payload.rfind('\x1f');
+    const std::size_t sep = payload.find('\x1f');
+    ReleaseEvent event;
+    event.name = std::string_view(payload).substr(0, sep);
     if (sep != std::string::npos) {
-      name = std::string_view(payload).substr(0, sep);
+      std::vector<std::int64_t> fields;
       try {
-        ticket = std::stoll(payload.substr(sep + 1));
+        for (std::size_t at = sep + 1; at <= payload.size();) {
+          std::size_t end = std::min(payload.find('\x1f', at), payload.size());
+          fields.push_back(std::stoll(payload.substr(at, end - at)));
+          at = end + 1;
+        }
       } catch (const std::exception&) {
-        ticket = 0;
+        fields.clear();
+      }
+      if (fields.size() == 1 || fields.size() == 4) event.next_ticket = fields[0];
+      if (fields.size() == 4 && fields[0] != 0 && fields[2] > 0) {
+        event.granted = true;
+        event.fence = fields[1];
+        event.granted_for = microseconds(fields[2]);
+        event.expires_at_us = fields[3];
       }
     }
-    callback(name, ticket);
+    callback(event);
   }
 
   void dispatch_all() {
     std::vector<std::string> names;
-    std::function<void(std::string_view, std::int64_t)> callback;
+    std::function<void(const ReleaseEvent&)> callback;
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
       callback = on_release_;
       for (const auto& [name, count] : subscribed_) names.push_back(name);
     }
     if (callback) {
-      for (const auto& name : names) callback(name, 0);
+      for (const auto& name : names) {
+        ReleaseEvent event;
+        event.name = name;
+        callback(event);
+      }
     }
   }
 
@@ -895,7 +929,7 @@ class PostgresBackend final : public Backend {
 
   std::mutex listener_mutex_;
   std::condition_variable listener_cv_;
-  std::function<void(std::string_view, std::int64_t)> on_release_;  // GUARDED_BY(listener_mutex_)
+  std::function<void(const ReleaseEvent&)> on_release_;  // GUARDED_BY(listener_mutex_)
   std::map<std::string, int> subscribed_;             // GUARDED_BY(listener_mutex_)
   bool listener_stop_ = false;                        // GUARDED_BY(listener_mutex_)
   std::thread listener_;

@@ -144,14 +144,17 @@ inline constexpr const char* kAcquireShared =
 //    this waiter's first refresh. With fewer, the join writes the row, and its newer values
 //    survive a concurrent recompute (see above).
 // Queue entries and markers are bookkeeping, not locks: the commit does not wait for the WAL flush
-// (a marker lost in a crash is re-made by the next refresh).
-// $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL.
+// (a marker lost in a crash is re-made by the next refresh). The entry also records what a release
+// needs to grant the lease to this waiter directly (kReleaseExclusiveInPlace): its holder and TTL
+// (NULL: never grant, only wake). A new ticket that another waiter of the name already has fails
+// the unique index (23505); the caller joins again, with a later ticket.
+// $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL, $5 holder, $6 grant ttl_us or NULL.
 inline constexpr const char* kQueue =
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
-    " q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at)"
+    " q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
     "  SELECT $1, $2::uuid, coalesce($4::bigint, " DBLOCK_PG_US("now.t") "),"
-    "         now.t + $3::bigint * interval '1 microsecond' FROM now"
+    "         now.t + $3::bigint * interval '1 microsecond', $5, $6::bigint FROM now"
     "  ON CONFLICT (name, owner_secret) DO UPDATE SET until_at = EXCLUDED.until_at RETURNING ticket, until_at),"
     " m AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
     "  SELECT $1, NULL, NULL, 'exclusive', 0, now.t, now.t, 0, q.until_at, q.ticket FROM q, now"
@@ -181,12 +184,17 @@ inline constexpr const char* kRemaining =
     "SELECT " DBLOCK_PG_US("expires_at - clock_timestamp()") " FROM {L} WHERE name = $1";
 
 // A waiter gives up: leave the queue and recompute the marker (bookkeeping: no WAL flush wait).
-// $1 name, $2 secret.
+// A release may have granted it the lease meanwhile (kReleaseExclusiveInPlace): the result says
+// whether this owner now holds the name live, so that the caller releases it. The row is read as
+// the UPDATE leaves it (after waiting for a concurrent grant's commit), not as of the snapshot.
+// $1 name, $2 secret. Result: a row when the name's row was touched; its column: held by $2.
 inline constexpr const char* kLeaveQueue =
     "WITH sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
     " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid RETURNING 1)"
     " UPDATE {L} l SET" DBLOCK_PG_RECOMPUTE("l")
-    " FROM sc WHERE l.name = $1 AND EXISTS (SELECT 1 FROM d)";
+    " FROM sc WHERE l.name = $1 AND (EXISTS (SELECT 1 FROM d) OR l.owner_secret = $2::uuid)"
+    " RETURNING l.owner_secret IS NOT DISTINCT FROM $2::uuid AND l.mode = 'exclusive'"
+    " AND l.expires_at > clock_timestamp()";
 
 // $1 name, $2 secret, $3 ttl_us.
 inline constexpr const char* kRenewExclusive =
@@ -230,19 +238,44 @@ inline constexpr const char* kRemarkReleased =
     "  FROM o, sc WHERE o.until_at IS NOT NULL ON CONFLICT (name) DO NOTHING RETURNING 1)"
     " SELECT count(*) FROM m";
 // Release of a lease that was acquired after queueing (ReleaseHint::kAcquiredAfterQueueing), so
-// waiters are probably queued again: the row is freed in place and keeps its marker, one
-// statement instead of kReleaseExclusive + kRemarkReleased, and no re-created row for the woken
-// waiter's acquire to wait on. It wakes the waiter the ticket hint names, as kReleaseExclusive
-// does. Only a live lease of this owner is freed here; no row means "not that" and the caller
-// falls back to kReleaseExclusive, which tells expired from not held. A row freed without a live
-// marker is an ordinary free row, left to the reaper. Result: one row when freed (its columns run
-// the NOTIFY and turn off the flush wait; the caller needs only the row). $1 name, $2 secret,
-// $3 channel.
+// waiters are probably queued again. One statement hands the lease to the first live waiter in
+// ticket order (read from {W}, exact), when that waiter asked for a grant (grant_ttl_us): the row
+// gets its owner secret and holder, a new fence, and an expiry of its TTL, but no later than its
+// queue entry's (a waiter that died or gave up holds the name no longer than its entry would have
+// blocked the queue; a live one renews to its full TTL). The NOTIFY names it and carries the grant
+// (payload: name, ticket, fence, granted microseconds, expiry in microseconds since the epoch,
+// separated by chr(31)), so the grantee's acquire returns without a statement of its own. The
+// grantee's queue entry stays (deleting it here would lock it against the grantee's own queue
+// statements, in the opposite order); each holder's release deletes its own. Waiters read and
+// keep the row's marker as before.
+// Otherwise (nobody grantable first in line) the row is freed in place and keeps its marker, and
+// the NOTIFY wakes the first waiter (ticket; 0: whoever is first, when {W} shows nobody but the
+// marker stands), whose queued acquire takes it.
+// A grant is an acquisition: its commit waits for the WAL flush; a plain free does not.
+// Only a live lease of this owner is released here; no row means "not that" and the caller falls
+// back to kReleaseExclusive, which tells expired from not held. A row freed without a live marker
+// is an ordinary free row, left to the reaper. Result: one row when released: woke or granted to
+// a waiter, granted, and the flush-wait item. $1 name, $2 secret, $3 channel.
 inline constexpr const char* kReleaseExclusiveInPlace =
-    "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = clock_timestamp()"
-    " WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive' AND expires_at > clock_timestamp()"
-    " RETURNING (CASE WHEN queued_until > clock_timestamp()"
-    " THEN pg_notify($3, $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text IS NOT NULL," DBLOCK_PG_NO_FLUSH_WAIT;
+    "WITH now AS (SELECT clock_timestamp() AS t),"
+    " g AS (SELECT w.owner_secret, w.ticket, w.holder,"
+    "  CASE WHEN w.grant_ttl_us > 0 THEN LEAST(w.grant_ttl_us, " DBLOCK_PG_US("w.until_at - now.t") ") END AS grant_us"
+    "  FROM {W} w, now WHERE w.name = $1 AND w.owner_secret <> $2::uuid AND w.until_at > now.t"
+    "  ORDER BY w.ticket LIMIT 1),"
+    " u AS (UPDATE {L} l SET owner_secret = gg.owner_secret, holder = gg.holder,"
+    "  fence = CASE WHEN gg.owner_secret IS NULL THEN l.fence ELSE nextval({S}) END,"
+    "  acquired_at = CASE WHEN gg.owner_secret IS NULL THEN l.acquired_at ELSE now.t END,"
+    "  expires_at = now.t + coalesce(gg.grant_us, 0) * interval '1 microsecond', renewals = 0"
+    "  FROM now LEFT JOIN (SELECT * FROM g WHERE g.grant_us > 0) gg ON true"
+    "  WHERE l.name = $1 AND l.owner_secret = $2::uuid AND l.mode = 'exclusive' AND l.expires_at > now.t"
+    "  RETURNING l.fence, l.expires_at, l.queued_until, gg.grant_us),"
+    " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid AND EXISTS (SELECT 1 FROM u))"
+    " SELECT (CASE WHEN u.grant_us IS NOT NULL THEN pg_notify($3, $1 || chr(31) || g.ticket || chr(31) || u.fence"
+    "  || chr(31) || u.grant_us || chr(31) || " DBLOCK_PG_US("u.expires_at") ")"
+    "  WHEN g.ticket IS NOT NULL OR u.queued_until > now.t THEN pg_notify($3, $1 || chr(31) || coalesce(g.ticket, 0))"
+    "  END)::text IS NOT NULL, u.grant_us IS NOT NULL,"
+    " (CASE WHEN u.grant_us IS NULL THEN set_config('synchronous_commit', 'off', true) END) IS NOT NULL"
+    " FROM u CROSS JOIN now LEFT JOIN g ON true";
 // A reader leaves; the row stays (with the expiry of the remaining readers) and keeps its marker.
 inline constexpr const char* kReleaseReader =
     "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
