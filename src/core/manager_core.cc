@@ -353,13 +353,19 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
     // release in this process, a backend notification) leads to an attempt only for the first
     // waiter in line; the others ask where they stand with a read-only probe and sleep on, so a
     // release does not make every waiter write.
+    // With notifications, a waiter behind others waits longer, max_poll, whatever the holder's
+    // time: the release that makes it first names it (and may grant it the lease), and only the
+    // first in line takes over an expired lease. Its polls only cover lost notifications and
+    // stale hints; at the pace of the others' hand-offs they would be writes to no purpose.
     int known_position = result.queue_position;
     milliseconds known_remaining = result.holder_remaining;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       const auto now_inner = SteadyClock::now();
       microseconds pause = jittered(backoff);
-      if (known_remaining >= milliseconds::zero()) {
+      if (notifies && known_position > 0 && request.queue_ticket != 0) {
+        pause = jittered(options_.max_poll);
+      } else if (known_remaining >= milliseconds::zero()) {
         pause = std::min<microseconds>(pause, known_remaining + milliseconds(1));
       }
       pause = std::max<microseconds>(pause, microseconds(100));

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include "dblock/errors.h"
@@ -125,6 +126,8 @@ class PostgresBackend final : public Backend {
     version_ = detail::quote_identifier(p + "schema_version");
     sequence_literal_ = "'" + detail::quote_identifier(p + "fence_seq") + "'";
     channel_ = p + "release";
+    wake_slot_ = static_cast<int>(std::random_device{}() % 1024);
+    wake_channel_ = channel_ + "_" + std::to_string(wake_slot_);
     for (const auto& [name, tmpl] : statements()) rendered_.emplace(name, render(tmpl));
     give_back(connect());  // fail at open(), not at first use
   }
@@ -228,6 +231,7 @@ class PostgresBackend final : public Backend {
         // An exclusive waiter may be granted the lease by the release (kReleaseExclusiveInPlace).
         q.add(request.holder);
         if (request.mode == LockMode::kExclusive) q.add(ttl_us); else q.add_null();
+        q.add(std::int64_t{wake_slot_});
         pqxx::result qr;
         for (int collisions = 0;; ++collisions) {
           try {
@@ -814,7 +818,8 @@ class PostgresBackend final : public Backend {
       try {
         pqxx::connection c(options_.conninfo);
         c.inhibit_reactivation(true);
-        Receiver receiver(c, channel_, *this);
+        Receiver receiver(c, channel_, *this);            // "whoever is first", old versions, force-releases
+        Receiver own_receiver(c, wake_channel_, *this);   // releases that name this instance's waiters
         failures = 0;
         dispatch_all();  // notifications may have been missed while (re)connecting
         while (true) {
@@ -912,6 +917,10 @@ class PostgresBackend final : public Backend {
   // Constant after construction.
   const Options options_;
   std::string leases_, readers_, waiters_, version_, sequence_literal_, channel_;
+  // This instance's slot in its waiters' queue tickets, and the channel a release that names one
+  // of them notifies (DBLOCK_PG_WAKE_CHANNEL in sql.h). Random, so that instances rarely share one.
+  int wake_slot_ = 0;
+  std::string wake_channel_;
   std::map<std::string, std::string> rendered_;
 
   detail::IdlePool<Connection> idle_;          // lease statements

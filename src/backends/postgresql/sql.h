@@ -62,6 +62,17 @@ namespace dblock::postgresql::sql {
   " min(w.ticket)" DBLOCK_PG_OTHER_LIVE ")"                                                       \
   " FROM {W} w WHERE w.name = $1)"
 
+// The channel a release that names waiter `ticket` notifies. A ticket is the server time of the
+// waiter's first attempt in microseconds, times 1024, plus the wake slot (0-1023) of the waiter's
+// backend instance; every instance LISTENs on the shared channel ($3) and on its own slot's
+// ($3 || '_' || slot). So a hand-off wakes the one listener whose waiter it names, not every
+// instance's (each woken listener is a transaction on the server). Tickets below 2^60 come from
+// versions before slots (plain microseconds) and, like "whoever is first" (no ticket), go to the
+// shared channel. Two instances that drew the same slot hear each other's wake-ups: a wake-up
+// more, never a missed one (the payload names the ticket).
+#define DBLOCK_PG_WAKE_CHANNEL(ticket) \
+  " CASE WHEN " ticket " >= 1152921504606846976 THEN $3 || '_' || (" ticket " & 1023)::text ELSE $3 END"
+
 #define DBLOCK_PG_LEASE_COLUMNS \
   "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals, queued_until, queued_ticket)"
 
@@ -148,12 +159,13 @@ inline constexpr const char* kAcquireShared =
 // needs to grant the lease to this waiter directly (kReleaseExclusiveInPlace): its holder and TTL
 // (NULL: never grant, only wake). A new ticket that another waiter of the name already has fails
 // the unique index (23505); the caller joins again, with a later ticket.
-// $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL, $5 holder, $6 grant ttl_us or NULL.
+// $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL, $5 holder, $6 grant ttl_us or NULL,
+// $7 the wake slot of this backend instance (see DBLOCK_PG_WAKE_CHANNEL).
 inline constexpr const char* kQueue =
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
     " q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
-    "  SELECT $1, $2::uuid, coalesce($4::bigint, " DBLOCK_PG_US("now.t") "),"
+    "  SELECT $1, $2::uuid, coalesce($4::bigint, " DBLOCK_PG_US("now.t") " * 1024 + $7::bigint),"
     "         now.t + $3::bigint * interval '1 microsecond', $5, $6::bigint FROM now"
     "  ON CONFLICT (name, owner_secret) DO UPDATE SET until_at = EXCLUDED.until_at RETURNING ticket, until_at),"
     " m AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
@@ -221,7 +233,8 @@ inline constexpr const char* kRenewReader =
 inline constexpr const char* kReleaseExclusive =
     "DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
     " RETURNING expires_at > clock_timestamp(), (CASE WHEN queued_until > clock_timestamp()"
-    " THEN pg_notify($3, $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text IS NOT NULL," DBLOCK_PG_NO_FLUSH_WAIT;
+    " THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("queued_ticket") ", $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text"
+    " IS NOT NULL," DBLOCK_PG_NO_FLUSH_WAIT;
 
 // After a release that found waiters: re-create the free row with the marker, from {W} (exact),
 // unless a row exists again (the woken waiter has already taken the name and kept the marker
@@ -270,9 +283,11 @@ inline constexpr const char* kReleaseExclusiveInPlace =
     "  WHERE l.name = $1 AND l.owner_secret = $2::uuid AND l.mode = 'exclusive' AND l.expires_at > now.t"
     "  RETURNING l.fence, l.expires_at, l.queued_until, gg.grant_us),"
     " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid AND EXISTS (SELECT 1 FROM u))"
-    " SELECT (CASE WHEN u.grant_us IS NOT NULL THEN pg_notify($3, $1 || chr(31) || g.ticket || chr(31) || u.fence"
+    " SELECT (CASE WHEN u.grant_us IS NOT NULL THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("g.ticket") ","
+    "  $1 || chr(31) || g.ticket || chr(31) || u.fence"
     "  || chr(31) || u.grant_us || chr(31) || " DBLOCK_PG_US("u.expires_at") ")"
-    "  WHEN g.ticket IS NOT NULL OR u.queued_until > now.t THEN pg_notify($3, $1 || chr(31) || coalesce(g.ticket, 0))"
+    "  WHEN g.ticket IS NOT NULL OR u.queued_until > now.t"
+    "  THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("g.ticket") ", $1 || chr(31) || coalesce(g.ticket, 0))"
     "  END)::text IS NOT NULL, u.grant_us IS NOT NULL,"
     " (CASE WHEN u.grant_us IS NULL THEN set_config('synchronous_commit', 'off', true) END) IS NOT NULL"
     " FROM u CROSS JOIN now LEFT JOIN g ON true";
@@ -283,7 +298,8 @@ inline constexpr const char* kReleaseReader =
     " l AS (UPDATE {L} SET expires_at = coalesce((SELECT max(r.expires_at) FROM {R} r WHERE r.name = $1"
     "  AND r.owner_secret <> $2::uuid AND r.expires_at > clock_timestamp()), clock_timestamp())"
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM d) RETURNING queued_until, queued_ticket)"
-    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify($3, $1 || chr(31) || coalesce(l.queued_ticket, 0))"
+    " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify(" DBLOCK_PG_WAKE_CHANNEL("l.queued_ticket") ","
+    "  $1 || chr(31) || coalesce(l.queued_ticket, 0))"
     "  FROM l WHERE l.queued_until > clock_timestamp()) n), d.no_flush_wait FROM d";
 
 // Admin eviction: frees the name and bumps its fence; drops its readers; wakes waiters.
@@ -397,6 +413,7 @@ inline constexpr const char* kXactWait =
     "SELECT set_config('lock_timeout', $2, true), pg_advisory_xact_lock($1::bigint), true";
 
 #undef DBLOCK_PG_LEASE_COLUMNS
+#undef DBLOCK_PG_WAKE_CHANNEL
 #undef DBLOCK_PG_RECOMPUTE
 #undef DBLOCK_PG_OTHER_LIVE
 #undef DBLOCK_PG_NO_FLUSH_WAIT
