@@ -152,7 +152,8 @@ struct AcquireResult {
   std::int64_t fence = 0;          // valid when acquired
   std::int64_t expires_at_us = 0;  // backend clock; valid when acquired
   // When not acquired: how long until the current hold expires on the backend's clock, or -1 when
-  // unknown. Waiters never sleep past it, so an abandoned lease is taken over promptly.
+  // unknown. The first waiter in line never sleeps past it, so an abandoned lease is taken over
+  // promptly (with notifications, waiters behind others may: only the first takes over).
   std::chrono::milliseconds holder_remaining{-1};
   // When not acquired and queued: the caller's ticket, and how many live waiters are ahead of it
   // (0: next in line), -1 when the backend does not queue.
