@@ -105,7 +105,9 @@ void ManagerCore::shutdown() noexcept {
   for (auto& state : still_held) {
     state->lost.store(true, std::memory_order_release);
     try {
-      backend_->release(state->name, state->mode, state->secret);
+      backend_->release(state->name, state->mode, state->secret,
+                        state->acquired_after_queueing ? Backend::ReleaseHint::kAcquiredAfterQueueing
+                                                       : Backend::ReleaseHint::kNone);
     } catch (const Error& e) {
       report(e);
     } catch (...) {
@@ -299,7 +301,9 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
       // thread (it may already have marked the lease lost), so it must not be read here.
       if (shutting_down) {
         try {
-          backend_->release(key, state->mode, state->secret);
+          backend_->release(key, state->mode, state->secret,
+                            state->acquired_after_queueing ? Backend::ReleaseHint::kAcquiredAfterQueueing
+                                                           : Backend::ReleaseHint::kNone);
         } catch (...) {
         }
         throw UsageError("LockManager is shutting down");
