@@ -459,6 +459,10 @@ TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed
   CHECK(handed_on[1].as<std::int64_t>() > 30'000);  // 60 s TTL, within its 60 s entry
   CHECK(backend.release("granted", LockMode::kExclusive, next, kContended));
   CHECK_FALSE(backend.release("granted", LockMode::kExclusive, quitter, kContended));
+  // Nobody waits any more: the grantee's release took its own queue entry off the marker, so an
+  // unqueued attempt gets the name at once.
+  const OwnerSecret stranger = OwnerSecret::generate();
+  CHECK(backend_attempt(backend, "granted", LockMode::kExclusive, stranger, 30s, false, 0).acquired);
 }
 
 // Right after a release of this backend woke a queued waiter, the name's marker stands, so the
@@ -509,7 +513,8 @@ TEST_CASE("postgresql: a releasing backend joins the queue without the attempt t
 // it is not yet (until the WAL writer's next round, up to 200 ms later). Nothing else writes WAL
 // here (no reaper), so each check is about the statement just run; a background write (a
 // checkpoint, say) may disturb one or two of them, hence the margins.
-TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires and renewals do", "[postgresql][durability]") {
+TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires, grants and renewals do",
+          "[postgresql][durability]") {
   const std::string prefix = unique_prefix();
   ManagerOptions options;
   options.reaper = false;
@@ -524,7 +529,7 @@ TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires and rene
     return backend_attempt(backend, name, mode, secret, 30s, queue, ticket);
   };
   constexpr int kRounds = 10;
-  int durable_acquires = 0, durable_renewals = 0, durable_queued = 0, durable_shared = 0;
+  int durable_acquires = 0, durable_renewals = 0, durable_queued = 0, durable_grants = 0, durable_shared = 0;
   int quick_releases = 0, quick_in_place = 0, quick_reader_releases = 0;
   for (int i = 0; i < kRounds; ++i) {
     const OwnerSecret a = OwnerSecret::generate(), b = OwnerSecret::generate(), r = OwnerSecret::generate();
@@ -542,7 +547,13 @@ TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires and rene
     REQUIRE(backend.release("wal", LockMode::kExclusive, a));
     REQUIRE(attempt("wal", LockMode::kExclusive, b, true, queued.queue_ticket).acquired);
     durable_queued += !unflushed();
+    // The in-place release of a lease acquired after queueing: granting it to the next waiter is
+    // that waiter's acquisition (flushed); freeing it with nobody queued is a release (not).
+    const OwnerSecret g = OwnerSecret::generate();
+    REQUIRE_FALSE(attempt("wal", LockMode::kExclusive, g, true, 0).acquired);
     REQUIRE(backend.release("wal", LockMode::kExclusive, b, Backend::ReleaseHint::kAcquiredAfterQueueing));
+    durable_grants += !unflushed();
+    REQUIRE(backend.release("wal", LockMode::kExclusive, g, Backend::ReleaseHint::kAcquiredAfterQueueing));
     quick_in_place += unflushed();
     // A shared lease.
     REQUIRE(attempt("wal-shared", LockMode::kShared, r, false, 0).acquired);
@@ -553,6 +564,7 @@ TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires and rene
   CHECK(durable_acquires >= kRounds - 2);
   CHECK(durable_renewals >= kRounds - 2);
   CHECK(durable_queued >= kRounds - 2);
+  CHECK(durable_grants >= kRounds - 2);
   CHECK(durable_shared >= kRounds - 2);
   CHECK(quick_releases >= kRounds - 2);
   CHECK(quick_in_place >= kRounds - 2);

@@ -259,8 +259,9 @@ inline constexpr const char* kRemarkReleased =
 // (payload: name, ticket, fence, granted microseconds, expiry in microseconds since the epoch,
 // separated by chr(31)), so the grantee's acquire returns without a statement of its own. The
 // grantee's queue entry stays (deleting it here would lock it against the grantee's own queue
-// statements, in the opposite order); each holder's release deletes its own. Waiters read and
-// keep the row's marker as before.
+// statements, in the opposite order); each holder's release deletes its own, and recomputes the
+// row's marker without it (a grantee never ran the queued acquire that would have), so that a
+// name nobody waits for any more is not left marked.
 // Otherwise (nobody grantable first in line) the row is freed in place and keeps its marker, and
 // the NOTIFY wakes the first waiter (ticket; 0: whoever is first, when {W} shows nobody but the
 // marker stands), whose queued acquire takes it.
@@ -278,7 +279,8 @@ inline constexpr const char* kReleaseExclusiveInPlace =
     " u AS (UPDATE {L} l SET owner_secret = gg.owner_secret, holder = gg.holder,"
     "  fence = CASE WHEN gg.owner_secret IS NULL THEN l.fence ELSE nextval({S}) END,"
     "  acquired_at = CASE WHEN gg.owner_secret IS NULL THEN l.acquired_at ELSE now.t END,"
-    "  expires_at = now.t + coalesce(gg.grant_us, 0) * interval '1 microsecond', renewals = 0"
+    "  expires_at = now.t + coalesce(gg.grant_us, 0) * interval '1 microsecond', renewals = 0,"
+    DBLOCK_PG_RECOMPUTE("l")
     "  FROM now LEFT JOIN (SELECT * FROM g WHERE g.grant_us > 0) gg ON true"
     "  WHERE l.name = $1 AND l.owner_secret = $2::uuid AND l.mode = 'exclusive' AND l.expires_at > now.t"
     "  RETURNING l.fence, l.expires_at, l.queued_until, gg.grant_us),"
