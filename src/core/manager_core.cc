@@ -105,9 +105,7 @@ void ManagerCore::shutdown() noexcept {
   for (auto& state : still_held) {
     state->lost.store(true, std::memory_order_release);
     try {
-      backend_->release(state->name, state->mode, state->secret,
-                        state->acquired_after_queueing ? Backend::ReleaseHint::kAcquiredAfterQueueing
-                                                       : Backend::ReleaseHint::kNone);
+      backend_->release(state->name, state->mode, state->secret, state->release_hint());
     } catch (const Error& e) {
       report(e);
     } catch (...) {
@@ -301,9 +299,7 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
       // thread (it may already have marked the lease lost), so it must not be read here.
       if (shutting_down) {
         try {
-          backend_->release(key, state->mode, state->secret,
-                            state->acquired_after_queueing ? Backend::ReleaseHint::kAcquiredAfterQueueing
-                                                           : Backend::ReleaseHint::kNone);
+          backend_->release(key, state->mode, state->secret, state->release_hint());
         } catch (...) {
         }
         throw UsageError("LockManager is shutting down");
@@ -428,9 +424,7 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
   }
   ReleaseResult result;
   try {
-    bool released = backend_->release(state->name, state->mode, state->secret,
-                                      state->acquired_after_queueing ? Backend::ReleaseHint::kAcquiredAfterQueueing
-                                                                     : Backend::ReleaseHint::kNone);
+    bool released = backend_->release(state->name, state->mode, state->secret, state->release_hint());
     result = released && !locally_lost ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
   } catch (const Error& e) {
     report(e);

@@ -55,6 +55,12 @@ struct LeaseState {
   bool finished = false;  // released, lost or shut down: no more renewals, no more callbacks
   SteadyClock::time_point next_renew;
 
+  // What every release of this lease tells the backend (all release paths must pass the same:
+  // a granted holder's queue entry goes only with a hinted release).
+  Backend::ReleaseHint release_hint() const {
+    return acquired_after_queueing ? Backend::ReleaseHint::kAcquiredAfterQueueing : Backend::ReleaseHint::kNone;
+  }
+
   SteadyClock::time_point safe_until() const {
     return SteadyClock::time_point(SteadyClock::duration(safe_until_ns.load(std::memory_order_acquire)));
   }
