@@ -247,21 +247,25 @@ class Backend {
   // Deletes at most `batch` expired rows; returns how many. Never touches a live lease.
   virtual std::size_t reap(std::size_t batch) = 0;
 
+  // A release that granted the lease to a queued waiter (its queue entry asked for it): the
+  // waiter with `ticket` holds it from the release on, with this fence, for `granted_for` (backend
+  // clock; it may be shorter than the TTL asked for, and the holder renews it to that), expiring
+  // at expires_at_us. The grantee needs no statement of its own; a waiter that misses the event
+  // finds the lease its own on its next attempt.
+  struct Grant {
+    std::int64_t ticket = 0;
+    std::int64_t fence = 0;
+    std::chrono::microseconds granted_for{0};
+    std::int64_t expires_at_us = 0;
+  };
   // What a release event says. Valid only during the listener call (`name` points into the
   // backend's buffer).
   struct ReleaseEvent {
     std::string_view name;
     // The queue ticket of the waiter whose turn it is; 0: unknown, every waiter should look.
     std::int64_t next_ticket = 0;
-    // The release granted the lease to the waiter with next_ticket (its queue entry asked for
-    // it): that waiter holds it from the release on, with this fence, for `granted_for` (backend
-    // clock; it may be shorter than the TTL asked for, and the holder renews it to that), expiring
-    // at expires_at_us. The grantee needs no statement of its own; a waiter that misses the event
-    // finds the lease its own on its next attempt.
-    bool granted = false;
-    std::int64_t fence = 0;
-    std::chrono::microseconds granted_for{0};
-    std::int64_t expires_at_us = 0;
+    // Set when the release granted the lease to that waiter (grant->ticket == next_ticket).
+    std::optional<Grant> grant;
   };
   // Optional: push release events. The backend calls `on_release` from its own thread whenever a
   // lease may have become free or was granted to a waiter. subscribe/unsubscribe bracket a

@@ -53,14 +53,11 @@ void ManagerCore::start() {
   backend_->set_release_listener([this](const Backend::ReleaseEvent& event) {
     std::lock_guard<std::mutex> lock(mutex_);
     const std::string name(event.name);
-    if (event.granted) {
+    if (event.grant) {
       auto it = waiting_.find(name);
       // One slot: until the grantee takes its grant, no other grant of the name can follow (the
       // grantee holds the name). A grant meant for another process's waiter just passes through.
-      if (it != waiting_.end()) {
-        it->second.grant = event;
-        it->second.grant->name = {};  // points into the backend's buffer
-      }
+      if (it != waiting_.end()) it->second.grant = event.grant;
     }
     bump_locked(name, event.next_ticket);
   });
@@ -244,9 +241,9 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   // read-only probe.
   const bool notifies = backend_->capabilities().notifications;
   microseconds backoff = options_.min_poll;
-  // A release that granted this waiter the lease (Backend::ReleaseEvent::granted), taken from the
+  // A release that granted this waiter the lease (Backend::ReleaseEvent::grant), taken from the
   // listener in the wait below; it stands in for the next attempt.
-  std::optional<Backend::ReleaseEvent> grant;
+  std::optional<Backend::Grant> grant;
   SteadyClock::time_point last_sent_at;
   for (;;) {
     std::uint64_t generation = 0;
@@ -381,7 +378,7 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
       }
       generation = waiting_[key].generation;
       NameWaiters& waiters = waiting_[key];
-      if (request.queue_ticket != 0 && waiters.grant && waiters.grant->next_ticket == request.queue_ticket) {
+      if (request.queue_ticket != 0 && waiters.grant && waiters.grant->ticket == request.queue_ticket) {
         grant = waiters.grant;  // a release made us the holder: no attempt needed
         waiters.grant.reset();
         break;

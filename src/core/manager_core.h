@@ -118,9 +118,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   struct NameWaiters {
     std::uint64_t generation = 0;  // bumped whenever the name may have become free
     std::int64_t next_ticket = 0;  // from the last bump: whose turn it is (0: anyone's)
-    // The last grant of the name a release announced (its `name` is not kept valid), until the
-    // waiter it names takes it.
-    std::optional<Backend::ReleaseEvent> grant;
+    // The last grant of the name a release announced, until the waiter it names takes it.
+    std::optional<Backend::Grant> grant;
     int waiters = 0;
   };
 

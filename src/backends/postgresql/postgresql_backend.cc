@@ -865,10 +865,7 @@ class PostgresBackend final : public Backend {
       }
       if (fields.size() == 1 || fields.size() == 4) event.next_ticket = fields[0];
       if (fields.size() == 4 && fields[0] != 0 && fields[2] > 0) {
-        event.granted = true;
-        event.fence = fields[1];
-        event.granted_for = microseconds(fields[2]);
-        event.expires_at_us = fields[3];
+        event.grant = Grant{fields[0], fields[1], microseconds(fields[2]), fields[3]};
       }
     }
     callback(event);
