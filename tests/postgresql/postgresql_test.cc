@@ -116,6 +116,13 @@ std::unique_ptr<LockManager> open_with(const std::string& url_suffix, ManagerOpt
   return dblock::open(url, options);
 }
 
+// A manager without the reaper: rows stay as the statements under test leave them.
+std::unique_ptr<LockManager> open_manager_without_reaper(const std::string& prefix) {
+  ManagerOptions options;
+  options.reaper = false;
+  return open_manager(options, prefix);
+}
+
 // One attempt straight on the backend, as the core makes it; queue = true is the attempt of a
 // waiting acquire (ticket 0: not queued yet), with a queue entry that outlives any test (60 s), so
 // that only the bookkeeping under test can remove it.
@@ -418,9 +425,7 @@ TEST_CASE("postgresql: a contended release grants the lease to the first waiter,
 TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed on when it gave up",
           "[postgresql][queue]") {
   const std::string prefix = unique_prefix();
-  ManagerOptions options;
-  options.reaper = false;
-  auto manager = open_manager(options, prefix);
+  auto manager = open_manager_without_reaper(prefix);
   Backend& backend = manager->backend();
   pqxx::connection c(conninfo());
   auto row = [&] {
@@ -476,9 +481,7 @@ TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed
 TEST_CASE("postgresql: a releasing backend joins the queue without the attempt the marker would refuse",
           "[postgresql][queue]") {
   const std::string prefix = unique_prefix();
-  ManagerOptions options;
-  options.reaper = false;
-  auto manager = open_manager(options, prefix);
+  auto manager = open_manager_without_reaper(prefix);
   Backend& backend = manager->backend();
   auto attempt = [&](const OwnerSecret& secret, bool queue, std::int64_t ticket) {
     return backend_attempt(backend, "skip", LockMode::kExclusive, secret, 30s, queue, ticket);
@@ -516,9 +519,7 @@ TEST_CASE("postgresql: a releasing backend joins the queue without the attempt t
 TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires, grants and renewals do",
           "[postgresql][durability]") {
   const std::string prefix = unique_prefix();
-  ManagerOptions options;
-  options.reaper = false;
-  auto manager = open_manager(options, prefix);
+  auto manager = open_manager_without_reaper(prefix);
   Backend& backend = manager->backend();
   pqxx::connection c(conninfo());
   auto unflushed = [&] {
