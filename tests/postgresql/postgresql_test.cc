@@ -470,6 +470,47 @@ TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed
   CHECK(backend_attempt(backend, "granted", LockMode::kExclusive, stranger, 30s, false, 0).acquired);
 }
 
+// A waiter's ticket carries its backend instance's wake slot (ticket & 1023, tickets >= 2^60), and
+// a release that names it notifies only that slot's channel (<prefix>release_<slot>), not the
+// shared one every instance listens on: a hand-off wakes one listener. The grant's payload is
+// name, ticket, fence, granted microseconds and expiry, as the grantee's core reads it.
+TEST_CASE("postgresql: a release notifies only the named waiter's wake channel", "[postgresql][notify]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager_without_reaper(prefix);
+  Backend& backend = manager->backend();
+  const OwnerSecret holder = OwnerSecret::generate(), waiter = OwnerSecret::generate();
+  REQUIRE(backend_attempt(backend, "routed", LockMode::kExclusive, holder, 30s, false, 0).acquired);
+  AcquireResult queued = backend_attempt(backend, "routed", LockMode::kExclusive, waiter, 30s, true, 0);
+  REQUIRE_FALSE(queued.acquired);
+  REQUIRE(queued.queue_ticket >= (std::int64_t{1} << 60));
+  const std::string own_channel = prefix + "release_" + std::to_string(queued.queue_ticket & 1023);
+
+  struct Collect final : pqxx::notification_receiver {
+    Collect(pqxx::connection& c, const std::string& channel) : pqxx::notification_receiver(c, channel) {}
+    void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
+    std::vector<std::string> payloads;
+  };
+  pqxx::connection listener(conninfo());
+  Collect shared(listener, prefix + "release"), own(listener, own_channel);
+  REQUIRE(backend.release("routed", LockMode::kExclusive, holder, Backend::ReleaseHint::kAcquiredAfterQueueing));
+  for (int i = 0; i < 50 && own.payloads.empty(); ++i) listener.await_notification(0, 100'000);  // bounded: 5 s
+  // One commit's notifications arrive together: the shared channel got none from this release.
+  REQUIRE(own.payloads.size() == 1);
+  CHECK(shared.payloads.empty());
+
+  pqxx::nontransaction tx(listener);
+  const std::int64_t fence =
+      tx.exec1("SELECT fence FROM \"" + prefix + "leases\" WHERE name = 'routed'")[0].as<std::int64_t>();
+  std::vector<std::string> fields;
+  std::stringstream payload(own.payloads[0]);
+  for (std::string field; std::getline(payload, field, '\x1f');) fields.push_back(field);
+  REQUIRE(fields.size() == 5);
+  CHECK(fields[0] == "routed");
+  CHECK(fields[1] == std::to_string(queued.queue_ticket));
+  CHECK(fields[2] == std::to_string(fence));
+  CHECK(std::stoll(fields[3]) > 0);
+}
+
 // Right after a release of this backend woke a queued waiter, the name's marker stands, so the
 // releasing side's next waiting acquire skips the unqueued attempt it would lose and only joins the
 // queue (one statement fewer while the woken waiter takes the name). The shortcut is visible only
