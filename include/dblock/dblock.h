@@ -2,14 +2,16 @@
 #ifndef DBLOCK_DBLOCK_H_
 #define DBLOCK_DBLOCK_H_
 
-#include "dblock/backend.h"
+#include "dblock/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
 #include "dblock/mutex.h"
 #include "dblock/open.h"
 #include "dblock/options.h"
+#include "dblock/service.h"
 #include "dblock/session_lock.h"
+#include "dblock/sql/features.h"
 #include "dblock/url.h"
 
 #endif  // DBLOCK_DBLOCK_H_

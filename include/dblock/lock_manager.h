@@ -1,8 +1,9 @@
 // dblock/lock_manager.h — the entry point: acquire leases, inspect and administer locks.
 //
-// A LockManager owns one backend (its connections), one renewal thread for all leases it hands
-// out, and one reaper thread. It is safe for concurrent use from many threads. Create one per
-// process and backend with dblock::open(url) (dblock/open.h) and share it.
+// A LockManager owns one lock service (its connections), one renewal thread for all leases it
+// hands out, and a reaper thread where the service has something to reap. It is safe for
+// concurrent use from many threads. Create one per process and backend with dblock::open(url)
+// (dblock/open.h) and share it.
 //
 // Clocks: expiry is decided on the backend's clock; the only local deadlines (waits, safe-until)
 // are on std::chrono::steady_clock.
@@ -18,12 +19,18 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/backend.h"
 #include "dblock/lease.h"
 #include "dblock/options.h"
+#include "dblock/service.h"
 #include "dblock/session_lock.h"
+#include "dblock/sql/features.h"
 
 namespace dblock {
+
+namespace detail {
+class ManagerCore;
+struct TestAccess;
+}  // namespace detail
 
 // Lock names: 1..kMaxNameBytes bytes of valid UTF-8 without NUL or other control characters.
 inline constexpr std::size_t kMaxNameBytes = 255;
@@ -33,11 +40,23 @@ inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 7);
 // Throws UsageError describing what is wrong with `name`, or returns normally.
 void validate_lock_name(std::string_view name);
 
+// What a manager's backend offers beyond leases (LockManager::capabilities()).
+struct Capabilities {
+  bool shared_leases = false;
+  bool notifications = false;       // the backend pushes release events (LISTEN/NOTIFY, pub/sub, ...)
+  bool session_locks = false;       // locks that die with the connection
+  bool transaction_locks = false;   // run_in_transaction_lock
+  bool row_locks = false;           // SELECT ... FOR UPDATE helpers
+  bool optimistic = false;          // compare_and_set on a version column
+  bool guard = false;               // guarded writes inside the application's transaction
+};
+
 class LockManager {
  public:
-  // Takes ownership of `backend`. Validates options (UsageError), applies or checks the schema
-  // (SchemaError, ConnectionError) and starts the renewal and reaper threads.
-  LockManager(std::unique_ptr<Backend> backend, ManagerOptions options = {});
+  // Takes ownership of `service`. Validates options (UsageError), applies or checks the schema
+  // where the service has one (SchemaError, ConnectionError) and starts the renewal thread, and
+  // the reaper thread where the service has something to reap.
+  LockManager(std::unique_ptr<LeaseService> service, ManagerOptions options = {});
   // Stops the threads and releases every lease still held (best effort); those Lease handles then
   // report lost(). Does not block for longer than one backend round trip per lease.
   ~LockManager();
@@ -64,9 +83,11 @@ class LockManager {
   std::optional<LeaseInfo> inspect(std::string_view name);
   // Admin: evicts whoever holds `name` and bumps its fence. Returns false if nothing was held.
   bool force_release(std::string_view name);
-  // Runs reaper passes until no expired row is left (or `max_rows` were deleted); returns the count.
+  // Runs reaper passes until no expired row is left (or `max_rows` were deleted); returns the
+  // count. 0 where the backend keeps nothing to reap.
   std::size_t reap(std::size_t max_rows = static_cast<std::size_t>(-1));
-  // Applies pending migrations under the backend's migration lock.
+  // Applies pending migrations under the backend's migration lock; a no-op where the backend has
+  // no schema. schema_version() is then 0.
   void migrate();
   int schema_version();
 
@@ -102,15 +123,14 @@ class LockManager {
   // FOR UPDATE (or FOR SHARE), with NOWAIT, SKIP LOCKED or a wait timeout. Returns false when
   // NOWAIT met a locked row or the wait timed out (body not run). Throws UnsupportedError where
   // absent (SQLite), UsageError for bad identifiers.
-  bool with_locked_rows(const RowLockRequest& request,
-                        const std::function<void(Transaction&, const std::vector<std::vector<Value>>& rows)>& body);
+  bool with_locked_rows(const RowLockRequest& request, const RowsBody& body);
 
   std::string_view backend_name() const;
   Capabilities capabilities() const;
   const ManagerOptions& options() const;
-  Backend& backend();
 
  private:
+  friend struct detail::TestAccess;  // tests only (src/core/test_access.h, not installed)
   std::shared_ptr<detail::ManagerCore> core_;
 };
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/backend.h"
+#include "dblock/service.h"
 
 namespace dblock::cli {
 

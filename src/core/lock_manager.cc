@@ -6,6 +6,7 @@
 namespace dblock {
 
 namespace {
+
 std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds wait) {
   auto now = std::chrono::steady_clock::now();
   if (wait == kWaitForever) return std::chrono::steady_clock::time_point::max();
@@ -13,10 +14,22 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds w
   if (wait > std::chrono::hours(24 * 365 * 100)) return std::chrono::steady_clock::time_point::max();
   return now + wait;
 }
+
+[[noreturn]] void unsupported(const LeaseService& service, const std::string& what) {
+  const std::string name(service.name());
+  throw UnsupportedError(what + " is not supported by the " + name + " backend", name);
+}
+
+SqlFeatures& sql_of(LeaseService& service, const char* what) {
+  SqlFeatures* sql = service.sql_features();
+  if (sql == nullptr) unsupported(service, what);
+  return *sql;
+}
+
 }  // namespace
 
-LockManager::LockManager(std::unique_ptr<Backend> backend, ManagerOptions options)
-    : core_(std::make_shared<detail::ManagerCore>(std::move(backend), std::move(options))) {
+LockManager::LockManager(std::unique_ptr<LeaseService> service, ManagerOptions options)
+    : core_(std::make_shared<detail::ManagerCore>(std::move(service), std::move(options))) {
   core_->start();
 }
 
@@ -39,79 +52,97 @@ std::optional<Lease> LockManager::acquire_until(std::string_view name,
   return core_->acquire(name, deadline, /*try_once=*/false, options);
 }
 
-std::vector<LeaseInfo> LockManager::list() { return core_->backend().list(std::nullopt); }
+std::vector<LeaseInfo> LockManager::list() { return core_->service().list(std::nullopt); }
 
 std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
   validate_lock_name(name);
-  auto rows = core_->backend().list(name);
+  auto rows = core_->service().list(name);
   if (rows.empty()) return std::nullopt;
   return rows.front();
 }
 
 bool LockManager::force_release(std::string_view name) {
   validate_lock_name(name);
-  return core_->backend().force_release(name);
+  return core_->service().force_release(name);
 }
 
 std::size_t LockManager::reap(std::size_t max_rows) {
+  Maintenance* maintenance = core_->service().maintenance();
+  if (maintenance == nullptr) return 0;
   std::size_t total = 0;
   const auto batch = static_cast<std::size_t>(core_->options().reaper_batch);
   // Bounded: every pass deletes rows or ends the loop.
   while (total < max_rows) {
-    std::size_t n = core_->backend().reap(std::min(batch, max_rows - total));
+    const std::size_t limit = std::min(batch, max_rows - total);
+    const std::size_t n = maintenance->reap(limit);
     total += n;
-    if (n == 0 || n < std::min(batch, max_rows - total + n)) break;
+    if (n < limit) break;
   }
   return total;
 }
 
-void LockManager::migrate() { core_->backend().migrate(true); }
-int LockManager::schema_version() { return core_->backend().schema_version(); }
+void LockManager::migrate() {
+  if (Maintenance* maintenance = core_->service().maintenance()) maintenance->migrate(true);
+}
+
+int LockManager::schema_version() {
+  Maintenance* maintenance = core_->service().maintenance();
+  return maintenance == nullptr ? 0 : maintenance->schema_version();
+}
 
 bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
                                           const std::function<void(Transaction&)>& body) {
   validate_lock_name(name);
-  return core_->backend().run_in_transaction_lock(name, wait, body);
+  return sql_of(core_->service(), "a transaction lock").run_in_transaction_lock(name, wait, body);
 }
 
 void LockManager::run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body) {
   if (!lease.held()) throw UsageError("run_guarded needs a held lease");
-  // The backend's check inside the transaction is the authority; the local lost() flag is not
+  // The service's check inside the transaction is the authority; the local lost() flag is not
   // consulted (it can only be more pessimistic, never safer).
-  core_->backend().run_guarded(lease.name(), lease.fence(), lease.state_secret(), body);
+  sql_of(core_->service(), "a guarded write").run_guarded(lease.name(), lease.fence(), lease.state_secret(), body);
 }
 
-bool LockManager::compare_and_set(const VersionedUpdate& update) { return core_->backend().compare_and_set(update); }
+bool LockManager::compare_and_set(const VersionedUpdate& update) {
+  return sql_of(core_->service(), "optimistic compare-and-set").compare_and_set(update);
+}
 
 std::optional<std::int64_t> LockManager::read_version(std::string_view table, std::string_view id_column,
                                                       const Value& id, std::string_view version_column) {
-  return core_->backend().read_version(table, id_column, id, version_column);
+  return sql_of(core_->service(), "optimistic compare-and-set").read_version(table, id_column, id, version_column);
 }
 
 std::optional<SessionLock> LockManager::session_lock(std::string_view name, std::chrono::milliseconds wait,
                                                      const SessionLockOptions& options) {
-  require_session_locks();
   return core_->session_lock(name, wait, options);
 }
 
-bool LockManager::with_locked_rows(
-    const RowLockRequest& request,
-    const std::function<void(Transaction&, const std::vector<std::vector<Value>>& rows)>& body) {
-  return core_->backend().run_with_locked_rows(request, body);
+bool LockManager::with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
+  RowLocks* rows = sql_of(core_->service(), "a row lock (SELECT ... FOR UPDATE)").row_locks();
+  if (rows == nullptr) unsupported(core_->service(), "a row lock (SELECT ... FOR UPDATE)");
+  return rows->run_with_locked_rows(request, body);
 }
 
 void LockManager::require_session_locks() const {
-  if (!core_->backend().capabilities().session_locks) {
-    throw UnsupportedError("session locks (locks that die with the connection) are not supported by the " +
-                               std::string(core_->backend().name()) +
-                               " backend; use a lease (the default mode) instead",
-                           std::string(core_->backend().name()));
-  }
+  if (core_->service().session_locks() == nullptr) detail::throw_no_session_locks(core_->service());
 }
 
-std::string_view LockManager::backend_name() const { return core_->backend().name(); }
-Capabilities LockManager::capabilities() const { return core_->backend().capabilities(); }
+std::string_view LockManager::backend_name() const { return core_->service().name(); }
+
+Capabilities LockManager::capabilities() const {
+  LeaseService& service = core_->service();
+  SqlFeatures* sql = service.sql_features();
+  Capabilities caps;
+  caps.shared_leases = service.traits().shared_leases;
+  caps.notifications = service.wake_events() != nullptr;
+  caps.session_locks = service.session_locks() != nullptr;
+  caps.transaction_locks = sql != nullptr;
+  caps.row_locks = sql != nullptr && sql->row_locks() != nullptr;
+  caps.optimistic = sql != nullptr;
+  caps.guard = sql != nullptr;
+  return caps;
+}
+
 const ManagerOptions& LockManager::options() const { return core_->options(); }
-Backend& LockManager::backend() { return core_->backend(); }
 
 }  // namespace dblock

@@ -18,22 +18,22 @@ namespace dblock {
 
 std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options) {
   Url url = parse_url(url_text);
-  std::unique_ptr<Backend> backend;
+  std::unique_ptr<LeaseService> service;
 #ifdef DBLOCK_HAVE_SQLITE
-  if (url.scheme == "sqlite") backend = sqlite::make_backend(url, options.table_prefix);
+  if (url.scheme == "sqlite") service = sqlite::make_service(url, options.table_prefix);
 #endif
 #ifdef DBLOCK_HAVE_POSTGRESQL
-  if (url.scheme == "postgresql") backend = postgresql::make_backend(url, options.table_prefix);
+  if (url.scheme == "postgresql") service = postgresql::make_service(url, options.table_prefix);
 #endif
 #ifdef DBLOCK_HAVE_MYSQL
-  if (url.scheme == "mysql" || url.scheme == "mariadb") backend = mysql::make_backend(url, options.table_prefix);
+  if (url.scheme == "mysql" || url.scheme == "mariadb") service = mysql::make_service(url, options.table_prefix);
 #endif
-  if (!backend) {
+  if (!service) {
     std::string known;
     for (const auto& s : available_schemes()) known += (known.empty() ? "" : ", ") + s;
     throw UsageError("unsupported URL scheme '" + url.scheme + "' (this build supports: " + known + ")");
   }
-  return std::make_unique<LockManager>(std::move(backend), std::move(options));
+  return std::make_unique<LockManager>(std::move(service), std::move(options));
 }
 
 std::vector<std::string> available_schemes() {

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/backend.h"
+#include "dblock/sql/features.h"
 
 namespace dblock::detail {
 

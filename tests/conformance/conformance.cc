@@ -18,6 +18,7 @@
 
 #include "context.h"
 #include "process.h"
+#include "service_driver.h"
 
 namespace dblock::testing {
 
@@ -427,8 +428,9 @@ TEST_CASE("release by a non-owner changes nothing; double release is harmless", 
   auto lease = manager->try_acquire("owned");
   REQUIRE(lease);
   // A stranger with a random secret.
-  CHECK_FALSE(manager->backend().release("owned", LockMode::kExclusive, OwnerSecret::generate()));
-  CHECK_FALSE(manager->backend().renew("owned", LockMode::kExclusive, OwnerSecret::generate(), 10s).renewed);
+  ServiceDriver service(*manager);
+  CHECK_FALSE(service.release("owned", LockMode::kExclusive, OwnerSecret::generate()));
+  CHECK_FALSE(service.renew("owned", LockMode::kExclusive, OwnerSecret::generate(), 10s).renewed);
   auto info = manager->inspect("owned");
   REQUIRE(info);
   CHECK(info->fence == lease->fence());
@@ -811,16 +813,11 @@ TEST_CASE("a queued waiter goes first: try_acquire of a free name fails while it
   // A waiter that has queued (what acquire() does after a failed attempt), with an entry that
   // outlives the test so that timing cannot matter.
   const OwnerSecret waiter = OwnerSecret::generate();
-  AcquireRequest request;
-  request.name = "fifo";
-  request.ttl = 30s;
-  request.secret = &waiter;
-  request.queue = true;
-  request.queue_ttl = 60s;
-  REQUIRE_FALSE(manager->backend().try_acquire(request).acquired);
+  ServiceDriver service(*manager);
+  REQUIRE_FALSE(service.attempt("fifo", LockMode::kExclusive, waiter, 30s, /*queue=*/true).acquired);
   REQUIRE(holder->release() == ReleaseResult::kReleased);
   CHECK_FALSE(manager->try_acquire("fifo"));  // free, but someone queued first
-  manager->backend().abandon_queue("fifo", waiter);
+  service.leave("fifo", waiter);
   CHECK(manager->try_acquire("fifo"));
 }
 

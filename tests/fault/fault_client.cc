@@ -23,12 +23,14 @@
 #include <thread>
 
 #include "fault_common.h"
+#include "service_driver.h"
 
 namespace dblock::fault {
 namespace {
 
 using namespace std::chrono_literals;
 using std::chrono::milliseconds;
+using testing::ServiceDriver;
 
 struct Args {
   std::string url;
@@ -235,10 +237,10 @@ int run(const Args& a) {
       try {
         int effects = 0;
         auto before = manager->inspect(a.name);
-        if (manager->backend().release(a.name, LockMode::kExclusive, OwnerSecret::generate())) ++effects;
-        if (manager->backend().release(a.name, LockMode::kShared, OwnerSecret::generate())) ++effects;
-        if (manager->backend().renew(a.name, LockMode::kExclusive, OwnerSecret::generate(), milliseconds(a.ttl_ms))
-                .renewed) {
+        ServiceDriver service(*manager);
+        if (service.release(a.name, LockMode::kExclusive, OwnerSecret::generate())) ++effects;
+        if (service.release(a.name, LockMode::kShared, OwnerSecret::generate())) ++effects;
+        if (service.renew(a.name, LockMode::kExclusive, OwnerSecret::generate(), milliseconds(a.ttl_ms)).renewed) {
           ++effects;
         }
         auto after = manager->inspect(a.name);

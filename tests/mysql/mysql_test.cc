@@ -22,6 +22,7 @@
 #include "context.h"
 #include "environment.h"
 #include "dblock/mysql/mysql.h"
+#include "service_driver.h"
 
 namespace dblock::testing {
 
@@ -393,64 +394,45 @@ TEST_CASE("mysql: fences come from the sequence: they grow across release, reapi
 TEST_CASE("mysql: an acquire retried by the same owner re-takes its own live row", "[mysql]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
-  Backend& backend = manager->backend();
+  ServiceDriver backend(*manager);
+  constexpr auto kX = LockMode::kExclusive;
   OwnerSecret secret = OwnerSecret::generate();
-  AcquireRequest request;
-  request.name = "retried";
-  request.ttl = 10s;
-  request.secret = &secret;
-  request.holder = "test";
-  AcquireResult first = backend.try_acquire(request);
+  Outcome first = backend.attempt("retried", kX, secret, 10s);
   REQUIRE(first.acquired);
-  AcquireResult again = backend.try_acquire(request);  // as if the first reply had been lost
+  Outcome again = backend.attempt("retried", kX, secret, 10s);  // as if the first reply had been lost
   REQUIRE(again.acquired);
   CHECK(again.fence > first.fence);
   OwnerSecret stranger = OwnerSecret::generate();
-  request.secret = &stranger;
-  AcquireResult refused = backend.try_acquire(request);
+  Outcome refused = backend.attempt("retried", kX, stranger, 10s);
   CHECK_FALSE(refused.acquired);
   CHECK(refused.holder_remaining > 5s);
   // Two queued waiters: tickets in arrival order, positions, the read-only probe.
-  request.queue = true;
-  AcquireResult first_waiter = backend.try_acquire(request);
+  Outcome first_waiter = backend.attempt("retried", kX, stranger, 10s, /*queue=*/true, 0, 1s);
   OwnerSecret second = OwnerSecret::generate();
-  request.secret = &second;
-  AcquireResult second_waiter = backend.try_acquire(request);
+  Outcome second_waiter = backend.attempt("retried", kX, second, 10s, true, 0, 1s);
   REQUIRE_FALSE(first_waiter.acquired);
   REQUIRE_FALSE(second_waiter.acquired);
   CHECK(first_waiter.queue_position == 0);
   CHECK(second_waiter.queue_position == 1);
   CHECK(second_waiter.queue_ticket > first_waiter.queue_ticket);
-  auto status = backend.queue_status("retried", second, second_waiter.queue_ticket);
-  REQUIRE(status);
-  CHECK(status->position == 1);
-  CHECK(status->holder_remaining > 5s);
+  FairQueue::Position status = backend.position("retried", second, second_waiter.queue_ticket);
+  CHECK(status.waiters_ahead == 1);
+  CHECK(status.holder_remaining > 5s);
   // While a waiter is queued, a newcomer does not get a free row, and the queue decides.
-  CHECK(backend.release("retried", LockMode::kExclusive, secret));
+  CHECK(backend.release("retried", kX, secret));
   OwnerSecret newcomer = OwnerSecret::generate();
-  request.secret = &newcomer;
-  request.queue = false;
-  CHECK_FALSE(backend.try_acquire(request).acquired);
-  request.secret = &second;
-  request.queue = true;
-  request.queue_ticket = second_waiter.queue_ticket;
-  CHECK_FALSE(backend.try_acquire(request).acquired);  // not first in line
-  request.secret = &stranger;
-  request.queue_ticket = first_waiter.queue_ticket;
-  AcquireResult handed = backend.try_acquire(request);
+  CHECK_FALSE(backend.attempt("retried", kX, newcomer, 10s).acquired);
+  CHECK_FALSE(backend.attempt("retried", kX, second, 10s, true, second_waiter.queue_ticket, 1s).acquired);  // not first
+  Outcome handed = backend.attempt("retried", kX, stranger, 10s, true, first_waiter.queue_ticket, 1s);
   REQUIRE(handed.acquired);
   CHECK(handed.fence > again.fence);
-  backend.abandon_queue("retried", second);
-  CHECK(backend.release("retried", LockMode::kExclusive, stranger));
-  request.secret = &newcomer;
-  request.queue = false;
-  request.queue_ticket = 0;
-  CHECK(backend.try_acquire(request).acquired);  // the queue is empty again: no lingering marker
-  CHECK(backend.release("retried", LockMode::kExclusive, newcomer));
-  request.secret = &secret;
-  CHECK(backend.try_acquire(request).acquired);
-  CHECK(backend.release("retried", LockMode::kExclusive, secret));
-  CHECK_FALSE(backend.release("retried", LockMode::kExclusive, secret));
+  backend.leave("retried", second);
+  CHECK(backend.release("retried", kX, stranger));
+  CHECK(backend.attempt("retried", kX, newcomer, 10s).acquired);  // the queue is empty again: no lingering marker
+  CHECK(backend.release("retried", kX, newcomer));
+  CHECK(backend.attempt("retried", kX, secret, 10s).acquired);
+  CHECK(backend.release("retried", kX, secret));
+  CHECK_FALSE(backend.release("retried", kX, secret));
 }
 
 TEST_CASE("mysql: the first waiter is woken through the beacon well before the poll interval", "[mysql][beacon]") {
@@ -828,19 +810,14 @@ TEST_CASE("mysql: latency against the raw floor", "[.bench][mysql]") {
     auto lock = manager->session_lock("session-" + prefix, 0ms);
     lock->release();
   };
-  Backend& backend = manager->backend();
+  ServiceDriver backend(*manager);
   auto backend_session_pair = [&] {
-    auto handle = backend.acquire_session_lock("session-" + prefix, LockMode::kExclusive, 0ms);
+    auto handle = backend.service.session_locks()->acquire_session_lock("session-" + prefix, LockMode::kExclusive, 0ms);
     handle->release();
   };
   OwnerSecret secret = OwnerSecret::generate();
   auto backend_lease_pair = [&] {
-    AcquireRequest request;
-    request.name = "k";
-    request.ttl = 30s;
-    request.secret = &secret;
-    request.holder = "bench";
-    backend.try_acquire(request);
+    backend.attempt("k", LockMode::kExclusive, secret, 30s);
     backend.release("k", LockMode::kExclusive, secret);
   };
   // Interleaved in small blocks, so that every variant sees the same machine load.

@@ -19,6 +19,7 @@
 #include "dblock/postgresql/interop.h"
 #include "dblock/postgresql/postgresql.h"
 #include "process.h"
+#include "service_driver.h"
 
 namespace dblock::testing {
 
@@ -123,20 +124,16 @@ std::unique_ptr<LockManager> open_manager_without_reaper(const std::string& pref
   return open_manager(options, prefix);
 }
 
-// One attempt straight on the backend, as the core makes it; queue = true is the attempt of a
+// The PostgreSQL service's AcquireResult::tag of a lease taken as a queued waiter: its release
+// frees the row in place (kReleaseExclusiveInPlace) and deletes the holder's queue entry.
+constexpr std::uint32_t kContended = 1;
+
+// One attempt straight on the service, as the core makes it; queue = true is the attempt of a
 // waiting acquire (ticket 0: not queued yet), with a queue entry that outlives any test (60 s), so
 // that only the bookkeeping under test can remove it.
-AcquireResult backend_attempt(Backend& backend, const char* name, LockMode mode, const OwnerSecret& secret,
-                              std::chrono::milliseconds ttl, bool queue, std::int64_t ticket) {
-  AcquireRequest request;
-  request.name = name;
-  request.mode = mode;
-  request.ttl = ttl;
-  request.secret = &secret;
-  request.queue = queue;
-  request.queue_ttl = 60s;
-  request.queue_ticket = ticket;
-  return backend.try_acquire(request);
+Outcome backend_attempt(ServiceDriver& backend, const char* name, LockMode mode, const OwnerSecret& secret,
+                        std::chrono::milliseconds ttl, bool queue, std::int64_t ticket) {
+  return backend.attempt(name, mode, secret, ttl, queue, ticket);
 }
 
 }  // namespace
@@ -243,6 +240,7 @@ TEST_CASE("postgresql: waiters are woken by NOTIFY well before the poll interval
 TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "[postgresql][queue]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
+  ServiceDriver backend(*manager);
   pqxx::connection c(conninfo());
   struct RowState {
     bool exists = false, held = false, marked = false;
@@ -262,7 +260,7 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
     return s;
   };
   auto queue = [&](const OwnerSecret& secret, std::int64_t ticket) {
-    return backend_attempt(manager->backend(), "marker", LockMode::kExclusive, secret, 30s, true, ticket);
+    return backend_attempt(backend, "marker", LockMode::kExclusive, secret, 30s, true, ticket);
   };
 
   auto holder = manager->try_acquire("marker");
@@ -270,12 +268,12 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
   CHECK_FALSE(row().marked);
   const OwnerSecret first = OwnerSecret::generate();
   const OwnerSecret second = OwnerSecret::generate();
-  AcquireResult q1 = queue(first, 0);
+  Outcome q1 = queue(first, 0);
   REQUIRE_FALSE(q1.acquired);
   REQUIRE(q1.queue_ticket != 0);
   CHECK(row().marked);
   CHECK(row().ticket == q1.queue_ticket);
-  AcquireResult q2 = queue(second, 0);
+  Outcome q2 = queue(second, 0);
   REQUIRE_FALSE(q2.acquired);
   CHECK(q2.queue_position == 1);
   CHECK(row().ticket == q1.queue_ticket);  // the hint names the first in line
@@ -290,14 +288,14 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
   CHECK_FALSE(manager->try_acquire("marker"));
 
   // The first waiter leaves: the hint moves to the second; still marked.
-  manager->backend().abandon_queue("marker", first);
+  backend.leave("marker", first);
   CHECK(row().marked);
   CHECK(row().ticket == q2.queue_ticket);
   CHECK_FALSE(manager->try_acquire("marker"));
 
   // The second acquires from the queue: nobody is left, so the marker is cleared at once (not
   // when its 60 s entry would have expired), and its release deletes the row.
-  AcquireResult taken = queue(second, q2.queue_ticket);
+  Outcome taken = queue(second, q2.queue_ticket);
   REQUIRE(taken.acquired);
   CHECK(row().held);
   CHECK_FALSE(row().marked);
@@ -305,7 +303,7 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
     pqxx::nontransaction tx(c);
     CHECK(tx.exec1("SELECT count(*) FROM \"" + prefix + "waiters\"")[0].as<int>() == 0);
   }
-  REQUIRE(manager->backend().release("marker", LockMode::kExclusive, second));
+  REQUIRE(backend.release("marker", LockMode::kExclusive, second));
   CHECK_FALSE(row().exists);
 
   // A waiter that leaves before any release also clears the marker: a try_acquire succeeds at once.
@@ -313,7 +311,7 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
   REQUIRE(again);
   REQUIRE_FALSE(queue(first, 0).acquired);
   CHECK(row().marked);
-  manager->backend().abandon_queue("marker", first);
+  backend.leave("marker", first);
   CHECK_FALSE(row().marked);
   REQUIRE(again->release() == ReleaseResult::kReleased);
   CHECK_FALSE(row().exists);
@@ -329,7 +327,7 @@ TEST_CASE("postgresql: a contended release grants the lease to the first waiter,
           "[postgresql][queue]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
-  Backend& backend = manager->backend();
+  ServiceDriver backend(*manager);
   pqxx::connection c(conninfo());
   auto row = [&](const char* name) {
     pqxx::nontransaction tx(c);
@@ -341,21 +339,21 @@ TEST_CASE("postgresql: a contended release grants the lease to the first waiter,
                      LockMode mode = LockMode::kExclusive) {
     return backend_attempt(backend, name, mode, secret, ttl, true, ticket);
   };
-  constexpr auto kContended = Backend::ReleaseHint::kAcquiredAfterQueueing;
   const OwnerSecret holder = OwnerSecret::generate(), first = OwnerSecret::generate(),
                     second = OwnerSecret::generate(), stranger = OwnerSecret::generate(),
                     reader = OwnerSecret::generate();
 
   REQUIRE(attempt("inplace", holder, 0, 30s).acquired);
-  AcquireResult q1 = attempt("inplace", first, 0, 30s);
-  AcquireResult q2 = attempt("inplace", second, 0, 30s);
+  Outcome q1 = attempt("inplace", first, 0, 30s);
+  Outcome q2 = attempt("inplace", second, 0, 30s);
   REQUIRE_FALSE(q1.acquired);
   REQUIRE_FALSE(q2.acquired);
   REQUIRE(backend.release("inplace", LockMode::kExclusive, holder));  // plain: wakes, grants nothing
   REQUIRE(row("inplace").size() == 1);
   CHECK_FALSE(row("inplace")[0][0].as<bool>());
-  AcquireResult got1 = attempt("inplace", first, q1.queue_ticket, 30s);
+  Outcome got1 = attempt("inplace", first, q1.queue_ticket, 30s);
   REQUIRE(got1.acquired);
+  CHECK(got1.tag == kContended);  // taken as a queued waiter: released in place below
 
   // Not the owner: nothing changes, reported as not held.
   CHECK_FALSE(backend.release("inplace", LockMode::kExclusive, stranger, kContended));
@@ -372,15 +370,15 @@ TEST_CASE("postgresql: a contended release grants the lease to the first waiter,
   const std::int64_t granted_fence = row("inplace")[0][2].as<std::int64_t>();
   CHECK(granted_fence > got1.fence);
   CHECK_FALSE(attempt("inplace", stranger, 0, 30s).acquired);
-  backend.abandon_queue("inplace", stranger);
+  backend.leave("inplace", stranger);
   CHECK(row("inplace")[0][3].as<std::string>() == second.hex());  // leaving takes nothing from it
-  AcquireResult got2 = attempt("inplace", second, q2.queue_ticket, 30s);
+  Outcome got2 = attempt("inplace", second, q2.queue_ticket, 30s);
   REQUIRE(got2.acquired);
   CHECK(got2.fence > granted_fence);
 
   // A shared waiter first in line is not granted anything: the row is freed in place and stays
   // marked, the reaper spares it, and the reader takes it from the queue.
-  AcquireResult qr = attempt("inplace", reader, 0, 30s, LockMode::kShared);
+  Outcome qr = attempt("inplace", reader, 0, 30s, LockMode::kShared);
   REQUIRE_FALSE(qr.acquired);
   REQUIRE(backend.release("inplace", LockMode::kExclusive, second, kContended));
   REQUIRE(row("inplace").size() == 1);
@@ -389,13 +387,13 @@ TEST_CASE("postgresql: a contended release grants the lease to the first waiter,
   manager->reap();
   CHECK(row("inplace").size() == 1);
   CHECK_FALSE(attempt("inplace", stranger, 0, 30s).acquired);
-  backend.abandon_queue("inplace", stranger);
+  backend.leave("inplace", stranger);
   REQUIRE(attempt("inplace", reader, qr.queue_ticket, 30s, LockMode::kShared).acquired);
   REQUIRE(backend.release("inplace", LockMode::kShared, reader));
 
   // Released with the hint but nobody queued: an ordinary free row, which the reaper deletes; a
   // new holder gets a larger fence. A second release of the same lease reports "not held".
-  AcquireResult next = attempt("inplace", holder, 0, 30s);
+  Outcome next = attempt("inplace", holder, 0, 30s);
   REQUIRE(next.acquired);
   CHECK(next.fence > got2.fence);
   REQUIRE(backend.release("inplace", LockMode::kExclusive, holder, kContended));
@@ -426,31 +424,23 @@ TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed
           "[postgresql][queue]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager_without_reaper(prefix);
-  Backend& backend = manager->backend();
+  ServiceDriver backend(*manager);
   pqxx::connection c(conninfo());
   auto row = [&] {
     pqxx::nontransaction tx(c);
     return tx.exec1("SELECT replace(owner_secret::text, '-', ''), (extract(epoch from expires_at - clock_timestamp()) * 1000)::bigint"
                     " FROM \"" + prefix + "leases\" WHERE name = 'granted'");
   };
-  constexpr auto kContended = Backend::ReleaseHint::kAcquiredAfterQueueing;
   const OwnerSecret holder = OwnerSecret::generate(), quitter = OwnerSecret::generate(),
                     next = OwnerSecret::generate();
-  auto waiter_request = [](const OwnerSecret& secret, std::chrono::milliseconds queue_ttl) {
-    AcquireRequest request;
-    request.name = "granted";
-    request.mode = LockMode::kExclusive;
-    request.ttl = 60s;
-    request.secret = &secret;
-    request.queue = true;
-    request.queue_ttl = queue_ttl;
-    return request;
+  auto waiter_attempt = [&](const OwnerSecret& secret, std::chrono::milliseconds queue_ttl) {
+    return backend.attempt("granted", LockMode::kExclusive, secret, 60s, /*queue=*/true, 0, queue_ttl);
   };
 
   REQUIRE(backend_attempt(backend, "granted", LockMode::kExclusive, holder, 30s, false, 0).acquired);
-  AcquireResult q = backend.try_acquire(waiter_request(quitter, 3s));
+  Outcome q = waiter_attempt(quitter, 3s);
   REQUIRE_FALSE(q.acquired);
-  AcquireResult qn = backend.try_acquire(waiter_request(next, 60s));
+  Outcome qn = waiter_attempt(next, 60s);
   REQUIRE_FALSE(qn.acquired);
   REQUIRE(backend.release("granted", LockMode::kExclusive, holder, kContended));
   auto granted = row();
@@ -458,7 +448,7 @@ TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed
   CHECK(granted[1].as<std::int64_t>() > 0);
   CHECK(granted[1].as<std::int64_t>() <= 3000);  // its entry's life, not its 60 s TTL
 
-  backend.abandon_queue("granted", quitter);
+  backend.leave("granted", quitter);
   auto handed_on = row();
   CHECK(handed_on[0].as<std::string>() == next.hex());
   CHECK(handed_on[1].as<std::int64_t>() > 30'000);  // 60 s TTL, within its 60 s entry
@@ -477,10 +467,10 @@ TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed
 TEST_CASE("postgresql: a release notifies only the named waiter's wake channel", "[postgresql][notify]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager_without_reaper(prefix);
-  Backend& backend = manager->backend();
+  ServiceDriver backend(*manager);
   const OwnerSecret holder = OwnerSecret::generate(), waiter = OwnerSecret::generate();
   REQUIRE(backend_attempt(backend, "routed", LockMode::kExclusive, holder, 30s, false, 0).acquired);
-  AcquireResult queued = backend_attempt(backend, "routed", LockMode::kExclusive, waiter, 30s, true, 0);
+  Outcome queued = backend_attempt(backend, "routed", LockMode::kExclusive, waiter, 30s, true, 0);
   REQUIRE_FALSE(queued.acquired);
   REQUIRE(queued.queue_ticket >= (std::int64_t{1} << 60));
   const std::string own_channel = prefix + "release_" + std::to_string(queued.queue_ticket & 1023);
@@ -492,7 +482,7 @@ TEST_CASE("postgresql: a release notifies only the named waiter's wake channel",
   };
   pqxx::connection listener(conninfo());
   Collect shared(listener, prefix + "release"), own(listener, own_channel);
-  REQUIRE(backend.release("routed", LockMode::kExclusive, holder, Backend::ReleaseHint::kAcquiredAfterQueueing));
+  REQUIRE(backend.release("routed", LockMode::kExclusive, holder, kContended));
   for (int i = 0; i < 50 && own.payloads.empty(); ++i) listener.await_notification(0, 100'000);  // bounded: 5 s
   // One commit's notifications arrive together: the shared channel got none from this release.
   REQUIRE(own.payloads.size() == 1);
@@ -523,7 +513,7 @@ TEST_CASE("postgresql: a releasing backend joins the queue without the attempt t
           "[postgresql][queue]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager_without_reaper(prefix);
-  Backend& backend = manager->backend();
+  ServiceDriver backend(*manager);
   auto attempt = [&](const OwnerSecret& secret, bool queue, std::int64_t ticket) {
     return backend_attempt(backend, "skip", LockMode::kExclusive, secret, 30s, queue, ticket);
   };
@@ -531,21 +521,21 @@ TEST_CASE("postgresql: a releasing backend joins the queue without the attempt t
                     again = OwnerSecret::generate(), other = OwnerSecret::generate();
 
   REQUIRE(attempt(holder, false, 0).acquired);
-  AcquireResult queued = attempt(waiter, true, 0);
+  Outcome queued = attempt(waiter, true, 0);
   REQUIRE_FALSE(queued.acquired);
   REQUIRE(backend.release("skip", LockMode::kExclusive, holder));  // wakes the waiter
-  backend.abandon_queue("skip", waiter);                             // which gives up
-  AcquireResult joined = attempt(again, true, 0);
+  backend.leave("skip", waiter);                             // which gives up
+  Outcome joined = attempt(again, true, 0);
   CHECK_FALSE(joined.acquired);
   CHECK(joined.queue_ticket != 0);
   CHECK(joined.queue_position == 0);
   CHECK(joined.holder_remaining == std::chrono::milliseconds(0));
-  AcquireResult taken = attempt(again, true, joined.queue_ticket);
+  Outcome taken = attempt(again, true, joined.queue_ticket);
   REQUIRE(taken.acquired);
 
   // This release woke nobody: the next waiting acquire attempts, and takes the name at once.
   REQUIRE(backend.release("skip", LockMode::kExclusive, again));
-  AcquireResult direct = attempt(other, true, 0);
+  Outcome direct = attempt(other, true, 0);
   CHECK(direct.acquired);
   CHECK(direct.fence > taken.fence);
 }
@@ -561,7 +551,7 @@ TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires, grants 
           "[postgresql][durability]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager_without_reaper(prefix);
-  Backend& backend = manager->backend();
+  ServiceDriver backend(*manager);
   pqxx::connection c(conninfo());
   auto unflushed = [&] {
     pqxx::nontransaction tx(c);
@@ -584,7 +574,7 @@ TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires, grants 
     quick_releases += unflushed();
     // A queued waiter's acquire, and the in-place release of a lease acquired after queueing.
     REQUIRE(attempt("wal", LockMode::kExclusive, a, false, 0).acquired);
-    AcquireResult queued = attempt("wal", LockMode::kExclusive, b, true, 0);
+    Outcome queued = attempt("wal", LockMode::kExclusive, b, true, 0);
     REQUIRE_FALSE(queued.acquired);
     REQUIRE(backend.release("wal", LockMode::kExclusive, a));
     REQUIRE(attempt("wal", LockMode::kExclusive, b, true, queued.queue_ticket).acquired);
@@ -593,9 +583,9 @@ TEST_CASE("postgresql: releases do not wait for the WAL flush; acquires, grants 
     // that waiter's acquisition (flushed); freeing it with nobody queued is a release (not).
     const OwnerSecret g = OwnerSecret::generate();
     REQUIRE_FALSE(attempt("wal", LockMode::kExclusive, g, true, 0).acquired);
-    REQUIRE(backend.release("wal", LockMode::kExclusive, b, Backend::ReleaseHint::kAcquiredAfterQueueing));
+    REQUIRE(backend.release("wal", LockMode::kExclusive, b, kContended));
     durable_grants += !unflushed();
-    REQUIRE(backend.release("wal", LockMode::kExclusive, g, Backend::ReleaseHint::kAcquiredAfterQueueing));
+    REQUIRE(backend.release("wal", LockMode::kExclusive, g, kContended));
     quick_in_place += unflushed();
     // A shared lease.
     REQUIRE(attempt("wal-shared", LockMode::kShared, r, false, 0).acquired);
@@ -650,7 +640,7 @@ TEST_CASE("postgresql: the reaper deletes expired rows in bounded batches across
   int passes = 0;
   bool inserted_behind = false;
   for (int call = 0; call < 20 && count_expired() > 1; ++call) {  // bounded: 211 rows need 5 to 9 calls
-    const std::size_t n = manager->backend().reap(kBatch);
+    const std::size_t n = ServiceDriver(*manager).reap(kBatch);
     CHECK(n <= kBatch);
     deleted += static_cast<int>(n);
     if (n < kBatch) ++passes;

@@ -9,6 +9,7 @@
 #include "context.h"
 #include "dblock/sqlite/sqlite.h"
 #include "process.h"
+#include "service_driver.h"
 
 namespace dblock::testing {
 
@@ -193,14 +194,11 @@ TEST_CASE("sqlite: the reaper deletes expired rows in batches and never a live l
   auto manager = open_manager(options, prefix);
   std::vector<Lease> live;
   // Rows that expire: written through the backend with a 1 ms TTL and never renewed.
+  ServiceDriver service(*manager);
   for (int i = 0; i < 30; ++i) {
     auto secret = OwnerSecret::generate();
-    AcquireRequest request;
-    std::string name = "expired-" + std::to_string(i);
-    request.name = name;
-    request.ttl = std::chrono::milliseconds(1);
-    request.secret = &secret;
-    REQUIRE(manager->backend().try_acquire(request).acquired);
+    const std::string name = "expired-" + std::to_string(i);
+    REQUIRE(service.attempt(name, LockMode::kExclusive, secret, std::chrono::milliseconds(1)).acquired);
   }
   for (int i = 0; i < 5; ++i) {
     auto lease = manager->try_acquire("live-" + std::to_string(i));
@@ -208,7 +206,7 @@ TEST_CASE("sqlite: the reaper deletes expired rows in batches and never a live l
     live.push_back(std::move(*lease));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the 1 ms rows expire on the clock
-  CHECK(manager->backend().reap(7) == 7);                      // one bounded batch
+  CHECK(service.reap(7) == 7);                                 // one bounded batch
   std::size_t rest = manager->reap();
   CHECK(rest >= 23);
   for (auto& lease : live) CHECK(manager->inspect(lease.name()));

@@ -55,7 +55,7 @@
 #include <string>
 #include <string_view>
 
-#include "dblock/backend.h"
+#include "dblock/service.h"
 
 namespace dblock {
 struct Url;
@@ -96,13 +96,13 @@ struct Options {
 // Connects (and checks the server is a writable MariaDB >= 10.6). Throws ConnectionError (unreachable,
 // wrong credentials, unknown database, read-only server), UnsupportedError (not MariaDB >= 10.6),
 // UsageError (bad options).
-std::unique_ptr<Backend> make_backend(const Options& options);
+std::unique_ptr<LeaseService> make_service(const Options& options);
 
 // From a parsed mysql:// or mariadb:// URL: mysql://user:pw@host:port/database?param=value&...
 // Parameters: socket=/path, connect_timeout=S (default 5), read_timeout=S, write_timeout=S,
 // ssl_ca=, ssl_cert=, ssl_key=, ssl_verify=1, beacon=0 (poll instead), beacon_delay_us=N.
 // Anything else is a UsageError (a misspelt parameter must not be ignored silently).
-std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_prefix);
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
 
 // The GET_LOCK key dblock uses for a session or transaction lock named `name` in `database`:
 // "<database>:<name>" when that is at most 64 characters and 192 bytes (MySQL's and MariaDB's

@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/backend.h"
+#include "dblock/sql/features.h"
 #include "dblock/lease.h"
 
 namespace dblock::postgresql {

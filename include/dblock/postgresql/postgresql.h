@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "dblock/backend.h"
+#include "dblock/service.h"
 
 namespace dblock {
 struct Url;
@@ -38,11 +38,11 @@ struct Options {
 };
 
 // Connects (and checks the server is not a standby). Throws ConnectionError, UsageError.
-std::unique_ptr<Backend> make_backend(const Options& options);
+std::unique_ptr<LeaseService> make_service(const Options& options);
 
 // From a parsed postgresql:// URL. Query parameters pass through to libpq, except dblock's own:
 // unlogged=1|0, detect_pooler=0, prepared=0. connect_timeout defaults to 5 s.
-std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_prefix);
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
 
 // The 64-bit advisory-lock key dblock uses for a lock name: FNV-1a 64 over the name's UTF-8
 // bytes, as a signed bigint. Stable across versions and platforms; use it to interoperate with

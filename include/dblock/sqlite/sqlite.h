@@ -14,7 +14,7 @@
 #include <memory>
 #include <string>
 
-#include "dblock/backend.h"
+#include "dblock/service.h"
 
 namespace dblock {
 struct Url;
@@ -29,10 +29,10 @@ struct Options {
 
 // Opens the file (creating it and its directories as needed). Throws ConnectionError if the file
 // cannot be opened, UsageError for bad options.
-std::unique_ptr<Backend> make_backend(const Options& options);
+std::unique_ptr<LeaseService> make_service(const Options& options);
 
 // From a parsed sqlite: URL. Recognised parameters: busy_timeout (ms).
-std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_prefix);
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
 
 }  // namespace sqlite
 }  // namespace dblock

@@ -46,6 +46,7 @@
 #include <mutex>
 #include <thread>
 
+#include "dblock/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/mysql/mysql.h"
 #include "dblock/url.h"
@@ -406,7 +407,18 @@ class MySessionLock final : public SessionLockHandle {
   return instance;
 }
 
-class MysqlBackend final : public Backend {
+// AcquireResult::tag bit: the lease was taken as a queued waiter; waiters are probably queued
+// again, so its release marks the row free first instead of trying the uncontended delete.
+constexpr std::uint32_t kViaQueue = 1;
+
+class MysqlBackend final : public LeaseService,
+                           public FairQueue,
+                           public NativeWait,
+                           public HolderProbe,
+                           public Maintenance,
+                           public SessionLocks,
+                           public SqlFeatures,
+                           public RowLocks {
  public:
   explicit MysqlBackend(Options options) : options_(std::move(options)) {
     detail::validate_table_prefix(options_.table_prefix);
@@ -451,17 +463,19 @@ class MysqlBackend final : public Backend {
 
   std::string_view name() const override { return kBackendName; }
 
-  Capabilities capabilities() const override {
-    Capabilities caps;
-    caps.shared_leases = true;
-    caps.notifications = false;  // no push: waiters block in wait_for_turn instead
-    caps.session_locks = true;
-    caps.transaction_locks = true;
-    caps.row_locks = true;
-    caps.optimistic = true;
-    caps.guard = true;
-    return caps;
+  ServiceTraits traits() const override {
+    ServiceTraits traits;
+    traits.shared_leases = true;
+    return traits;
   }
+  FairQueue* fair_queue() noexcept override { return this; }
+  // No push: waiters block server-side on the holder's beacon instead (none with beacon=0).
+  NativeWait* native_wait() noexcept override { return options_.beacon ? this : nullptr; }
+  HolderProbe* holder_probe() noexcept override { return this; }
+  Maintenance* maintenance() noexcept override { return this; }
+  SessionLocks* session_locks() noexcept override { return this; }
+  SqlFeatures* sql_features() noexcept override { return this; }
+  RowLocks* row_locks() noexcept override { return this; }
 
   // ---- schema ----
 
@@ -513,19 +527,30 @@ class MysqlBackend final : public Backend {
   // ---- leases ----
 
   AcquireResult try_acquire(const AcquireRequest& request) override {
+    return attempt(request, false, Place{}).result;
+  }
+
+  Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override {
+    return attempt(request, true, place);
+  }
+
+  // One attempt, joining or refreshing the queue when `queue` and refused.
+  Attempt attempt(const AcquireRequest& request, bool queue, const Place& place) {
     check_name(request.name);
+    const std::int64_t ticket = queue ? place.ticket : 0;
     const SteadyClock::time_point sent_at = SteadyClock::now();
     const std::string name(request.name);
     const std::string secret = request.secret->hex();
     const std::string holder = utf8_cut(request.holder, 255);
     const std::int64_t ttl_us = request.ttl.count() * 1000;
-    const std::int64_t queue_us = request.queue ? request.queue_ttl.count() * 1000 : 0;
-    AcquireResult result = with_retry([&](Connection& c) {
-      AcquireResult r;
-      if (request.mode == LockMode::kShared || request.queue_ticket != 0) {
+    const std::int64_t queue_us = queue ? place.hold_for.count() * 1000 : 0;
+    Attempt out = with_retry([&](Connection& c) {
+      Attempt a;
+      AcquireResult& r = a.result;
+      if (request.mode == LockMode::kShared || ticket != 0) {
         Args args = {{"name", name}, {"secret", secret}, {"holder", holder}, {"ttl_us", ttl_us}, {"queue_us", queue_us}};
-        if (request.queue_ticket != 0) {
-          args.push_back({"ticket", request.queue_ticket});
+        if (ticket != 0) {
+          args.push_back({"ticket", ticket});
         } else {
           args.push_back({"ticket", std::monostate{}});
         }
@@ -535,12 +560,13 @@ class MysqlBackend final : public Backend {
         if (r.acquired) {
           r.fence = as_int(row[1]);
           r.expires_at_us = as_int(row[2]);
+          if (ticket != 0) r.tag = kViaQueue;
         } else {
           r.holder_remaining = ceil_ms(as_int(row[3]));
-          r.queue_ticket = as_int(row[4]);
-          r.queue_position = static_cast<int>(as_int(row[5]));
+          a.ticket = as_int(row[4]);
+          a.position = static_cast<int>(as_int(row[5]));
         }
-        return r;
+        return a;
       }
       Rows rows = query(c, kAcquireExclusive, {{"name", name}, {"secret", secret}, {"holder", holder}, {"ttl_us", ttl_us}});
       const Row& row = rows.at(0);
@@ -551,42 +577,41 @@ class MysqlBackend final : public Backend {
       } else {
         r.holder_remaining = ceil_ms(as_int(row[3]));
       }
-      if (!r.acquired && request.queue) {
+      if (!r.acquired && queue) {
         Rows q = query(c, kQueue, {{"name", name}, {"secret", secret}, {"queue_us", queue_us}});
-        r.queue_ticket = as_int(q.at(0).at(0));
-        r.queue_position = static_cast<int>(as_int(q[0][1]));
+        a.ticket = as_int(q.at(0).at(0));
+        a.position = static_cast<int>(as_int(q[0][1]));
         if (!is_null(q[0][2])) r.holder_remaining = ceil_ms(as_int(q[0][2]));
       }
-      return r;
+      return a;
     });
-    if (result.acquired) beacon_hold(name, secret, sent_at + request.ttl);
-    return result;
+    if (out.result.acquired) beacon_hold(name, secret, sent_at + request.ttl);
+    return out;
   }
 
-  std::optional<milliseconds> peek_remaining(std::string_view name) override {
+  milliseconds holder_remaining(std::string_view name) override {
     check_name(name);
-    return with_retry([&](Connection& c) -> std::optional<milliseconds> {
+    return with_retry([&](Connection& c) {
       Rows rows = query(c, kRemaining, {{"name", std::string(name)}});
       if (rows.empty()) return milliseconds(0);
       return std::chrono::duration_cast<milliseconds>(microseconds(as_int(rows[0][0])));
     });
   }
 
-  std::optional<QueueStatus> queue_status(std::string_view name, const OwnerSecret& secret,
-                                          std::int64_t ticket) override {
+  Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override {
     check_name(name);
-    return with_retry([&](Connection& c) -> std::optional<QueueStatus> {
+    return with_retry([&](Connection& c) {
       Rows rows = query(c, kQueueStatus, {{"name", std::string(name)}, {"secret", secret.hex()}, {"ticket", ticket}});
-      QueueStatus status;
-      status.position = static_cast<int>(as_int(rows.at(0).at(0)));
+      Position status;
+      status.waiters_ahead = static_cast<int>(as_int(rows.at(0).at(0)));
       status.holder_remaining = is_null(rows[0][1]) ? milliseconds(0) : ceil_ms(as_int(rows[0][1]));
       return status;
     });
   }
 
-  WaitOutcome wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
-                            milliseconds max_wait) override {
-    if (!options_.beacon || max_wait <= milliseconds::zero()) return WaitOutcome::kUnavailable;
+  Outcome wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                        milliseconds max_wait) override {
+    if (!options_.beacon || max_wait <= milliseconds::zero()) return Outcome::kUnavailable;
     try {
       Rows rows = with_connection([&](Connection& c) {
         // The holder is assumed to use this backend's beacon delay; the margin covers its beacon
@@ -599,18 +624,20 @@ class MysqlBackend final : public Backend {
                       {"timeout_us", static_cast<std::int64_t>(max_wait.count()) * 1000}});
       });
       // -1: held with no beacon to block on; NULL: GET_LOCK failed. The core polls then.
-      if (rows.empty() || is_null(rows[0][0]) || as_int(rows[0][0]) < 0) return WaitOutcome::kUnavailable;
-      return WaitOutcome::kWoken;
+      if (rows.empty() || is_null(rows[0][0]) || as_int(rows[0][0]) < 0) return Outcome::kUnavailable;
+      return Outcome::kWoken;
     } catch (const Error&) {
       // Waiting is an optimisation: the next attempt reports real trouble.
-      return WaitOutcome::kUnavailable;
+      return Outcome::kUnavailable;
     }
   }
 
-  RenewResult renew(std::string_view name, LockMode mode, const OwnerSecret& secret, milliseconds ttl) override {
+  RenewResult renew(const LeaseKey& lease, milliseconds ttl) override {
+    const std::string_view name = lease.name;
+    const LockMode mode = lease.mode;
     check_name(name);
     const SteadyClock::time_point sent_at = SteadyClock::now();
-    const std::string hex = secret.hex();
+    const std::string hex = lease.secret->hex();
     RenewResult result = with_retry([&](Connection& c) {
       RenewResult r;
       Rows rows = query(c, mode == LockMode::kExclusive ? kRenewExclusive : kRenewReader,
@@ -627,10 +654,12 @@ class MysqlBackend final : public Backend {
     return result;
   }
 
-  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint hint) override {
+  bool release(const LeaseKey& lease) override {
+    const std::string_view name = lease.name;
+    const LockMode mode = lease.mode;
     check_name(name);
     const std::string key(name);
-    const std::string hex = secret.hex();
+    const std::string hex = lease.secret->hex();
     // Whatever the outcome, this backend stops advertising the lease to waiters.
     struct DropBeacon {
       MysqlBackend* backend;
@@ -641,7 +670,7 @@ class MysqlBackend final : public Backend {
     // Which release statement goes first is a guess (both orders are correct; a wrong guess costs
     // a round trip): a lease acquired after queueing probably has waiters again, so its row is
     // marked free at once instead of first trying the uncontended delete.
-    const bool contended = hint == ReleaseHint::kAcquiredAfterQueueing;
+    const bool contended = (lease.tag & kViaQueue) != 0;
     // nullopt: nothing of this owner's found (already released, or never held).
     auto attempt = [&](Connection& c) -> std::optional<bool> {
       if (mode == LockMode::kExclusive) {
@@ -673,7 +702,16 @@ class MysqlBackend final : public Backend {
     return *outcome;
   }
 
-  void abandon_queue(std::string_view name, const OwnerSecret& secret) override {
+  // The row expires on the server's clock within the drift margin of the engine's safe-until;
+  // the beacon that advertises the lease to waiters goes now.
+  void lease_lost(const LeaseKey& lease) noexcept override {
+    try {
+      beacon_drop(std::string(lease.name), lease.secret->hex(), false);
+    } catch (...) {
+    }
+  }
+
+  void leave(std::string_view name, const OwnerSecret& secret) override {
     check_name(name);
     with_retry([&](Connection& c) { return update(c, kLeaveQueue, {{"name", std::string(name)}, {"secret", secret.hex()}}); });
   }
@@ -1430,9 +1468,9 @@ std::string lock_key(std::string_view database, std::string_view name) {
   return utf8_cut(database, 22) + ":" + sha1_hex(full);
 }
 
-std::unique_ptr<Backend> make_backend(const Options& options) { return std::make_unique<MysqlBackend>(options); }
+std::unique_ptr<LeaseService> make_service(const Options& options) { return std::make_unique<MysqlBackend>(options); }
 
-std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_prefix) {
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
   Options options;
   options.table_prefix = table_prefix;
   if (url.hosts.size() > 1) throw UsageError("mysql URL: one host only", kBackendName);
@@ -1471,7 +1509,7 @@ std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_p
       throw UsageError("mysql URL: unknown parameter '" + key.substr(0, 64) + "'", kBackendName);
     }
   }
-  return make_backend(options);
+  return make_service(options);
 }
 
 }  // namespace dblock::mysql

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/backend.h"
+#include "dblock/sql/features.h"
 
 namespace dblock::postgresql {
 

@@ -23,6 +23,7 @@
 #include <random>
 #include <thread>
 
+#include "dblock/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/postgresql/postgresql.h"
 #include "dblock/url.h"
@@ -114,7 +115,18 @@ class PgSessionLock final : public SessionLockHandle {
   const LockMode mode_;
 };
 
-class PostgresBackend final : public Backend {
+// AcquireResult::tag bit: the lease was taken (or granted) as a queued waiter, whose queue entry
+// its release deletes (kReleaseExclusiveInPlace).
+constexpr std::uint32_t kViaQueue = 1;
+
+class PostgresBackend final : public LeaseService,
+                              public FairQueue,
+                              public WakeEvents,
+                              public HolderProbe,
+                              public Maintenance,
+                              public SessionLocks,
+                              public SqlFeatures,
+                              public RowLocks {
  public:
   explicit PostgresBackend(Options options) : options_(std::move(options)) {
     detail::validate_table_prefix(options_.table_prefix);
@@ -143,17 +155,18 @@ class PostgresBackend final : public Backend {
 
   std::string_view name() const override { return kBackendName; }
 
-  Capabilities capabilities() const override {
-    Capabilities caps;
-    caps.shared_leases = true;
-    caps.notifications = true;
-    caps.session_locks = true;
-    caps.transaction_locks = true;
-    caps.row_locks = true;
-    caps.optimistic = true;
-    caps.guard = true;
-    return caps;
+  ServiceTraits traits() const override {
+    ServiceTraits traits;
+    traits.shared_leases = true;
+    return traits;
   }
+  FairQueue* fair_queue() noexcept override { return this; }
+  WakeEvents* wake_events() noexcept override { return this; }
+  HolderProbe* holder_probe() noexcept override { return this; }
+  Maintenance* maintenance() noexcept override { return this; }
+  SessionLocks* session_locks() noexcept override { return this; }
+  SqlFeatures* sql_features() noexcept override { return this; }
+  RowLocks* row_locks() noexcept override { return this; }
 
   void migrate(bool create) override {
     auto c = borrow();
@@ -196,22 +209,31 @@ class PostgresBackend final : public Backend {
   }
 
   AcquireResult try_acquire(const AcquireRequest& request) override {
+    return attempt(request, false, Place{}).result;
+  }
+
+  Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override {
+    return attempt(request, true, place);
+  }
+
+  // One attempt, joining or refreshing the queue when `queue` and refused.
+  Attempt attempt(const AcquireRequest& request, bool queue, const Place& place) {
     const std::int64_t ttl_us = request.ttl.count() * 1000;
+    const std::int64_t ticket = queue ? place.ticket : 0;
     // A waiter's first attempt right after this backend's own release of the name woke a queued
     // waiter would be refused (the queue marker stands), so it only joins the queue (see
     // released_to_queue_).
-    const bool skip_attempt = request.mode == LockMode::kExclusive && request.queue &&
-                              request.queue_ticket == 0 && take_released_to_queue(request.name);
+    const bool skip_attempt = request.mode == LockMode::kExclusive && queue && ticket == 0 &&
+                              take_released_to_queue(request.name);
     return with_retry("acquire", [&](Connection& c) {
-      AcquireResult result;
+      Attempt out;
+      AcquireResult& result = out.result;
       Params p;
       p.add(request.name).add(*request.secret).add(request.holder).add(ttl_us);
-      const char* stmt = request.mode == LockMode::kShared
-                             ? "shared"
-                             : (request.queue_ticket != 0 ? "exclusive_queued" : "exclusive");
+      const char* stmt = request.mode == LockMode::kShared ? "shared" : (ticket != 0 ? "exclusive_queued" : "exclusive");
       // The unqueued exclusive statement has no ticket parameter (it reads no queue).
-      if (request.queue_ticket != 0) {
-        p.add(request.queue_ticket);
+      if (ticket != 0) {
+        p.add(ticket);
       } else if (request.mode == LockMode::kShared) {
         p.add_null();
       }
@@ -221,13 +243,14 @@ class PostgresBackend final : public Backend {
         result.acquired = true;
         result.fence = r[0][0].as<std::int64_t>();
         result.expires_at_us = r[0][1].as<std::int64_t>();
-        return result;
+        if (ticket != 0) result.tag = kViaQueue;
+        return out;
       }
       std::int64_t remaining_us = 0;
-      if (request.queue) {
+      if (queue) {
         Params q;
-        q.add(request.name).add(*request.secret).add(std::int64_t{request.queue_ttl.count() * 1000});
-        if (request.queue_ticket != 0) q.add(request.queue_ticket); else q.add_null();
+        q.add(request.name).add(*request.secret).add(std::int64_t{place.hold_for.count() * 1000});
+        if (ticket != 0) q.add(ticket); else q.add_null();
         // An exclusive waiter may be granted the lease by the release (kReleaseExclusiveInPlace).
         q.add(request.holder);
         if (request.mode == LockMode::kExclusive) q.add(ttl_us); else q.add_null();
@@ -240,48 +263,47 @@ class PostgresBackend final : public Backend {
           } catch (const pqxx::unique_violation&) {
             // A new ticket equal to another waiter's of the name (joined in the same microsecond):
             // nothing was written; joining again draws a later one.
-            if (collisions >= 3 || request.queue_ticket != 0) throw;
+            if (collisions >= 3 || ticket != 0) throw;
           }
         }
-        result.queue_ticket = qr[0][0].as<std::int64_t>();
-        result.queue_position = static_cast<int>(qr[0][1].as<std::int64_t>());
+        out.ticket = qr[0][0].as<std::int64_t>();
+        out.position = static_cast<int>(qr[0][1].as<std::int64_t>());
         remaining_us = qr[0][2].is_null() ? 0 : qr[0][2].as<std::int64_t>();
       }
       result.holder_remaining = std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
-      return result;
+      return out;
     });
   }
 
-  std::optional<QueueStatus> queue_status(std::string_view name, const OwnerSecret& secret,
-                                          std::int64_t ticket) override {
-    return with_retry("queue status", [&](Connection& c) -> std::optional<QueueStatus> {
+  Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override {
+    return with_retry("queue status", [&](Connection& c) {
       Params p;
       p.add(name).add(secret).add(ticket);
       pqxx::result r = exec(c, "queue_status", p);
-      QueueStatus status;
-      status.position = static_cast<int>(r[0][0].as<std::int64_t>());
+      Position status;
+      status.waiters_ahead = static_cast<int>(r[0][0].as<std::int64_t>());
       std::int64_t remaining_us = r[0][1].is_null() ? 0 : r[0][1].as<std::int64_t>();
       status.holder_remaining = std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
       return status;
     });
   }
 
-  std::optional<milliseconds> peek_remaining(std::string_view name) override {
-    return with_retry("peek", [&](Connection& c) -> std::optional<milliseconds> {
+  milliseconds holder_remaining(std::string_view name) override {
+    return with_retry("peek", [&](Connection& c) {
       Params p;
       p.add(name);
       pqxx::result r = exec(c, "remaining", p);
-      if (r.empty()) return milliseconds(0);
+      if (r.empty()) return milliseconds(0);  // no row: free
       return std::chrono::duration_cast<milliseconds>(microseconds(r[0][0].as<std::int64_t>()));
     });
   }
 
-  RenewResult renew(std::string_view name, LockMode mode, const OwnerSecret& secret, milliseconds ttl) override {
+  RenewResult renew(const LeaseKey& lease, milliseconds ttl) override {
     return with_retry("renew", [&](Connection& c) {
       RenewResult result;
       Params p;
-      p.add(name).add(secret).add(std::int64_t{ttl.count() * 1000});
-      pqxx::result r = exec(c, mode == LockMode::kExclusive ? "renew" : "renew_reader", p);
+      p.add(lease.name).add(*lease.secret).add(std::int64_t{ttl.count() * 1000});
+      pqxx::result r = exec(c, lease.mode == LockMode::kExclusive ? "renew" : "renew_reader", p);
       if (!r.empty()) {
         result.renewed = true;
         result.expires_at_us = r[0][0].as<std::int64_t>();
@@ -290,13 +312,16 @@ class PostgresBackend final : public Backend {
     });
   }
 
-  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint hint) override {
+  bool release(const LeaseKey& lease) override {
+    const std::string_view name = lease.name;
+    const LockMode mode = lease.mode;
     Params p;
-    p.add(name).add(secret).add(channel_);
+    p.add(name).add(*lease.secret).add(channel_);
     const char* stmt = mode == LockMode::kExclusive ? "release" : "release_reader";
-    // Contended (the hint): free the row in place, keeping its marker (kReleaseExclusiveInPlace);
-    // when that finds no live lease of ours, the plain release below reports what it finds.
-    const bool in_place = mode == LockMode::kExclusive && hint == ReleaseHint::kAcquiredAfterQueueing;
+    // Taken as a queued waiter: free the row in place, keeping its marker and deleting our queue
+    // entry (kReleaseExclusiveInPlace); when that finds no live lease of ours, the plain release
+    // below reports what it finds.
+    const bool in_place = mode == LockMode::kExclusive && (lease.tag & kViaQueue) != 0;
     bool queued = false;  // exclusive: waiters were queued, the marked row must be re-created
     bool woke_waiter = false;  // exclusive: the release notified a queued waiter
     auto attempt = [&](Connection& c) {
@@ -344,7 +369,11 @@ class PostgresBackend final : public Backend {
     return *outcome;
   }
 
-  void abandon_queue(std::string_view name, const OwnerSecret& secret) override {
+  // The row expires on the server's clock within the drift margin of the engine's safe-until:
+  // nothing to drop early.
+  void lease_lost(const LeaseKey&) noexcept override {}
+
+  void leave(std::string_view name, const OwnerSecret& secret) override {
     const bool granted = with_retry("leave queue", [&](Connection& c) {
       Params p;
       p.add(name).add(secret);
@@ -353,7 +382,7 @@ class PostgresBackend final : public Backend {
     });
     // A release granted this waiter the lease after it gave up (its notification came too late,
     // or never): hand it on, as its holder would.
-    if (granted) release(name, LockMode::kExclusive, secret, ReleaseHint::kAcquiredAfterQueueing);
+    if (granted) release(LeaseKey{name, LockMode::kExclusive, &secret, kViaQueue});
   }
 
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override {
@@ -416,11 +445,13 @@ class PostgresBackend final : public Backend {
 
   // ---- notifications ----
 
-  void set_release_listener(std::function<void(const ReleaseEvent&)> on_release) override {
+  // nullptr waits for a listener call in flight (dispatch_mutex_), so none runs after it returns.
+  void set_listener(Listener listener) override {
     {
+      std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
       std::lock_guard<std::mutex> lock(listener_mutex_);
-      on_release_ = std::move(on_release);
-      if (!on_release_ || listener_.joinable()) return;
+      on_event_ = std::move(listener);
+      if (!on_event_ || listener_.joinable()) return;
     }
     listener_ = std::thread([this] { listen_loop(); });
   }
@@ -843,14 +874,15 @@ class PostgresBackend final : public Backend {
   // granted that waiter the lease, "<name>|<ticket>|<fence>|<granted us>|<expiry us>"
   // (kReleaseExclusiveInPlace). Anything else wakes every waiter of the name without naming one.
   void dispatch(const std::string& payload) {
-    std::function<void(const ReleaseEvent&)> callback;
+    std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
+    Listener listener;
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
-      callback = on_release_;
+      listener = on_event_;
     }
-    if (!callback) return;
+    if (!listener) return;
     const std::size_t sep = payload.find('\x1f');
-    ReleaseEvent event;
+    Event event;
     event.name = std::string_view(payload).substr(0, sep);
     if (sep != std::string::npos) {
       std::vector<std::int64_t> fields;
@@ -865,25 +897,27 @@ class PostgresBackend final : public Backend {
       }
       if (fields.size() == 1 || fields.size() == 4) event.next_ticket = fields[0];
       if (fields.size() == 4 && fields[0] != 0 && fields[2] > 0) {
-        event.grant = Grant{fields[0], fields[1], microseconds(fields[2]), fields[3]};
+        event.kind = Kind::kGranted;
+        event.grant = Grant{fields[0], fields[1], microseconds(fields[2]), fields[3], kViaQueue};
       }
     }
-    callback(event);
+    listener(event);
   }
 
   void dispatch_all() {
+    std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
     std::vector<std::string> names;
-    std::function<void(const ReleaseEvent&)> callback;
+    Listener listener;
     {
       std::lock_guard<std::mutex> lock(listener_mutex_);
-      callback = on_release_;
+      listener = on_event_;
       for (const auto& [name, count] : subscribed_) names.push_back(name);
     }
-    if (callback) {
+    if (listener) {
       for (const auto& name : names) {
-        ReleaseEvent event;
+        Event event;
         event.name = name;
-        callback(event);
+        listener(event);
       }
     }
   }
@@ -933,9 +967,10 @@ class PostgresBackend final : public Backend {
   std::mutex released_mutex_;
   std::map<std::string, SteadyClock::time_point, std::less<>> released_to_queue_;  // GUARDED_BY(released_mutex_)
 
+  std::mutex dispatch_mutex_;  // held while the listener runs; taken before listener_mutex_
   std::mutex listener_mutex_;
   std::condition_variable listener_cv_;
-  std::function<void(const ReleaseEvent&)> on_release_;  // GUARDED_BY(listener_mutex_)
+  Listener on_event_;                                 // GUARDED_BY(listener_mutex_)
   std::map<std::string, int> subscribed_;             // GUARDED_BY(listener_mutex_)
   bool listener_stop_ = false;                        // GUARDED_BY(listener_mutex_)
   std::thread listener_;
@@ -1001,9 +1036,9 @@ std::int64_t advisory_key(std::string_view name) noexcept {
   return static_cast<std::int64_t>(hash);
 }
 
-std::unique_ptr<Backend> make_backend(const Options& options) { return std::make_unique<PostgresBackend>(options); }
+std::unique_ptr<LeaseService> make_service(const Options& options) { return std::make_unique<PostgresBackend>(options); }
 
-std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_prefix) {
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
   Options options;
   options.table_prefix = table_prefix;
   std::string conninfo;
@@ -1036,7 +1071,7 @@ std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_p
   if (!timeout_given) add("connect_timeout", "5");
   if (url.param("application_name") == std::nullopt) add("application_name", "dblock");
   options.conninfo = conninfo;
-  return make_backend(options);
+  return make_service(options);
 }
 
 }  // namespace dblock::postgresql

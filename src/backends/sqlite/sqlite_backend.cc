@@ -16,6 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "dblock/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/sqlite/sqlite.h"
 #include "dblock/url.h"
@@ -213,7 +214,11 @@ class SqliteTransaction final : public Transaction {
   Connection& c_;
 };
 
-class SqliteBackend final : public Backend {
+class SqliteBackend final : public LeaseService,
+                            public FairQueue,
+                            public HolderProbe,
+                            public Maintenance,
+                            public SqlFeatures {
  public:
   explicit SqliteBackend(Options options) : options_(std::move(options)) {
     detail::validate_table_prefix(options_.table_prefix);
@@ -237,14 +242,15 @@ class SqliteBackend final : public Backend {
 
   std::string_view name() const override { return "sqlite"; }
 
-  Capabilities capabilities() const override {
-    Capabilities caps;
-    caps.shared_leases = true;
-    caps.transaction_locks = true;
-    caps.optimistic = true;
-    caps.guard = true;
-    return caps;
+  ServiceTraits traits() const override {
+    ServiceTraits traits;
+    traits.shared_leases = true;
+    return traits;
   }
+  FairQueue* fair_queue() noexcept override { return this; }
+  HolderProbe* holder_probe() noexcept override { return this; }
+  Maintenance* maintenance() noexcept override { return this; }
+  SqlFeatures* sql_features() noexcept override { return this; }
 
   void migrate(bool create) override {
     auto c = borrow();
@@ -282,62 +288,42 @@ class SqliteBackend final : public Backend {
 
   AcquireResult try_acquire(const AcquireRequest& request) override {
     auto c = borrow();
-    const std::int64_t ttl_us = to_us(request.ttl);
-    AcquireResult result;
-    auto bind_ticket = [&](Query& q) {
-      if (request.queue_ticket != 0) q.bind(5, request.queue_ticket); else q.bind_null(5);
-    };
-    if (request.mode == LockMode::kExclusive) {
-      Query q = query(*c, sql::kAcquireExclusive);
-      q.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us);
-      bind_ticket(q);
-      q.run();
-      result.acquired = sqlite3_changes(c->db) == 1;
-      result.fence = c->issued_fence;
-      result.expires_at_us = c->issued_expiry;
-    } else {
-      WriteTxn tx(*this, *c);
-      {
-        Query row = query(*c, sql::kAcquireSharedRow);
-        row.bind(1, request.name).bind(2, *request.secret).bind(4, ttl_us);
-        bind_ticket(row);
-        std::int64_t ignored = 0;
-        result.acquired = row.fetch({&result.fence, &ignored});
-      }
-      if (result.acquired) {
-        Query reader = query(*c, sql::kInsertReader);
-        reader.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us).bind(5, result.fence);
-        if (!reader.fetch({&result.expires_at_us})) throw Error("sqlite: reader row not written", "sqlite");
-      }  // statements are finished before COMMIT
-      tx.commit();
-    }
-    if (result.acquired) {
-      if (request.queue_ticket != 0) query(*c, sql::kLeaveQueue).bind(1, request.name).bind(2, *request.secret).run();
-      return result;
-    }
+    AcquireResult result = take(*c, request, 0);
+    if (result.acquired) return result;
     std::int64_t remaining_us = 0;
-    if (!request.queue) {
-      Query q = query(*c, sql::kRemaining);
-      q.bind(1, request.name);
-      q.fetch({&remaining_us});
-    } else {
-      {
-        Query q = query(*c, sql::kQueue);
-        q.bind(1, request.name).bind(2, *request.secret).bind(3, to_us(request.queue_ttl));
-        if (request.queue_ticket != 0) q.bind(4, request.queue_ticket); else q.bind_null(4);
-        if (!q.fetch({&result.queue_ticket})) throw Error("sqlite: queue entry not written", "sqlite");
-      }
-      Query q = query(*c, sql::kQueuePosition);
-      q.bind(1, request.name).bind(2, *request.secret).bind(3, result.queue_ticket);
-      std::int64_t ahead = 0;
-      q.fetch({&ahead, &remaining_us});
-      result.queue_position = static_cast<int>(ahead);
-    }
+    Query q = query(*c, sql::kRemaining);
+    q.bind(1, request.name);
+    q.fetch({&remaining_us});
     result.holder_remaining = std::chrono::duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
     return result;
   }
 
-  std::optional<milliseconds> peek_remaining(std::string_view name) override {
+  Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override {
+    auto c = borrow();
+    Attempt out;
+    out.result = take(*c, request, place.ticket);
+    if (out.result.acquired) {
+      if (place.ticket != 0) query(*c, sql::kLeaveQueue).bind(1, request.name).bind(2, *request.secret).run();
+      return out;
+    }
+    {
+      Query q = query(*c, sql::kQueue);
+      q.bind(1, request.name).bind(2, *request.secret).bind(3, to_us(place.hold_for));
+      if (place.ticket != 0) q.bind(4, place.ticket); else q.bind_null(4);
+      if (!q.fetch({&out.ticket})) throw Error("sqlite: queue entry not written", "sqlite");
+    }
+    Position p = position_on(*c, request.name, *request.secret, out.ticket);
+    out.position = p.waiters_ahead;
+    out.result.holder_remaining = std::max(p.holder_remaining, milliseconds::zero());
+    return out;
+  }
+
+  Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override {
+    auto c = borrow();
+    return position_on(*c, name, secret, ticket);
+  }
+
+  milliseconds holder_remaining(std::string_view name) override {
     auto c = borrow();
     Query q = query(*c, sql::kRemaining);
     q.bind(1, name);
@@ -346,7 +332,10 @@ class SqliteBackend final : public Backend {
     return std::chrono::duration_cast<milliseconds>(microseconds(remaining_us));
   }
 
-  RenewResult renew(std::string_view name, LockMode mode, const OwnerSecret& secret, milliseconds ttl) override {
+  RenewResult renew(const LeaseKey& lease, milliseconds ttl) override {
+    const std::string_view name = lease.name;
+    const OwnerSecret& secret = *lease.secret;
+    const LockMode mode = lease.mode;
     auto c = borrow();
     RenewResult result;
     if (mode == LockMode::kExclusive) {
@@ -366,10 +355,12 @@ class SqliteBackend final : public Backend {
     return result;
   }
 
-  bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, ReleaseHint) override {
+  bool release(const LeaseKey& lease) override {
+    const std::string_view name = lease.name;
+    const OwnerSecret& secret = *lease.secret;
     auto c = borrow();
     std::int64_t was_live = 0;
-    if (mode == LockMode::kExclusive) {
+    if (lease.mode == LockMode::kExclusive) {
       query(*c, sql::kReleaseExclusive).bind(1, name).bind(2, secret).run();
       if (sqlite3_changes(c->db) == 1) return true;
       query(*c, sql::kReleaseExpired).bind(1, name).bind(2, secret).run();
@@ -387,7 +378,11 @@ class SqliteBackend final : public Backend {
     return held;
   }
 
-  void abandon_queue(std::string_view name, const OwnerSecret& secret) override {
+  // The row expires on the service's clock within the drift margin of the engine's safe-until:
+  // nothing to drop early.
+  void lease_lost(const LeaseKey&) noexcept override {}
+
+  void leave(std::string_view name, const OwnerSecret& secret) override {
     auto c = borrow();
     query(*c, sql::kLeaveQueue).bind(1, name).bind(2, secret).run();
   }
@@ -491,6 +486,49 @@ class SqliteBackend final : public Backend {
   }
 
  private:
+  // One acquire statement (or transaction, for shared leases); `ticket` 0: not queued.
+  AcquireResult take(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
+    const std::int64_t ttl_us = to_us(request.ttl);
+    AcquireResult result;
+    auto bind_ticket = [&](Query& q) {
+      if (ticket != 0) q.bind(5, ticket); else q.bind_null(5);
+    };
+    if (request.mode == LockMode::kExclusive) {
+      Query q = query(c, sql::kAcquireExclusive);
+      q.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us);
+      bind_ticket(q);
+      q.run();
+      result.acquired = sqlite3_changes(c.db) == 1;
+      result.fence = c.issued_fence;
+      result.expires_at_us = c.issued_expiry;
+      return result;
+    }
+    WriteTxn tx(*this, c);
+    {
+      Query row = query(c, sql::kAcquireSharedRow);
+      row.bind(1, request.name).bind(2, *request.secret).bind(4, ttl_us);
+      bind_ticket(row);
+      std::int64_t ignored = 0;
+      result.acquired = row.fetch({&result.fence, &ignored});
+    }
+    if (result.acquired) {
+      Query reader = query(c, sql::kInsertReader);
+      reader.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us).bind(5, result.fence);
+      if (!reader.fetch({&result.expires_at_us})) throw Error("sqlite: reader row not written", "sqlite");
+    }  // statements are finished before COMMIT
+    tx.commit();
+    return result;
+  }
+
+  Position position_on(Connection& c, std::string_view name, const OwnerSecret& secret, std::int64_t ticket) {
+    Query q = query(c, sql::kQueuePosition);
+    q.bind(1, name).bind(2, secret).bind(3, ticket);
+    std::int64_t ahead = 0, remaining_us = 0;
+    q.fetch({&ahead, &remaining_us});
+    return Position{static_cast<int>(ahead),
+                    std::chrono::duration_cast<milliseconds>(microseconds(remaining_us))};
+  }
+
   struct Returner {
     SqliteBackend* backend;
     void operator()(Connection* c) const { backend->give_back(std::unique_ptr<Connection>(c)); }
@@ -651,9 +689,9 @@ class SqliteBackend final : public Backend {
 
 }  // namespace
 
-std::unique_ptr<Backend> make_backend(const Options& options) { return std::make_unique<SqliteBackend>(options); }
+std::unique_ptr<LeaseService> make_service(const Options& options) { return std::make_unique<SqliteBackend>(options); }
 
-std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_prefix) {
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
   Options options;
   options.path = url.path;
   options.table_prefix = table_prefix;
@@ -671,7 +709,7 @@ std::unique_ptr<Backend> make_backend(const Url& url, const std::string& table_p
       throw UsageError("sqlite URL: unknown parameter '" + key + "' (known: busy_timeout)", "sqlite");
     }
   }
-  return make_backend(options);
+  return make_service(options);
 }
 
 }  // namespace dblock::sqlite

@@ -1,0 +1,164 @@
+// dblock/service.h — the seam between dblock's lease engine and a lock service.
+//
+// Application code rarely needs this header. The engine (LockManager's core) owns everything that
+// is the same for every service: validation, reentrancy, safe-until, the renewal thread, lost-lease
+// signalling, waiting and the reaper's pacing. A lock service (SQLite, PostgreSQL, MariaDB, ...)
+// contributes only what differs: the small required interface below, plus whichever optional
+// capabilities it has (dblock/capabilities.h, dblock/sql/features.h). docs/architecture.md draws the
+// layers and says where a new service goes.
+//
+// Contract for implementers:
+//  * Every method may be called concurrently from several threads (user threads, the renewal
+//    thread, the reaper thread). A service synchronises its own connections.
+//  * Times that decide ownership (expiry) are computed on the *service's* clock, inside the call
+//    that changes the lease. The engine never sends its own wall-clock time.
+//  * Driver exceptions never escape: they are translated to the dblock::Error tree (errors.h).
+//    A state-changing call whose outcome is unknown throws InDoubtError or ConnectionError.
+//  * A service either provides a capability or does not: nothing is implemented only to throw.
+#ifndef DBLOCK_SERVICE_H_
+#define DBLOCK_SERVICE_H_
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/options.h"
+
+namespace dblock {
+
+class FairQueue;
+class WakeEvents;
+class NativeWait;
+class HolderProbe;
+class Maintenance;
+class SessionLocks;
+class SqlFeatures;
+
+// 128 bits from the operating system's CSPRNG, one per acquisition. Proves ownership to the
+// service; never logged or shown by list/inspect.
+struct OwnerSecret {
+  std::array<std::uint8_t, 16> bytes{};
+
+  // Reads getrandom(2). Throws Error if the OS generator fails.
+  static OwnerSecret generate();
+  std::string hex() const;  // 32 lowercase hex digits
+  friend bool operator==(const OwnerSecret&, const OwnerSecret&) = default;
+};
+
+// What list()/inspect() report about one lock name. Times are on the service's clock.
+struct LeaseInfo {
+  std::string name;
+  LockMode mode = LockMode::kExclusive;
+  std::string holder;                 // exclusive holder, or readers' holders joined by ','
+  std::int64_t fence = 0;             // exclusive: the holder's fence; shared: the newest reader's
+  std::int64_t acquired_at_us = 0;    // service clock, microseconds since the Unix epoch
+  std::int64_t expires_at_us = 0;     // service clock, microseconds since the Unix epoch
+  std::int64_t expires_in_us = 0;     // expires_at_us minus the service's "now" when listed
+  std::int64_t renewals = 0;
+  int holders = 1;                    // number of readers for shared leases
+};
+
+// How a service's fencing tokens behave.
+enum class FenceKind {
+  kIncreasing,  // every acquisition of a name gets a token greater than every earlier one
+  kNone,        // no tokens: Lease::fence() is 0
+};
+
+// What keeps a lease alive on the service.
+enum class LeaseBound {
+  kTtl,      // a TTL on the service's clock, extended by renew()
+  kSession,  // the client's session with the service: renew() confirms the session is alive
+};
+
+struct ServiceTraits {
+  FenceKind fences = FenceKind::kIncreasing;
+  LeaseBound bound = LeaseBound::kTtl;
+  bool shared_leases = false;  // LockMode::kShared is accepted
+};
+
+// "As long as was asked": the default of AcquireResult/RenewResult::granted_for.
+inline constexpr std::chrono::microseconds kGrantedAsAsked = std::chrono::microseconds::max();
+
+struct AcquireRequest {
+  std::string_view name;
+  LockMode mode = LockMode::kExclusive;
+  std::chrono::milliseconds ttl{0};
+  const OwnerSecret* secret = nullptr;
+  std::string_view holder;
+};
+
+struct AcquireResult {
+  bool acquired = false;
+  std::int64_t fence = 0;          // valid when acquired
+  std::int64_t expires_at_us = 0;  // service clock; valid when acquired
+  // How long the service holds the lease, counted from when the request was sent. The engine
+  // uses the smaller of this and the TTL asked for (a ZooKeeper session can be shorter).
+  std::chrono::microseconds granted_for = kGrantedAsAsked;
+  // Opaque to the engine: passed back unchanged in every LeaseKey of this acquisition.
+  std::uint32_t tag = 0;
+  // When not acquired: how long until the current hold expires on the service's clock, or -1
+  // when unknown. A waiter never sleeps past it, so an abandoned lease is taken over promptly.
+  std::chrono::milliseconds holder_remaining{-1};
+};
+
+struct RenewResult {
+  bool renewed = false;            // false: the service no longer has this owner's lease
+  std::int64_t expires_at_us = 0;  // service clock
+  std::chrono::microseconds granted_for = kGrantedAsAsked;  // as in AcquireResult
+};
+
+// One acquisition, as the engine names it in every later call about it.
+struct LeaseKey {
+  std::string_view name;
+  LockMode mode = LockMode::kExclusive;
+  const OwnerSecret* secret = nullptr;
+  std::uint32_t tag = 0;  // AcquireResult::tag (or WakeEvents::Grant::tag) of this acquisition
+};
+
+class LeaseService {
+ public:
+  virtual ~LeaseService() = default;
+
+  // Short lower-case name ("sqlite", "postgresql", ...), used in messages and Error::backend().
+  virtual std::string_view name() const = 0;
+  virtual ServiceTraits traits() const = 0;
+
+  // One attempt; never blocks on the lock itself (it may block briefly on the service). Takes a
+  // free or expired lease, or one this secret already holds live (so that a retried attempt whose
+  // reply was lost is harmless).
+  virtual AcquireResult try_acquire(const AcquireRequest& request) = 0;
+  // Extends the lease to now + ttl (service clock) if this owner still holds it unexpired.
+  virtual RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) = 0;
+  // Compare-and-delete: true if this owner's lease was released, false if it was not held by
+  // this owner any more (expired, taken over, force-released). Throws InDoubtError when the
+  // outcome is unknown.
+  virtual bool release(const LeaseKey& lease) = 0;
+  // The engine gave the lease up without releasing it (safe-until passed, a renewal was refused,
+  // a lost event): drop whatever the service keeps for it, so that it does not block the name for
+  // longer than the service's own expiry would. Called at most once per lease, never after
+  // release(), on the engine's renewal thread. Must not block for long.
+  virtual void lease_lost(const LeaseKey& lease) noexcept = 0;
+  // Admin eviction: frees the name whoever holds it and bumps its fence, so the evicted holder's
+  // renewals and guarded writes fail. Returns false if nothing was held.
+  virtual bool force_release(std::string_view name) = 0;
+  // Live leases (all, or the one name). Expired ones not yet reaped are not shown.
+  virtual std::vector<LeaseInfo> list(std::optional<std::string_view> name) = 0;
+
+  // Optional capabilities (dblock/capabilities.h, dblock/sql/features.h). Each returns this
+  // service's implementation, valid for the service's lifetime, or nullptr when it has none.
+  virtual FairQueue* fair_queue() noexcept { return nullptr; }
+  virtual WakeEvents* wake_events() noexcept { return nullptr; }
+  virtual NativeWait* native_wait() noexcept { return nullptr; }
+  virtual HolderProbe* holder_probe() noexcept { return nullptr; }
+  virtual Maintenance* maintenance() noexcept { return nullptr; }
+  virtual SessionLocks* session_locks() noexcept { return nullptr; }
+  virtual SqlFeatures* sql_features() noexcept { return nullptr; }
+};
+
+}  // namespace dblock
+
+#endif  // DBLOCK_SERVICE_H_

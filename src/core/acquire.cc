@@ -1,0 +1,249 @@
+// Acquiring a lease: validate, re-enter, then attempt / wait for a turn / attempt ... until the
+// service grants it or the deadline passes, then publish it to the renewal thread.
+#include <algorithm>
+
+#include "dblock/errors.h"
+#include "dblock/lock_manager.h"
+#include "internal.h"
+#include "manager_core.h"
+
+namespace dblock::detail {
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::milliseconds;
+
+milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl) {
+  const milliseconds ttl = options.ttl.count() == 0 ? default_ttl : options.ttl;
+  if (ttl <= milliseconds::zero()) throw UsageError("TTL must be positive, got " + std::to_string(ttl.count()) + " ms");
+  if (ttl > kMaxTtl) throw UsageError("TTL exceeds the 7-day limit");
+  return ttl;
+}
+
+AcquireResult from_grant(const WakeEvents::Grant& grant) {
+  AcquireResult result;
+  result.acquired = true;
+  result.fence = grant.fence;
+  result.expires_at_us = grant.expires_at_us;
+  result.granted_for = grant.granted_for;
+  result.tag = grant.tag;
+  return result;
+}
+
+}  // namespace
+
+// One acquire call that may wait, on the calling thread's stack: attempts, waits for a turn
+// between them (the manager's wait strategies), and on the way out leaves the service's line and
+// the wake board unless it acquired.
+class Acquirer {
+ public:
+  Acquirer(ManagerCore& core, std::shared_ptr<LeaseState> state, SteadyClock::time_point deadline, bool try_once)
+      : core_(core),
+        state_(std::move(state)),
+        deadline_(deadline),
+        try_once_(try_once),
+        queue_(try_once ? nullptr : core.service_->fair_queue()),
+        events_(try_once ? nullptr : core.service_->wake_events()),
+        // A queue entry outlives a few of the waiter's longest pauses.
+        queue_hold_(std::max(milliseconds(1000), core.options_.max_poll * 4)),
+        wait_{state_->name, state_->secret} {
+    request_.name = state_->name;
+    request_.mode = state_->mode;
+    request_.ttl = state_->ttl;
+    request_.secret = &state_->secret;
+    request_.holder = core.holder_;
+    wait_.deadline = deadline;
+    wait_.refresh_at = SteadyClock::time_point::max();
+    wait_.backoff = core.options_.min_poll;
+  }
+
+  ~Acquirer() {
+    if (in_line_ && !acquired_) {
+      try {
+        queue_->leave(state_->name, state_->secret);
+      } catch (const Error& e) {
+        core_.report(e);
+      } catch (...) {
+      }
+    }
+    if (subscribed_) {
+      try {
+        events_->unsubscribe(state_->name);
+      } catch (...) {
+      }
+    }
+    if (on_board_) core_.board_.leave(state_->name);
+  }
+
+  Acquirer(const Acquirer&) = delete;
+  Acquirer& operator=(const Acquirer&) = delete;
+
+  std::optional<Lease> run() {
+    if (!try_once_) enter();
+    for (;;) {
+      if (attempt()) {
+        acquired_ = true;
+        return core_.publish(state_);
+      }
+      if (try_once_ || SteadyClock::now() >= deadline_) return std::nullopt;
+      wait_turn();
+    }
+  }
+
+ private:
+  // Registers on the wake board and with the service's events before the first attempt, so that
+  // a release between the attempt and the wait is not missed.
+  void enter() {
+    core_.board_.enter(state_->name);
+    on_board_ = true;
+    if (events_ != nullptr) {
+      events_->subscribe(state_->name);
+      subscribed_ = true;
+    }
+  }
+
+  // One attempt: a grant the last wait brought, else the service (in line when it queues).
+  bool attempt() {
+    if (!try_once_) wait_.generation = core_.board_.generation(state_->name);
+    // A grant was made after the last attempt began (that attempt, refused, would otherwise have
+    // found the lease its own), so that attempt's send time is a safe start for the lease's time.
+    const SteadyClock::time_point sent_at = wait_.grant ? last_sent_at_ : SteadyClock::now();
+    last_sent_at_ = sent_at;
+    AcquireResult result;
+    if (wait_.grant) {
+      result = from_grant(*wait_.grant);
+      wait_.grant.reset();
+    } else if (queue_ != nullptr) {
+      in_line_ = true;
+      FairQueue::Attempt in_line = queue_->attempt_in_line(request_, FairQueue::Place{wait_.ticket, queue_hold_});
+      result = in_line.result;
+      if (in_line.ticket != 0) wait_.ticket = in_line.ticket;
+      wait_.position = in_line.position;
+      wait_.refresh_at = sent_at + queue_hold_ / 3;
+    } else {
+      result = core_.service_->try_acquire(request_);
+    }
+    if (result.acquired) {
+      record(result, sent_at);
+      return true;
+    }
+    wait_.holder_remaining = result.holder_remaining;
+    return false;
+  }
+
+  // What the acquisition tells the lease: its fence, its tag, safe-until and the first renewal.
+  void record(const AcquireResult& result, SteadyClock::time_point sent_at) {
+    LeaseState& s = *state_;
+    // The service may hold the lease for less than the TTL (a grant until the waiter's queue entry
+    // would have expired, a short session): safe-until from that, renewed at a third of it.
+    const milliseconds held_for = std::min(s.ttl, duration_cast<milliseconds>(result.granted_for));
+    s.fence = result.fence;
+    s.tag = result.tag;
+    s.expires_at_us.store(result.expires_at_us);
+    s.set_safe_until(sent_at + held_for - core_.drift_margin(held_for));
+    s.next_renew = sent_at + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));
+  }
+
+  void wait_turn() {
+    for (const auto& strategy : core_.wait_strategies_) {
+      if (strategy->wait(wait_) == WaitResult::kAttempt) return;
+    }
+  }
+
+  ManagerCore& core_;
+  const std::shared_ptr<LeaseState> state_;
+  const SteadyClock::time_point deadline_;
+  const bool try_once_;
+  FairQueue* const queue_;    // null: single attempt, or the service keeps no line
+  WakeEvents* const events_;  // null: single attempt, or the service pushes no events
+  const milliseconds queue_hold_;
+  AcquireRequest request_;
+  WaitContext wait_;
+  SteadyClock::time_point last_sent_at_;
+  bool on_board_ = false;
+  bool subscribed_ = false;
+  bool in_line_ = false;
+  bool acquired_ = false;
+};
+
+std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::time_point deadline, bool try_once,
+                                          const AcquireOptions& options) {
+  validate_lock_name(name);
+  const milliseconds ttl = checked_ttl(options, options_.default_ttl);
+  if (options.mode == LockMode::kShared && !traits_.shared_leases) {
+    throw UnsupportedError("shared leases are not supported by the " + std::string(service_->name()) + " backend");
+  }
+  const std::string key(name);
+  if (std::optional<Lease> again = reenter(key, try_once, options)) return again;
+  Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once);
+  return acquirer.run();
+}
+
+std::shared_ptr<LeaseState> ManagerCore::new_lease_state(const std::string& name, milliseconds ttl,
+                                                         const AcquireOptions& options) const {
+  auto state = std::make_shared<LeaseState>();
+  state->name = name;
+  state->mode = options.mode;
+  state->ttl = ttl;
+  state->secret = OwnerSecret::generate();
+  state->renew_interval = (options_.renew_interval > milliseconds::zero() && options_.renew_interval < ttl)
+                              ? options_.renew_interval
+                              : std::max(ttl / 3, milliseconds(1));
+  state->on_lost = options.on_lost;
+  state->owner_thread = std::this_thread::get_id();
+  state->reentrant = options.reentrant.value_or(options_.reentrant);
+  return state;
+}
+
+std::optional<Lease> ManagerCore::reenter(const std::string& name, bool try_once, const AcquireOptions& options) {
+  const bool reentrant = options.reentrant.value_or(options_.reentrant);
+  const auto self = std::this_thread::get_id();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (stopping_) throw UsageError("LockManager is shutting down");
+  auto it = active_.find(name);
+  if (it == active_.end()) return std::nullopt;
+  for (auto& state : it->second) {
+    if (state->owner_thread != self || state->is_lost() || state->mode != LockMode::kExclusive) continue;
+    if (options.mode == LockMode::kExclusive && reentrant && state->reentrant) {
+      state->holds.fetch_add(1);
+      return Lease(shared_from_this(), state);
+    }
+    if (!try_once) {
+      throw UsageError("lock '" + name + "' is already held by this thread through this manager; waiting "
+                       "would deadlock (enable AcquireOptions::reentrant to count holds)");
+    }
+  }
+  return std::nullopt;
+}
+
+Lease ManagerCore::publish(const std::shared_ptr<LeaseState>& state) {
+  bool wake_renewer = false;
+  bool shutting_down = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    shutting_down = stopping_;
+    if (shutting_down) {
+      state->finished = true;
+      state->lost.store(true);
+    } else {
+      active_[state->name].push_back(state);
+      // Wake the renewal thread only if this lease is due before its planned wake-up: on a busy
+      // manager a wake per acquire would cost two context switches each.
+      wake_renewer = state->next_renew < renewal_wake_at_;
+    }
+  }
+  if (wake_renewer) renew_cv_.notify_all();
+  // Decided under the lock: once the lease is in active_, `finished` belongs to the renewal
+  // thread (it may already have marked the lease lost), so it must not be read here.
+  if (shutting_down) {
+    try {
+      service_->release(state->key());
+    } catch (...) {
+    }
+    throw UsageError("LockManager is shutting down");
+  }
+  return Lease(shared_from_this(), state);
+}
+
+}  // namespace dblock::detail

@@ -1,0 +1,85 @@
+// The engine's record of one held lease and of one held session lock. Internal.
+#ifndef DBLOCK_SRC_CORE_LEASE_STATE_H_
+#define DBLOCK_SRC_CORE_LEASE_STATE_H_
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "dblock/capabilities.h"
+#include "dblock/options.h"
+#include "dblock/service.h"
+
+namespace dblock::detail {
+
+// Every local deadline of the engine (waits, safe-until, renewal times) is on this clock.
+using SteadyClock = std::chrono::steady_clock;
+
+// One acquisition from the service, shared by the Lease handles of its (reentrant) holds and by
+// the renewal thread.
+struct LeaseState {
+  // Constant once the state is published (in ManagerCore's active set or a Lease).
+  std::string name;
+  LockMode mode = LockMode::kExclusive;
+  OwnerSecret secret;
+  std::int64_t fence = 0;
+  std::uint32_t tag = 0;  // the service's AcquireResult::tag, passed back in key()
+  std::chrono::milliseconds ttl{0};
+  std::chrono::milliseconds renew_interval{0};
+  std::function<void(const LostLease&)> on_lost;
+  std::thread::id owner_thread;
+  bool reentrant = false;
+
+  // Readable without the manager mutex; written under it.
+  std::atomic<bool> lost{false};
+  std::atomic<std::int64_t> safe_until_ns{0};  // SteadyClock, nanoseconds since its epoch
+  std::atomic<std::int64_t> expires_at_us{0};  // service clock
+  std::atomic<int> holds{1};
+
+  // Protected by ManagerCore::mutex_.
+  bool finished = false;  // released, lost or shut down: no more renewals, no more callbacks
+  SteadyClock::time_point next_renew;
+  std::string lost_reason;  // set by a service's lost event; the renewal thread marks it lost
+
+  // How every call to the service names this lease.
+  LeaseKey key() const { return LeaseKey{name, mode, &secret, tag}; }
+
+  SteadyClock::time_point safe_until() const {
+    return SteadyClock::time_point(SteadyClock::duration(safe_until_ns.load(std::memory_order_acquire)));
+  }
+  void set_safe_until(SteadyClock::time_point t) {
+    safe_until_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(),
+                        std::memory_order_release);
+  }
+  bool is_lost() const {
+    return lost.load(std::memory_order_acquire) || SteadyClock::now() >= safe_until();
+  }
+};
+
+// One held session lock, shared by its SessionLock handle and the renewal thread (which verifies
+// it periodically).
+struct SessionState {
+  // Constant after construction.
+  std::string name;
+  LockMode mode = LockMode::kExclusive;
+  std::int64_t key = 0;
+  std::function<void(const LostLease&)> on_lost;
+
+  std::atomic<bool> lost{false};
+  // Serialises verify() and release() on the session's connection.
+  std::mutex handle_mutex;
+  std::unique_ptr<SessionLockHandle> handle;  // GUARDED_BY(handle_mutex); null once released
+
+  // Protected by ManagerCore::mutex_.
+  bool finished = false;
+  SteadyClock::time_point next_check;
+};
+
+}  // namespace dblock::detail
+
+#endif  // DBLOCK_SRC_CORE_LEASE_STATE_H_

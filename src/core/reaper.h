@@ -1,0 +1,54 @@
+// The reaper thread: deletes expired entries of a service that keeps them (Maintenance), in
+// bounded, paced batches. Internal.
+//
+// Thread-safe; start() once, stop() joins (idempotent, also from the destructor).
+#ifndef DBLOCK_SRC_CORE_REAPER_H_
+#define DBLOCK_SRC_CORE_REAPER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "dblock/capabilities.h"
+#include "dblock/errors.h"
+
+namespace dblock::detail {
+
+class Reaper {
+ public:
+  // `interval`: pause between passes (jittered ±20 %); `batch`: entries per call of reap().
+  // `report` receives the errors of failed passes.
+  Reaper(Maintenance& maintenance, std::chrono::milliseconds interval, std::size_t batch,
+         std::function<void(const Error&)> report);
+  ~Reaper();
+  Reaper(const Reaper&) = delete;
+  Reaper& operator=(const Reaper&) = delete;
+
+  void start();
+  void stop() noexcept;
+
+ private:
+  void loop();
+  // One pass: batches until a short one, each followed by a pause. False when stopped.
+  bool pass();
+  // Sleeps `pause` unless stopped meanwhile; false when stopped.
+  bool pause_for(std::chrono::steady_clock::duration pause);
+
+  // Constant after construction.
+  Maintenance& maintenance_;
+  const std::chrono::milliseconds interval_;
+  const std::size_t batch_;
+  const std::function<void(const Error&)> report_;
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;  // GUARDED_BY(mutex_)
+  std::thread thread_;
+};
+
+}  // namespace dblock::detail
+
+#endif  // DBLOCK_SRC_CORE_REAPER_H_

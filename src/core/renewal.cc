@@ -1,0 +1,113 @@
+// The renewal thread: renews every held lease at its interval, declares a lease lost when its
+// safe-until passes, a renewal is refused or the service reports it lost, and checks held
+// session locks.
+#include <algorithm>
+
+#include "dblock/errors.h"
+#include "manager_core.h"
+
+namespace dblock::detail {
+
+namespace {
+using std::chrono::milliseconds;
+}  // namespace
+
+void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
+  const SteadyClock::time_point sent_at = SteadyClock::now();
+  RenewResult result;
+  try {
+    result = service_->renew(state->key(), state->ttl);
+  } catch (const Error& e) {
+    report(e);
+    // Retry soon; safe-until decides when to give up.
+    std::lock_guard<std::mutex> lock(mutex_);
+    state->next_renew = SteadyClock::now() + std::max(state->renew_interval / 4, milliseconds(10));
+    return;
+  }
+  if (!result.renewed) {
+    mark_lost(state, "renewal refused by the backend (expired, taken over or force-released)");
+    return;
+  }
+  const milliseconds held_for = std::min(state->ttl, std::chrono::duration_cast<milliseconds>(result.granted_for));
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (state->finished) return;
+  // A renewal that comes back after safe-until cannot resurrect the lease: the holder may already
+  // have been told it was lost.
+  if (state->is_lost()) return;
+  state->expires_at_us.store(result.expires_at_us);
+  const auto safe = sent_at + held_for - drift_margin(held_for);
+  if (safe > state->safe_until()) state->set_safe_until(safe);
+  state->next_renew = sent_at + std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
+}
+
+void ManagerCore::renewal_loop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    const auto now = SteadyClock::now();
+    auto next = now + std::chrono::seconds(1);
+    std::vector<std::pair<std::shared_ptr<LeaseState>, std::string>> lost;
+    std::vector<std::shared_ptr<LeaseState>> due;
+    for (auto& [name, states] : active_) {
+      for (auto& state : states) {
+        if (!state->lost_reason.empty()) {
+          lost.emplace_back(state, state->lost_reason);
+        } else if (now >= state->safe_until()) {
+          lost.emplace_back(state, "safe-until passed without a successful renewal");
+        } else if (now >= state->next_renew) {
+          due.push_back(state);
+        } else {
+          next = std::min({next, state->next_renew, state->safe_until()});
+        }
+      }
+    }
+    std::vector<std::shared_ptr<SessionState>> sessions_due;
+    for (auto& session : sessions_) {
+      if (now >= session->next_check) {
+        sessions_due.push_back(session);
+        session->next_check = now + options_.session_check_interval;
+      }
+      next = std::min(next, session->next_check);
+    }
+    if (due.empty() && lost.empty() && sessions_due.empty()) {
+      renewal_wake_at_ = next;
+      renew_cv_.wait_until(lock, next);
+      renewal_wake_at_ = SteadyClock::time_point::min();  // awake: new leases are seen next round
+      continue;
+    }
+    lock.unlock();
+    for (auto& [state, reason] : lost) mark_lost(state, reason);
+    // Progress is guaranteed: a state whose renewal failed got a later next_renew.
+    for (auto& state : due) renew_one(state);
+    for (auto& session : sessions_due) check_session(session);
+    lock.lock();
+  }
+}
+
+void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
+  bool alive;
+  {
+    std::lock_guard<std::mutex> lock(state->handle_mutex);
+    if (!state->handle) return;
+    alive = state->handle->verify();
+  }
+  if (alive) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return;
+    state->finished = true;
+    state->lost.store(true, std::memory_order_release);
+    sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());
+  }
+  {
+    std::lock_guard<std::mutex> lock(state->handle_mutex);
+    state->handle.reset();
+  }
+  if (state->on_lost) {
+    try {
+      state->on_lost(LostLease{state->name, 0, "the session holding the lock is gone (connection lost or swapped)"});
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace dblock::detail

@@ -1,0 +1,66 @@
+// Session locks (a service's SessionLocks capability): acquired on a connection of their own,
+// verified periodically by the renewal thread (renewal.cc), released here.
+#include <algorithm>
+
+#include "dblock/errors.h"
+#include "dblock/lock_manager.h"
+#include "manager_core.h"
+
+namespace dblock::detail {
+
+void throw_no_session_locks(const LeaseService& service) {
+  const std::string name(service.name());
+  throw UnsupportedError("session locks (locks that die with the connection) are not supported by the " + name +
+                             " backend; use a lease (the default mode) instead",
+                         name);
+}
+
+std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std::chrono::milliseconds wait,
+                                                    const SessionLockOptions& options) {
+  validate_lock_name(name);
+  SessionLocks* locks = service_->session_locks();
+  if (locks == nullptr) throw_no_session_locks(*service_);
+  std::unique_ptr<SessionLockHandle> handle =
+      locks->acquire_session_lock(name, options.mode, std::max(wait, std::chrono::milliseconds::zero()));
+  if (!handle) return std::nullopt;
+  auto state = std::make_shared<SessionState>();
+  state->name = std::string(name);
+  state->mode = options.mode;
+  state->key = handle->key();
+  state->on_lost = options.on_lost;
+  state->handle = std::move(handle);
+  bool wake_renewer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw UsageError("LockManager is shutting down");
+    state->next_check = SteadyClock::now() + options_.session_check_interval;
+    sessions_.push_back(state);
+    wake_renewer = state->next_check < renewal_wake_at_;
+  }
+  if (wake_renewer) renew_cv_.notify_all();
+  return SessionLock(shared_from_this(), state);
+}
+
+ReleaseResult ManagerCore::release_session(const std::shared_ptr<SessionState>& state) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return ReleaseResult::kAlreadyLost;
+    state->finished = true;
+    sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());
+  }
+  std::lock_guard<std::mutex> lock(state->handle_mutex);
+  ReleaseResult result = ReleaseResult::kAlreadyLost;
+  if (state->handle && !state->lost.load()) {
+    try {
+      result = state->handle->release() ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
+    } catch (const Error& e) {
+      report(e);
+      result = ReleaseResult::kInDoubt;
+    }
+  }
+  state->handle.reset();
+  state->lost.store(true);
+  return result;
+}
+
+}  // namespace dblock::detail

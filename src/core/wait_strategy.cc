@@ -1,0 +1,163 @@
+#include "wait_strategy.h"
+
+#include <algorithm>
+
+#include "internal.h"
+
+namespace dblock::detail {
+
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+// Sleeps on the board for `pause`, never past the deadline or the refresh time. True: woken.
+bool nap(WakeBoard& board, WaitContext& c, microseconds pause) {
+  auto wake_at = std::min<SteadyClock::time_point>(SteadyClock::now() + pause, c.deadline);
+  return board.wait(c.name, c.generation, std::min(wake_at, c.refresh_at));
+}
+
+// The jittered backoff, never past the holder's remaining time (an abandoned lease is taken over
+// promptly), at least 100 µs.
+microseconds plain_pause(const WaitContext& c) {
+  microseconds pause = jittered(c.backoff);
+  if (c.holder_remaining >= milliseconds::zero()) pause = std::min<microseconds>(pause, c.holder_remaining + milliseconds(1));
+  return std::max(pause, microseconds(100));
+}
+
+bool behind_others(const WaitContext& c) { return c.position > 0 && c.ticket != 0; }
+
+// A woken waiter behind others asks the queue where it stands (a read), so that a release does
+// not make every waiter write. True: still not its turn (the context is updated).
+bool still_behind(FairQueue* queue, WaitContext& c) {
+  if (queue == nullptr || !behind_others(c)) return false;
+  const FairQueue::Position p = queue->position(c.name, c.secret, c.ticket);
+  if (p.waiters_ahead <= 0 && p.holder_remaining <= milliseconds::zero()) return false;
+  c.position = p.waiters_ahead;
+  c.holder_remaining = p.holder_remaining;
+  return true;
+}
+
+// No events: a jittered, growing pause; a wake-up (a release in this process) leads to an attempt
+// only for the first waiter in line, the others ask the queue where they stand.
+class BackoffWait final : public WaitStrategy {
+ public:
+  BackoffWait(WakeBoard& board, const ManagerOptions& options, FairQueue* queue)
+      : board_(board), options_(options), queue_(queue) {}
+
+  WaitResult wait(WaitContext& c) override {
+    for (;;) {
+      if (!nap(board_, c, plain_pause(c))) {
+        c.backoff = std::min<microseconds>(c.backoff * 2, options_.max_poll);
+        return WaitResult::kAttempt;  // time to attempt (and refresh the queue entry)
+      }
+      if (still_behind(queue_, c)) continue;
+      c.backoff = options_.min_poll;  // our turn may have come: attempt at once
+      return WaitResult::kAttempt;
+    }
+  }
+
+ private:
+  WakeBoard& board_;
+  const ManagerOptions& options_;
+  FairQueue* const queue_;
+};
+
+// Service events. A waiter behind others sleeps max_poll whatever the holder's time: the release
+// that makes it first names it (and may grant it the lease), and only the first in line takes
+// over an expired lease; its polls only cover lost events and stale hints.
+class EventWait final : public WaitStrategy {
+ public:
+  EventWait(WakeBoard& board, const ManagerOptions& options, FairQueue* queue)
+      : board_(board), options_(options), queue_(queue) {}
+
+  WaitResult wait(WaitContext& c) override {
+    for (;;) {
+      const microseconds pause =
+          behind_others(c) ? std::max(jittered(options_.max_poll), microseconds(100)) : plain_pause(c);
+      if (!nap(board_, c, pause)) {
+        c.backoff = std::min<microseconds>(c.backoff * 2, options_.max_poll);
+        return WaitResult::kAttempt;
+      }
+      if (c.ticket != 0) {
+        c.grant = board_.take_grant(c.name, c.ticket);
+        if (c.grant) return WaitResult::kAttempt;  // a release made us the holder
+      }
+      if (behind_others(c)) {
+        const std::int64_t next = board_.next_ticket(c.name);
+        if (next != 0 && next != c.ticket) continue;  // the event named someone else
+        if (next == 0 && still_behind(queue_, c)) continue;
+      }
+      c.backoff = options_.min_poll;
+      return WaitResult::kAttempt;
+    }
+  }
+
+ private:
+  WakeBoard& board_;
+  const ManagerOptions& options_;
+  FairQueue* const queue_;
+};
+
+// Blocks inside the service until it may be this waiter's turn, or the refresh time or the
+// deadline; passes when the service has nothing to block on.
+class NativeTurnWait final : public WaitStrategy {
+ public:
+  NativeTurnWait(WakeBoard& board, NativeWait& native) : board_(board), native_(native) {}
+
+  WaitResult wait(WaitContext& c) override {
+    const auto now = SteadyClock::now();
+    const auto until = std::min(c.refresh_at, c.deadline);
+    if (until <= now) return WaitResult::kPass;
+    const auto max_wait = std::chrono::duration_cast<milliseconds>(until - now) + milliseconds(1);
+    if (native_.wait_for_turn(c.name, c.secret, c.ticket, max_wait) != NativeWait::Outcome::kWoken) {
+      return WaitResult::kPass;
+    }
+    board_.check_running();
+    return WaitResult::kAttempt;
+  }
+
+ private:
+  WakeBoard& board_;
+  NativeWait& native_;
+};
+
+// Next in line without events: watches the holder with the service's cheap read-only probe and
+// attempts as soon as the name is free, or anyway before the queue entry could expire.
+class ProbeWait final : public WaitStrategy {
+ public:
+  ProbeWait(WakeBoard& board, const ManagerOptions& options, HolderProbe& probe)
+      : board_(board), options_(options), probe_(probe) {}
+
+  WaitResult wait(WaitContext& c) override {
+    if (c.position != 0) return WaitResult::kPass;
+    const auto until = std::min(c.refresh_at, c.deadline);
+    for (;;) {
+      const auto wake_at = std::min<SteadyClock::time_point>(SteadyClock::now() + jittered(options_.min_poll), until);
+      if (board_.wait(c.name, c.generation, wake_at) || SteadyClock::now() >= until) return WaitResult::kAttempt;
+      if (probe_.holder_remaining(c.name) <= milliseconds::zero()) return WaitResult::kAttempt;
+    }
+  }
+
+ private:
+  WakeBoard& board_;
+  const ManagerOptions& options_;
+  HolderProbe& probe_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<WaitStrategy>> make_wait_strategies(LeaseService& service, WakeBoard& board,
+                                                                const ManagerOptions& options) {
+  std::vector<std::unique_ptr<WaitStrategy>> out;
+  if (service.wake_events() != nullptr) {
+    out.push_back(std::make_unique<EventWait>(board, options, service.fair_queue()));
+    return out;
+  }
+  if (NativeWait* native = service.native_wait()) out.push_back(std::make_unique<NativeTurnWait>(board, *native));
+  if (HolderProbe* probe = service.holder_probe()) out.push_back(std::make_unique<ProbeWait>(board, options, *probe));
+  out.push_back(std::make_unique<BackoffWait>(board, options, service.fair_queue()));
+  return out;
+}
+
+}  // namespace dblock::detail
