@@ -58,7 +58,8 @@ class LockManager {
   // the reaper thread where the service has something to reap.
   LockManager(std::unique_ptr<LeaseService> service, ManagerOptions options = {});
   // Stops the threads and releases every lease still held (best effort); those Lease handles then
-  // report lost(). Does not block for longer than one backend round trip per lease.
+  // report lost(). Does not block for longer than one backend round trip per lease. Acquires
+  // still waiting in other threads end with a UsageError ("shutting down").
   ~LockManager();
   LockManager(const LockManager&) = delete;
   LockManager& operator=(const LockManager&) = delete;

@@ -175,6 +175,8 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
     throw UnsupportedError("shared leases are not supported by the " + std::string(service_->name()) + " backend");
   }
   const std::string key(name);
+  // A waiter keeps the engine alive: a manager destroyed meanwhile ends the wait with a UsageError.
+  const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
   if (std::optional<Lease> again = reenter(key, try_once, options)) return again;
   Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once);
   return acquirer.run();

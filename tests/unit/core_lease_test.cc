@@ -1,0 +1,314 @@
+// The engine against the in-memory reference service: acquisition, fences, release, renewal,
+// lost leases, safe-until, reentrancy, the reaper and the capability plumbing. No server; seconds.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core_rig.h"
+
+namespace dblock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Op = MemoryService::Op;
+
+TEST_CASE("core: try_acquire takes a free name once; fences grow across holders", "[unit][core]") {
+  Rig rig;
+  auto a = rig.open();
+  auto b = rig.open();
+  auto first = a->try_acquire("k");
+  REQUIRE(first);
+  CHECK(first->fence() > 0);
+  CHECK_FALSE(b->try_acquire("k"));
+  REQUIRE(first->release() == ReleaseResult::kReleased);
+  auto second = b->try_acquire("k");
+  REQUIRE(second);
+  CHECK(second->fence() > first->fence());
+  CHECK(b->force_release("k"));
+  auto third = a->try_acquire("k");
+  REQUIRE(third);
+  CHECK(third->fence() > second->fence() + 1);  // the eviction superseded the evicted fence
+  CHECK(second->release() == ReleaseResult::kAlreadyLost);
+}
+
+TEST_CASE("core: release passes the service's tag back; a second release repeats the first result",
+          "[unit][core]") {
+  Rig rig;
+  MemoryService* service_a = nullptr;
+  MemoryService* service_b = nullptr;
+  auto a = rig.open({}, {}, &service_a);
+  auto b = rig.open({}, {}, &service_b);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  std::optional<Lease> waited;
+  std::thread waiter([&] { waited = b->acquire("k", 5s); });
+  REQUIRE(eventually([&] { return service_a->queued("k") == 1; }));
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  waiter.join();
+  REQUIRE(waited);
+  CHECK(waited->release() == ReleaseResult::kReleased);
+  CHECK(waited->release() == ReleaseResult::kReleased);  // idempotent: the service is not asked again
+  CHECK(service_a->released_tags() == std::vector<std::uint32_t>{0});  // taken by a single attempt
+  // Taken in line: the service tagged it so, and its release says so.
+  CHECK(service_b->released_tags() == std::vector<std::uint32_t>{MemoryService::kQueuedTag});
+}
+
+TEST_CASE("core: renewal keeps a lease over many TTLs", "[unit][core][renew]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  AcquireOptions options;
+  options.ttl = 90ms;
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  const auto until = std::chrono::steady_clock::now() + 450ms;  // 5 x TTL
+  while (std::chrono::steady_clock::now() < until) {
+    REQUIRE_FALSE(lease->lost());
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(service->calls(Op::kRenew) >= 5);
+  CHECK(lease->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("core: a refused renewal loses the lease, runs the callback and tells the service", "[unit][core][lost]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  std::mutex m;
+  std::string reason;
+  AcquireOptions options;
+  options.ttl = 60ms;
+  options.on_lost = [&](const LostLease& lost) {
+    std::lock_guard<std::mutex> lock(m);
+    reason = lost.reason;
+  };
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  service->refuse_renewals(true);
+  REQUIRE(eventually([&] { return lease->lost(); }));
+  REQUIRE(eventually([&] { return service->lost_leases().size() == 1; }));
+  {
+    std::lock_guard<std::mutex> lock(m);
+    CHECK(reason.find("refused") != std::string::npos);
+  }
+  CHECK(service->lost_leases()[0].name == "k");
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  CHECK(service->calls(Op::kRelease) == 0);  // a lost lease is not released in the service
+}
+
+TEST_CASE("core: failing renewals end at safe-until, before the service's expiry", "[unit][core][lost]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  std::atomic<int> callbacks{0};
+  AcquireOptions options;
+  options.ttl = 100ms;
+  options.on_lost = [&](const LostLease& lost) {
+    if (lost.reason.find("safe-until") != std::string::npos) ++callbacks;
+  };
+  const auto sent = std::chrono::steady_clock::now();
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  // safe-until = send time + TTL - drift margin (TTL/100 + 2 ms), on the local clock.
+  CHECK(lease->safe_until() <= sent + 100ms - 3ms + 1ms);
+  CHECK(lease->safe_until() > sent + 50ms);
+  service->fail_renewals(true);
+  REQUIRE(eventually([&] { return callbacks.load() == 1; }));
+  CHECK(std::chrono::steady_clock::now() >= lease->safe_until());
+  CHECK(lease->lost());
+  REQUIRE(service->lost_leases().size() == 1);
+}
+
+TEST_CASE("core: a renewal answered after safe-until does not resurrect the lease", "[unit][core][lost]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  ManagerOptions options;
+  options.drift_margin = 30ms;  // safe-until = send time + 60 ms - 30 ms
+  auto manager = rig.open({}, options, &service);
+  std::mutex m;
+  std::string reason;
+  AcquireOptions acquire;
+  acquire.ttl = 60ms;
+  acquire.on_lost = [&](const LostLease& lost) {
+    std::lock_guard<std::mutex> lock(m);
+    reason = lost.reason;
+  };
+  // The first renewal (sent at 20 ms) comes back at about 45 ms: renewed on the service, whose
+  // lease lives until 80 ms, but after the lease's safe-until (30 ms).
+  service->set_renew_delay(25ms);
+  auto lease = manager->try_acquire("k", acquire);
+  REQUIRE(lease);
+  REQUIRE(eventually([&] { return service->lost_leases().size() == 1; }));
+  CHECK(lease->lost());
+  CHECK(service->calls(Op::kRenew) <= 1);  // a resurrected lease would have been renewed again
+  std::lock_guard<std::mutex> lock(m);
+  CHECK(reason.find("safe-until") != std::string::npos);
+}
+
+TEST_CASE("core: a service granting less than the TTL bounds safe-until and renews sooner", "[unit][core][renew]") {
+  Rig rig;
+  MemoryService::Config config;
+  config.max_grant = 90ms;  // as a session shorter than the TTL
+  MemoryService* service = nullptr;
+  auto manager = rig.open(config, {}, &service);
+  AcquireOptions options;
+  options.ttl = 10s;
+  const auto sent = std::chrono::steady_clock::now();
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  CHECK(lease->safe_until() < sent + 90ms);
+  // Renewed at a third of what was granted, so the lease lives on.
+  const auto until = std::chrono::steady_clock::now() + 400ms;
+  while (std::chrono::steady_clock::now() < until) {
+    REQUIRE_FALSE(lease->lost());
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(service->calls(Op::kRenew) >= 4);
+  CHECK(lease->safe_until() < std::chrono::steady_clock::now() + 90ms);
+}
+
+TEST_CASE("core: a lost event from the service loses the lease on the renewal thread", "[unit][core][lost]") {
+  Rig rig;
+  MemoryService::Config config;
+  config.wake_events = true;
+  MemoryService* service = nullptr;
+  auto manager = rig.open(config, {}, &service);
+  std::atomic<bool> told{false};
+  AcquireOptions options;
+  options.ttl = 10s;
+  options.on_lost = [&](const LostLease& lost) { told = lost.reason.find("reported") != std::string::npos; };
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  service->push_lost("k");
+  REQUIRE(eventually([&] { return told.load(); }));
+  CHECK(lease->lost());
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+}
+
+TEST_CASE("core: reentrancy counts holds; the last release releases in the service", "[unit][core][reentrant]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  AcquireOptions options;
+  options.reentrant = true;
+  auto outer = manager->acquire("k", 1s, options);
+  REQUIRE(outer);
+  auto inner = manager->acquire("k", 1s, options);
+  REQUIRE(inner);
+  CHECK(inner->fence() == outer->fence());
+  CHECK(outer->hold_count() == 2);
+  CHECK(inner->release() == ReleaseResult::kReleased);
+  CHECK(service->calls(Op::kRelease) == 0);
+  CHECK(outer->release() == ReleaseResult::kReleased);
+  CHECK(service->calls(Op::kRelease) == 1);
+}
+
+TEST_CASE("core: waiting on one's own hold is a usage error; trying once is a refusal", "[unit][core][reentrant]") {
+  Rig rig;
+  auto manager = rig.open();
+  auto held = manager->try_acquire("k");
+  REQUIRE(held);
+  CHECK_THROWS_AS(manager->acquire("k", 1s), UsageError);
+  CHECK_FALSE(manager->try_acquire("k"));
+}
+
+TEST_CASE("core: bad names and TTLs are refused before the service is asked", "[unit][core][input]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  AcquireOptions negative;
+  negative.ttl = -5ms;
+  CHECK_THROWS_AS(manager->try_acquire("", {}), UsageError);
+  CHECK_THROWS_AS(manager->try_acquire("k", negative), UsageError);
+  AcquireOptions huge;
+  huge.ttl = kMaxTtl + 1ms;
+  CHECK_THROWS_AS(manager->try_acquire("k", huge), UsageError);
+  CHECK(service->calls(Op::kTryAcquire) == 0);
+}
+
+TEST_CASE("core: capabilities follow what the service provides", "[unit][core][capabilities]") {
+  Rig rig;
+  MemoryService::Config bare;
+  bare.fair_queue = false;
+  bare.holder_probe = false;
+  bare.maintenance = false;
+  bare.shared_leases = false;
+  auto manager = rig.open(bare);
+  const Capabilities caps = manager->capabilities();
+  CHECK_FALSE(caps.shared_leases);
+  CHECK_FALSE(caps.notifications);
+  CHECK_FALSE(caps.session_locks);
+  CHECK_FALSE(caps.guard);
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  CHECK_THROWS_AS(manager->try_acquire("k", shared), UnsupportedError);
+  CHECK_THROWS_AS(manager->session_lock("k", 0ms), UnsupportedError);
+  CHECK_THROWS_AS(manager->compare_and_set(VersionedUpdate{}), UnsupportedError);
+  CHECK(manager->reap() == 0);
+  CHECK(manager->schema_version() == 0);
+
+  MemoryService::Config events;
+  events.wake_events = true;
+  CHECK(rig.open(events)->capabilities().notifications);
+  CHECK(rig.open(events)->capabilities().shared_leases);
+}
+
+TEST_CASE("core: shared leases admit readers and exclude a writer", "[unit][core][shared]") {
+  Rig rig;
+  auto a = rig.open();
+  auto b = rig.open();
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  auto r1 = a->try_acquire("k", shared);
+  auto r2 = b->try_acquire("k", shared);
+  REQUIRE(r1);
+  REQUIRE(r2);
+  CHECK(b->try_acquire("w"));        // another name is unaffected
+  CHECK_FALSE(a->try_acquire("k"));  // but no writer while readers hold it
+}
+
+TEST_CASE("core: the reaper runs only for a service that has something to reap", "[unit][core][reaper]") {
+  Rig rig;
+  ManagerOptions fast;
+  fast.reaper_interval = 10ms;
+  MemoryService* with = nullptr;
+  auto a = rig.open({}, fast, &with);
+  REQUIRE(eventually([&] { return with->calls(Op::kReap) >= 2; }));
+  CHECK(with->calls(Op::kMigrate) == 1);  // migrated on open
+
+  MemoryService::Config none;
+  none.maintenance = false;
+  MemoryService* without = nullptr;
+  auto b = rig.open(none, fast, &without);
+  std::this_thread::sleep_for(50ms);  // five reaper intervals: a reaper would have run by now
+  CHECK(without->calls(Op::kReap) == 0);
+  CHECK(without->calls(Op::kMigrate) == 0);
+
+  ManagerOptions off = fast;
+  off.reaper = false;
+  MemoryService* disabled = nullptr;
+  auto c = rig.open({}, off, &disabled);
+  std::this_thread::sleep_for(50ms);
+  CHECK(disabled->calls(Op::kReap) == 0);
+  CHECK(c->reap() == 0);  // an explicit pass still runs (nothing expired here)
+  CHECK(disabled->calls(Op::kReap) == 1);
+}
+
+TEST_CASE("core: a lease that outlives its manager is lost and released at shutdown", "[unit][core][shutdown]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  auto lease = manager->try_acquire("k");
+  REQUIRE(lease);
+  manager.reset();
+  CHECK(lease->lost());
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  auto other = rig.open();
+  CHECK(other->try_acquire("k"));  // shutdown released it
+}
+
+}  // namespace
+}  // namespace dblock::testing

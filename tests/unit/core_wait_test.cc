@@ -1,0 +1,268 @@
+// The engine's waiting against the in-memory reference service: one case per wait strategy,
+// grants, missed wake-ups, fairness, timeouts and shutdown while waiting. Polls are made slow
+// (5 s) wherever the case is about a wake-up, so only the mechanism under test can end the wait
+// within the bounds checked here.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <optional>
+#include <thread>
+
+#include "core_rig.h"
+
+namespace dblock::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using Op = MemoryService::Op;
+using SteadyClock = std::chrono::steady_clock;
+
+// Waits for `name` on `manager` in a thread of its own.
+class Waiter {
+ public:
+  Waiter(LockManager& manager, std::string name, std::chrono::milliseconds wait = 30s, AcquireOptions options = {})
+      : thread_([this, &manager, name, wait, options] {
+          try {
+            lease_ = manager.acquire(name, wait, options);
+          } catch (const UsageError& e) {
+            error_ = e.what();
+          }
+          done_ = true;
+        }) {}
+  ~Waiter() {
+    if (thread_.joinable()) thread_.join();
+  }
+  bool done() const { return done_.load(); }
+  // Joins; the lease it got (empty: timed out or failed).
+  std::optional<Lease>& result() {
+    thread_.join();
+    return lease_;
+  }
+  const std::string& error() {
+    if (thread_.joinable()) thread_.join();
+    return error_;
+  }
+
+ private:
+  std::optional<Lease> lease_;
+  std::string error_;
+  std::atomic<bool> done_{false};
+  std::thread thread_;
+};
+
+MemoryService::Config poll_only() {
+  MemoryService::Config config;
+  config.fair_queue = false;
+  config.holder_probe = false;
+  return config;
+}
+
+TEST_CASE("wait: a release in this process wakes a waiter at once (plain backoff)", "[unit][wait]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open(poll_only(), slow_polls(), &service);
+  auto held = manager->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*manager, "k");
+  // Its first attempt is refused; the release may come before or after it sleeps (it polls every
+  // 5 s): either way the release's wake-up ends the sleep.
+  REQUIRE(eventually([&] { return service->calls(Op::kTryAcquire) == 2; }));
+  const auto released = SteadyClock::now();
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  REQUIRE(waiter.result());
+  CHECK(SteadyClock::now() - released < 2s);
+}
+
+TEST_CASE("wait: a waiter never sleeps past the holder's remaining time", "[unit][wait]") {
+  Rig rig;
+  MemoryService* holder_service = nullptr;
+  auto a = rig.open(poll_only(), {}, &holder_service);
+  auto b = rig.open(poll_only(), slow_polls());
+  AcquireOptions short_ttl;
+  short_ttl.ttl = 150ms;
+  auto held = a->try_acquire("k", short_ttl);
+  REQUIRE(held);
+  holder_service->refuse_renewals(true);  // the holder stops renewing: the lease expires on the service
+  const auto start = SteadyClock::now();
+  auto got = b->acquire("k", 10s);
+  REQUIRE(got);
+  CHECK(SteadyClock::now() - start < 2s);  // bounded by the 150 ms the holder had left, not the 5 s poll
+  CHECK(got->fence() > held->fence());
+}
+
+TEST_CASE("wait: a service event wakes a waiter of another process", "[unit][wait][events]") {
+  Rig rig;
+  MemoryService::Config events;
+  events.wake_events = true;
+  auto a = rig.open(events);
+  MemoryService* service = nullptr;
+  auto b = rig.open(events, slow_polls(), &service);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*b, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  const auto released = SteadyClock::now();
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  REQUIRE(waiter.result());
+  CHECK(SteadyClock::now() - released < 2s);
+  CHECK(service->subscribed() == 0);  // subscribed while waiting only
+}
+
+TEST_CASE("wait: a grant makes the waiter the holder without an attempt of its own", "[unit][wait][events]") {
+  Rig rig;
+  MemoryService::Config grants;
+  grants.wake_events = true;
+  grants.grants = true;
+  auto a = rig.open(grants);
+  MemoryService* service = nullptr;
+  auto b = rig.open(grants, slow_polls(), &service);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*b, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  const int attempts = service->calls(Op::kInLine);
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  auto& got = waiter.result();
+  REQUIRE(got);
+  CHECK(service->calls(Op::kInLine) == attempts);  // the event carried the lease
+  CHECK(got->fence() > held->fence());
+  REQUIRE(got->release() == ReleaseResult::kReleased);
+  CHECK(service->released_tags().back() == MemoryService::kQueuedTag);  // the grant's tag came back
+}
+
+TEST_CASE("wait: a missed wake-up costs a poll, not the lease", "[unit][wait][events]") {
+  Rig rig;
+  MemoryService::Config events;
+  events.wake_events = true;
+  ManagerOptions quick;
+  quick.max_poll = 50ms;
+  auto a = rig.open(events);
+  MemoryService* service = nullptr;
+  auto b = rig.open(events, quick, &service);
+  service->drop_events(true);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*b, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  REQUIRE(waiter.result());
+  CHECK(service->calls(Op::kInLine) >= 2);  // found it by attempting again
+}
+
+TEST_CASE("wait: a missed grant is found on the next attempt", "[unit][wait][events]") {
+  Rig rig;
+  MemoryService::Config grants;
+  grants.wake_events = true;
+  grants.grants = true;
+  ManagerOptions quick;
+  quick.max_poll = 50ms;
+  auto a = rig.open(grants);
+  MemoryService* service = nullptr;
+  auto b = rig.open(grants, quick, &service);
+  service->drop_events(true);  // the release's event never reaches the waiter
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*b, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  auto& got = waiter.result();
+  REQUIRE(got);
+  CHECK(got->fence() > held->fence());
+  CHECK(a->inspect("k"));
+}
+
+TEST_CASE("wait: a native wait returns when it is the waiter's turn", "[unit][wait][native]") {
+  Rig rig;
+  MemoryService::Config native;
+  native.native_wait = true;
+  native.holder_probe = false;
+  auto a = rig.open(native);
+  MemoryService* service = nullptr;
+  auto b = rig.open(native, slow_polls(), &service);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*b, "k");
+  REQUIRE(eventually([&] { return service->calls(Op::kNativeWait) == 1; }));
+  const auto released = SteadyClock::now();
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  REQUIRE(waiter.result());
+  CHECK(SteadyClock::now() - released < 2s);
+}
+
+TEST_CASE("wait: the first in line polls the cheap probe and attempts once the name is free", "[unit][wait][probe]") {
+  Rig rig;
+  ManagerOptions probing;
+  probing.min_poll = 2ms;
+  probing.max_poll = 5s;
+  auto a = rig.open();
+  MemoryService* service = nullptr;
+  auto b = rig.open({}, probing, &service);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*b, "k");
+  REQUIRE(eventually([&] { return service->calls(Op::kProbe) >= 3; }));
+  const int attempts = service->calls(Op::kInLine);
+  CHECK(attempts == 1);  // it reads while it waits, it does not write
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  REQUIRE(waiter.result());
+}
+
+TEST_CASE("wait: hand-offs go to the longest waiter; waiters behind ask where they stand", "[unit][wait][queue]") {
+  // Holder and waiters in one manager: every release wakes both waiters in-process.
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, slow_polls(), &service);
+  auto held = manager->try_acquire("k");
+  REQUIRE(held);
+  Waiter first(*manager, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  Waiter second(*manager, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 2; }));
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  // The releasing side cannot take the name back while others wait.
+  CHECK_FALSE(manager->try_acquire("k"));
+  auto& got = first.result();
+  REQUIRE(got);
+  // Woken by the release too, the second asked the queue where it stands (a read) and slept on.
+  REQUIRE(eventually([&] { return service->calls(Op::kPosition) >= 1; }));
+  CHECK_FALSE(second.done());
+  REQUIRE(got->release() == ReleaseResult::kReleased);  // wakes the second
+  REQUIRE(second.result());
+}
+
+TEST_CASE("wait: a wait that runs out returns empty and leaves the line", "[unit][wait][timeout]") {
+  Rig rig;
+  auto a = rig.open();
+  MemoryService* service = nullptr;
+  auto b = rig.open({}, {}, &service);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  const auto start = SteadyClock::now();
+  CHECK_FALSE(b->acquire("k", 150ms));
+  const auto took = SteadyClock::now() - start;
+  CHECK(took >= 150ms);
+  CHECK(took < 150ms + 2s);
+  CHECK(service->queued("k") == 0);
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  CHECK(b->try_acquire("k"));  // nobody left in line ahead of a newcomer
+}
+
+TEST_CASE("wait: destroying the manager ends its waits with a usage error", "[unit][wait][shutdown]") {
+  Rig rig;
+  MemoryService* holder_service = nullptr;
+  auto holder = rig.open({}, {}, &holder_service);
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, slow_polls(), &service);
+  auto held = holder->try_acquire("k");
+  REQUIRE(held);
+  Waiter waiter(*manager, "k", kWaitForever);
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  const auto start = SteadyClock::now();
+  manager.reset();
+  CHECK(waiter.error().find("shutting down") != std::string::npos);
+  CHECK(SteadyClock::now() - start < 2s);
+  CHECK(holder_service->queued("k") == 0);  // it left the line on the way out
+}
+
+}  // namespace
+}  // namespace dblock::testing
