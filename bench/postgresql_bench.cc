@@ -56,7 +56,9 @@
 #include "dblock/session_lock.h"
 // Diagnostics only: the backend's own statement texts, so that "dblock's SQL sent from raw libpqxx"
 // can be measured beside the floor and dblock (separating SQL cost from client-side overhead).
+#include "connection.h"
 #include "sql.h"
+#include "statement.h"
 
 #ifndef DBLOCK_BENCH_BUILD_TYPE
 #define DBLOCK_BENCH_BUILD_TYPE ""
@@ -389,23 +391,9 @@ class RawAdvisorySide {
   pqxx::connection& c_;
 };
 
-// dblock's template with the table placeholders filled in (see src/backends/postgresql/sql.h).
-std::string render_dblock_sql(const char* tmpl, const std::string& prefix) {
-  std::string out;
-  for (const char* p = tmpl; *p; ++p) {
-    if (*p == '{' && p[1] && p[2] == '}') {
-      switch (p[1]) {
-        case 'L': out += quote_ident(prefix + "leases"); p += 2; continue;
-        case 'R': out += quote_ident(prefix + "readers"); p += 2; continue;
-        case 'W': out += quote_ident(prefix + "waiters"); p += 2; continue;
-        case 'V': out += quote_ident(prefix + "schema_version"); p += 2; continue;
-        case 'S': out += "'" + quote_ident(prefix + "fence_seq") + "'"; p += 2; continue;
-        default: break;
-      }
-    }
-    out += *p;
-  }
-  return out;
+// dblock's statement with the table placeholders filled in, as the service renders it.
+std::string render_dblock_sql(const dblock::sql::Statement& statement, const std::string& prefix) {
+  return dblock::sql::render(statement.text, dblock::postgresql::tables(prefix));
 }
 
 // Diagnostic side: dblock's exact lease statements (prepared, like the backend prepares them) sent
@@ -459,13 +447,13 @@ class DblockSqlAdvisorySide {
     bool locked;
     {
       pqxx::nontransaction tx(c_);
-      locked = tx.exec_params1(dblock::postgresql::sql::kTrySessionExclusive, key, pid_)[0].as<bool>();
+      locked = tx.exec_params1(dblock::postgresql::sql::kTrySessionExclusive.text, key, pid_)[0].as<bool>();
     }
     const auto t1 = Clock::now();
     bool unlocked = false;
     if (locked) {
       pqxx::nontransaction tx(c_);
-      unlocked = tx.exec_params1(dblock::postgresql::sql::kUnlockSessionExclusive, key, pid_)[0].as<bool>();
+      unlocked = tx.exec_params1(dblock::postgresql::sql::kUnlockSessionExclusive.text, key, pid_)[0].as<bool>();
     }
     const auto t2 = Clock::now();
     if (!locked || !unlocked) throw std::runtime_error("diagnostic: dblock's advisory SQL failed");

@@ -22,6 +22,7 @@ class LockManager;
 namespace detail {
 struct LeaseState;
 class ManagerCore;
+struct LeaseAccess;
 }  // namespace detail
 
 enum class ReleaseResult {
@@ -74,6 +75,7 @@ class Lease {
  private:
   friend class detail::ManagerCore;
   friend class LockManager;
+  friend struct detail::LeaseAccess;  // a service's interop code (src/core/lease_access.h)
   const OwnerSecret& state_secret() const;
   Lease(std::shared_ptr<detail::ManagerCore> core, std::shared_ptr<detail::LeaseState> state);
 

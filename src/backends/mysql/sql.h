@@ -36,10 +36,16 @@
 // Autocommit statements inside a compound statement commit one by one and hold no lock across
 // each other. No two dblock statements deadlock on dblock's own rows; 1213 is still retried
 // (application transactions share the tables' pages).
+//
+// Every statement dblock runs on MariaDB is here; kAll lists those prepared once per connection.
 #ifndef DBLOCK_SRC_BACKENDS_MYSQL_SQL_H_
 #define DBLOCK_SRC_BACKENDS_MYSQL_SQL_H_
 
+#include "statement.h"
+
 namespace dblock::mysql::sql {
+
+using dblock::sql::Statement;
 
 #define DBLOCK_MY_US(expr) "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " expr ")"
 #define DBLOCK_MY_REMAINING(expr) "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), " expr ")"
@@ -65,7 +71,7 @@ namespace dblock::mysql::sql {
 // the row's old values in the first assignment, to the later ones; expires_at is assigned last
 // because the decision reads it. A take (re-takes included) stores the statement's new fence.
 // RETURNING reports the row: acquired when it carries this secret and is live.
-inline constexpr const char* kAcquireExclusive =
+inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"
     " (:name, UNHEX(:secret), :holder, 'exclusive', NEXTVAL({F}), UTC_TIMESTAMP(6),"
     "  UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND, 0)"
@@ -79,11 +85,11 @@ inline constexpr const char* kAcquireExclusive =
     "  renewals = IF(@dblock_take, 0, renewals),"
     "  expires_at = IF(@dblock_take, VALUES(expires_at), expires_at)"
     " RETURNING owner_secret = UNHEX(:secret) AND expires_at > UTC_TIMESTAMP(6), fence,"
-    "  " DBLOCK_MY_US("expires_at") ", " DBLOCK_MY_REMAINING("expires_at");
+    "  " DBLOCK_MY_US("expires_at") ", " DBLOCK_MY_REMAINING("expires_at")};
 
 // Not acquired on a first attempt: join the queue (and mark the lock's row), report the ticket,
 // the number of live waiters ahead and the holder's remaining time. :name, :secret, :queue_us.
-inline constexpr const char* kQueue =
+inline constexpr Statement kQueue{"queue",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
@@ -100,14 +106,14 @@ inline constexpr const char* kQueue =
     "   AND w.owner_secret <> v_secret AND w.ticket < q.ticket),"
     "  (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = v_name)"
     "  FROM {W} q WHERE q.name = v_name AND q.owner_secret = v_secret;"
-    " END";
+    " END"};
 
 // A queued exclusive attempt (the caller has a ticket): the acquire above, then in the same round
 // trip and transaction (one commit) either leave the queue (acquired) or refresh the queue entry
 // and report the position. The queue check is exact here: nobody with a smaller ticket is queued.
 // Result: acquired, fence, expires_us, remaining_us, ticket, ahead.
 // :name, :secret, :holder, :ttl_us, :ticket, :queue_us.
-inline constexpr const char* kAcquireExclusiveQueued =
+inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
@@ -157,14 +163,14 @@ inline constexpr const char* kAcquireExclusiveQueued =
     " IF v_ok THEN SELECT 1, v_fence, v_expires_us, 0, v_ticket, 0;"
     " ELSE SELECT 0, 0, 0, v_remaining_us, v_ticket, v_ahead;"
     " END IF;"
-    " END";
+    " END"};
 
 // Shared acquire: join live readers or take a free row, record the reader, and queue or leave the
 // queue, in one transaction inside one compound statement. A reader does not join while a writer
 // queued before it waits (no writer starvation). Result as kAcquireExclusiveQueued; ahead is -1
 // when not queued.
 // :name, :secret, :holder, :ttl_us, :ticket (NULL before queueing), :queue_us (0: do not queue).
-inline constexpr const char* kAcquireShared =
+inline constexpr Statement kAcquireShared{"acquire_shared",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
@@ -221,20 +227,20 @@ inline constexpr const char* kAcquireShared =
     " IF v_ok THEN SELECT 1, v_fence, " DBLOCK_MY_US("v_expires") ", 0, COALESCE(v_ticket, 0), 0;"
     " ELSE SELECT 0, 0, 0, v_remaining_us, COALESCE(v_ticket, 0), v_ahead;"
     " END IF;"
-    " END";
+    " END"};
 
 // Read-only: live waiters ahead of :ticket (other than :secret) and the holder's remaining time
 // in microseconds (NULL: no row, free). :name, :secret, :ticket.
-inline constexpr const char* kQueueStatus =
+inline constexpr Statement kQueueStatus{"queue_status",
     "SELECT (SELECT COUNT(*) FROM {W} w WHERE w.name = :name AND w.until_at > UTC_TIMESTAMP(6)"
     "  AND w.owner_secret <> UNHEX(:secret) AND w.ticket < :ticket),"
-    " (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = :name)";
+    " (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = :name)"};
 
 // The holder's remaining time in microseconds (no row: free). :name.
-inline constexpr const char* kRemaining = "SELECT " DBLOCK_MY_REMAINING("expires_at") " FROM {L} WHERE name = :name";
+inline constexpr Statement kRemaining{"remaining", "SELECT " DBLOCK_MY_REMAINING("expires_at") " FROM {L} WHERE name = :name"};
 
 // A waiter gives up: leave the queue and lower the lock's queue marker. :name, :secret.
-inline constexpr const char* kLeaveQueue =
+inline constexpr Statement kLeaveQueue{"leave_queue",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_row INT DEFAULT 0;"
@@ -245,20 +251,20 @@ inline constexpr const char* kLeaveQueue =
     " DELETE FROM {W} WHERE name = v_name AND owner_secret = UNHEX(:secret);"
     " " DBLOCK_MY_RECOMPUTE_QUEUED
     " COMMIT;"
-    " END";
+    " END"};
 
 // Renew: UPDATE has no RETURNING in MariaDB, so the new expiry is computed first and reported with
 // the changed-row count (CLIENT_FOUND_ROWS is off: renewals + 1 always changes the row).
 // Result: renewed, expires_us. :name, :secret, :ttl_us.
-inline constexpr const char* kRenewExclusive =
+inline constexpr Statement kRenewExclusive{"renew_exclusive",
     "BEGIN NOT ATOMIC"
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND;"
     " UPDATE {L} SET expires_at = v_until, renewals = renewals + 1"
     "  WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6);"
     " SELECT ROW_COUNT() > 0, " DBLOCK_MY_US("v_until") ";"
-    " END";
+    " END"};
 // Keeps leases.expires_at >= every live reader's expiry; the lock's row first (lock order).
-inline constexpr const char* kRenewReader =
+inline constexpr Statement kRenewReader{"renew_reader",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
@@ -276,7 +282,7 @@ inline constexpr const char* kRenewReader =
     " END IF;"
     " COMMIT;"
     " SELECT v_ok, " DBLOCK_MY_US("v_until") ";"
-    " END";
+    " END"};
 
 // Release, uncontended (compare-and-delete): deletes the row when this owner still holds the
 // lease live and nobody is queued for it. InnoDB evaluates the condition on the latest version
@@ -284,20 +290,20 @@ inline constexpr const char* kRenewReader =
 // marking free (bench/mysql_bench lease pair: 1.17-1.24x the floor before, 1.11-1.19x after), and
 // the acquire after it takes the plain insert path. No row changed: kReleaseExclusive decides. (The release of a
 // lease acquired after queueing expects waiters and runs kReleaseExclusive alone.) :name, :secret.
-inline constexpr const char* kReleaseExclusiveUnqueued =
+inline constexpr Statement kReleaseExclusiveUnqueued{"release_exclusive_unqueued",
     "DELETE FROM {L} WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive'"
-    " AND expires_at > UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED;
+    " AND expires_at > UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED};
 
 // Release (compare-and-free), when the delete above changed nothing: one changed row when this
 // owner still held the lease live (waiters are queued: the row is marked free, not deleted, see
 // the file comment), none otherwise (expired, taken over, force-released: our own expired row is
 // harmless and reaped). :name, :secret.
-inline constexpr const char* kReleaseExclusive =
+inline constexpr Statement kReleaseExclusive{"release_exclusive",
     "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED
-    " WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6)";
+    " WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6)"};
 // The lock's row is locked first, so no reader joins or renews while the lease's expiry is
 // recomputed from the remaining live readers. One row: NULL when this reader was not found.
-inline constexpr const char* kReleaseReader =
+inline constexpr Statement kReleaseReader{"release_reader",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
@@ -316,11 +322,11 @@ inline constexpr const char* kReleaseReader =
     " END IF;"
     " COMMIT;"
     " SELECT v_live;"
-    " END";
+    " END"};
 
 // Admin eviction: frees the name, gives its row a new fence (so the evicted holder's guarded
 // writes and renewals fail) and drops its readers. Result: rows evicted (0 or 1). :name.
-inline constexpr const char* kForceRelease =
+inline constexpr Statement kForceRelease{"force_release",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
@@ -332,7 +338,7 @@ inline constexpr const char* kForceRelease =
     " SET v_evicted = ROW_COUNT();"
     " IF v_evicted > 0 THEN DELETE FROM {R} WHERE name = v_name; COMMIT; ELSE ROLLBACK; END IF;"
     " SELECT v_evicted;"
-    " END";
+    " END"};
 
 // Live leases.
 #define DBLOCK_MY_LIST                                                                                       \
@@ -342,21 +348,21 @@ inline constexpr const char* kForceRelease =
   " (SELECT GROUP_CONCAT(r.holder ORDER BY r.acquired_at SEPARATOR ',') FROM {R} r WHERE r.name = l.name"      \
   "  AND r.expires_at > UTC_TIMESTAMP(6))"                                                                    \
   " FROM {L} l WHERE l.expires_at > UTC_TIMESTAMP(6)"
-inline constexpr const char* kListAll = DBLOCK_MY_LIST " ORDER BY l.name";
-inline constexpr const char* kListOne = DBLOCK_MY_LIST " AND l.name = :name";
+inline constexpr Statement kListAll{"list_all", DBLOCK_MY_LIST " ORDER BY l.name"};
+inline constexpr Statement kListOne{"list_one", DBLOCK_MY_LIST " AND l.name = :name"};
 #undef DBLOCK_MY_LIST
 
 // Reaper: at most :batch expired rows per statement, oldest first, along the expiry index. Under
 // READ COMMITTED a row another statement has locked is checked against its last committed version
 // and skipped when that no longer matches. Rows with live waiters stay (their queue marker must not
 // vanish with them).
-inline constexpr const char* kReapLeases =
+inline constexpr Statement kReapLeases{"reap_leases",
     "DELETE FROM {L} WHERE expires_at <= UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED
-    " ORDER BY expires_at LIMIT :batch";
-inline constexpr const char* kReapReaders =
-    "DELETE FROM {R} WHERE expires_at <= UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT :batch";
-inline constexpr const char* kReapWaiters =
-    "DELETE FROM {W} WHERE until_at <= UTC_TIMESTAMP(6) ORDER BY until_at LIMIT :batch";
+    " ORDER BY expires_at LIMIT :batch"};
+inline constexpr Statement kReapReaders{"reap_readers",
+    "DELETE FROM {R} WHERE expires_at <= UTC_TIMESTAMP(6) ORDER BY expires_at LIMIT :batch"};
+inline constexpr Statement kReapWaiters{"reap_waiters",
+    "DELETE FROM {W} WHERE until_at <= UTC_TIMESTAMP(6) ORDER BY until_at LIMIT :batch"};
 
 // Guard: opens the caller's transaction and checks, inside it, that the lease is still held with
 // that fence. LOCK IN SHARE MODE on the lock's row keeps it from being taken over, released or
@@ -364,7 +370,7 @@ inline constexpr const char* kReapWaiters =
 // check happens while the lease is still ours. A reader's check locks the lock's row too, so no
 // writer can take it over after the reader's expiry while the transaction is open. The transaction
 // stays open after the statement. Result: held (0/1). :name, :secret, :fence.
-inline constexpr const char* kGuardBegin =
+inline constexpr Statement kGuardBegin{"guard_begin",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
@@ -379,12 +385,12 @@ inline constexpr const char* kGuardBegin =
     "   AND r.owner_secret = v_secret AND r.fence = v_fence AND r.expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE;"
     " END IF;"
     " SELECT v_held;"
-    " END";
+    " END"};
 
 // Release beacons (see mysql.h). The holder's beacon thread takes and drops them on its own
 // connection; waiters block on one. :key.
-inline constexpr const char* kTakeBeacon = "SELECT GET_LOCK(:key, 0)";
-inline constexpr const char* kDropBeacon = "SELECT RELEASE_LOCK(:key)";
+inline constexpr Statement kTakeBeacon{"take_beacon", "SELECT GET_LOCK(:key, 0)"};
+inline constexpr Statement kDropBeacon{"drop_beacon", "SELECT RELEASE_LOCK(:key)"};
 // A waiter's wait for its turn, server-side so that waking costs no round trip. Loops until the
 // name is free (no live row) and no live waiter queued before :ticket (0: not queued) remains,
 // which is exactly when the queued acquire may take it. While the row is live:
@@ -396,7 +402,7 @@ inline constexpr const char* kDropBeacon = "SELECT RELEASE_LOCK(:key)";
 //  - no beacon and older: nothing to block on, return -1 and let the client poll.
 // Result: 1 (attempt now), 0 (:timeout_us passed), -1 (nothing to block on).
 // :key, :name, :secret, :ticket, :grace_us, :timeout_us.
-inline constexpr const char* kWaitTurn =
+inline constexpr Statement kWaitTurn{"wait_turn",
     "BEGIN NOT ATOMIC"
     " DECLARE v_key VARCHAR(255) DEFAULT :key;"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
@@ -427,42 +433,64 @@ inline constexpr const char* kWaitTurn =
     "  END IF;"
     " END WHILE;"
     " SELECT v_result;"
-    " END";
+    " END"};
 
 // Session locks, on a dedicated connection each. CONNECTION_ID() comes back with every call: a
 // change means the client reconnected underneath and the lock is gone. :key, :timeout_s.
-inline constexpr const char* kSessionLock = "SELECT GET_LOCK(:key, :timeout_s), CONNECTION_ID()";
-inline constexpr const char* kSessionVerify = "SELECT IS_USED_LOCK(:key) = CONNECTION_ID(), CONNECTION_ID()";
-inline constexpr const char* kSessionUnlock = "SELECT RELEASE_LOCK(:key), CONNECTION_ID()";
+inline constexpr Statement kSessionLock{"session_lock", "SELECT GET_LOCK(:key, :timeout_s), CONNECTION_ID()"};
+inline constexpr Statement kSessionVerify{"session_verify", "SELECT IS_USED_LOCK(:key) = CONNECTION_ID(), CONNECTION_ID()"};
+inline constexpr Statement kSessionUnlock{"session_unlock", "SELECT RELEASE_LOCK(:key), CONNECTION_ID()"};
 
 // Transaction locks: GET_LOCK and START TRANSACTION in one round trip, COMMIT/ROLLBACK and
 // RELEASE_LOCK in another. Result of the first: GET_LOCK's (1 granted, 0 timed out, NULL error).
 // :key, :timeout_s.
-inline constexpr const char* kXactBegin =
+inline constexpr Statement kXactBegin{"xact_begin",
     "BEGIN NOT ATOMIC"
     " DECLARE v_got INT DEFAULT GET_LOCK(:key, :timeout_s);"
     " IF v_got = 1 THEN START TRANSACTION; END IF;"
     " SELECT v_got;"
-    " END";
-inline constexpr const char* kXactCommit = "BEGIN NOT ATOMIC COMMIT; DO RELEASE_LOCK(:key); END";
-inline constexpr const char* kXactRollback = "BEGIN NOT ATOMIC ROLLBACK; DO RELEASE_LOCK(:key); END";
+    " END"};
+inline constexpr Statement kXactCommit{"xact_commit", "BEGIN NOT ATOMIC COMMIT; DO RELEASE_LOCK(:key); END"};
+inline constexpr Statement kXactRollback{"xact_rollback", "BEGIN NOT ATOMIC ROLLBACK; DO RELEASE_LOCK(:key); END"};
 
 // Connection set-up. The first statement is plain SQL that any MySQL-protocol server answers, so
 // that a server we cannot use is refused with a clear message rather than a syntax error.
-inline constexpr const char* kHello = "SELECT VERSION(), CONNECTION_ID(), DATABASE(), @@read_only";
-inline constexpr const char* kSessionSetup =
-    "BEGIN NOT ATOMIC SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION time_zone = '+00:00'; END";
+inline constexpr Statement kHello{"hello", "SELECT VERSION(), CONNECTION_ID(), DATABASE(), @@read_only"};
+inline constexpr Statement kSessionSetup{"session_setup",
+    "BEGIN NOT ATOMIC SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION time_zone = '+00:00'; END"};
 
 // Migrations, serialised by a server-wide GET_LOCK (MySQL DDL is not transactional). :key.
-inline constexpr const char* kMigrationLock = "SELECT GET_LOCK(:key, 60)";
-inline constexpr const char* kMigrationUnlock = "SELECT RELEASE_LOCK(:key)";
+inline constexpr Statement kMigrationLock{"migration_lock", "SELECT GET_LOCK(:key, 60)"};
+inline constexpr Statement kMigrationUnlock{"migration_unlock", "SELECT RELEASE_LOCK(:key)"};
 // :table.
-inline constexpr const char* kTableExists =
-    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = :table";
-inline constexpr const char* kSchemaVersion = "SELECT COALESCE(MAX(version), 0) FROM {V}";
+inline constexpr Statement kTableExists{"table_exists",
+    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = :table"};
+inline constexpr Statement kSchemaVersion{"schema_version", "SELECT COALESCE(MAX(version), 0) FROM {V}"};
 // :version, :name.
-inline constexpr const char* kRecordMigration =
-    "INSERT IGNORE INTO {V} (version, name, applied_at) VALUES (:version, :name, UTC_TIMESTAMP(6))";
+inline constexpr Statement kRecordMigration{"record_migration",
+    "INSERT IGNORE INTO {V} (version, name, applied_at) VALUES (:version, :name, UTC_TIMESTAMP(6))"};
+
+// Transaction control on the plain (unprepared) statement of a connection.
+inline constexpr Statement kStartTransaction{"start_transaction", "START TRANSACTION"};
+inline constexpr Statement kCommit{"commit", "COMMIT"};
+inline constexpr Statement kRollback{"rollback", "ROLLBACK"};
+
+// The prefix bounding a row lock's wait (RowLockRequest::wait_timeout): max_statement_time in
+// seconds with millisecond digits, and innodb_lock_wait_timeout (whole seconds) as the backstop.
+// printf arguments: seconds, milliseconds, whole seconds rounded up. Literals, because SET
+// STATEMENT takes no parameters.
+inline constexpr const char* kWaitBoundFormat =
+    "SET STATEMENT max_statement_time = %lld.%03lld, innodb_lock_wait_timeout = %lld FOR ";
+
+// Prepared once per connection (server-side), in this order.
+inline constexpr const Statement* kAll[] = {
+    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kRemaining, &kLeaveQueue,
+    &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
+    &kForceRelease, &kListAll, &kListOne, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
+    &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
+    &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
+    &kRecordMigration, &kQueueStatus,
+};
 
 #undef DBLOCK_MY_RECOMPUTE_QUEUED
 #undef DBLOCK_MY_MARK_QUEUED

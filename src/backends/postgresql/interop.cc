@@ -6,31 +6,32 @@
 #include "dblock/postgresql/postgresql.h"
 #include "error_map.h"
 #include "internal.h"
-#include "params.h"
+#include "connection.h"
+#include "lease_access.h"
 #include "sql.h"
-#include "statements.h"
+#include "builders.h"
 
 namespace dblock::postgresql {
 
 void guard(pqxx::transaction_base& tx, const Lease& lease, std::string_view table_prefix) {
   detail::validate_table_prefix(table_prefix);
-  if (!lease.held()) throw UsageError("guard needs a held lease", "postgresql");
-  // The fence identifies the acquisition (fences are never reused), so no secret is needed here.
-  const std::string table = detail::quote_identifier(std::string(table_prefix) +
-                                                     (lease.mode() == LockMode::kShared ? "readers" : "leases"));
+  if (!lease.held()) throw UsageError("guard needs a held lease", kServiceName);
+  // The same check the service's own guard makes (sql::kGuardExclusive / kGuardReader).
+  const auto& check = lease.mode() == LockMode::kShared ? sql::kGuardReader : sql::kGuardExclusive;
+  Params p;
+  p.add(lease.name()).add(detail::LeaseAccess::secret(lease)).add(lease.fence());
+  auto ptrs = p.pointers();
   pqxx::result r;
   try {
-    r = tx.exec_params("SELECT 1 FROM " + table +
-                           " WHERE name = $1 AND fence = $2 AND expires_at > clock_timestamp()" +
-                           (lease.mode() == LockMode::kShared ? "" : " AND owner_secret IS NOT NULL") + " FOR SHARE",
-                       lease.name(), lease.fence());
+    r = tx.exec_params(dblock::sql::render(check.text, tables(std::string(table_prefix))),
+                       pqxx::prepare::make_dynamic_params(ptrs));
   } catch (...) {
     rethrow_translated("guard");
   }
   if (r.empty()) {
     throw LeaseLostError("postgresql: lease '" + lease.name() + "' with fence " + std::to_string(lease.fence()) +
                              " is no longer held",
-                         "postgresql");
+                         kServiceName);
   }
 }
 
@@ -39,12 +40,10 @@ bool xact_lock(pqxx::transaction_base& tx, std::string_view name, std::chrono::m
   const bool shared = mode == LockMode::kShared;
   try {
     if (wait <= std::chrono::milliseconds::zero()) {
-      return tx.exec_params1(shared ? "SELECT pg_try_advisory_xact_lock_shared($1)" : "SELECT pg_try_advisory_xact_lock($1)",
-                             key)[0]
-          .as<bool>();
+      return tx.exec_params1((shared ? sql::kXactTryShared : sql::kXactTry).text, key)[0].as<bool>();
     }
-    tx.exec_params(sql::kSetLocalLockTimeout, lock_timeout_text(wait));
-    tx.exec_params(shared ? "SELECT pg_advisory_xact_lock_shared($1)" : "SELECT pg_advisory_xact_lock($1)", key);
+    tx.exec_params(sql::kSetLocalLockTimeout.text, lock_timeout_text(wait));
+    tx.exec_params((shared ? sql::kXactLockShared : sql::kXactLock).text, key);
     return true;
   } catch (const pqxx::sql_error& e) {
     if (e.sqlstate() == "55P03") return false;
@@ -56,13 +55,13 @@ bool xact_lock(pqxx::transaction_base& tx, std::string_view name, std::chrono::m
 
 bool lock_rows(pqxx::transaction_base& tx, const RowLockRequest& request, pqxx::result& rows) {
   const std::string statement =
-      number_placeholders(detail::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", "postgresql"));
+      number_placeholders(dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", "postgresql"));
   Params params;
   for (const Value& key : request.keys) params.add_value(key);
   const std::vector<const char*> ptrs = params.pointers();
   try {
     if (request.wait == RowLockWait::kWait && request.wait_timeout > std::chrono::milliseconds::zero()) {
-      tx.exec_params(sql::kSetLocalLockTimeout, lock_timeout_text(request.wait_timeout));
+      tx.exec_params(sql::kSetLocalLockTimeout.text, lock_timeout_text(request.wait_timeout));
     }
     rows = tx.exec_params(statement, pqxx::prepare::make_dynamic_params(ptrs));
     return true;

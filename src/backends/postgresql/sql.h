@@ -3,11 +3,17 @@
 // a string literal (for nextval). Times come from clock_timestamp() on the server; microsecond
 // values are extracted only for reporting.
 //
-// Every statement is one round trip; parameters are always bound ($n), never spliced.
+// Every statement is one round trip; parameters are always bound ($n), never spliced. Every
+// statement dblock runs on PostgreSQL is here: kPrepared lists those prepared by name on each
+// connection, kAdHoc those run as text inside transactions dblock opens.
 #ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_SQL_H_
 #define DBLOCK_SRC_BACKENDS_POSTGRESQL_SQL_H_
 
+#include "statement.h"
+
 namespace dblock::postgresql::sql {
+
+using dblock::sql::Statement;
 
 #define DBLOCK_PG_US(expr) "(extract(epoch from " expr ") * 1000000)::bigint"
 
@@ -84,7 +90,7 @@ namespace dblock::postgresql::sql {
 // at commit that the waiter whose turn it is would have to wait out. The DO UPDATE condition stays
 // the authoritative check (it sees the row's latest version). nextval runs for every attempt that
 // passes the pre-check (a refused one leaves a gap in the fences).
-inline constexpr const char* kAcquireExclusive =
+inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
     " SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), clock_timestamp(),"
     " clock_timestamp() + $4::bigint * interval '1 microsecond', 0"
@@ -94,13 +100,13 @@ inline constexpr const char* kAcquireExclusive =
     " expires_at = EXCLUDED.expires_at, renewals = 0"
     " WHERE (l.expires_at <= EXCLUDED.acquired_at AND coalesce(l.queued_until, '-infinity') <= EXCLUDED.acquired_at)"
     " OR (l.owner_secret = EXCLUDED.owner_secret AND l.mode = 'exclusive' AND l.expires_at > EXCLUDED.acquired_at)"
-    " RETURNING fence, " DBLOCK_PG_US("expires_at");
+    " RETURNING fence, " DBLOCK_PG_US("expires_at")};
 
 // The same for a queued waiter ($5 its ticket): the queue check is exact (reads {W}); on success
 // it leaves the queue and recomputes the row's marker, still in one round trip. The name may have
 // no row (woken by a release before the releaser re-created it): the new row is then marked
 // from {W} directly.
-inline constexpr const char* kAcquireExclusiveQueued =
+inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " ins AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
     "  SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
@@ -113,13 +119,13 @@ inline constexpr const char* kAcquireExclusiveQueued =
     "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.owner_secret = EXCLUDED.owner_secret"
     "  RETURNING fence, expires_at),"
     " gone AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid AND EXISTS (SELECT 1 FROM ins))"
-    " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM ins";
+    " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM ins"};
 
 // Shared acquire: joins live readers or takes a free row, and records the reader, in one
 // statement. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket (NULL: not queued). The queue
 // check reads {W} exactly (shared leases are not on the measured fast path); a queued reader
 // leaves the queue and recomputes the marker.
-inline constexpr const char* kAcquireShared =
+inline constexpr Statement kAcquireShared{"acquire_shared",
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " row AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
     "  SELECT $1, NULL, NULL, 'shared', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
@@ -137,7 +143,7 @@ inline constexpr const char* kAcquireShared =
     "  RETURNING fence, expires_at),"
     " gone AS (DELETE FROM {W} WHERE $5::bigint IS NOT NULL AND name = $1 AND owner_secret = $2::uuid"
     "  AND EXISTS (SELECT 1 FROM reader))"
-    " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM reader";
+    " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM reader"};
 
 #undef DBLOCK_PG_NO_EARLIER_WAITER
 
@@ -161,7 +167,7 @@ inline constexpr const char* kAcquireShared =
 // the unique index (23505); the caller joins again, with a later ticket.
 // $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL, $5 holder, $6 grant ttl_us or NULL,
 // $7 the wake slot of this backend instance (see DBLOCK_PG_WAKE_CHANNEL).
-inline constexpr const char* kQueue =
+inline constexpr Statement kQueue{"queue",
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
     " q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
@@ -181,46 +187,46 @@ inline constexpr const char* kQueue =
     "  (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
     "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket),"
     "  (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"
-    " FROM q, sc";
+    " FROM q, sc"};
 
 // Read-only queue position for a waiter that was woken: $1 name, $2 secret, $3 ticket. Returns
 // the number of live waiters ahead and the holder's remaining time (NULL: no row, free; negative:
 // a free row).
-inline constexpr const char* kQueueStatus =
+inline constexpr Statement kQueueStatus{"queue_status",
     "SELECT (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
     "  AND w.owner_secret <> $2::uuid AND w.ticket < $3::bigint),"
-    " (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)";
+    " (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"};
 
 // $1 name: the holder's remaining time in microseconds (no row: free).
-inline constexpr const char* kRemaining =
-    "SELECT " DBLOCK_PG_US("expires_at - clock_timestamp()") " FROM {L} WHERE name = $1";
+inline constexpr Statement kRemaining{"remaining",
+    "SELECT " DBLOCK_PG_US("expires_at - clock_timestamp()") " FROM {L} WHERE name = $1"};
 
 // A waiter gives up: leave the queue and recompute the marker (bookkeeping: no WAL flush wait).
 // A release may have granted it the lease meanwhile (kReleaseExclusiveInPlace): the result says
 // whether this owner now holds the name live, so that the caller releases it. The row is read as
 // the UPDATE leaves it (after waiting for a concurrent grant's commit), not as of the snapshot.
 // $1 name, $2 secret. Result: a row when the name's row was touched; its column: held by $2.
-inline constexpr const char* kLeaveQueue =
+inline constexpr Statement kLeaveQueue{"leave_queue",
     "WITH sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
     " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid RETURNING 1)"
     " UPDATE {L} l SET" DBLOCK_PG_RECOMPUTE("l")
     " FROM sc WHERE l.name = $1 AND (EXISTS (SELECT 1 FROM d) OR l.owner_secret = $2::uuid)"
     " RETURNING l.owner_secret IS NOT DISTINCT FROM $2::uuid AND l.mode = 'exclusive'"
-    " AND l.expires_at > clock_timestamp()";
+    " AND l.expires_at > clock_timestamp()"};
 
 // $1 name, $2 secret, $3 ttl_us.
-inline constexpr const char* kRenewExclusive =
+inline constexpr Statement kRenewExclusive{"renew_exclusive",
     "UPDATE {L} SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond', renewals = renewals + 1"
     " WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive' AND expires_at > clock_timestamp()"
-    " RETURNING " DBLOCK_PG_US("expires_at");
+    " RETURNING " DBLOCK_PG_US("expires_at")};
 // Keeps leases.expires_at >= every live reader's expiry.
-inline constexpr const char* kRenewReader =
+inline constexpr Statement kRenewReader{"renew_reader",
     "WITH r AS (UPDATE {R} SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond',"
     "  renewals = renewals + 1"
     "  WHERE name = $1 AND owner_secret = $2::uuid AND expires_at > clock_timestamp() RETURNING expires_at),"
     " l AS (UPDATE {L} SET expires_at = GREATEST(expires_at, (SELECT expires_at FROM r)), renewals = renewals + 1"
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM r))"
-    " SELECT " DBLOCK_PG_US("expires_at") " FROM r";
+    " SELECT " DBLOCK_PG_US("expires_at") " FROM r"};
 
 // Release (compare-and-delete), reading only {L} (see the queue note above): a plain DELETE, because
 // any CTE around it (such as re-inserting the row) costs about a tenth of an UNLOGGED release.
@@ -230,11 +236,11 @@ inline constexpr const char* kRenewReader =
 // contain control characters); ticket 0 wakes whoever is first. Its commit does not wait for the
 // WAL flush (DBLOCK_PG_NO_FLUSH_WAIT, also in the other releases). Result: live, queued, and the
 // flush-wait item (always true). $1 name, $2 secret, $3 channel.
-inline constexpr const char* kReleaseExclusive =
+inline constexpr Statement kReleaseExclusive{"release_exclusive",
     "DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
     " RETURNING expires_at > clock_timestamp(), (CASE WHEN queued_until > clock_timestamp()"
     " THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("queued_ticket") ", $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text"
-    " IS NOT NULL," DBLOCK_PG_NO_FLUSH_WAIT;
+    " IS NOT NULL," DBLOCK_PG_NO_FLUSH_WAIT};
 
 // After a release that found waiters: re-create the free row with the marker, from {W} (exact),
 // unless a row exists again (the woken waiter has already taken the name and kept the marker
@@ -242,14 +248,14 @@ inline constexpr const char* kReleaseExclusive =
 // queue (fairness, not exclusion; the releasing manager itself cannot, it runs this first). The
 // marker is bookkeeping, not a lock: its commit does not wait for the WAL flush.
 // $1 name. Result: rows written.
-inline constexpr const char* kRemarkReleased =
+inline constexpr Statement kRemarkReleased{"remark_released",
     "WITH sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
     " o AS (SELECT max(w.until_at) AS until_at, min(w.ticket) AS ticket FROM {W} w"
     "  WHERE w.name = $1 AND w.until_at > clock_timestamp()),"
     " m AS (INSERT INTO {L} " DBLOCK_PG_LEASE_COLUMNS
     "  SELECT $1, NULL, NULL, 'exclusive', 0, clock_timestamp(), clock_timestamp(), 0, o.until_at, o.ticket"
     "  FROM o, sc WHERE o.until_at IS NOT NULL ON CONFLICT (name) DO NOTHING RETURNING 1)"
-    " SELECT count(*) FROM m";
+    " SELECT count(*) FROM m"};
 // Release of a lease that was acquired after queueing (ReleaseHint::kAcquiredAfterQueueing), so
 // waiters are probably queued again. One statement hands the lease to the first live waiter in
 // ticket order (read from {W}, exact), when that waiter asked for a grant (grant_ttl_us): the row
@@ -270,7 +276,7 @@ inline constexpr const char* kRemarkReleased =
 // back to kReleaseExclusive, which tells expired from not held. A row freed without a live marker
 // is an ordinary free row, left to the reaper. Result: one row when released: woke or granted to
 // a waiter, granted, and the flush-wait item. $1 name, $2 secret, $3 channel.
-inline constexpr const char* kReleaseExclusiveInPlace =
+inline constexpr Statement kReleaseExclusiveInPlace{"release_exclusive_in_place",
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " g AS (SELECT w.owner_secret, w.ticket, w.holder,"
     "  CASE WHEN w.grant_ttl_us > 0 THEN LEAST(w.grant_ttl_us, " DBLOCK_PG_US("w.until_at - now.t") ") END AS grant_us"
@@ -292,9 +298,9 @@ inline constexpr const char* kReleaseExclusiveInPlace =
     "  THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("g.ticket") ", $1 || chr(31) || coalesce(g.ticket, 0))"
     "  END)::text IS NOT NULL, u.grant_us IS NOT NULL,"
     " (CASE WHEN u.grant_us IS NULL THEN set_config('synchronous_commit', 'off', true) END) IS NOT NULL"
-    " FROM u CROSS JOIN now LEFT JOIN g ON true";
+    " FROM u CROSS JOIN now LEFT JOIN g ON true"};
 // A reader leaves; the row stays (with the expiry of the remaining readers) and keeps its marker.
-inline constexpr const char* kReleaseReader =
+inline constexpr Statement kReleaseReader{"release_reader",
     "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
     "  RETURNING expires_at > clock_timestamp() AS live, " DBLOCK_PG_NO_FLUSH_WAIT " AS no_flush_wait),"
     " l AS (UPDATE {L} SET expires_at = coalesce((SELECT max(r.expires_at) FROM {R} r WHERE r.name = $1"
@@ -302,23 +308,23 @@ inline constexpr const char* kReleaseReader =
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM d) RETURNING queued_until, queued_ticket)"
     " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify(" DBLOCK_PG_WAKE_CHANNEL("l.queued_ticket") ","
     "  $1 || chr(31) || coalesce(l.queued_ticket, 0))"
-    "  FROM l WHERE l.queued_until > clock_timestamp()) n), d.no_flush_wait FROM d";
+    "  FROM l WHERE l.queued_until > clock_timestamp()) n), d.no_flush_wait FROM d"};
 
 // Admin eviction: frees the name and bumps its fence; drops its readers; wakes waiters.
 // $1 name, $2 channel.
-inline constexpr const char* kForceRelease =
+inline constexpr Statement kForceRelease{"force_release",
     "WITH u AS (UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = clock_timestamp(), fence = nextval({S})"
     "  WHERE name = $1 AND expires_at > clock_timestamp() RETURNING name),"
     " r AS (DELETE FROM {R} WHERE name = $1 AND EXISTS (SELECT 1 FROM u))"
-    " SELECT count(*) FROM u, LATERAL (SELECT pg_notify($2, u.name)) n";
+    " SELECT count(*) FROM u, LATERAL (SELECT pg_notify($2, u.name)) n"};
 
 // $1 name or NULL for all.
-inline constexpr const char* kList =
+inline constexpr Statement kList{"list",
     "SELECT l.name, l.mode, l.holder, l.fence, " DBLOCK_PG_US("l.acquired_at") ", " DBLOCK_PG_US("l.expires_at") ","
     " " DBLOCK_PG_US("l.expires_at - clock_timestamp()") ", l.renewals,"
     " (SELECT count(*) FROM {R} r WHERE r.name = l.name AND r.expires_at > clock_timestamp()),"
     " (SELECT string_agg(r.holder, ',') FROM {R} r WHERE r.name = l.name AND r.expires_at > clock_timestamp())"
-    " FROM {L} l WHERE l.expires_at > clock_timestamp() AND ($1::text IS NULL OR l.name = $1) ORDER BY l.name";
+    " FROM {L} l WHERE l.expires_at > clock_timestamp() AND ($1::text IS NULL OR l.name = $1) ORDER BY l.name"};
 
 // Reaper: at most $1 expired rows nobody is queued for, skipping rows another transaction is
 // taking over (never waits on them). A row with live waiters stays (see the queue note above).
@@ -338,81 +344,111 @@ inline constexpr const char* kList =
 // cursor values are sub-selects (run-time values the planner does not estimate), and the rows are
 // deleted by the ctid the locking sub-select returns (a TID scan, no join). The ctid is stable: the
 // row stays locked by this statement until it commits.
-inline constexpr const char* kReapLeases =
+inline constexpr Statement kReapLeases{"reap_leases",
     "WITH d AS (DELETE FROM {L} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {L}"
     "  WHERE (expires_at, name) > ((SELECT coalesce(timestamptz 'epoch' + $2::bigint * interval '1 microsecond',"
     "  '-infinity')), (SELECT $3::text)) AND expires_at <= clock_timestamp()"
     "  AND coalesce(queued_until, '-infinity') <= clock_timestamp()"
     "  ORDER BY expires_at, name LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING expires_at, name)"
     " SELECT count(*) OVER (), CASE WHEN isfinite(expires_at) THEN " DBLOCK_PG_US("expires_at") " END, name"
-    " FROM d ORDER BY expires_at DESC, name DESC LIMIT 1";
-inline constexpr const char* kReapReaders =
+    " FROM d ORDER BY expires_at DESC, name DESC LIMIT 1"};
+inline constexpr Statement kReapReaders{"reap_readers",
     "WITH d AS (DELETE FROM {R} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {R}"
     "  WHERE expires_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING 1)"
-    " SELECT count(*) FROM d";
-inline constexpr const char* kReapWaiters =
+    " SELECT count(*) FROM d"};
+inline constexpr Statement kReapWaiters{"reap_waiters",
     "WITH d AS (DELETE FROM {W} WHERE ctid = ANY(ARRAY(SELECT ctid FROM {W}"
     "  WHERE until_at <= clock_timestamp() LIMIT $1 FOR UPDATE SKIP LOCKED)) RETURNING 1)"
-    " SELECT count(*) FROM d";
+    " SELECT count(*) FROM d"};
 
 // Guard, inside the caller's transaction: FOR SHARE keeps the row from being taken over (that is
 // an UPDATE) until the transaction ends, so a commit after a successful check happens while the
 // lease is still ours. $1 name, $2 secret, $3 fence.
-inline constexpr const char* kGuardExclusive =
+inline constexpr Statement kGuardExclusive{"guard_exclusive",
     "SELECT 1 FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND fence = $3::bigint AND mode = 'exclusive'"
-    " AND expires_at > clock_timestamp() FOR SHARE";
-inline constexpr const char* kGuardReader =
+    " AND expires_at > clock_timestamp() FOR SHARE"};
+inline constexpr Statement kGuardReader{"guard_reader",
     "SELECT 1 FROM {R} WHERE name = $1 AND owner_secret = $2::uuid AND fence = $3::bigint"
-    " AND expires_at > clock_timestamp() FOR SHARE";
+    " AND expires_at > clock_timestamp() FOR SHARE"};
 
 // Connection set-up: refuse a standby, remember the backend pid (pooler detection).
-inline constexpr const char* kHello = "SELECT pg_is_in_recovery(), pg_backend_pid()";
+inline constexpr Statement kHello{"hello", "SELECT pg_is_in_recovery(), pg_backend_pid()"};
 
 // Migrations: the advisory transaction lock serialises concurrent first uses. $1 key.
-inline constexpr const char* kMigrationLock = "SELECT pg_advisory_xact_lock($1::bigint)";
-inline constexpr const char* kSchemaVersionExists = "SELECT to_regclass($1) IS NOT NULL";
-inline constexpr const char* kSchemaVersion = "SELECT coalesce(max(version), 0) FROM {V}";
-inline constexpr const char* kRecordMigration = "INSERT INTO {V} (version, name) VALUES ($1, $2)";
+inline constexpr Statement kMigrationLock{"migration_lock", "SELECT pg_advisory_xact_lock($1::bigint)"};
+inline constexpr Statement kSchemaVersionExists{"schema_version_exists", "SELECT to_regclass($1) IS NOT NULL"};
+inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) FROM {V}"};
+inline constexpr Statement kRecordMigration{"record_migration", "INSERT INTO {V} (version, name) VALUES ($1, $2)"};
 // UNLOGGED switch (opt-in): the lease tables only; the fence sequence stays logged. $1 regclass.
-inline constexpr const char* kIsUnlogged = "SELECT relpersistence = 'u' FROM pg_class WHERE oid = $1::regclass";
-// Followed by a validated, quoted table name (DDL cannot take parameters).
-inline constexpr const char* kSetUnlogged = "ALTER TABLE ";
-inline constexpr const char* kSetUnloggedSuffix = " SET UNLOGGED";
-inline constexpr const char* kSetLoggedSuffix = " SET LOGGED";
+inline constexpr Statement kIsUnlogged{"is_unlogged", "SELECT relpersistence = 'u' FROM pg_class WHERE oid = $1::regclass"};
+// {T}: a validated, quoted table name, filled in per call (DDL cannot take parameters).
+inline constexpr Statement kSetUnlogged{"set_unlogged", "ALTER TABLE {T} SET UNLOGGED"};
+inline constexpr Statement kSetLogged{"set_logged", "ALTER TABLE {T} SET LOGGED"};
 
 // Session (advisory) locks. Every statement names the server session it must run on ($2, the
 // pid recorded when the connection was opened) and takes or drops the lock only there: behind a
 // transaction pooler a statement can land on another client's server session, and a lock taken
 // there would be stuck on a pooled session and held by nobody. The pid comes back so the caller
 // can refuse loudly. $1 key, $2 expected pid, $3 lock_timeout ('0' = wait forever).
-inline constexpr const char* kTrySessionExclusive =
-    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_try_advisory_lock($1::bigint) END, pg_backend_pid()";
-inline constexpr const char* kTrySessionShared =
-    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_try_advisory_lock_shared($1::bigint) END, pg_backend_pid()";
-inline constexpr const char* kWaitSessionExclusive =
+inline constexpr Statement kTrySessionExclusive{"try_session_exclusive",
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_try_advisory_lock($1::bigint) END, pg_backend_pid()"};
+inline constexpr Statement kTrySessionShared{"try_session_shared",
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_try_advisory_lock_shared($1::bigint) END, pg_backend_pid()"};
+inline constexpr Statement kWaitSessionExclusive{"wait_session_exclusive",
     "SELECT CASE WHEN pg_backend_pid() = $2::int THEN set_config('lock_timeout', $3, false) END,"
     " CASE WHEN pg_backend_pid() = $2::int THEN (SELECT 1 FROM (SELECT pg_advisory_lock($1::bigint)) l) END,"
-    " pg_backend_pid() = $2::int, pg_backend_pid()";
-inline constexpr const char* kWaitSessionShared =
+    " pg_backend_pid() = $2::int, pg_backend_pid()"};
+inline constexpr Statement kWaitSessionShared{"wait_session_shared",
     "SELECT CASE WHEN pg_backend_pid() = $2::int THEN set_config('lock_timeout', $3, false) END,"
     " CASE WHEN pg_backend_pid() = $2::int THEN (SELECT 1 FROM (SELECT pg_advisory_lock_shared($1::bigint)) l) END,"
-    " pg_backend_pid() = $2::int, pg_backend_pid()";
-inline constexpr const char* kUnlockSessionExclusive =
-    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_advisory_unlock($1::bigint) END, pg_backend_pid()";
-inline constexpr const char* kUnlockSessionShared =
-    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_advisory_unlock_shared($1::bigint) END, pg_backend_pid()";
+    " pg_backend_pid() = $2::int, pg_backend_pid()"};
+inline constexpr Statement kUnlockSessionExclusive{"unlock_session_exclusive",
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_advisory_unlock($1::bigint) END, pg_backend_pid()"};
+inline constexpr Statement kUnlockSessionShared{"unlock_session_shared",
+    "SELECT CASE WHEN pg_backend_pid() = $2::int THEN pg_advisory_unlock_shared($1::bigint) END, pg_backend_pid()"};
 // $1 key, $2 'ExclusiveLock' or 'ShareLock'. Does this session hold it?
-inline constexpr const char* kVerifySession =
+inline constexpr Statement kVerifySession{"verify_session",
     "SELECT count(*) > 0 FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid() AND granted"
-    " AND mode = $2 AND ((classid::bigint << 32) | objid::bigint) = $1::bigint AND objsubid = 1";
+    " AND mode = $2 AND ((classid::bigint << 32) | objid::bigint) = $1::bigint AND objsubid = 1"};
 
 // Bounds lock waits for the rest of the current transaction. $1 lock_timeout ("200ms", "0").
-inline constexpr const char* kSetLocalLockTimeout = "SELECT set_config('lock_timeout', $1, true)";
+inline constexpr Statement kSetLocalLockTimeout{"set_local_lock_timeout", "SELECT set_config('lock_timeout', $1, true)"};
 
 // Transaction-level advisory locks. $1 key, $2 lock_timeout.
-inline constexpr const char* kXactTry = "SELECT pg_try_advisory_xact_lock($1::bigint)";
-inline constexpr const char* kXactWait =
-    "SELECT set_config('lock_timeout', $2, true), pg_advisory_xact_lock($1::bigint), true";
+inline constexpr Statement kXactTry{"xact_try", "SELECT pg_try_advisory_xact_lock($1::bigint)"};
+inline constexpr Statement kXactWait{"xact_wait",
+    "SELECT set_config('lock_timeout', $2, true), pg_advisory_xact_lock($1::bigint), true"};
+
+// Transaction-level advisory locks in the application's own transaction (interop.h): $1 key. The
+// waiting forms run after kSetLocalLockTimeout.
+inline constexpr Statement kXactTryShared{"xact_try_shared", "SELECT pg_try_advisory_xact_lock_shared($1::bigint)"};
+inline constexpr Statement kXactLock{"xact_lock", "SELECT pg_advisory_xact_lock($1::bigint)"};
+inline constexpr Statement kXactLockShared{"xact_lock_shared", "SELECT pg_advisory_xact_lock_shared($1::bigint)"};
+
+// Pooler detection on a new session-lock connection: the client port the server sees (NULL on a
+// Unix socket), and the server session's pid, read on two connections while a helper transaction
+// holds one server session (it ends itself after 2 s idle, so a pool of one cannot deadlock).
+inline constexpr Statement kClientPort{"client_port", "SELECT inet_client_port()"};
+inline constexpr Statement kBackendPid{"backend_pid", "SELECT pg_backend_pid()"};
+inline constexpr Statement kShortIdleTimeout{"short_idle_timeout",
+    "SET LOCAL idle_in_transaction_session_timeout = '2s'"};
+
+// Prepared by name on every connection (libpqxx prepares a statement on its first use).
+// Session and transaction locks are prepared like everything else: parsing and planning them on
+// every call cost a third of an advisory lock/unlock pair.
+inline constexpr const Statement* kPrepared[] = {
+    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kRemaining, &kLeaveQueue,
+    &kRenewExclusive, &kRenewReader, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
+    &kReleaseReader, &kForceRelease, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus,
+    &kTrySessionExclusive, &kTrySessionShared, &kWaitSessionExclusive, &kWaitSessionShared,
+    &kUnlockSessionExclusive, &kUnlockSessionShared, &kVerifySession,
+};
+// Run as text (rendered), mostly inside transactions dblock opens.
+inline constexpr const Statement* kAdHoc[] = {
+    &kGuardExclusive, &kGuardReader, &kHello, &kMigrationLock, &kSchemaVersionExists, &kSchemaVersion,
+    &kRecordMigration, &kIsUnlogged, &kSetUnlogged, &kSetLogged, &kSetLocalLockTimeout, &kXactTry, &kXactWait,
+    &kXactTryShared, &kXactLock, &kXactLockShared, &kClientPort, &kBackendPid, &kShortIdleTimeout,
+};
 
 #undef DBLOCK_PG_LEASE_COLUMNS
 #undef DBLOCK_PG_WAKE_CHANNEL

@@ -3,11 +3,16 @@
 // microseconds since the Unix epoch on SQLite's clock. SQLite evaluates 'now' once per statement,
 // so every {N} in one statement is the same instant.
 //
-// Parameters are numbered (?1, ?2, ...) and always bound, never spliced.
+// Parameters are numbered (?1, ?2, ...) and always bound, never spliced. Every statement dblock
+// runs on SQLite is here; kAll lists those prepared once per connection.
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_SQL_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_SQL_H_
 
+#include "statement.h"
+
 namespace dblock::sqlite::sql {
+
+using dblock::sql::Statement;
 
 inline constexpr const char* kNow = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)";
 
@@ -24,7 +29,7 @@ inline constexpr const char* kNow = "CAST((julianday('now') - 2440587.5) * 86400
 // dblock_issued_fence()/dblock_issued_expiry() (application functions that return their argument
 // unchanged). Not RETURNING: SQLite buffers RETURNING rows in an ephemeral b-tree whose page cache
 // is allocated and freed per statement, which costs more than the statement itself on this path.
-inline constexpr const char* kAcquireExclusive =
+inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
     " SELECT ?1, ?2, ?3, 'exclusive', dblock_issued_fence(value + 1), {N}, dblock_issued_expiry({N} + ?4), 0"
     " FROM {F} WHERE id = 1"
@@ -32,11 +37,11 @@ inline constexpr const char* kAcquireExclusive =
     " ON CONFLICT (name) DO UPDATE SET owner_secret = excluded.owner_secret, holder = excluded.holder,"
     " mode = 'exclusive', fence = excluded.fence, acquired_at_us = excluded.acquired_at_us,"
     " expires_at_us = excluded.expires_at_us, renewals = 0"
-    " WHERE L.expires_at_us <= excluded.acquired_at_us";
+    " WHERE L.expires_at_us <= excluded.acquired_at_us"};
 
 // Shared: joins live readers or takes a free row. ?1 name, ?2 secret, ?4 ttl_us, ?5 ticket.
 // Followed by kInsertReader in the same transaction.
-inline constexpr const char* kAcquireSharedRow =
+inline constexpr Statement kAcquireSharedRow{"acquire_shared_row",
     "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
     " SELECT ?1, NULL, NULL, 'shared', value + 1, {N}, {N} + ?4, 0 FROM {F} WHERE id = 1"
     DBLOCK_SQLITE_NO_EARLIER_WAITER
@@ -47,95 +52,116 @@ inline constexpr const char* kAcquireSharedRow =
     " expires_at_us = max(CASE WHEN L.mode = 'shared' THEN L.expires_at_us ELSE 0 END, excluded.expires_at_us),"
     " renewals = 0"
     " WHERE L.expires_at_us <= excluded.acquired_at_us OR L.mode = 'shared'"
-    " RETURNING fence, expires_at_us";
+    " RETURNING fence, expires_at_us"};
 
 #undef DBLOCK_SQLITE_NO_EARLIER_WAITER
 
 // ?1 name, ?2 secret, ?3 holder, ?4 ttl_us, ?5 fence.
-inline constexpr const char* kInsertReader =
+inline constexpr Statement kInsertReader{"insert_reader",
     "INSERT OR REPLACE INTO {R} (name, owner_secret, holder, fence, acquired_at_us, expires_at_us, renewals)"
-    " VALUES (?1, ?2, ?3, ?5, {N}, {N} + ?4, 0) RETURNING expires_at_us";
+    " VALUES (?1, ?2, ?3, ?5, {N}, {N} + ?4, 0) RETURNING expires_at_us"};
 
 // Not acquired: join (or stay in) the queue. ?1 name, ?2 secret, ?3 until ttl_us, ?4 ticket or
 // NULL for "now". Returns the ticket.
-inline constexpr const char* kQueue =
+inline constexpr Statement kQueue{"queue",
     "INSERT INTO {W} (name, owner_secret, ticket, until_us) VALUES (?1, ?2, coalesce(?4, {N}), {N} + ?3)"
-    " ON CONFLICT (name, owner_secret) DO UPDATE SET until_us = excluded.until_us RETURNING ticket";
+    " ON CONFLICT (name, owner_secret) DO UPDATE SET until_us = excluded.until_us RETURNING ticket"};
 // ?1 name, ?2 secret, ?3 ticket: live waiters ahead of the caller, and the holder's remaining time.
-inline constexpr const char* kQueuePosition =
+inline constexpr Statement kQueuePosition{"queue_position",
     "SELECT (SELECT count(*) FROM {W} WHERE name = ?1 AND until_us > {N} AND owner_secret <> ?2 AND ticket < ?3),"
-    " (SELECT expires_at_us - {N} FROM {L} WHERE name = ?1)";
+    " (SELECT expires_at_us - {N} FROM {L} WHERE name = ?1)"};
 // ?1 name, ?2 secret.
-inline constexpr const char* kLeaveQueue = "DELETE FROM {W} WHERE name = ?1 AND owner_secret = ?2";
+inline constexpr Statement kLeaveQueue{"leave_queue", "DELETE FROM {W} WHERE name = ?1 AND owner_secret = ?2"};
 
 // ?1 name. Holder's remaining time (read-only: what the first waiter polls).
-inline constexpr const char* kRemaining = "SELECT expires_at_us - {N} FROM {L} WHERE name = ?1";
+inline constexpr Statement kRemaining{"remaining", "SELECT expires_at_us - {N} FROM {L} WHERE name = ?1"};
 
 // ?1 name, ?2 secret, ?3 ttl_us.
-inline constexpr const char* kRenewExclusive =
+inline constexpr Statement kRenewExclusive{"renew_exclusive",
     "UPDATE {L} SET expires_at_us = {N} + ?3, renewals = renewals + 1"
     " WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive' AND expires_at_us > {N}"
-    " RETURNING expires_at_us";
-inline constexpr const char* kRenewReader =
+    " RETURNING expires_at_us"};
+inline constexpr Statement kRenewReader{"renew_reader",
     "UPDATE {R} SET expires_at_us = {N} + ?3, renewals = renewals + 1"
-    " WHERE name = ?1 AND owner_secret = ?2 AND expires_at_us > {N} RETURNING expires_at_us";
+    " WHERE name = ?1 AND owner_secret = ?2 AND expires_at_us > {N} RETURNING expires_at_us"};
 // ?1 name, ?2 the reader's new expiry. Keeps leases.expires_at_us >= every live reader's expiry.
-inline constexpr const char* kExtendSharedRow =
+inline constexpr Statement kExtendSharedRow{"extend_shared_row",
     "UPDATE {L} SET expires_at_us = max(expires_at_us, ?2), renewals = renewals + 1"
-    " WHERE name = ?1 AND mode = 'shared'";
+    " WHERE name = ?1 AND mode = 'shared'"};
 
 // Release (compare-and-delete). ?1 name, ?2 secret. The first statement deletes a live lease
 // (sqlite3_changes() == 1: released); if it deleted nothing, the second removes this owner's
 // expired row, if any (the lease was already lost). No RETURNING, see kAcquireExclusive.
-inline constexpr const char* kReleaseExclusive =
-    "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive' AND expires_at_us > {N}";
-inline constexpr const char* kReleaseExpired =
-    "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive'";
-inline constexpr const char* kReleaseReader =
-    "DELETE FROM {R} WHERE name = ?1 AND owner_secret = ?2 RETURNING expires_at_us > {N}";
+inline constexpr Statement kReleaseExclusive{"release_exclusive",
+    "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive' AND expires_at_us > {N}"};
+inline constexpr Statement kReleaseExpired{"release_expired",
+    "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive'"};
+inline constexpr Statement kReleaseReader{"release_reader",
+    "DELETE FROM {R} WHERE name = ?1 AND owner_secret = ?2 RETURNING expires_at_us > {N}"};
 // ?1 name. Shrinks the shared row's expiry to the remaining live readers (0 = free).
-inline constexpr const char* kShrinkSharedRow =
+inline constexpr Statement kShrinkSharedRow{"shrink_shared_row",
     "UPDATE {L} SET expires_at_us = coalesce("
     " (SELECT max(expires_at_us) FROM {R} WHERE name = ?1 AND expires_at_us > {N}), 0)"
-    " WHERE name = ?1 AND mode = 'shared'";
+    " WHERE name = ?1 AND mode = 'shared'"};
 
 // Admin eviction: frees the row and bumps its fence. ?1 name.
-inline constexpr const char* kForceRelease =
+inline constexpr Statement kForceRelease{"force_release",
     "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at_us = 0,"
     " fence = (SELECT value + 1 FROM {F} WHERE id = 1)"
-    " WHERE name = ?1 AND expires_at_us > {N}";
-inline constexpr const char* kForceReleaseReaders = "DELETE FROM {R} WHERE name = ?1";
+    " WHERE name = ?1 AND expires_at_us > {N}"};
+inline constexpr Statement kForceReleaseReaders{"force_release_readers", "DELETE FROM {R} WHERE name = ?1"};
 
 // ?1 name or NULL for all.
-inline constexpr const char* kList =
+inline constexpr Statement kList{"list",
     "SELECT name, mode, holder, fence, acquired_at_us, expires_at_us, expires_at_us - {N}, renewals,"
     " (SELECT count(*) FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N}),"
     " (SELECT group_concat(holder, ',') FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N})"
-    " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name";
+    " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name"};
 
 // ?1 batch. Deletes only expired rows (the expiry index keeps this a range scan).
-inline constexpr const char* kReapLeases =
-    "DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at_us <= {N} LIMIT ?1)";
-inline constexpr const char* kReapWaiters =
+inline constexpr Statement kReapLeases{"reap_leases",
+    "DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at_us <= {N} LIMIT ?1)"};
+inline constexpr Statement kReapWaiters{"reap_waiters",
     "DELETE FROM {W} WHERE (name, owner_secret) IN"
-    " (SELECT name, owner_secret FROM {W} WHERE until_us <= {N} LIMIT ?1)";
-inline constexpr const char* kReapReaders =
+    " (SELECT name, owner_secret FROM {W} WHERE until_us <= {N} LIMIT ?1)"};
+inline constexpr Statement kReapReaders{"reap_readers",
     "DELETE FROM {R} WHERE (name, owner_secret) IN"
-    " (SELECT name, owner_secret FROM {R} WHERE expires_at_us <= {N} LIMIT ?1)";
+    " (SELECT name, owner_secret FROM {R} WHERE expires_at_us <= {N} LIMIT ?1)"};
 
 // Guard checks, inside the caller's BEGIN IMMEDIATE transaction. ?1 name, ?2 secret, ?3 fence.
-inline constexpr const char* kGuardExclusive =
+inline constexpr Statement kGuardExclusive{"guard_exclusive",
     "SELECT 1 FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND fence = ?3 AND mode = 'exclusive'"
-    " AND expires_at_us > {N}";
-inline constexpr const char* kGuardReader =
-    "SELECT 1 FROM {R} WHERE name = ?1 AND owner_secret = ?2 AND fence = ?3 AND expires_at_us > {N}";
+    " AND expires_at_us > {N}"};
+inline constexpr Statement kGuardReader{"guard_reader",
+    "SELECT 1 FROM {R} WHERE name = ?1 AND owner_secret = ?2 AND fence = ?3 AND expires_at_us > {N}"};
 
-inline constexpr const char* kSchemaVersionTableExists =
-    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1";
-inline constexpr const char* kSchemaVersion = "SELECT coalesce(max(version), 0) FROM {V}";
-inline constexpr const char* kRecordMigration =
-    "INSERT INTO {V} (version, name, applied_at_us) VALUES (?1, ?2, {N})";
+inline constexpr Statement kSchemaVersionTableExists{"schema_version_table_exists",
+    "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1"};
+inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) FROM {V}"};
+inline constexpr Statement kRecordMigration{"record_migration",
+    "INSERT INTO {V} (version, name, applied_at_us) VALUES (?1, ?2, {N})"};
 
+// Connection set-up. WAL lets readers (list, inspect) proceed during writes; NORMAL sync is durable
+// against process crashes (the failure a lock must survive); see docs/backends/sqlite.md for power
+// loss.
+inline constexpr Statement kJournalWal{"journal_wal", "PRAGMA journal_mode=WAL"};
+inline constexpr Statement kSyncNormal{"sync_normal", "PRAGMA synchronous=NORMAL"};
+inline constexpr Statement kForeignKeys{"foreign_keys", "PRAGMA foreign_keys=ON"};
+
+// Transactions. BEGIN IMMEDIATE takes the database's write lock at once: the migration lock, the
+// guard's hold on the lease row until commit, and the transaction lock.
+inline constexpr Statement kBeginImmediate{"begin_immediate", "BEGIN IMMEDIATE"};
+inline constexpr Statement kCommit{"commit", "COMMIT"};
+inline constexpr Statement kRollback{"rollback", "ROLLBACK"};
+
+// Prepared once per connection (SQLITE_PREPARE_PERSISTENT), in this order.
+inline constexpr const Statement* kAll[] = {
+    &kAcquireExclusive, &kAcquireSharedRow, &kInsertReader, &kQueue, &kQueuePosition, &kLeaveQueue,
+    &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseExpired,
+    &kReleaseReader, &kShrinkSharedRow, &kForceRelease, &kForceReleaseReaders, &kList, &kReapLeases,
+    &kReapWaiters, &kReapReaders, &kGuardExclusive, &kGuardReader, &kSchemaVersionTableExists,
+    &kSchemaVersion, &kRecordMigration,
+};
 
 }  // namespace dblock::sqlite::sql
 

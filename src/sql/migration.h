@@ -1,13 +1,13 @@
 // Numbered schema migrations embedded from migrations/<backend>/NNNN_*.sql at build time
 // (cmake/embed_migrations.cmake). Not part of the public API.
-#ifndef DBLOCK_SRC_CORE_MIGRATION_H_
-#define DBLOCK_SRC_CORE_MIGRATION_H_
+#ifndef DBLOCK_SRC_SQL_MIGRATION_H_
+#define DBLOCK_SRC_SQL_MIGRATION_H_
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace dblock::detail {
+namespace dblock::sql {
 
 struct Migration {
   int number;        // NNNN from the file name; applied in increasing order
@@ -41,6 +41,6 @@ inline std::string render_migration(std::string_view sql, std::string_view prefi
   return out;
 }
 
-}  // namespace dblock::detail
+}  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_CORE_MIGRATION_H_
+#endif  // DBLOCK_SRC_SQL_MIGRATION_H_

@@ -1,10 +1,11 @@
-// SQL text that is the same on every backend but for identifier quoting: optimistic
-// compare-and-set and row locks on the application's own tables. Internal.
+// Statements on the application's own tables, the same in every dialect but for identifier
+// quoting: optimistic compare-and-set and row locks. The only SQL built at run time; everything
+// dblock runs on its own tables is in a service's sql.h. Internal.
 //
 // Every identifier is validated (validate_identifier) before it is quoted; values are always
 // '?' parameters, never spliced.
-#ifndef DBLOCK_SRC_CORE_STATEMENTS_H_
-#define DBLOCK_SRC_CORE_STATEMENTS_H_
+#ifndef DBLOCK_SRC_SQL_BUILDERS_H_
+#define DBLOCK_SRC_SQL_BUILDERS_H_
 
 #include <string>
 #include <string_view>
@@ -12,19 +13,19 @@
 
 #include "dblock/sql/features.h"
 
-namespace dblock::detail {
+namespace dblock::sql {
 
 // Quotes a validated identifier in the backend's dialect ("x" or `x`).
 using QuoteIdentifier = std::string (*)(std::string_view);
 
-struct Statement {
+struct BuiltStatement {
   std::string sql;
   std::vector<Value> params;
 };
 
 // UPDATE t SET c1 = ?, ..., v = v + 1 WHERE id = ? AND v = ?, with its parameters. Throws
 // UsageError (naming `backend`) for bad identifiers, an empty set, or a set of the version column.
-Statement versioned_update(const VersionedUpdate& update, QuoteIdentifier quote, std::string_view backend);
+BuiltStatement versioned_update(const VersionedUpdate& update, QuoteIdentifier quote, std::string_view backend);
 
 // SELECT v FROM t WHERE id = ?. Throws UsageError for bad identifiers.
 std::string read_version_query(std::string_view table, std::string_view id_column, std::string_view version_column,
@@ -36,6 +37,6 @@ std::string read_version_query(std::string_view table, std::string_view id_colum
 std::string row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
                            std::string_view backend);
 
-}  // namespace dblock::detail
+}  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_CORE_STATEMENTS_H_
+#endif  // DBLOCK_SRC_SQL_BUILDERS_H_

@@ -1,20 +1,19 @@
-#include "statements.h"
+#include "builders.h"
 
 #include "dblock/errors.h"
 #include "internal.h"
-#include "migration.h"
 
-namespace dblock::detail {
+namespace dblock::sql {
 
-Statement versioned_update(const VersionedUpdate& update, QuoteIdentifier quote, std::string_view backend) {
-  validate_identifier(update.table, "table");
-  validate_identifier(update.id_column, "id column");
-  validate_identifier(update.version_column, "version column");
+BuiltStatement versioned_update(const VersionedUpdate& update, QuoteIdentifier quote, std::string_view backend) {
+  detail::validate_identifier(update.table, "table");
+  detail::validate_identifier(update.id_column, "id column");
+  detail::validate_identifier(update.version_column, "version column");
   if (update.set.empty()) throw UsageError("compare_and_set: nothing to set", std::string(backend));
-  Statement out;
+  BuiltStatement out;
   out.sql = "UPDATE " + quote(update.table) + " SET ";
   for (const auto& [column, value] : update.set) {
-    validate_identifier(column, "column");
+    detail::validate_identifier(column, "column");
     if (column == update.version_column) {
       throw UsageError("compare_and_set: the version column is set by dblock", std::string(backend));
     }
@@ -30,20 +29,20 @@ Statement versioned_update(const VersionedUpdate& update, QuoteIdentifier quote,
 
 std::string read_version_query(std::string_view table, std::string_view id_column, std::string_view version_column,
                                QuoteIdentifier quote) {
-  validate_identifier(table, "table");
-  validate_identifier(id_column, "id column");
-  validate_identifier(version_column, "version column");
+  detail::validate_identifier(table, "table");
+  detail::validate_identifier(id_column, "id column");
+  detail::validate_identifier(version_column, "version column");
   return "SELECT " + quote(version_column) + " FROM " + quote(table) + " WHERE " + quote(id_column) + " = ?";
 }
 
 std::string row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
                            std::string_view backend) {
-  validate_identifier(request.table, "table");
-  validate_identifier(request.key_column, "key column");
+  detail::validate_identifier(request.table, "table");
+  detail::validate_identifier(request.key_column, "key column");
   if (request.keys.empty()) throw UsageError("row lock: no keys", std::string(backend));
   std::string columns;
   for (const auto& col : request.columns) {
-    validate_identifier(col, "column");
+    detail::validate_identifier(col, "column");
     columns += (columns.empty() ? "" : ", ") + quote(col);
   }
   std::string sql = "SELECT " + (columns.empty() ? std::string("*") : columns) + " FROM " + quote(request.table) +
@@ -57,19 +56,4 @@ std::string row_lock_query(const RowLockRequest& request, QuoteIdentifier quote,
   return sql;
 }
 
-void check_schema_version(std::string_view backend, std::string_view where, int current, int latest, bool create) {
-  const std::string name(backend);
-  if (current > latest) {
-    throw SchemaError(name + ": database schema version " + std::to_string(current) + " is newer than this library's (" +
-                          std::to_string(latest) + "); upgrade dblock",
-                      name);
-  }
-  if (current < latest && !create) {
-    throw SchemaError(name + ": " + std::string(where) + " " +
-                          (current == 0 ? std::string("missing") : "outdated (version " + std::to_string(current) + ")") +
-                          "; run `dblock migrate` or enable ManagerOptions::auto_migrate",
-                      name);
-  }
-}
-
-}  // namespace dblock::detail
+}  // namespace dblock::sql

@@ -1,0 +1,306 @@
+#include "connection.h"
+
+#include <cppconn/datatype.h>
+#include <cppconn/driver.h>
+#include <cppconn/exception.h>
+#include <cppconn/resultset.h>
+#include <cppconn/resultset_metadata.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "internal.h"
+#include "sql.h"
+
+namespace dblock::mysql {
+
+namespace {
+
+constexpr int kConflictAttempts = 4;            // per statement, for deadlocks and lock wait timeouts
+constexpr std::size_t kAppStatementCache = 32;  // prepared application statements per connection
+
+// `identifier` (REQUIRES: validated) in backticks, each dot-separated part on its own.
+std::string quote(std::string_view identifier) {
+  std::string out = "`";
+  for (char c : identifier) out += c == '.' ? std::string("`.`") : std::string(1, c);
+  return out + "`";
+}
+
+dblock::sql::Placeholders tables(const std::string& prefix) {
+  dblock::sql::Placeholders p;
+  p.set('L', quote(prefix + "leases"))
+      .set('R', quote(prefix + "readers"))
+      .set('W', quote(prefix + "waiters"))
+      .set('V', quote(prefix + "schema_version"))
+      .set('F', quote(prefix + "fence"));
+  return p;
+}
+
+::sql::Driver* driver() {
+  // get_driver_instance() fills a static map without a lock: call it once, thread-safely.
+  static ::sql::Driver* instance = get_driver_instance();
+  return instance;
+}
+
+::sql::ConnectOptionsMap connect_options(const Options& o) {
+  ::sql::ConnectOptionsMap m;
+  m["hostName"] = ::sql::SQLString(o.socket.empty() ? o.host : "localhost");
+  m["port"] = o.port;
+  if (!o.socket.empty()) m["socket"] = ::sql::SQLString(o.socket);
+  m["userName"] = ::sql::SQLString(o.user);
+  m["password"] = ::sql::SQLString(o.password);
+  m["schema"] = ::sql::SQLString(o.database);
+  m["OPT_RECONNECT"] = false;
+  m["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+  m["CLIENT_MULTI_STATEMENTS"] = false;
+  m["CLIENT_FOUND_ROWS"] = false;  // affected rows = changed rows (the default, made explicit)
+  m["OPT_CONNECT_TIMEOUT"] = o.connect_timeout_s;
+  if (o.read_timeout_s > 0) m["OPT_READ_TIMEOUT"] = o.read_timeout_s;
+  if (o.write_timeout_s > 0) m["OPT_WRITE_TIMEOUT"] = o.write_timeout_s;
+  if (!o.ssl_ca.empty()) m["sslCA"] = ::sql::SQLString(o.ssl_ca);
+  if (!o.ssl_cert.empty()) m["sslCert"] = ::sql::SQLString(o.ssl_cert);
+  if (!o.ssl_key.empty()) m["sslKey"] = ::sql::SQLString(o.ssl_key);
+  if (o.ssl_verify) m["sslVerify"] = true;
+  return m;
+}
+
+const Options& checked(const Options& options) {
+  detail::validate_table_prefix(options.table_prefix);
+  if (options.database.empty()) throw UsageError("mysql: no database given (mysql://host/database)", kServiceName);
+  if (options.port < 1 || options.port > 65535) throw UsageError("mysql: port out of range", kServiceName);
+  if (options.beacon_delay.count() < 0) throw UsageError("mysql: beacon_delay must not be negative", kServiceName);
+  return options;
+}
+
+// A compound statement ends with an OK packet after its result set; consume it so that the
+// connection is ready for the next command.
+void drain(::sql::PreparedStatement& ps) {
+  for (int i = 0; i < 8 && ps.getMoreResults(); ++i) {
+  }
+}
+
+}  // namespace
+
+Connection::~Connection() {
+  app.clear();
+  for (auto& p : prepared) p.reset();
+  plain.reset();
+  conn.reset();
+}
+
+double lock_seconds(std::chrono::milliseconds wait) {
+  constexpr double kForeverSeconds = 365.0 * 24 * 3600;
+  if (wait <= std::chrono::milliseconds::zero()) return 0.0;
+  const double s = static_cast<double>(wait.count()) / 1000.0;
+  return s >= kForeverSeconds ? kForeverSeconds : s;
+}
+
+void check_name(std::string_view name) {
+  if (name.empty()) throw UsageError("mysql: lock name is empty", kServiceName);
+}
+
+bool is_broken(Connection& c, const std::exception& e) noexcept {
+  if (is_connection_failure(e) || dynamic_cast<const ConnectionError*>(&e) || dynamic_cast<const InDoubtError*>(&e)) {
+    return true;
+  }
+  try {
+    return !c.conn || c.conn->isClosed();
+  } catch (...) {
+    return true;
+  }
+}
+
+void bind_value(::sql::PreparedStatement& ps, unsigned index, const Value& value) {
+  if (auto* i = std::get_if<std::int64_t>(&value)) {
+    ps.setInt64(index, *i);
+  } else if (auto* d = std::get_if<double>(&value)) {
+    ps.setDouble(index, *d);
+  } else if (auto* s = std::get_if<std::string>(&value)) {
+    ps.setString(index, ::sql::SQLString(*s));
+  } else {
+    ps.setNull(index, ::sql::DataType::SQLNULL);
+  }
+}
+
+namespace {
+
+Value integer_value(::sql::ResultSet& rs, unsigned i, bool is_signed) {
+  if (is_signed) return static_cast<std::int64_t>(rs.getInt64(i));
+  const std::uint64_t u = rs.getUInt64(i);
+  if (u <= static_cast<std::uint64_t>(INT64_MAX)) return static_cast<std::int64_t>(u);
+  return std::to_string(u);
+}
+
+Value column_value(::sql::ResultSet& rs, unsigned i, int type, bool is_signed) {
+  if (rs.isNull(i)) return std::monostate{};
+  switch (type) {
+    case ::sql::DataType::BIT:
+    case ::sql::DataType::TINYINT:
+    case ::sql::DataType::SMALLINT:
+    case ::sql::DataType::MEDIUMINT:
+    case ::sql::DataType::INTEGER:
+    case ::sql::DataType::BIGINT:
+    case ::sql::DataType::YEAR:
+      return integer_value(rs, i, is_signed);
+    case ::sql::DataType::REAL:
+    case ::sql::DataType::DOUBLE:
+      return static_cast<double>(rs.getDouble(i));
+    default:  // DECIMAL (exact, as text like PostgreSQL's numeric), strings, binary, dates
+      return std::string(rs.getString(i).asStdString());
+  }
+}
+
+}  // namespace
+
+Rows fetch_all(::sql::ResultSet& rs) {
+  ::sql::ResultSetMetaData* meta = rs.getMetaData();  // owned by the result set
+  const unsigned n = meta->getColumnCount();
+  std::vector<int> types(n + 1);
+  std::vector<bool> is_signed(n + 1);
+  for (unsigned i = 1; i <= n; ++i) {
+    types[i] = meta->getColumnType(i);
+    is_signed[i] = meta->isSigned(i);
+  }
+  Rows rows;
+  while (rs.next()) {
+    Row row;
+    row.reserve(n);
+    for (unsigned i = 1; i <= n; ++i) row.push_back(column_value(rs, i, types[i], is_signed[i]));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// ---- Context ----
+
+namespace {
+
+struct NamedParams {
+  std::string text;
+  std::vector<std::string> params;
+};
+
+// ":name" outside quotes becomes `?`; the names are kept in order.
+NamedParams to_positional(const std::string& rendered) {
+  NamedParams out;
+  char quote_char = 0;
+  for (std::size_t i = 0; i < rendered.size(); ++i) {
+    const char ch = rendered[i];
+    if (quote_char) {
+      if (ch == quote_char) quote_char = 0;
+    } else if (ch == '\'' || ch == '"') {
+      quote_char = ch;
+    } else if (ch == ':' && i + 1 < rendered.size() &&
+               (std::isalpha(static_cast<unsigned char>(rendered[i + 1])) || rendered[i + 1] == '_')) {
+      std::string param;
+      while (i + 1 < rendered.size() &&
+             (std::isalnum(static_cast<unsigned char>(rendered[i + 1])) || rendered[i + 1] == '_')) {
+        param += rendered[++i];
+      }
+      out.params.push_back(std::move(param));
+      out.text += '?';
+      continue;
+    }
+    out.text += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+Context::Context(Options options)
+    : options_(checked(options)),
+      registry_(sql::kAll, tables(options_.table_prefix)),
+      positional_([this] {
+        std::vector<Positional> out;
+        for (std::size_t i = 0; i < registry_.size(); ++i) {
+          NamedParams n = to_positional(registry_.text(i));
+          out.push_back(Positional{std::move(n.text), std::move(n.params)});
+        }
+        return out;
+      }()),
+      connect_options_(connect_options(options_)),
+      connections_({kServiceName, [this] { return connect(); }, [](Connection& c) { return c.conn != nullptr; },
+                    [](Connection& c, const std::exception& e) { return is_broken(c, e); },
+                    [](const char* what) { rethrow_translated(what); }, kConflictAttempts}) {
+  connections_.pool().put(connect());  // fail at open(), not at first use
+}
+
+std::unique_ptr<Connection> Context::connect() const {
+  auto c = std::make_unique<Connection>();
+  c->prepared.resize(registry_.size());
+  try {
+    ::sql::ConnectOptionsMap options = connect_options_;
+    c->conn.reset(driver()->connect(options));
+    c->plain.reset(c->conn->createStatement());
+    std::unique_ptr<::sql::ResultSet> rs(c->plain->executeQuery(sql::kHello.text));
+    const Rows rows = fetch_all(*rs);
+    const Row& row = rows.at(0);
+    const std::string version = dblock::sql::as_string(row.at(0));
+    c->id = dblock::sql::as_int(row[1]);
+    int major = 0, minor = 0;
+    std::sscanf(version.c_str(), "%d.%d", &major, &minor);
+    if (version.find("MariaDB") == std::string::npos || major < 10 || (major == 10 && minor < 6)) {
+      throw UnsupportedError("mysql: the server is " + version +
+                                 "; this backend needs MariaDB >= 10.6 (it relies on INSERT/DELETE ... RETURNING, "
+                                 "prepared compound statements and SKIP LOCKED)",
+                             kServiceName);
+    }
+    if (dblock::sql::as_int(row[3]) != 0) {
+      throw ConnectionError("mysql: the server is read-only (a replica?); dblock acquires only on the primary",
+                            kServiceName);
+    }
+    c->plain->execute(sql::kSessionSetup.text);
+  } catch (...) {
+    rethrow_translated("connect");
+  }
+  return c;
+}
+
+::sql::PreparedStatement& Context::bound(Connection& c, const dblock::sql::Statement& statement,
+                                         const Args& args) const {
+  const std::size_t index = registry_.index(statement);
+  auto& slot = c.prepared[index];
+  const Positional& p = positional_[index];
+  if (!slot) slot.reset(c.conn->prepareStatement(::sql::SQLString(p.text)));
+  for (std::size_t i = 0; i < p.params.size(); ++i) {
+    auto it = std::find_if(args.begin(), args.end(), [&](const Arg& a) { return p.params[i] == a.name; });
+    if (it == args.end()) throw std::logic_error("mysql: statement parameter :" + p.params[i] + " not bound");
+    bind_value(*slot, static_cast<unsigned>(i + 1), it->value);
+  }
+  return *slot;
+}
+
+Rows Context::query(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
+  ::sql::PreparedStatement& ps = bound(c, statement, args);
+  std::unique_ptr<::sql::ResultSet> rs(ps.executeQuery());
+  Rows rows = fetch_all(*rs);
+  rs.reset();
+  drain(ps);
+  return rows;
+}
+
+std::int64_t Context::update(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
+  ::sql::PreparedStatement& ps = bound(c, statement, args);
+  const std::int64_t n = ps.executeUpdate();
+  drain(ps);
+  return n;
+}
+
+::sql::PreparedStatement& Context::app_statement(Connection& c, std::string_view text) const {
+  for (auto it = c.app.begin(); it != c.app.end(); ++it) {
+    if (it->first == text) {
+      if (it != c.app.begin()) c.app.splice(c.app.begin(), c.app, it);
+      return *c.app.front().second;
+    }
+  }
+  std::unique_ptr<::sql::PreparedStatement> ps(c.conn->prepareStatement(::sql::SQLString(std::string(text))));
+  c.app.emplace_front(std::string(text), std::move(ps));
+  if (c.app.size() > kAppStatementCache) c.app.pop_back();
+  return *c.app.front().second;
+}
+
+}  // namespace dblock::mysql

@@ -1,0 +1,104 @@
+// MariaDB connections (MySQL Connector/C++ 1.1, the JDBC-style API) and what every part of the
+// service shares: the context (options, statements, pooled connections), named-parameter binding
+// and result rows. Internal.
+//
+// Connector/C++'s automatic reconnect (OPT_RECONNECT) is off everywhere: a reconnect would drop the
+// session's GET_LOCKs and open transaction without a word, and for leases dblock decides itself
+// what may be retried. Only the cppconn/ headers are used; mysql_driver.h and mysql_connection.h
+// would pull Boost into the build for nothing.
+#ifndef DBLOCK_SRC_BACKENDS_MYSQL_CONNECTION_H_
+#define DBLOCK_SRC_BACKENDS_MYSQL_CONNECTION_H_
+
+#include <cppconn/connection.h>
+#include <cppconn/prepared_statement.h>
+#include <cppconn/statement.h>
+
+#include <chrono>
+#include <list>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/mysql/mysql.h"
+#include "dblock/sql/features.h"
+#include "retry.h"
+#include "rows.h"
+#include "statement.h"
+
+namespace dblock::mysql {
+
+inline constexpr const char* kServiceName = "mysql";
+
+using dblock::sql::Row;
+using dblock::sql::Rows;
+
+// A named parameter's value (sql.h marks parameters as ":name").
+struct Arg {
+  const char* name;
+  Value value;
+};
+using Args = std::vector<Arg>;
+
+struct Connection {
+  // Declared first, destroyed last: statements are closed before their connection.
+  std::unique_ptr<::sql::Connection> conn;
+  std::int64_t id = 0;  // CONNECTION_ID() at connect
+  std::unique_ptr<::sql::Statement> plain;
+  std::vector<std::unique_ptr<::sql::PreparedStatement>> prepared;  // by Registry index
+  // Application statements (Transaction, row locks, compare-and-set), most recently used first.
+  std::list<std::pair<std::string, std::unique_ptr<::sql::PreparedStatement>>> app;
+
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
+};
+
+// GET_LOCK's timeout argument for a wait: seconds, 0 for none, a year for "forever" (negative is
+// refused by the server).
+double lock_seconds(std::chrono::milliseconds wait);
+// The core never passes an empty name, a direct caller might (the tables refuse it too).
+void check_name(std::string_view name);
+
+// True when `c` must not be reused after `e`.
+bool is_broken(Connection& c, const std::exception& e) noexcept;
+// Every row of `rs`, as Values (unsigned integers above INT64_MAX and decimals as text).
+Rows fetch_all(::sql::ResultSet& rs);
+void bind_value(::sql::PreparedStatement& ps, unsigned index, const Value& value);
+
+class Context {
+ public:
+  // Validates the options; connects once (a bad URL fails at open, not at first use).
+  explicit Context(Options options);
+
+  const Options& options() const { return options_; }
+  // Pooled connections for lease statements, with the retry and in-doubt policy.
+  dblock::sql::Connections<Connection>& connections() { return connections_; }
+
+  // A new connection: a writable MariaDB >= 10.6, READ COMMITTED, UTC. Throws ConnectionError,
+  // UnsupportedError.
+  std::unique_ptr<Connection> connect() const;
+  // Runs a registered statement, binding its parameters by name.
+  Rows query(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
+  std::int64_t update(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
+  // The application statement `text`, prepared on `c` (cached, most recently used first).
+  ::sql::PreparedStatement& app_statement(Connection& c, std::string_view text) const;
+
+ private:
+  struct Positional {
+    std::string text;                 // ":name" turned into `?`
+    std::vector<std::string> params;  // parameter name per `?`, in order
+  };
+  ::sql::PreparedStatement& bound(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
+
+  const Options options_;
+  const dblock::sql::Registry registry_;
+  const std::vector<Positional> positional_;  // by Registry index
+  ::sql::ConnectOptionsMap connect_options_;
+  dblock::sql::Connections<Connection> connections_;
+};
+
+}  // namespace dblock::mysql
+
+#endif  // DBLOCK_SRC_BACKENDS_MYSQL_CONNECTION_H_

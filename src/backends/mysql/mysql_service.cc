@@ -1,0 +1,328 @@
+#include "mysql_service.h"
+
+#include <algorithm>
+
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "keys.h"
+#include "migration.h"
+#include "sql.h"
+
+namespace dblock::mysql {
+
+extern const std::vector<dblock::sql::Migration> kMigrations;
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+using dblock::sql::as_int;
+using dblock::sql::is_null;
+
+// AcquireResult::tag bit: the lease was taken as a queued waiter; waiters are probably queued
+// again, so its release marks the row free first instead of trying the uncontended delete.
+constexpr std::uint32_t kViaQueue = 1;
+constexpr int kFenceSequenceMigration = 2;  // migrations/mysql/0002_fence_sequence.sql
+
+milliseconds ceil_ms(std::int64_t us) { return milliseconds((std::max<std::int64_t>(us, 0) + 999) / 1000); }
+
+// Splits a migration script into statements at ';' outside quotes and comments.
+std::vector<std::string> split_statements(std::string_view script) {
+  std::vector<std::string> out;
+  std::string current;
+  bool has_code = false;
+  for (std::size_t i = 0; i < script.size(); ++i) {
+    const char c = script[i];
+    if (c == '-' && i + 1 < script.size() && script[i + 1] == '-') {
+      while (i < script.size() && script[i] != '\n') ++i;
+      current += '\n';
+      continue;
+    }
+    if (c == '\'' || c == '"' || c == '`') {
+      std::size_t end = i + 1;
+      while (end < script.size() && script[end] != c) end += script[end] == '\\' ? 2 : 1;
+      current.append(script.substr(i, end - i + 1));
+      i = end;
+      has_code = true;
+      continue;
+    }
+    if (c == ';') {
+      if (has_code) out.push_back(current);
+      current.clear();
+      has_code = false;
+      continue;
+    }
+    if (!std::isspace(static_cast<unsigned char>(c))) has_code = true;
+    current += c;
+  }
+  if (has_code) out.push_back(current);
+  return out;
+}
+
+}  // namespace
+
+MysqlService::MysqlService(Options options)
+    : context_(std::move(options)), beacons_(context_), session_locks_(context_), sql_features_(context_) {}
+
+ServiceTraits MysqlService::traits() const {
+  ServiceTraits traits;
+  traits.shared_leases = true;
+  return traits;
+}
+
+// ---- leases ----
+
+AcquireResult MysqlService::try_acquire(const AcquireRequest& request) { return attempt(request, false, Place{}).result; }
+
+FairQueue::Attempt MysqlService::attempt_in_line(const AcquireRequest& request, const Place& place) {
+  return attempt(request, true, place);
+}
+
+FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool queue, const Place& place) {
+  check_name(request.name);
+  const std::int64_t ticket = queue ? place.ticket : 0;
+  const SteadyClock::time_point sent_at = SteadyClock::now();
+  const std::string name(request.name);
+  const std::string secret = request.secret->hex();
+  const Value holder = utf8_cut(request.holder, 255);
+  const std::int64_t ttl_us = request.ttl.count() * 1000;
+  const std::int64_t queue_us = queue ? place.hold_for.count() * 1000 : 0;
+  Attempt out = context_.connections().idempotent([&](Connection& c) {
+    Attempt a;
+    AcquireResult& r = a.result;
+    if (request.mode == LockMode::kShared || ticket != 0) {
+      const Args args = {{"name", name}, {"secret", secret}, {"holder", holder}, {"ttl_us", ttl_us},
+                         {"queue_us", queue_us}, {"ticket", ticket != 0 ? Value(ticket) : Value()}};
+      const Rows rows = context_.query(c, request.mode == LockMode::kShared ? sql::kAcquireShared
+                                                                             : sql::kAcquireExclusiveQueued, args);
+      const Row& row = rows.at(0);
+      r.acquired = as_int(row.at(0)) == 1;
+      if (r.acquired) {
+        r.fence = as_int(row[1]);
+        r.expires_at_us = as_int(row[2]);
+        if (ticket != 0) r.tag = kViaQueue;
+      } else {
+        r.holder_remaining = ceil_ms(as_int(row[3]));
+        a.ticket = as_int(row[4]);
+        a.position = static_cast<int>(as_int(row[5]));
+      }
+      return a;
+    }
+    const Rows rows = context_.query(c, sql::kAcquireExclusive,
+                                     {{"name", name}, {"secret", secret}, {"holder", holder}, {"ttl_us", ttl_us}});
+    const Row& row = rows.at(0);
+    r.acquired = !is_null(row.at(0)) && as_int(row[0]) == 1;
+    if (r.acquired) {
+      r.fence = as_int(row[1]);
+      r.expires_at_us = as_int(row[2]);
+      return a;
+    }
+    r.holder_remaining = ceil_ms(as_int(row[3]));
+    if (queue) {
+      const Rows q = context_.query(c, sql::kQueue, {{"name", name}, {"secret", secret}, {"queue_us", queue_us}});
+      a.ticket = as_int(q.at(0).at(0));
+      a.position = static_cast<int>(as_int(q[0][1]));
+      if (!is_null(q[0][2])) r.holder_remaining = ceil_ms(as_int(q[0][2]));
+    }
+    return a;
+  });
+  if (out.result.acquired) beacons_.hold(name, secret, sent_at + request.ttl);
+  return out;
+}
+
+RenewResult MysqlService::renew(const LeaseKey& lease, milliseconds ttl) {
+  check_name(lease.name);
+  const SteadyClock::time_point sent_at = SteadyClock::now();
+  const std::string name(lease.name);
+  const std::string hex = lease.secret->hex();
+  RenewResult result = context_.connections().idempotent([&](Connection& c) {
+    RenewResult r;
+    const Rows rows = context_.query(c, lease.mode == LockMode::kExclusive ? sql::kRenewExclusive : sql::kRenewReader,
+                                     {{"name", name}, {"secret", hex}, {"ttl_us", std::int64_t{ttl.count() * 1000}}});
+    r.renewed = as_int(rows.at(0).at(0)) == 1;
+    if (r.renewed) r.expires_at_us = as_int(rows[0][1]);
+    return r;
+  });
+  if (result.renewed) {
+    beacons_.refresh(name, hex, sent_at + ttl);
+  } else {
+    beacons_.drop(name, hex, false);
+  }
+  return result;
+}
+
+bool MysqlService::release(const LeaseKey& lease) {
+  check_name(lease.name);
+  const std::string key(lease.name);
+  const std::string hex = lease.secret->hex();
+  // Whatever the outcome, this service stops advertising the lease to waiters.
+  struct DropBeacon {
+    Beacons& beacons;
+    const std::string& name;
+    const std::string& secret;
+    ~DropBeacon() { beacons.drop(name, secret, true); }
+  } drop{beacons_, key, hex};
+  // Which release statement goes first is a guess (both orders are correct; a wrong guess costs
+  // a round trip): a lease acquired after queueing probably has waiters again, so its row is
+  // marked free at once instead of first trying the uncontended delete.
+  const bool contended = (lease.tag & kViaQueue) != 0;
+  // nullopt: nothing of this owner's found (already released, or never held).
+  auto attempt = [&](Connection& c) -> std::optional<bool> {
+    const Args args = {{"name", key}, {"secret", hex}};
+    if (lease.mode == LockMode::kExclusive) {
+      if (!contended && context_.update(c, sql::kReleaseExclusiveUnqueued, args) == 1) return true;
+      if (context_.update(c, sql::kReleaseExclusive, args) == 1) return true;
+      return std::nullopt;  // includes this owner's expired row: "not held" either way
+    }
+    const Rows rows = context_.query(c, sql::kReleaseReader, args);
+    if (rows.empty() || is_null(rows[0][0])) return std::nullopt;
+    return as_int(rows[0][0]) == 1;
+  };
+  return context_.connections().release(attempt, lease.name).value_or(false);
+}
+
+void MysqlService::lease_lost(const LeaseKey& lease) noexcept {
+  try {
+    beacons_.drop(std::string(lease.name), lease.secret->hex(), false);
+  } catch (...) {
+  }
+}
+
+bool MysqlService::force_release(std::string_view name) {
+  check_name(name);
+  return context_.connections().idempotent([&](Connection& c) {
+    return as_int(context_.query(c, sql::kForceRelease, {{"name", std::string(name)}}).at(0).at(0)) > 0;
+  });
+}
+
+std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) {
+  return context_.connections().idempotent([&](Connection& c) {
+    const Rows rows =
+        name ? context_.query(c, sql::kListOne, {{"name", std::string(*name)}}) : context_.query(c, sql::kListAll, {});
+    std::vector<LeaseInfo> out;
+    for (const Row& row : rows) out.push_back(dblock::sql::lease_info(row));
+    return out;
+  });
+}
+
+// ---- the queue, the native wait and the probe ----
+
+void MysqlService::leave(std::string_view name, const OwnerSecret& secret) {
+  check_name(name);
+  context_.connections().idempotent([&](Connection& c) {
+    return context_.update(c, sql::kLeaveQueue, {{"name", std::string(name)}, {"secret", secret.hex()}});
+  });
+}
+
+FairQueue::Position MysqlService::position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) {
+  check_name(name);
+  return context_.connections().idempotent([&](Connection& c) {
+    const Rows rows =
+        context_.query(c, sql::kQueueStatus, {{"name", std::string(name)}, {"secret", secret.hex()}, {"ticket", ticket}});
+    Position status;
+    status.waiters_ahead = static_cast<int>(as_int(rows.at(0).at(0)));
+    status.holder_remaining = is_null(rows[0][1]) ? milliseconds(0) : ceil_ms(as_int(rows[0][1]));
+    return status;
+  });
+}
+
+NativeWait::Outcome MysqlService::wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                                                milliseconds max_wait) {
+  if (max_wait <= milliseconds::zero()) return Outcome::kUnavailable;
+  try {
+    const Rows rows = context_.connections().run([&](Connection& c) {
+      // The holder is assumed to use this service's beacon delay; the margin covers its beacon
+      // thread's wake-up and round trip on a busy machine. Against a holder without beacons this
+      // costs a waiter at most that long before it falls back to polling.
+      const std::int64_t grace_us = context_.options().beacon_delay.count() + 20'000;
+      return context_.query(c, sql::kWaitTurn,
+                            {{"key", beacons_.key(name)}, {"name", std::string(name)}, {"secret", secret.hex()},
+                             {"ticket", ticket}, {"grace_us", grace_us},
+                             {"timeout_us", static_cast<std::int64_t>(max_wait.count()) * 1000}});
+    });
+    // -1: held with no beacon to block on; NULL: GET_LOCK failed. The engine polls then.
+    if (rows.empty() || is_null(rows[0][0]) || as_int(rows[0][0]) < 0) return Outcome::kUnavailable;
+    return Outcome::kWoken;
+  } catch (const Error&) {
+    // Waiting is an optimisation: the next attempt reports real trouble.
+    return Outcome::kUnavailable;
+  }
+}
+
+milliseconds MysqlService::holder_remaining(std::string_view name) {
+  check_name(name);
+  return context_.connections().idempotent([&](Connection& c) {
+    const Rows rows = context_.query(c, sql::kRemaining, {{"name", std::string(name)}});
+    if (rows.empty()) return milliseconds(0);  // no row: free
+    return duration_cast<milliseconds>(microseconds(as_int(rows[0][0])));
+  });
+}
+
+// ---- maintenance ----
+
+int MysqlService::current_version(Connection& c) {
+  const Rows exists = context_.query(c, sql::kTableExists, {{"table", context_.options().table_prefix + "schema_version"}});
+  if (as_int(exists.at(0).at(0)) == 0) return 0;
+  return static_cast<int>(as_int(context_.query(c, sql::kSchemaVersion, {}).at(0).at(0)));
+}
+
+int MysqlService::schema_version() {
+  return context_.connections().idempotent([&](Connection& c) { return current_version(c); });
+}
+
+void MysqlService::migrate(bool create) {
+  const Options& o = context_.options();
+  auto c = context_.connections().pool().borrow();
+  const std::string key = internal_key(o.database, o.table_prefix, "migrate", "");
+  bool locked = false;
+  try {
+    const Rows got = context_.query(*c, sql::kMigrationLock, {{"key", key}});
+    if (got.empty() || as_int(got[0][0]) != 1) {
+      throw TimeoutError("mysql: another process held the migration lock for 60 s", kServiceName, "", true);
+    }
+    locked = true;
+    const int current = current_version(*c);
+    const int latest = dblock::sql::latest_migration(kMigrations);
+    dblock::sql::check_schema_version(kServiceName, "dblock tables are", current, latest, create);
+    // DDL commits implicitly; every migration statement is idempotent (IF NOT EXISTS, INSERT
+    // IGNORE, SETVAL), so one interrupted half-way is completed by the next run.
+    const auto apply = [&](const dblock::sql::Migration& m) {
+      for (const std::string& statement : split_statements(dblock::sql::render_migration(m.sql, o.table_prefix))) {
+        c->plain->execute(::sql::SQLString(statement));
+      }
+    };
+    for (const auto& m : kMigrations) {
+      if (m.number <= current) continue;
+      apply(m);
+      context_.update(*c, sql::kRecordMigration, {{"version", std::int64_t{m.number}}, {"name", std::string(m.name)}});
+    }
+    // The fence sequence dropped by hand: re-applying its migration recreates it above every
+    // fence still in the tables and at least at the server time in microseconds.
+    if (create && latest >= kFenceSequenceMigration &&
+        as_int(context_.query(*c, sql::kTableExists, {{"table", o.table_prefix + "fence"}}).at(0).at(0)) == 0) {
+      for (const auto& m : kMigrations) {
+        if (m.number == kFenceSequenceMigration) apply(m);
+      }
+    }
+    context_.query(*c, sql::kMigrationUnlock, {{"key", key}});
+  } catch (const std::exception& e) {
+    // Closing the connection also frees the migration lock.
+    if (locked || is_broken(*c, e)) c.discard();
+    rethrow_translated("migration");
+  }
+}
+
+std::size_t MysqlService::reap(std::size_t batch) {
+  const auto limit = static_cast<std::int64_t>(std::min<std::size_t>(batch, 1'000'000));
+  return context_.connections().idempotent([&](Connection& c) {
+    std::size_t n = 0;
+    for (const auto* statement : {&sql::kReapLeases, &sql::kReapReaders, &sql::kReapWaiters}) {
+      n += static_cast<std::size_t>(context_.update(c, *statement, {{"batch", limit}}));
+    }
+    return n;
+  });
+}
+
+}  // namespace dblock::mysql

@@ -1,0 +1,92 @@
+#include "connection.h"
+
+#include <vector>
+
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "internal.h"
+#include "sql.h"
+
+// libpqxx 6 marks inhibit_reactivation deprecated (7.x removed reactivation altogether); on 6 it
+// is the only way to turn the silent reconnect off.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dblock::postgresql {
+
+dblock::sql::Placeholders tables(const std::string& prefix) {
+  dblock::sql::Placeholders p;
+  p.set('L', detail::quote_identifier(prefix + "leases"))
+      .set('R', detail::quote_identifier(prefix + "readers"))
+      .set('W', detail::quote_identifier(prefix + "waiters"))
+      .set('V', detail::quote_identifier(prefix + "schema_version"))
+      .set('S', "'" + detail::quote_identifier(prefix + "fence_seq") + "'");
+  return p;
+}
+
+namespace {
+
+std::vector<const dblock::sql::Statement*> all_statements() {
+  std::vector<const dblock::sql::Statement*> all(std::begin(sql::kPrepared), std::end(sql::kPrepared));
+  all.insert(all.end(), std::begin(sql::kAdHoc), std::end(sql::kAdHoc));
+  return all;
+}
+
+const Options& checked(const Options& options) {
+  detail::validate_table_prefix(options.table_prefix);
+  if (options.conninfo.empty()) throw UsageError("postgresql: empty connection string", kServiceName);
+  return options;
+}
+
+}  // namespace
+
+Value to_value(const pqxx::field& f) {
+  if (f.is_null()) return std::monostate{};
+  switch (f.type()) {
+    case 20: case 21: case 23: return f.as<std::int64_t>();  // int8, int2, int4
+    case 700: case 701: return f.as<double>();               // float4, float8
+    case 16: return std::int64_t{f.as<bool>() ? 1 : 0};      // bool
+    default: return f.as<std::string>();
+  }
+}
+
+bool broken(Connection& c, const std::exception& e) noexcept {
+  return is_connection_failure(e) || !c.conn || !c.conn->is_open();
+}
+
+Context::Context(Options options)
+    : options_(checked(options)),
+      registry_(all_statements(), tables(options_.table_prefix)),
+      connections_({kServiceName, [this] { return connect(); },
+                    [](Connection& c) { return c.conn && c.conn->is_open(); },
+                    [](Connection& c, const std::exception& e) { return broken(c, e); },
+                    [](const char* what) { rethrow_translated(what); }, 1}) {
+  connections_.pool().put(connect());  // fail at open(), not at first use
+}
+
+std::unique_ptr<Connection> Context::connect() const {
+  auto c = std::make_unique<Connection>();
+  try {
+    c->conn = std::make_unique<pqxx::connection>(options_.conninfo);
+    c->conn->inhibit_reactivation(true);
+    pqxx::nontransaction tx(*c->conn);
+    pqxx::row hello = tx.exec1(text(sql::kHello));
+    if (hello[0].as<bool>()) {
+      throw ConnectionError("postgresql: the server is in recovery (a standby); dblock acquires only on the primary",
+                            kServiceName);
+    }
+    c->backend_pid = hello[1].as<int>();
+  } catch (...) {
+    rethrow_translated("connect");
+  }
+  for (const dblock::sql::Statement* s : sql::kPrepared) c->conn->prepare(s->name, registry_.text(*s));
+  return c;
+}
+
+pqxx::result Context::exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const {
+  pqxx::nontransaction tx(*c.conn);
+  auto ptrs = params.pointers();
+  if (options_.prepared) return tx.exec_prepared(statement.name, pqxx::prepare::make_dynamic_params(ptrs));
+  return tx.exec_params(registry_.text(statement), pqxx::prepare::make_dynamic_params(ptrs));
+}
+
+}  // namespace dblock::postgresql

@@ -1,0 +1,142 @@
+// PostgreSQL connections (libpqxx) and the plumbing every part of the service shares: statement
+// parameters, result values, and the context (options, statements, pooled connections). Internal.
+//
+// libpqxx's silent reconnection ("reactivation") is disabled on every connection: a reconnect must
+// never hide a lost session lock, and for leases dblock decides itself what may be retried.
+#ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_CONNECTION_H_
+#define DBLOCK_SRC_BACKENDS_POSTGRESQL_CONNECTION_H_
+
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/postgresql/postgresql.h"
+#include "dblock/sql/features.h"
+#include "retry.h"
+#include "statement.h"
+
+namespace dblock::postgresql {
+
+inline constexpr const char* kServiceName = "postgresql";
+
+inline std::string uuid_text(const OwnerSecret& secret) {
+  std::string hex = secret.hex();
+  return hex.substr(0, 8) + "-" + hex.substr(8, 4) + "-" + hex.substr(12, 4) + "-" + hex.substr(16, 4) + "-" +
+         hex.substr(20);
+}
+
+// Statement parameters in text form; nullopt is SQL NULL.
+class Params {
+ public:
+  Params& add(std::string_view text) {
+    values_.emplace_back(std::string(text));
+    return *this;
+  }
+  Params& add(std::int64_t v) {
+    values_.emplace_back(std::to_string(v));
+    return *this;
+  }
+  Params& add(const OwnerSecret& secret) {
+    values_.emplace_back(uuid_text(secret));
+    return *this;
+  }
+  Params& add_null() {
+    values_.emplace_back(std::nullopt);
+    return *this;
+  }
+  Params& add_value(const Value& value) {
+    if (std::holds_alternative<std::monostate>(value)) return add_null();
+    if (auto* i = std::get_if<std::int64_t>(&value)) return add(*i);
+    if (auto* d = std::get_if<double>(&value)) {
+      char buf[64];
+      std::snprintf(buf, sizeof(buf), "%.17g", *d);
+      return add(std::string_view(buf));
+    }
+    return add(std::string_view(std::get<std::string>(value)));
+  }
+  std::vector<const char*> pointers() const {
+    std::vector<const char*> out;
+    for (const auto& v : values_) out.push_back(v ? v->c_str() : nullptr);
+    return out;
+  }
+
+ private:
+  std::vector<std::optional<std::string>> values_;
+};
+
+
+// Turns the portable `?` placeholders of Transaction::execute into $1, $2, ... outside quotes.
+inline std::string number_placeholders(std::string_view sql) {
+  std::string out;
+  int n = 0;
+  char quote = 0;
+  for (char c : sql) {
+    if (quote) {
+      if (c == quote) quote = 0;
+      out += c;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+      out += c;
+    } else if (c == '?') {
+      out += "$" + std::to_string(++n);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// The lock_timeout setting for a wait: "<n>ms", or "0" (no limit) for waits of a year or more
+// (kWaitForever).
+inline std::string lock_timeout_text(std::chrono::milliseconds wait) {
+  return wait >= std::chrono::hours(24 * 365) ? std::string("0") : std::to_string(wait.count()) + "ms";
+}
+
+// What the "{X}" of sql.h stand for with tables named by `prefix` (REQUIRES: validated).
+dblock::sql::Placeholders tables(const std::string& prefix);
+
+// A result field as a dblock Value (integers, floats, booleans as 0/1, the rest as text).
+Value to_value(const pqxx::field& f);
+
+struct Connection {
+  std::unique_ptr<pqxx::connection> conn;
+  int backend_pid = 0;  // pg_backend_pid() at connect: the server session this connection is on
+};
+
+// True when `c` must not be reused after `e`.
+bool broken(Connection& c, const std::exception& e) noexcept;
+
+// What every part of the service shares. Constant after construction but for the pool.
+class Context {
+ public:
+  // Validates the options; connects once (a bad URL fails at open, not at first use).
+  explicit Context(Options options);
+
+  const Options& options() const { return options_; }
+  const dblock::sql::Registry& statements() const { return registry_; }
+  // Pooled connections for lease statements, with the retry and in-doubt policy.
+  dblock::sql::Connections<Connection>& connections() { return connections_; }
+
+  // A new connection: not a standby, reconnection off, kPrepared statements registered.
+  std::unique_ptr<Connection> connect() const;
+  // Runs a registered statement in autocommit: prepared by name (unless Options::prepared is
+  // false), else as text.
+  pqxx::result exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const;
+  // The rendered text of a registered statement.
+  const std::string& text(const dblock::sql::Statement& statement) const { return registry_.text(statement); }
+
+ private:
+  const Options options_;
+  const dblock::sql::Registry registry_;
+  dblock::sql::Connections<Connection> connections_;
+};
+
+}  // namespace dblock::postgresql
+
+#endif  // DBLOCK_SRC_BACKENDS_POSTGRESQL_CONNECTION_H_

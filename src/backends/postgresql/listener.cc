@@ -1,0 +1,140 @@
+#include "listener.h"
+
+#include <algorithm>
+#include <random>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+// libpqxx 6 marks inhibit_reactivation deprecated; on 6 it is the only way to turn it off.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace dblock::postgresql {
+
+namespace {
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+}  // namespace
+
+NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag)
+    : conninfo_(std::move(conninfo)),
+      channel_(std::move(channel)),
+      grant_tag_(grant_tag),
+      wake_slot_(static_cast<int>(std::random_device{}() % 1024)),
+      wake_channel_(channel_ + "_" + std::to_string(wake_slot_)) {}
+
+NotifyListener::~NotifyListener() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void NotifyListener::set_listener(Listener listener) {
+  {
+    std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    on_event_ = std::move(listener);
+    if (!on_event_ || thread_.joinable()) return;
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+void NotifyListener::subscribe(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++subscribed_[std::string(name)];
+}
+
+void NotifyListener::unsubscribe(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = subscribed_.find(std::string(name));
+  if (it != subscribed_.end() && --it->second == 0) subscribed_.erase(it);
+}
+
+void NotifyListener::loop() {
+  struct Receiver final : pqxx::notification_receiver {
+    Receiver(pqxx::connection& c, const std::string& channel, NotifyListener& l)
+        : pqxx::notification_receiver(c, channel), listener(l) {}
+    void operator()(const std::string& payload, int) override { listener.dispatch(payload); }
+    NotifyListener& listener;
+  };
+  int failures = 0;
+  while (true) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stop_) return;
+    }
+    try {
+      pqxx::connection c(conninfo_);
+      c.inhibit_reactivation(true);
+      Receiver shared(c, channel_, *this);       // "whoever is first", old versions, force-releases
+      Receiver own(c, wake_channel_, *this);     // releases that name this instance's waiters
+      failures = 0;
+      dispatch_all();
+      while (true) {
+        {
+          std::lock_guard<std::mutex> lock(mutex_);
+          if (stop_) return;
+        }
+        c.await_notification(0, 100'000);  // bounded, so shutdown is noticed within 100 ms
+      }
+    } catch (const std::exception&) {
+      // Waiters fall back to polling meanwhile; reconnect with a growing pause.
+      std::unique_lock<std::mutex> lock(mutex_);
+      const auto pause = milliseconds(std::min(2000, 100 << std::min(failures++, 4)));
+      if (cv_.wait_for(lock, pause, [this] { return stop_; })) return;
+    }
+  }
+}
+
+void NotifyListener::dispatch(const std::string& payload) {
+  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
+  Listener listener;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listener = on_event_;
+  }
+  if (!listener) return;
+  const std::size_t sep = payload.find('\x1f');
+  Event event;
+  event.name = std::string_view(payload).substr(0, sep);
+  if (sep != std::string::npos) {
+    std::vector<std::int64_t> fields;
+    try {
+      for (std::size_t at = sep + 1; at <= payload.size();) {
+        const std::size_t end = std::min(payload.find('\x1f', at), payload.size());
+        fields.push_back(std::stoll(payload.substr(at, end - at)));
+        at = end + 1;
+      }
+    } catch (const std::exception&) {
+      fields.clear();
+    }
+    if (fields.size() == 1 || fields.size() == 4) event.next_ticket = fields[0];
+    if (fields.size() == 4 && fields[0] != 0 && fields[2] > 0) {
+      event.kind = Kind::kGranted;
+      event.grant = Grant{fields[0], fields[1], microseconds(fields[2]), fields[3], grant_tag_};
+    }
+  }
+  listener(event);
+}
+
+void NotifyListener::dispatch_all() {
+  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
+  std::vector<std::string> names;
+  Listener listener;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listener = on_event_;
+    for (const auto& [name, count] : subscribed_) names.push_back(name);
+  }
+  if (!listener) return;
+  for (const auto& name : names) {
+    Event event;
+    event.name = name;
+    listener(event);
+  }
+}
+
+}  // namespace dblock::postgresql

@@ -1,0 +1,318 @@
+#include "postgresql_service.h"
+
+#include <algorithm>
+
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "internal.h"
+#include "migration.h"
+#include "rows.h"
+#include "sql.h"
+
+namespace dblock::postgresql {
+
+extern const std::vector<dblock::sql::Migration> kMigrations;
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+// AcquireResult::tag bit: the lease was taken (or granted) as a queued waiter, whose queue entry
+// its release deletes (sql::kReleaseExclusiveInPlace).
+constexpr std::uint32_t kViaQueue = 1;
+// How long after a release that woke a waiter the releasing side skips its unqueued attempt.
+constexpr milliseconds kReleasedToQueueWindow{250};
+
+milliseconds remaining_ms(const pqxx::field& f) {
+  const std::int64_t us = f.is_null() ? 0 : f.as<std::int64_t>();
+  return duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(us, 0)));
+}
+
+}  // namespace
+
+PostgresService::PostgresService(Options options)
+    : context_(std::move(options)),
+      listener_(context_.options().conninfo, context_.options().table_prefix + "release", kViaQueue),
+      session_locks_(context_),
+      sql_features_(context_) {}
+
+ServiceTraits PostgresService::traits() const {
+  ServiceTraits traits;
+  traits.shared_leases = true;
+  return traits;
+}
+
+// ---- leases ----
+
+AcquireResult PostgresService::try_acquire(const AcquireRequest& request) {
+  return attempt(request, false, Place{}).result;
+}
+
+FairQueue::Attempt PostgresService::attempt_in_line(const AcquireRequest& request, const Place& place) {
+  return attempt(request, true, place);
+}
+
+FairQueue::Attempt PostgresService::attempt(const AcquireRequest& request, bool queue, const Place& place) {
+  const std::int64_t ticket = queue ? place.ticket : 0;
+  // A waiter's first attempt right after this service's own release of the name woke a queued
+  // waiter would be refused (the queue marker stands), so it only joins the queue.
+  const bool skip_attempt =
+      request.mode == LockMode::kExclusive && queue && ticket == 0 && take_released_to_queue(request.name);
+  return context_.connections().idempotent([&](Connection& c) {
+    Attempt out;
+    Params p;
+    p.add(request.name).add(*request.secret).add(request.holder).add(request.ttl.count() * std::int64_t{1000});
+    // The unqueued exclusive statement has no ticket parameter (it reads no queue).
+    if (ticket != 0) {
+      p.add(ticket);
+    } else if (request.mode == LockMode::kShared) {
+      p.add_null();
+    }
+    const auto& statement = request.mode == LockMode::kShared
+                                ? sql::kAcquireShared
+                                : (ticket != 0 ? sql::kAcquireExclusiveQueued : sql::kAcquireExclusive);
+    pqxx::result r;
+    if (!skip_attempt) r = exec(c, statement, p);
+    if (!r.empty()) {
+      out.result.acquired = true;
+      out.result.fence = r[0][0].as<std::int64_t>();
+      out.result.expires_at_us = r[0][1].as<std::int64_t>();
+      if (ticket != 0) out.result.tag = kViaQueue;
+      return out;
+    }
+    out.result.holder_remaining = milliseconds(0);
+    if (queue) join_queue(c, request, ticket, place, out);
+    return out;
+  });
+}
+
+void PostgresService::join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket,
+                                 const Place& place, Attempt& out) {
+  Params q;
+  q.add(request.name).add(*request.secret).add(place.hold_for.count() * std::int64_t{1000});
+  if (ticket != 0) q.add(ticket); else q.add_null();
+  // An exclusive waiter may be granted the lease by the release (kReleaseExclusiveInPlace).
+  q.add(request.holder);
+  if (request.mode == LockMode::kExclusive) q.add(request.ttl.count() * std::int64_t{1000}); else q.add_null();
+  q.add(std::int64_t{listener_.wake_slot()});
+  pqxx::result r;
+  for (int collisions = 0;; ++collisions) {
+    try {
+      r = exec(c, sql::kQueue, q);
+      break;
+    } catch (const pqxx::unique_violation&) {
+      // A new ticket equal to another waiter's of the name (joined in the same microsecond):
+      // nothing was written; joining again draws a later one.
+      if (collisions >= 3 || ticket != 0) throw;
+    }
+  }
+  out.ticket = r[0][0].as<std::int64_t>();
+  out.position = static_cast<int>(r[0][1].as<std::int64_t>());
+  out.result.holder_remaining = remaining_ms(r[0][2]);
+}
+
+RenewResult PostgresService::renew(const LeaseKey& lease, milliseconds ttl) {
+  return context_.connections().idempotent([&](Connection& c) {
+    RenewResult result;
+    Params p;
+    p.add(lease.name).add(*lease.secret).add(ttl.count() * std::int64_t{1000});
+    pqxx::result r = exec(c, lease.mode == LockMode::kExclusive ? sql::kRenewExclusive : sql::kRenewReader, p);
+    if (!r.empty()) {
+      result.renewed = true;
+      result.expires_at_us = r[0][0].as<std::int64_t>();
+    }
+    return result;
+  });
+}
+
+bool PostgresService::release(const LeaseKey& lease) {
+  const bool exclusive = lease.mode == LockMode::kExclusive;
+  Params p;
+  p.add(lease.name).add(*lease.secret).add(listener_.channel());
+  // Taken as a queued waiter: free the row in place, keeping its marker and deleting our queue
+  // entry (kReleaseExclusiveInPlace); when that finds no live lease of ours, the plain release
+  // below reports what it finds.
+  const bool in_place = exclusive && (lease.tag & kViaQueue) != 0;
+  bool queued = false;       // exclusive: waiters were queued, the marked row must be re-created
+  bool woke_waiter = false;  // exclusive: the release notified a queued waiter
+  const std::optional<bool> outcome = context_.connections().release(
+      [&](Connection& c) -> std::optional<bool> {
+        if (in_place) {
+          pqxx::result r = exec(c, sql::kReleaseExclusiveInPlace, p);
+          if (!r.empty()) {
+            woke_waiter = r[0][0].as<bool>();  // woken, or granted the lease (r[0][1])
+            return true;
+          }
+        }
+        pqxx::result r = exec(c, exclusive ? sql::kReleaseExclusive : sql::kReleaseReader, p);
+        if (r.empty()) return std::nullopt;
+        queued = exclusive && r[0][1].as<bool>();
+        woke_waiter = queued;
+        return r[0][0].as<bool>();
+      },
+      lease.name);
+  if (outcome && woke_waiter) note_released_to_queue(lease.name);
+  if (outcome && queued) {
+    // Before this call returns (so before this manager could try the name again): waiters keep
+    // their place. Best effort: if it fails, their next queue refresh marks the row again.
+    try {
+      Params q;
+      q.add(lease.name);
+      context_.connections().run([&](Connection& c) { return exec(c, sql::kRemarkReleased, q).size(); });
+    } catch (const Error&) {
+    }
+  }
+  return outcome.value_or(false);
+}
+
+bool PostgresService::force_release(std::string_view name) {
+  return context_.connections().idempotent([&](Connection& c) {
+    Params p;
+    p.add(name).add(listener_.channel());
+    return exec(c, sql::kForceRelease, p)[0][0].as<std::int64_t>() > 0;
+  });
+}
+
+std::vector<LeaseInfo> PostgresService::list(std::optional<std::string_view> name) {
+  return context_.connections().idempotent([&](Connection& c) {
+    Params p;
+    if (name) p.add(*name); else p.add_null();
+    std::vector<LeaseInfo> out;
+    for (const auto& r : exec(c, sql::kList, p)) {
+      dblock::sql::Row row;
+      for (const auto& f : r) row.push_back(to_value(f));
+      out.push_back(dblock::sql::lease_info(row));
+    }
+    return out;
+  });
+}
+
+// ---- the queue and the probe ----
+
+void PostgresService::leave(std::string_view name, const OwnerSecret& secret) {
+  const bool granted = context_.connections().idempotent([&](Connection& c) {
+    Params p;
+    p.add(name).add(secret);
+    pqxx::result r = exec(c, sql::kLeaveQueue, p);
+    return !r.empty() && r[0][0].as<bool>();
+  });
+  // A release granted this waiter the lease after it gave up (its notification came too late, or
+  // never): hand it on, as its holder would.
+  if (granted) release(LeaseKey{name, LockMode::kExclusive, &secret, kViaQueue});
+}
+
+FairQueue::Position PostgresService::position(std::string_view name, const OwnerSecret& secret,
+                                              std::int64_t ticket) {
+  return context_.connections().idempotent([&](Connection& c) {
+    Params p;
+    p.add(name).add(secret).add(ticket);
+    pqxx::result r = exec(c, sql::kQueueStatus, p);
+    return Position{static_cast<int>(r[0][0].as<std::int64_t>()), remaining_ms(r[0][1])};
+  });
+}
+
+milliseconds PostgresService::holder_remaining(std::string_view name) {
+  return context_.connections().idempotent([&](Connection& c) {
+    Params p;
+    p.add(name);
+    pqxx::result r = exec(c, sql::kRemaining, p);
+    if (r.empty()) return milliseconds(0);  // no row: free
+    return duration_cast<milliseconds>(microseconds(r[0][0].as<std::int64_t>()));
+  });
+}
+
+void PostgresService::note_released_to_queue(std::string_view name) {
+  std::lock_guard<std::mutex> lock(released_mutex_);
+  if (released_to_queue_.size() >= 64) released_to_queue_.clear();  // bounded; only a hint
+  released_to_queue_.insert_or_assign(std::string(name), SteadyClock::now());
+}
+
+bool PostgresService::take_released_to_queue(std::string_view name) {
+  std::lock_guard<std::mutex> lock(released_mutex_);
+  auto it = released_to_queue_.find(name);
+  if (it == released_to_queue_.end()) return false;
+  const bool fresh = SteadyClock::now() - it->second < kReleasedToQueueWindow;
+  released_to_queue_.erase(it);
+  return fresh;
+}
+
+// ---- maintenance ----
+
+void PostgresService::migrate(bool create) {
+  auto c = context_.connections().pool().borrow();
+  try {
+    pqxx::work tx(*c->conn);
+    tx.exec_params(context_.text(sql::kMigrationLock), advisory_key(context_.options().table_prefix + ":migrate"));
+    const std::string version_table = detail::quote_identifier(context_.options().table_prefix + "schema_version");
+    int current = 0;
+    if (tx.exec_params1(context_.text(sql::kSchemaVersionExists), version_table)[0].as<bool>()) {
+      current = tx.exec1(context_.text(sql::kSchemaVersion))[0].as<int>();
+    }
+    dblock::sql::check_schema_version(kServiceName, "dblock tables are", current,
+                                      dblock::sql::latest_migration(kMigrations), create);
+    for (const auto& m : kMigrations) {
+      if (m.number <= current) continue;
+      tx.exec(dblock::sql::render_migration(m.sql, context_.options().table_prefix));
+      tx.exec_params(context_.text(sql::kRecordMigration), m.number, std::string(m.name));
+    }
+    set_persistence(tx);
+    tx.commit();
+  } catch (...) {
+    c.discard();
+    rethrow_translated("migration");
+  }
+}
+
+// Options::unlogged: switches the lease tables (waiters are always UNLOGGED; the fence sequence
+// stays logged).
+void PostgresService::set_persistence(pqxx::work& tx) {
+  const std::optional<bool>& unlogged = context_.options().unlogged;
+  if (!unlogged) return;
+  for (const char* suffix : {"leases", "readers"}) {
+    const std::string table = detail::quote_identifier(context_.options().table_prefix + suffix);
+    if (tx.exec_params1(context_.text(sql::kIsUnlogged), table)[0].as<bool>() == *unlogged) continue;
+    const auto& statement = *unlogged ? sql::kSetUnlogged : sql::kSetLogged;
+    tx.exec(dblock::sql::render(context_.text(statement), dblock::sql::Placeholders().set('T', table)));
+  }
+}
+
+int PostgresService::schema_version() {
+  return context_.connections().idempotent([&](Connection& c) {
+    pqxx::nontransaction tx(*c.conn);
+    const std::string version_table = detail::quote_identifier(context_.options().table_prefix + "schema_version");
+    if (!tx.exec_params1(context_.text(sql::kSchemaVersionExists), version_table)[0].as<bool>()) return 0;
+    return tx.exec1(context_.text(sql::kSchemaVersion))[0].as<int>();
+  });
+}
+
+// A pass is a run of calls that each reap a full batch of leases; the next call after a short
+// batch starts a new pass from the oldest expiry (see kReapLeases).
+std::size_t PostgresService::reap(std::size_t batch) {
+  std::lock_guard<std::mutex> lock(reap_mutex_);
+  return context_.connections().idempotent([&](Connection& c) {
+    Params p;
+    p.add(static_cast<std::int64_t>(batch));
+    if (reap_after_expiry_us_) p.add(*reap_after_expiry_us_); else p.add_null();
+    p.add(reap_after_name_);
+    pqxx::result leases = exec(c, sql::kReapLeases, p);
+    std::size_t n = leases.empty() ? 0 : leases[0][0].as<std::size_t>();
+    if (n < batch) {
+      reap_after_expiry_us_.reset();
+      reap_after_name_.clear();
+    } else {
+      reap_after_expiry_us_ =
+          leases[0][1].is_null() ? std::nullopt : std::optional<std::int64_t>(leases[0][1].as<std::int64_t>());
+      reap_after_name_ = leases[0][2].as<std::string>();
+    }
+    Params q;
+    q.add(static_cast<std::int64_t>(batch));
+    n += exec(c, sql::kReapReaders, q)[0][0].as<std::size_t>();
+    n += exec(c, sql::kReapWaiters, q)[0][0].as<std::size_t>();
+    return n;
+  });
+}
+
+}  // namespace dblock::postgresql

@@ -1,0 +1,93 @@
+// The PostgreSQL lock service. Internal; the public face is dblock/postgresql/postgresql.h.
+//
+// Connections: a pool for lease statements (each used by one thread at a time), one LISTEN
+// connection owned by the listener's thread, and one dedicated connection per held session lock.
+//
+// Capabilities: FairQueue, HolderProbe and Maintenance here; WakeEvents (listener.h),
+// SessionLocks (session_locks.h), SqlFeatures with RowLocks (sql_features.h). docs/backends/
+// postgresql.md explains the queue marker, the grants and the wake channels.
+#ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_POSTGRESQL_SERVICE_H_
+#define DBLOCK_SRC_BACKENDS_POSTGRESQL_POSTGRESQL_SERVICE_H_
+
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "connection.h"
+#include "dblock/capabilities.h"
+#include "listener.h"
+#include "session_locks.h"
+#include "sql_features.h"
+
+namespace dblock::postgresql {
+
+class PostgresService final : public LeaseService, public FairQueue, public HolderProbe, public Maintenance {
+ public:
+  explicit PostgresService(Options options);
+
+  std::string_view name() const override { return kServiceName; }
+  ServiceTraits traits() const override;
+  AcquireResult try_acquire(const AcquireRequest& request) override;
+  RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
+  bool release(const LeaseKey& lease) override;
+  // The row expires on the server's clock within the drift margin of the engine's safe-until:
+  // nothing to drop early.
+  void lease_lost(const LeaseKey&) noexcept override {}
+  bool force_release(std::string_view name) override;
+  std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
+
+  FairQueue* fair_queue() noexcept override { return this; }
+  WakeEvents* wake_events() noexcept override { return &listener_; }
+  HolderProbe* holder_probe() noexcept override { return this; }
+  Maintenance* maintenance() noexcept override { return this; }
+  SessionLocks* session_locks() noexcept override { return &session_locks_; }
+  SqlFeatures* sql_features() noexcept override { return &sql_features_; }
+
+  Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
+  void leave(std::string_view name, const OwnerSecret& secret) override;
+  Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
+
+  std::chrono::milliseconds holder_remaining(std::string_view name) override;
+
+  void migrate(bool create) override;
+  int schema_version() override;
+  std::size_t reap(std::size_t batch) override;
+
+ private:
+  // One attempt, joining or refreshing the queue when `queue` and refused.
+  Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
+  // Joins or refreshes the queue after a refused attempt; fills `out`'s ticket and position.
+  void join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket, const Place& place, Attempt& out);
+  pqxx::result exec(Connection& c, const dblock::sql::Statement& s, const Params& p) { return context_.exec(c, s, p); }
+  void set_persistence(pqxx::work& tx);
+
+  // Names whose release by this service just woke a queued waiter, and when. For a while
+  // afterwards the name's queue marker stands (the woken waiter's entry lives at least a second),
+  // so an unqueued exclusive attempt on it (typically the releasing thread taking the name again)
+  // would be refused: a waiting acquire joins the queue at once instead, one statement fewer on
+  // the server at the moment the woken waiter needs it. Never a question of correctness: joining
+  // the queue grants nothing, and a waiter that finds the name free after joining attempts again
+  // at once (holder_remaining 0), which is all a stale entry costs. An entry is used once.
+  void note_released_to_queue(std::string_view name);
+  bool take_released_to_queue(std::string_view name);
+
+  Context context_;
+  NotifyListener listener_;
+  PgSessionLocks session_locks_;
+  PgSqlFeatures sql_features_;
+
+  std::mutex released_mutex_;
+  std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> released_to_queue_;  // GUARDED_BY(released_mutex_)
+
+  // The reaper's cursor: the last lease row (in expiry index order) of the current pass; no expiry
+  // means '-infinity' (and, with an empty name, the start of a pass). reap_mutex_ is held for a
+  // whole reap() call, so the reaper thread and LockManager::reap() take turns on the cursor.
+  std::mutex reap_mutex_;
+  std::optional<std::int64_t> reap_after_expiry_us_;  // GUARDED_BY(reap_mutex_)
+  std::string reap_after_name_;                       // GUARDED_BY(reap_mutex_)
+};
+
+}  // namespace dblock::postgresql
+
+#endif  // DBLOCK_SRC_BACKENDS_POSTGRESQL_POSTGRESQL_SERVICE_H_

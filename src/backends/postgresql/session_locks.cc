@@ -1,0 +1,177 @@
+#include "session_locks.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "sql.h"
+
+namespace dblock::postgresql {
+
+namespace {
+
+class PgSessionLock final : public SessionLockHandle {
+ public:
+  PgSessionLock(PgSessionLocks& locks, std::unique_ptr<Connection> c, std::int64_t key, LockMode mode)
+      : locks_(locks), c_(std::move(c)), key_(key), mode_(mode) {}
+  // Not released explicitly: closing the connection makes the server drop every lock of the
+  // session, which is the most reliable release there is.
+  ~PgSessionLock() override = default;
+
+  bool verify() noexcept override {
+    if (!c_) return false;
+    try {
+      Params p;
+      p.add(key_).add(std::string_view(mode_ == LockMode::kExclusive ? "ExclusiveLock" : "ShareLock"));
+      return locks_.context().exec(*c_, sql::kVerifySession, p)[0][0].as<bool>();
+    } catch (...) {
+      return false;
+    }
+  }
+
+  bool release() override {
+    if (!c_) return false;
+    try {
+      Params p;
+      p.add(key_).add(std::int64_t{c_->backend_pid});
+      const auto& statement = mode_ == LockMode::kExclusive ? sql::kUnlockSessionExclusive : sql::kUnlockSessionShared;
+      pqxx::result r = locks_.context().exec(*c_, statement, p);
+      const bool released = !r[0][0].is_null() && r[0][0].as<bool>();
+      const bool same_session = r[0][1].as<int>() == c_->backend_pid;
+      if (released && same_session) {
+        locks_.give_back(std::move(c_));
+      } else {
+        c_.reset();  // something is off with this session: never reuse it
+      }
+      return released && same_session;
+    } catch (const pqxx::broken_connection& e) {
+      c_.reset();
+      throw InDoubtError(std::string("postgresql: session lock release in doubt: ") + e.what(), kServiceName);
+    } catch (...) {
+      c_.reset();
+      rethrow_translated("session unlock");
+    }
+  }
+
+  std::int64_t key() const override { return key_; }
+
+ private:
+  PgSessionLocks& locks_;
+  std::unique_ptr<Connection> c_;  // null once released
+  const std::int64_t key_;
+  const LockMode mode_;
+};
+
+// Whether the lock was granted; throws UsageError when the server session changed (a pooler).
+bool take(Context& context, Connection& c, std::int64_t key, LockMode mode, std::chrono::milliseconds wait) {
+  const bool exclusive = mode == LockMode::kExclusive;
+  Params p;
+  p.add(key).add(std::int64_t{c.backend_pid});
+  int pid;
+  bool granted;
+  if (wait <= std::chrono::milliseconds::zero()) {
+    pqxx::result r = context.exec(c, exclusive ? sql::kTrySessionExclusive : sql::kTrySessionShared, p);
+    pid = r[0][1].as<int>();
+    granted = !r[0][0].is_null() && r[0][0].as<bool>();
+  } else {
+    // lock_timeout is a session setting on this dedicated connection; '0' waits forever.
+    p.add(lock_timeout_text(wait));
+    pqxx::result r = context.exec(c, exclusive ? sql::kWaitSessionExclusive : sql::kWaitSessionShared, p);
+    pid = r[0][3].as<int>();
+    granted = r[0][2].as<bool>();
+  }
+  // The server session changed under us: a transaction pooler. The lock (if any) sits on a server
+  // session we no longer control; close ours and refuse loudly.
+  if (pid != c.backend_pid) throw UsageError(pooler_message(), kServiceName);
+  return granted;
+}
+
+}  // namespace
+
+std::string pooler_message() {
+  return "postgresql: this URL goes through a proxy or connection pooler (the server does not see this "
+         "client's socket, or the server session changed between statements). Behind a transaction "
+         "pooler (e.g. pgbouncer pool_mode=transaction) a session lock would be lost silently, so "
+         "session locks are refused; connect them directly to PostgreSQL, or use leases, which work "
+         "through poolers. For a trusted session-mode pool or a NAT, add detect_pooler=0 to the URL.";
+}
+
+PgSessionLocks::PgSessionLocks(Context& context)
+    : context_(context), idle_([&context] { return context.connect(); }, [](Connection&) { return true; }) {}
+
+std::unique_ptr<SessionLockHandle> PgSessionLocks::acquire_session_lock(std::string_view name, LockMode mode,
+                                                                        std::chrono::milliseconds wait) {
+  std::unique_ptr<Connection> c = session_connection();
+  const std::int64_t key = advisory_key(name);
+  try {
+    if (!take(context_, *c, key, mode, wait)) {
+      give_back(std::move(c));
+      return nullptr;
+    }
+  } catch (const pqxx::sql_error& e) {
+    if (e.sqlstate() == "55P03") {  // lock_timeout: not acquired within wait
+      give_back(std::move(c));
+      return nullptr;
+    }
+    rethrow_translated("session lock");
+  } catch (const UsageError&) {
+    throw;
+  } catch (...) {
+    rethrow_translated("session lock");
+  }
+  return std::make_unique<PgSessionLock>(*this, std::move(c), key, mode);
+}
+
+std::unique_ptr<Connection> PgSessionLocks::session_connection() {
+  if (std::unique_ptr<Connection> c = idle_.take()) return c;
+  auto c = context_.connect();
+  if (context_.options().detect_pooler) probe_pooler(*c);
+  return c;
+}
+
+// Under transaction pooling a server session is lent out per transaction. While a second client
+// connection keeps a transaction open (and so keeps the server session our last statement used,
+// the pooler's most recently freed one), our next statement must run on a different server
+// session: the backend pid changes. Directly connected, or through a session-mode pool, it cannot.
+void PgSessionLocks::probe_pooler(Connection& c) {
+  // First, deterministically: the server must see this very socket. Any proxy in between (a
+  // pooler, in any mode) shows up as a different client port, or as a TCP client where we are on
+  // a Unix socket and vice versa. (A NAT that rewrites ports looks the same; detect_pooler=0 turns
+  // the check off for such trusted paths.) The pid probe below remains as a second check.
+  try {
+    sockaddr_storage local{};
+    socklen_t length = sizeof(local);
+    const int fd = c.conn->sock();
+    if (fd >= 0 && getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0) {
+      int local_port = -1;  // -1: a Unix socket
+      if (local.ss_family == AF_INET) local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+      if (local.ss_family == AF_INET6) local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+      pqxx::nontransaction tx(*c.conn);
+      pqxx::row seen = tx.exec1(context_.text(sql::kClientPort));
+      const int server_port = seen[0].is_null() ? -1 : seen[0].as<int>();
+      if (server_port != local_port) throw UsageError(pooler_message(), kServiceName);
+    }
+  } catch (const UsageError&) {
+    throw;
+  } catch (...) {
+    rethrow_translated("pooler probe");
+  }
+  try {
+    pqxx::connection other(context_.options().conninfo);
+    pqxx::work hold(other);
+    hold.exec(context_.text(sql::kShortIdleTimeout));
+    hold.exec1(context_.text(sql::kBackendPid));
+    pqxx::nontransaction tx(*c.conn);
+    const int pid = tx.exec1(context_.text(sql::kBackendPid))[0].as<int>();
+    hold.abort();
+    if (pid != c.backend_pid) throw UsageError(pooler_message(), kServiceName);
+  } catch (const UsageError&) {
+    throw;
+  } catch (...) {
+    rethrow_translated("pooler probe");
+  }
+}
+
+}  // namespace dblock::postgresql

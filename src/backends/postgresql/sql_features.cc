@@ -1,0 +1,174 @@
+#include "sql_features.h"
+
+#include "builders.h"
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "internal.h"
+#include "sql.h"
+
+namespace dblock::postgresql {
+
+namespace {
+
+using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
+
+void discard_if_broken(Borrowed& c, const std::exception& e) {
+  if (broken(*c, e)) c.discard();
+}
+
+// Runs `body` in `tx` and commits; on failure aborts, drops a broken connection, and rethrows
+// (driver errors translated).
+template <class Body>
+void run_body_and_commit(Borrowed& c, pqxx::work& tx, Body&& body) {
+  try {
+    PgTransaction t(tx);
+    body(t);
+    tx.commit();
+  } catch (const std::exception& e) {
+    discard_if_broken(c, e);
+    try {
+      tx.abort();
+    } catch (...) {
+    }
+    if (dynamic_cast<const pqxx::failure*>(&e) || dynamic_cast<const pqxx::sql_error*>(&e)) {
+      rethrow_translated("transaction");
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+std::int64_t PgTransaction::execute(std::string_view sql, const std::vector<Value>& params) {
+  return run(sql, params).affected_rows();
+}
+
+std::vector<std::vector<Value>> PgTransaction::query(std::string_view sql, const std::vector<Value>& params) {
+  pqxx::result r = run(sql, params);
+  std::vector<std::vector<Value>> rows;
+  for (const auto& row : r) {
+    std::vector<Value> out;
+    for (const auto& f : row) out.push_back(to_value(f));
+    rows.push_back(std::move(out));
+  }
+  return rows;
+}
+
+pqxx::result PgTransaction::run(std::string_view sql, const std::vector<Value>& params) {
+  Params p;
+  for (const auto& v : params) p.add_value(v);
+  auto ptrs = p.pointers();
+  try {
+    return tx_.exec_params(number_placeholders(sql), pqxx::prepare::make_dynamic_params(ptrs));
+  } catch (...) {
+    rethrow_translated("statement failed");
+  }
+}
+
+bool PgSqlFeatures::run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
+                                            const std::function<void(Transaction&)>& body) {
+  auto c = context_.connections().pool().borrow();
+  const std::int64_t key = advisory_key(name);
+  std::optional<pqxx::work> tx;
+  try {
+    tx.emplace(*c->conn);
+    bool granted;
+    if (wait <= std::chrono::milliseconds::zero()) {
+      granted = tx->exec_params1(context_.text(sql::kXactTry), key)[0].as<bool>();
+    } else {
+      granted = tx->exec_params1(context_.text(sql::kXactWait), key, lock_timeout_text(wait))[2].as<bool>();
+    }
+    if (!granted) {
+      tx->abort();
+      return false;
+    }
+  } catch (const pqxx::sql_error& e) {
+    if (e.sqlstate() == "55P03") return false;  // the transaction aborts and releases nothing
+    discard_if_broken(c, e);
+    rethrow_translated("transaction lock");
+  } catch (const std::exception& e) {
+    discard_if_broken(c, e);
+    rethrow_translated("transaction lock");
+  }
+  run_body_and_commit(c, *tx, [&](PgTransaction& t) { body(t); });
+  return true;
+}
+
+void PgSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
+                                const std::function<void(Transaction&)>& body) {
+  auto c = context_.connections().pool().borrow();
+  std::optional<pqxx::work> tx;
+  bool held = false;
+  try {
+    tx.emplace(*c->conn);
+    Params p;
+    p.add(name).add(secret).add(fence);
+    auto ptrs = p.pointers();
+    for (const auto* check : {&sql::kGuardExclusive, &sql::kGuardReader}) {
+      if (!tx->exec_params(context_.text(*check), pqxx::prepare::make_dynamic_params(ptrs)).empty()) held = true;
+    }
+  } catch (const std::exception& e) {
+    discard_if_broken(c, e);
+    rethrow_translated("guard");
+  }
+  if (!held) {
+    tx->abort();
+    throw LeaseLostError("postgresql: lease '" + std::string(name) + "' with fence " + std::to_string(fence) +
+                             " is no longer held; guarded write rolled back",
+                         kServiceName);
+  }
+  run_body_and_commit(c, *tx, [&](PgTransaction& t) { body(t); });
+}
+
+bool PgSqlFeatures::run_with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
+  const std::string statement =
+      dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", kServiceName);
+  auto c = context_.connections().pool().borrow();
+  std::optional<pqxx::work> tx;
+  std::vector<std::vector<Value>> rows;
+  try {
+    tx.emplace(*c->conn);
+    if (request.wait == RowLockWait::kWait && request.wait_timeout > std::chrono::milliseconds::zero()) {
+      tx->exec_params(context_.text(sql::kSetLocalLockTimeout), lock_timeout_text(request.wait_timeout));
+    }
+    PgTransaction t(*tx);
+    rows = t.query(statement, request.keys);
+  } catch (const TimeoutError&) {
+    return false;  // 55P03: NOWAIT met a locked row, or lock_timeout ran out
+  } catch (const std::exception& e) {
+    discard_if_broken(c, e);
+    rethrow_translated("row lock");
+  }
+  run_body_and_commit(c, *tx, [&](PgTransaction& t) { body(t, rows); });
+  return true;
+}
+
+bool PgSqlFeatures::compare_and_set(const VersionedUpdate& update) {
+  const dblock::sql::BuiltStatement statement =
+      dblock::sql::versioned_update(update, &detail::quote_identifier, kServiceName);
+  // Not retried: an UPDATE whose reply was lost may have been applied, and repeating it would
+  // report a conflict for our own write. The caller learns "in doubt" instead.
+  return context_.connections().once(
+      [&](Connection& c) {
+        pqxx::nontransaction tx(*c.conn);
+        PgTransaction t(tx);
+        return t.execute(statement.sql, statement.params) == 1;
+      },
+      "compare-and-set");
+}
+
+std::optional<std::int64_t> PgSqlFeatures::read_version(std::string_view table, std::string_view id_column,
+                                                        const Value& id, std::string_view version_column) {
+  const std::string statement =
+      dblock::sql::read_version_query(table, id_column, version_column, &detail::quote_identifier);
+  return context_.connections().idempotent([&](Connection& c) -> std::optional<std::int64_t> {
+    pqxx::nontransaction tx(*c.conn);
+    PgTransaction t(tx);
+    auto rows = t.query(statement, {id});
+    if (rows.empty()) return std::nullopt;
+    if (auto* v = std::get_if<std::int64_t>(&rows[0][0])) return *v;
+    throw UsageError("read_version: version column is not an integer", kServiceName);
+  });
+}
+
+}  // namespace dblock::postgresql

@@ -1,0 +1,209 @@
+#include "connection.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "internal.h"
+#include "sql.h"
+
+namespace dblock::sqlite {
+
+namespace {
+
+using std::chrono::microseconds;
+
+// SQLite's default busy handler sleeps up to 100 ms at a time; our statements hold the write lock
+// for microseconds, so short jittered sleeps hand the lock over much faster.
+int busy_handler(void* arg, int count) {
+  auto* connection = static_cast<Connection*>(arg);
+  auto now = SteadyClock::now();
+  if (now >= connection->busy_deadline) return 0;
+  microseconds step = std::min<microseconds>(microseconds(20LL << std::min(count, 7)), microseconds(2000));
+  step = detail::jittered(step);
+  std::this_thread::sleep_for(std::min<SteadyClock::duration>(step, connection->busy_deadline - now));
+  return 1;
+}
+
+// dblock_issued_fence(x) / dblock_issued_expiry(x): return x and remember it on the connection, so
+// that an INSERT can report what it wrote without RETURNING (see sql::kAcquireExclusive).
+void issued_fence(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  static_cast<Connection*>(sqlite3_user_data(ctx))->issued_fence = sqlite3_value_int64(argv[0]);
+  sqlite3_result_value(ctx, argv[0]);
+}
+void issued_expiry(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  static_cast<Connection*>(sqlite3_user_data(ctx))->issued_expiry = sqlite3_value_int64(argv[0]);
+  sqlite3_result_value(ctx, argv[0]);
+}
+
+void register_functions(Connection& c) {
+  for (auto [name, fn] : {std::pair{"dblock_issued_fence", &issued_fence}, std::pair{"dblock_issued_expiry", &issued_expiry}}) {
+    // DIRECTONLY: callable from our statements only, never from triggers or views.
+    int rc = sqlite3_create_function_v2(c.db, name, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c, fn, nullptr, nullptr,
+                                        nullptr);
+    if (rc != SQLITE_OK) throw_error(rc, c.db, "registering SQL function");
+  }
+}
+
+// WAL is a property of the file and persists, so this is a read except on first use. Switching
+// a brand-new file needs an exclusive lock, and SQLite does not call the busy handler for it:
+// several processes creating the file at once get SQLITE_BUSY, so retry until busy_deadline.
+void enable_wal(Connection& c) {
+  for (int attempt = 0;; ++attempt) {
+    sqlite3_stmt* stmt = nullptr;
+    int rc = sqlite3_prepare_v2(c.db, sql::kJournalWal.text, -1, &stmt, nullptr);
+    if (rc == SQLITE_OK) {
+      rc = sqlite3_step(stmt);
+      sqlite3_finalize(stmt);
+      if (rc == SQLITE_ROW || rc == SQLITE_DONE) return;
+    }
+    rc = sqlite3_extended_errcode(c.db);
+    if ((rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) throw_error(rc, c.db, sql::kJournalWal.text);
+    if (SteadyClock::now() >= c.busy_deadline) throw_error(rc, c.db, sql::kJournalWal.text);
+    busy_handler(&c, attempt);
+  }
+}
+
+}  // namespace
+
+Connection::~Connection() {
+  for (sqlite3_stmt* stmt : prepared) sqlite3_finalize(stmt);  // null is a no-op
+  if (db) sqlite3_close_v2(db);
+}
+
+std::unique_ptr<Connection> open_connection(const std::string& path, std::chrono::milliseconds busy_timeout,
+                                            std::size_t statements) {
+  auto c = std::make_unique<Connection>();
+  c->prepared.assign(statements, nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                           nullptr);
+  if (rc != SQLITE_OK) {
+    std::string msg = c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
+    throw ConnectionError("sqlite: cannot open " + path + ": " + msg, "sqlite", std::to_string(rc));
+  }
+  sqlite3_extended_result_codes(c->db, 1);
+  sqlite3_busy_handler(c->db, &busy_handler, c.get());
+  register_functions(*c);
+  c->busy_deadline = SteadyClock::now() + busy_timeout;
+  enable_wal(*c);
+  exec(*c, sql::kSyncNormal);
+  exec(*c, sql::kForeignKeys);
+  return c;
+}
+
+void exec(Connection& c, const dblock::sql::Statement& statement) {
+  int rc = sqlite3_exec(c.db, statement.text, nullptr, nullptr, nullptr);
+  if (rc != SQLITE_OK) throw_error(sqlite3_extended_errcode(c.db), c.db, statement.text);
+}
+
+bool in_transaction(const Connection& c) { return !sqlite3_get_autocommit(c.db); }
+
+void rollback(Connection& c) noexcept {
+  if (in_transaction(c)) sqlite3_exec(c.db, sql::kRollback.text, nullptr, nullptr, nullptr);
+}
+
+// ---- Query ----
+
+Query::~Query() {
+  sqlite3_reset(stmt_);
+  sqlite3_clear_bindings(stmt_);
+}
+
+void Query::check(int rc) {
+  if (rc != SQLITE_OK) throw_error(rc, c_.db, "bind failed");
+}
+
+Query& Query::bind(int index, std::string_view text) {
+  check(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
+  return *this;
+}
+
+Query& Query::bind(int index, const OwnerSecret& secret) {
+  check(sqlite3_bind_blob(stmt_, index, secret.bytes.data(), static_cast<int>(secret.bytes.size()), SQLITE_TRANSIENT));
+  return *this;
+}
+
+Query& Query::bind(int index, std::int64_t value) {
+  check(sqlite3_bind_int64(stmt_, index, value));
+  return *this;
+}
+
+Query& Query::bind_null(int index) {
+  check(sqlite3_bind_null(stmt_, index));
+  return *this;
+}
+
+Query& Query::bind(int index, const Value& value) {
+  if (std::holds_alternative<std::monostate>(value)) return bind_null(index);
+  if (auto* i = std::get_if<std::int64_t>(&value)) return bind(index, *i);
+  if (auto* d = std::get_if<double>(&value)) {
+    check(sqlite3_bind_double(stmt_, index, *d));
+    return *this;
+  }
+  return bind(index, std::string_view(std::get<std::string>(value)));
+}
+
+bool Query::step() {
+  int rc = sqlite3_step(stmt_);
+  if (rc == SQLITE_ROW) return true;
+  if (rc == SQLITE_DONE) return false;
+  throw_error(sqlite3_extended_errcode(c_.db), c_.db, "statement failed");
+}
+
+void Query::run() {
+  while (step()) {
+  }
+}
+
+bool Query::fetch(std::initializer_list<std::int64_t*> out) {
+  bool row = step();
+  if (row) {
+    int i = 0;
+    for (std::int64_t* p : out) *p = sqlite3_column_int64(stmt_, i++);
+    while (step()) {
+    }
+  }
+  return row;
+}
+
+std::string Query::text(int column) const {
+  const unsigned char* p = sqlite3_column_text(stmt_, column);
+  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)))
+           : std::string();
+}
+
+Value Query::value(int column) const {
+  switch (sqlite3_column_type(stmt_, column)) {
+    case SQLITE_INTEGER: return sqlite3_column_int64(stmt_, column);
+    case SQLITE_FLOAT: return sqlite3_column_double(stmt_, column);
+    case SQLITE_NULL: return std::monostate{};
+    default: return text(column);
+  }
+}
+
+Query query(Connection& c, const dblock::sql::Registry& registry, const dblock::sql::Statement& statement) {
+  const std::size_t i = registry.index(statement);
+  if (c.prepared[i] == nullptr) {
+    const std::string& text = registry.text(i);
+    int rc = sqlite3_prepare_v3(c.db, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT,
+                                &c.prepared[i], nullptr);
+    if (rc != SQLITE_OK) throw_error(rc, c.db, "prepare failed");
+  }
+  return Query(c, c.prepared[i]);
+}
+
+// ---- WriteTxn ----
+
+WriteTxn::WriteTxn(Connection& c) : c_(c) { exec(c_, sql::kBeginImmediate); }
+
+WriteTxn::~WriteTxn() {
+  if (!done_) rollback(c_);
+}
+
+void WriteTxn::commit() {
+  exec(c_, sql::kCommit);
+  done_ = true;
+}
+
+}  // namespace dblock::sqlite

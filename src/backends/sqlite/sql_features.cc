@@ -1,0 +1,139 @@
+// SqliteService's SQL features: the guard, the transaction lock and optimistic compare-and-set,
+// and the Transaction they hand to application code.
+#include <memory>
+
+#include "builders.h"
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "internal.h"
+#include "sql.h"
+#include "sqlite_service.h"
+
+namespace dblock::sqlite {
+
+namespace {
+
+// Application statements, prepared per call (their text is the application's).
+class SqliteTransaction final : public Transaction {
+ public:
+  explicit SqliteTransaction(Connection& c) : c_(c) {}
+
+  std::int64_t execute(std::string_view sql, const std::vector<Value>& params) override {
+    Owned stmt(prepare(sql));
+    Query q(c_, stmt.get());
+    bind_all(q, params);
+    q.run();
+    return sqlite3_changes64(c_.db);
+  }
+
+  std::vector<std::vector<Value>> query(std::string_view sql, const std::vector<Value>& params) override {
+    Owned stmt(prepare(sql));
+    Query q(c_, stmt.get());
+    bind_all(q, params);
+    std::vector<std::vector<Value>> rows;
+    while (q.step()) {
+      std::vector<Value> row;
+      for (int i = 0; i < q.columns(); ++i) row.push_back(q.value(i));
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
+ private:
+  struct Finalizer {
+    void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
+  };
+  using Owned = std::unique_ptr<sqlite3_stmt, Finalizer>;
+
+  sqlite3_stmt* prepare(std::string_view sql) {
+    sqlite3_stmt* stmt = nullptr;
+    const char* tail = nullptr;
+    int rc = sqlite3_prepare_v2(c_.db, sql.data(), static_cast<int>(sql.size()), &stmt, &tail);
+    if (rc != SQLITE_OK) throw_error(rc, c_.db, "prepare failed");
+    if (!stmt) throw UsageError("Transaction::execute: empty statement", "sqlite");
+    if (tail && std::string_view(tail).find_first_not_of(" \t\r\n;") != std::string_view::npos) {
+      sqlite3_finalize(stmt);
+      throw UsageError("Transaction::execute takes one statement at a time", "sqlite");
+    }
+    return stmt;
+  }
+
+  static void bind_all(Query& q, const std::vector<Value>& params) {
+    for (std::size_t i = 0; i < params.size(); ++i) q.bind(static_cast<int>(i + 1), params[i]);
+  }
+
+  Connection& c_;
+};
+
+}  // namespace
+
+void SqliteService::run_body_and_commit(Connection& c, const std::function<void(Transaction&)>& body) {
+  try {
+    SqliteTransaction tx(c);
+    body(tx);
+    exec(c, sql::kCommit);
+  } catch (...) {
+    rollback(c);
+    throw;
+  }
+}
+
+bool SqliteService::run_in_transaction_lock(std::string_view, std::chrono::milliseconds wait,
+                                            const std::function<void(Transaction&)>& body) {
+  auto c = borrow();
+  // BEGIN IMMEDIATE takes SQLite's database-wide write lock: it excludes every other writer of
+  // the file, which is a (coarser) superset of a named transaction lock.
+  c->busy_deadline = SteadyClock::now() + std::max(wait, std::chrono::milliseconds::zero());
+  const int rc = sqlite3_exec(c->db, sql::kBeginImmediate.text, nullptr, nullptr, nullptr);
+  if ((rc & 0xff) == SQLITE_BUSY) return false;
+  if (rc != SQLITE_OK) throw_error(rc, c->db, sql::kBeginImmediate.text);
+  run_body_and_commit(*c, body);
+  return true;
+}
+
+void SqliteService::run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
+                                const std::function<void(Transaction&)>& body) {
+  auto c = borrow();
+  // Holding the write lock from the check to the commit means no other process can take the
+  // lease over in between: a takeover is itself a write.
+  exec(*c, sql::kBeginImmediate);
+  bool held = false;
+  try {
+    for (const auto* check : {&sql::kGuardExclusive, &sql::kGuardReader}) {
+      Query q = query(*c, *check);
+      q.bind(1, name).bind(2, secret).bind(3, fence);
+      if (q.step()) held = true;
+    }
+  } catch (...) {
+    rollback(*c);
+    throw;
+  }
+  if (!held) {
+    rollback(*c);
+    throw LeaseLostError("sqlite: lease '" + std::string(name) + "' with fence " + std::to_string(fence) +
+                             " is no longer held; guarded write rolled back",
+                         "sqlite");
+  }
+  run_body_and_commit(*c, body);
+}
+
+bool SqliteService::compare_and_set(const VersionedUpdate& update) {
+  const dblock::sql::BuiltStatement statement =
+      dblock::sql::versioned_update(update, &detail::quote_identifier, "sqlite");
+  auto c = borrow();
+  SqliteTransaction tx(*c);
+  return tx.execute(statement.sql, statement.params) == 1;
+}
+
+std::optional<std::int64_t> SqliteService::read_version(std::string_view table, std::string_view id_column,
+                                                        const Value& id, std::string_view version_column) {
+  const std::string text = dblock::sql::read_version_query(table, id_column, version_column, &detail::quote_identifier);
+  auto c = borrow();
+  SqliteTransaction tx(*c);
+  auto rows = tx.query(text, {id});
+  if (rows.empty()) return std::nullopt;
+  if (auto* v = std::get_if<std::int64_t>(&rows[0][0])) return *v;
+  throw UsageError("read_version: version column is not an integer", "sqlite");
+}
+
+}  // namespace dblock::sqlite

@@ -1,0 +1,283 @@
+#include "sqlite_service.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "dblock/errors.h"
+#include "error_map.h"
+#include "internal.h"
+#include "migration.h"
+#include "rows.h"
+#include "sql.h"
+
+namespace dblock::sqlite {
+
+extern const std::vector<dblock::sql::Migration> kMigrations;
+
+namespace {
+
+using std::chrono::duration_cast;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+std::int64_t to_us(milliseconds d) { return d.count() * 1000; }
+
+dblock::sql::Placeholders tables(const std::string& prefix) {
+  dblock::sql::Placeholders p;
+  p.set('L', detail::quote_identifier(prefix + "leases"))
+      .set('R', detail::quote_identifier(prefix + "readers"))
+      .set('W', detail::quote_identifier(prefix + "waiters"))
+      .set('F', detail::quote_identifier(prefix + "fence_counter"))
+      .set('V', detail::quote_identifier(prefix + "schema_version"))
+      .set('N', sql::kNow);
+  return p;
+}
+
+const Options& checked(const Options& options) {
+  detail::validate_table_prefix(options.table_prefix);
+  if (options.path.empty()) throw UsageError("sqlite: empty database path", "sqlite");
+  if (options.busy_timeout <= milliseconds::zero()) throw UsageError("sqlite: busy_timeout must be positive", "sqlite");
+  return options;
+}
+
+}  // namespace
+
+SqliteService::SqliteService(Options options)
+    : options_(checked(options)),
+      registry_(sql::kAll, tables(options_.table_prefix)),
+      pool_([this] { return open_connection(options_.path, options_.busy_timeout, registry_.size()); },
+            [](Connection& c) {
+              rollback(c);  // never pool a connection inside a transaction
+              return true;
+            }) {
+  if (options_.create_directories) {
+    std::filesystem::path parent = std::filesystem::path(options_.path).parent_path();
+    std::error_code ec;
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+  }
+  borrow();  // a bad path fails at open(), not at first use
+}
+
+SqliteService::Borrowed SqliteService::borrow() {
+  Borrowed c = pool_.borrow();
+  c->busy_deadline = SteadyClock::now() + options_.busy_timeout;
+  return c;
+}
+
+ServiceTraits SqliteService::traits() const {
+  ServiceTraits traits;
+  traits.shared_leases = true;
+  return traits;
+}
+
+// ---- leases ----
+
+AcquireResult SqliteService::take(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
+  const std::int64_t ttl_us = to_us(request.ttl);
+  AcquireResult result;
+  auto bind_ticket = [&](Query& q) {
+    if (ticket != 0) q.bind(5, ticket); else q.bind_null(5);
+  };
+  if (request.mode == LockMode::kExclusive) {
+    Query q = query(c, sql::kAcquireExclusive);
+    q.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us);
+    bind_ticket(q);
+    q.run();
+    result.acquired = sqlite3_changes(c.db) == 1;
+    result.fence = c.issued_fence;
+    result.expires_at_us = c.issued_expiry;
+    return result;
+  }
+  WriteTxn tx(c);
+  {
+    Query row = query(c, sql::kAcquireSharedRow);
+    row.bind(1, request.name).bind(2, *request.secret).bind(4, ttl_us);
+    bind_ticket(row);
+    std::int64_t ignored = 0;
+    result.acquired = row.fetch({&result.fence, &ignored});
+  }
+  if (result.acquired) {
+    Query reader = query(c, sql::kInsertReader);
+    reader.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us).bind(5, result.fence);
+    if (!reader.fetch({&result.expires_at_us})) throw Error("sqlite: reader row not written", "sqlite");
+  }  // statements are finished before COMMIT
+  tx.commit();
+  return result;
+}
+
+AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
+  auto c = borrow();
+  AcquireResult result = take(*c, request, 0);
+  if (result.acquired) return result;
+  std::int64_t remaining_us = 0;
+  Query q = query(*c, sql::kRemaining);
+  q.bind(1, request.name);
+  q.fetch({&remaining_us});
+  result.holder_remaining = duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
+  return result;
+}
+
+RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
+  auto c = borrow();
+  RenewResult result;
+  if (lease.mode == LockMode::kExclusive) {
+    Query q = query(*c, sql::kRenewExclusive);
+    q.bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(ttl));
+    result.renewed = q.fetch({&result.expires_at_us});
+    return result;
+  }
+  WriteTxn tx(*c);
+  {
+    Query q = query(*c, sql::kRenewReader);
+    q.bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(ttl));
+    result.renewed = q.fetch({&result.expires_at_us});
+  }
+  if (result.renewed) query(*c, sql::kExtendSharedRow).bind(1, lease.name).bind(2, result.expires_at_us).run();
+  tx.commit();
+  return result;
+}
+
+bool SqliteService::release(const LeaseKey& lease) {
+  auto c = borrow();
+  if (lease.mode == LockMode::kExclusive) {
+    query(*c, sql::kReleaseExclusive).bind(1, lease.name).bind(2, *lease.secret).run();
+    if (sqlite3_changes(c->db) == 1) return true;
+    query(*c, sql::kReleaseExpired).bind(1, lease.name).bind(2, *lease.secret).run();
+    return false;
+  }
+  WriteTxn tx(*c);
+  std::int64_t was_live = 0;
+  bool held = false;
+  {
+    Query q = query(*c, sql::kReleaseReader);
+    q.bind(1, lease.name).bind(2, *lease.secret);
+    held = q.fetch({&was_live}) && was_live != 0;
+  }
+  query(*c, sql::kShrinkSharedRow).bind(1, lease.name).run();
+  tx.commit();
+  return held;
+}
+
+bool SqliteService::force_release(std::string_view name) {
+  auto c = borrow();
+  WriteTxn tx(*c);
+  query(*c, sql::kForceRelease).bind(1, name).run();
+  const bool evicted = sqlite3_changes(c->db) > 0;
+  query(*c, sql::kForceReleaseReaders).bind(1, name).run();
+  tx.commit();
+  return evicted;
+}
+
+std::vector<LeaseInfo> SqliteService::list(std::optional<std::string_view> name) {
+  auto c = borrow();
+  Query q = query(*c, sql::kList);
+  if (name) q.bind(1, *name); else q.bind_null(1);
+  std::vector<LeaseInfo> out;
+  while (q.step()) {
+    dblock::sql::Row row;
+    for (int i = 0; i < q.columns(); ++i) row.push_back(q.value(i));
+    out.push_back(dblock::sql::lease_info(row));
+  }
+  return out;
+}
+
+// ---- the queue and the probe ----
+
+FairQueue::Attempt SqliteService::attempt_in_line(const AcquireRequest& request, const Place& place) {
+  auto c = borrow();
+  Attempt out;
+  out.result = take(*c, request, place.ticket);
+  if (out.result.acquired) {
+    if (place.ticket != 0) query(*c, sql::kLeaveQueue).bind(1, request.name).bind(2, *request.secret).run();
+    return out;
+  }
+  {
+    Query q = query(*c, sql::kQueue);
+    q.bind(1, request.name).bind(2, *request.secret).bind(3, to_us(place.hold_for));
+    if (place.ticket != 0) q.bind(4, place.ticket); else q.bind_null(4);
+    if (!q.fetch({&out.ticket})) throw Error("sqlite: queue entry not written", "sqlite");
+  }
+  const Position p = position_on(*c, request.name, *request.secret, out.ticket);
+  out.position = p.waiters_ahead;
+  out.result.holder_remaining = std::max(p.holder_remaining, milliseconds::zero());
+  return out;
+}
+
+void SqliteService::leave(std::string_view name, const OwnerSecret& secret) {
+  auto c = borrow();
+  query(*c, sql::kLeaveQueue).bind(1, name).bind(2, secret).run();
+}
+
+FairQueue::Position SqliteService::position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) {
+  auto c = borrow();
+  return position_on(*c, name, secret, ticket);
+}
+
+FairQueue::Position SqliteService::position_on(Connection& c, std::string_view name, const OwnerSecret& secret,
+                                               std::int64_t ticket) {
+  Query q = query(c, sql::kQueuePosition);
+  q.bind(1, name).bind(2, secret).bind(3, ticket);
+  std::int64_t ahead = 0, remaining_us = 0;
+  q.fetch({&ahead, &remaining_us});
+  return Position{static_cast<int>(ahead), duration_cast<milliseconds>(microseconds(remaining_us))};
+}
+
+milliseconds SqliteService::holder_remaining(std::string_view name) {
+  auto c = borrow();
+  Query q = query(*c, sql::kRemaining);
+  q.bind(1, name);
+  std::int64_t remaining_us = 0;
+  if (!q.fetch({&remaining_us})) return milliseconds(0);  // no row: free
+  return duration_cast<milliseconds>(microseconds(remaining_us));
+}
+
+// ---- maintenance ----
+
+void SqliteService::migrate(bool create) {
+  auto c = borrow();
+  const int latest = dblock::sql::latest_migration(kMigrations);
+  // Fast path without the write lock: every open checks the schema, and most find it current.
+  if (read_schema_version(*c) == latest) return;
+  WriteTxn tx(*c);  // the migration lock: SQLite's database write lock
+  const int current = read_schema_version(*c);
+  dblock::sql::check_schema_version("sqlite", "dblock tables in " + options_.path + " are", current, latest, create);
+  for (const auto& m : kMigrations) {
+    if (m.number <= current) continue;
+    const std::string script = dblock::sql::render_migration(m.sql, options_.table_prefix);
+    char* error = nullptr;
+    if (sqlite3_exec(c->db, script.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      const std::string what = error ? error : "";
+      sqlite3_free(error);
+      throw SchemaError("sqlite: migration " + std::string(m.name) + " failed: " + what, "sqlite");
+    }
+    query(*c, sql::kRecordMigration).bind(1, static_cast<std::int64_t>(m.number)).bind(2, std::string_view(m.name)).run();
+  }
+  tx.commit();
+}
+
+int SqliteService::schema_version() {
+  auto c = borrow();
+  return read_schema_version(*c);
+}
+
+int SqliteService::read_schema_version(Connection& c) {
+  {
+    Query q = query(c, sql::kSchemaVersionTableExists);
+    q.bind(1, std::string_view(options_.table_prefix + "schema_version"));
+    if (!q.step() || q.integer(0) == 0) return 0;
+  }
+  Query q = query(c, sql::kSchemaVersion);
+  return q.step() ? static_cast<int>(q.integer(0)) : 0;
+}
+
+std::size_t SqliteService::reap(std::size_t batch) {
+  auto c = borrow();
+  std::size_t n = 0;
+  for (const auto* statement : {&sql::kReapLeases, &sql::kReapReaders, &sql::kReapWaiters}) {
+    query(*c, *statement).bind(1, static_cast<std::int64_t>(batch)).run();
+    n += static_cast<std::size_t>(sqlite3_changes(c->db));
+  }
+  return n;
+}
+
+}  // namespace dblock::sqlite

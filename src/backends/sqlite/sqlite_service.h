@@ -1,0 +1,87 @@
+// The embedded SQLite lock service. Internal; the public face is dblock/sqlite/sqlite.h.
+//
+// Concurrency: a pool of connections, each used by one thread at a time (separate connections let
+// the renewal thread proceed while another thread waits on the write lock). Cross-process
+// exclusion comes from SQLite's own file locking in WAL mode; every state change is one statement
+// or one BEGIN IMMEDIATE transaction, so it is atomic against other processes.
+//
+// Capabilities: FairQueue, HolderProbe, Maintenance, SqlFeatures (no row locks, no session locks,
+// no events: waiters in other processes poll). Files: sqlite_service.cc (leases, the queue,
+// maintenance), sql_features.cc (guard, transaction lock, compare-and-set), options.cc (URL).
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_
+
+#include "connection.h"
+#include "dblock/capabilities.h"
+#include "dblock/sqlite/sqlite.h"
+#include "dblock/sql/features.h"
+#include "pool.h"
+#include "statement.h"
+
+namespace dblock::sqlite {
+
+class SqliteService final : public LeaseService,
+                            public FairQueue,
+                            public HolderProbe,
+                            public Maintenance,
+                            public SqlFeatures {
+ public:
+  explicit SqliteService(Options options);
+
+  std::string_view name() const override { return "sqlite"; }
+  ServiceTraits traits() const override;
+  AcquireResult try_acquire(const AcquireRequest& request) override;
+  RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
+  bool release(const LeaseKey& lease) override;
+  // The row expires on SQLite's clock within the drift margin of the engine's safe-until:
+  // nothing to drop early.
+  void lease_lost(const LeaseKey&) noexcept override {}
+  bool force_release(std::string_view name) override;
+  std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
+
+  FairQueue* fair_queue() noexcept override { return this; }
+  HolderProbe* holder_probe() noexcept override { return this; }
+  Maintenance* maintenance() noexcept override { return this; }
+  SqlFeatures* sql_features() noexcept override { return this; }
+
+  Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
+  void leave(std::string_view name, const OwnerSecret& secret) override;
+  Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
+
+  std::chrono::milliseconds holder_remaining(std::string_view name) override;
+
+  void migrate(bool create) override;
+  int schema_version() override;
+  std::size_t reap(std::size_t batch) override;
+
+  bool run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
+                               const std::function<void(Transaction&)>& body) override;
+  void run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
+                   const std::function<void(Transaction&)>& body) override;
+  bool compare_and_set(const VersionedUpdate& update) override;
+  std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column, const Value& id,
+                                           std::string_view version_column) override;
+
+ private:
+  using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
+
+  // A pooled connection whose busy handler waits up to the busy timeout from now.
+  Borrowed borrow();
+  Query query(Connection& c, const dblock::sql::Statement& statement) { return sqlite::query(c, registry_, statement); }
+  // One acquire statement (or transaction, for shared leases); `ticket` 0: not queued.
+  AcquireResult take(Connection& c, const AcquireRequest& request, std::int64_t ticket);
+  Position position_on(Connection& c, std::string_view name, const OwnerSecret& secret, std::int64_t ticket);
+  int read_schema_version(Connection& c);
+  // Runs `body` in the transaction open on `c` and commits; rolls back if anything throws.
+  void run_body_and_commit(Connection& c, const std::function<void(Transaction&)>& body);
+
+  // Constant after construction.
+  const Options options_;
+  const dblock::sql::Registry registry_;
+
+  dblock::sql::Pool<Connection> pool_;
+};
+
+}  // namespace dblock::sqlite
+
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_

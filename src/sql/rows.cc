@@ -1,0 +1,34 @@
+#include "rows.h"
+
+namespace dblock::sql {
+
+bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
+
+std::int64_t as_int(const Value& v) {
+  if (auto* i = std::get_if<std::int64_t>(&v)) return *i;
+  if (auto* d = std::get_if<double>(&v)) return static_cast<std::int64_t>(*d);
+  if (auto* s = std::get_if<std::string>(&v)) return std::stoll(*s);
+  return 0;
+}
+
+std::string as_string(const Value& v) {
+  if (auto* s = std::get_if<std::string>(&v)) return *s;
+  if (auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
+  return {};
+}
+
+LeaseInfo lease_info(const Row& row) {
+  LeaseInfo info;
+  info.name = as_string(row.at(0));
+  info.mode = as_string(row.at(1)) == "shared" ? LockMode::kShared : LockMode::kExclusive;
+  info.holder = as_string(info.mode == LockMode::kShared ? row.at(9) : row.at(2));
+  info.fence = as_int(row.at(3));
+  info.acquired_at_us = as_int(row.at(4));
+  info.expires_at_us = as_int(row.at(5));
+  info.expires_in_us = as_int(row.at(6));
+  info.renewals = as_int(row.at(7));
+  info.holders = info.mode == LockMode::kShared ? static_cast<int>(as_int(row.at(8))) : 1;
+  return info;
+}
+
+}  // namespace dblock::sql

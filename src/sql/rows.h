@@ -1,0 +1,29 @@
+// Result rows as dblock Values, and what list() makes of them. Internal.
+#ifndef DBLOCK_SRC_SQL_ROWS_H_
+#define DBLOCK_SRC_SQL_ROWS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dblock/service.h"
+#include "dblock/sql/features.h"
+
+namespace dblock::sql {
+
+using Row = std::vector<Value>;
+using Rows = std::vector<Row>;
+
+bool is_null(const Value& v);
+// Integers as they are; doubles truncated; decimal text parsed; NULL is 0.
+std::int64_t as_int(const Value& v);
+// Text as it is; integers in decimal; NULL is "".
+std::string as_string(const Value& v);
+
+// One row of every dialect's list statement: name, mode, holder, fence, acquired_at_us,
+// expires_at_us, expires_in_us, renewals, live readers, readers' holders.
+LeaseInfo lease_info(const Row& row);
+
+}  // namespace dblock::sql
+
+#endif  // DBLOCK_SRC_SQL_ROWS_H_
