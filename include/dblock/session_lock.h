@@ -31,35 +31,22 @@ struct SessionLockOptions {
   std::function<void(const LostLease&)> on_lost;
 };
 
-class SessionLock {
+class SessionLock : public detail::LockHandle<detail::SessionState> {
  public:
-  SessionLock() = default;
-  SessionLock(SessionLock&&) noexcept;
-  SessionLock& operator=(SessionLock&&) noexcept;
-  SessionLock(const SessionLock&) = delete;
-  SessionLock& operator=(const SessionLock&) = delete;
-  ~SessionLock();
+  SessionLock() = default;  // an empty handle: held() is false
+  // Moves, held(), release(): see LockHandle. release() returns kInDoubt when the connection
+  // broke during the call (the server frees the lock when it notices the session is gone).
 
-  bool held() const noexcept;
-  explicit operator bool() const noexcept { return held(); }
   const std::string& name() const;
   LockMode mode() const;
   // The backend's key for the name (PostgreSQL: the 64-bit advisory key, see README).
   std::int64_t key() const;
   // True once a check found the session gone (connection lost or swapped). Never goes back.
   bool lost() const;
-  // Releases. kInDoubt when the connection broke during the call (the server frees the lock when it
-  // notices the session is gone). Idempotent like Lease::release().
-  ReleaseResult release();
 
  private:
   friend class detail::ManagerCore;
-  SessionLock(std::shared_ptr<detail::ManagerCore> core, std::shared_ptr<detail::SessionState> state);
-
-  std::shared_ptr<detail::ManagerCore> core_;
-  std::shared_ptr<detail::SessionState> state_;
-  bool released_ = false;
-  ReleaseResult release_result_ = ReleaseResult::kReleased;
+  using LockHandle::LockHandle;
 };
 
 }  // namespace dblock

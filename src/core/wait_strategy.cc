@@ -38,47 +38,54 @@ bool still_behind(FairQueue* queue, WaitContext& c) {
   return true;
 }
 
-// No events: a jittered, growing pause; a wake-up (a release in this process) leads to an attempt
-// only for the first waiter in line, the others ask the queue where they stand.
-class BackoffWait final : public WaitStrategy {
+// What the pausing strategies share: the board they sleep on, the poll bounds, the service's queue
+// (null without one), and the way a sleep that nothing ended grows the next pause.
+class PausingWait : public WaitStrategy {
  public:
-  BackoffWait(WakeBoard& board, const ManagerOptions& options, FairQueue* queue)
+  PausingWait(WakeBoard& board, const ManagerOptions& options, FairQueue* queue)
       : board_(board), options_(options), queue_(queue) {}
 
-  WaitResult wait(WaitContext& c) override {
-    for (;;) {
-      if (!nap(board_, c, plain_pause(c))) {
-        c.backoff = std::min<microseconds>(c.backoff * 2, options_.max_poll);
-        return WaitResult::kAttempt;  // time to attempt (and refresh the queue entry)
-      }
-      if (still_behind(queue_, c)) continue;
-      c.backoff = options_.min_poll;  // our turn may have come: attempt at once
-      return WaitResult::kAttempt;
-    }
+ protected:
+  // Sleeps `pause`; false when nothing woke it (the backoff then doubles, up to max_poll).
+  bool sleep(WaitContext& c, microseconds pause) {
+    if (nap(board_, c, pause)) return true;
+    c.backoff = std::min<microseconds>(c.backoff * 2, options_.max_poll);
+    return false;
   }
 
- private:
   WakeBoard& board_;
   const ManagerOptions& options_;
   FairQueue* const queue_;
 };
 
+// No events: a jittered, growing pause; a wake-up (a release in this process) leads to an attempt
+// only for the first waiter in line, the others ask the queue where they stand.
+class BackoffWait final : public PausingWait {
+ public:
+  using PausingWait::PausingWait;
+
+  WaitResult wait(WaitContext& c) override {
+    for (;;) {
+      if (!sleep(c, plain_pause(c))) return WaitResult::kAttempt;  // and refresh the queue entry
+      if (still_behind(queue_, c)) continue;
+      c.backoff = options_.min_poll;  // our turn may have come: attempt at once
+      return WaitResult::kAttempt;
+    }
+  }
+};
+
 // Service events. A waiter behind others sleeps max_poll whatever the holder's time: the release
 // that makes it first names it (and may grant it the lease), and only the first in line takes
 // over an expired lease; its polls only cover lost events and stale hints.
-class EventWait final : public WaitStrategy {
+class EventWait final : public PausingWait {
  public:
-  EventWait(WakeBoard& board, const ManagerOptions& options, FairQueue* queue)
-      : board_(board), options_(options), queue_(queue) {}
+  using PausingWait::PausingWait;
 
   WaitResult wait(WaitContext& c) override {
     for (;;) {
       const microseconds pause =
           behind_others(c) ? std::max(jittered(options_.max_poll), microseconds(100)) : plain_pause(c);
-      if (!nap(board_, c, pause)) {
-        c.backoff = std::min<microseconds>(c.backoff * 2, options_.max_poll);
-        return WaitResult::kAttempt;
-      }
+      if (!sleep(c, pause)) return WaitResult::kAttempt;
       if (c.ticket != 0) {
         c.grant = board_.take_grant(c.name, c.ticket);
         if (c.grant) return WaitResult::kAttempt;  // a release made us the holder
@@ -92,11 +99,6 @@ class EventWait final : public WaitStrategy {
       return WaitResult::kAttempt;
     }
   }
-
- private:
-  WakeBoard& board_;
-  const ManagerOptions& options_;
-  FairQueue* const queue_;
 };
 
 // Blocks inside the service until it may be this waiter's turn, or the refresh time or the

@@ -1,5 +1,7 @@
 #include "rows.h"
 
+#include <algorithm>
+
 namespace dblock::sql {
 
 bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
@@ -15,6 +17,10 @@ std::string as_string(const Value& v) {
   if (auto* s = std::get_if<std::string>(&v)) return *s;
   if (auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);
   return {};
+}
+
+std::chrono::milliseconds remaining_ms(std::int64_t us) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::microseconds(us < 0 ? 0 : us));
 }
 
 LeaseInfo lease_info(const Row& row) {

@@ -2,6 +2,7 @@
 #ifndef DBLOCK_SRC_SQL_ROWS_H_
 #define DBLOCK_SRC_SQL_ROWS_H_
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +20,10 @@ bool is_null(const Value& v);
 std::int64_t as_int(const Value& v);
 // Text as it is; integers in decimal; NULL is "".
 std::string as_string(const Value& v);
+
+// A holder's remaining time the server reported in microseconds, in whole milliseconds; negative
+// (free or expired) as zero.
+std::chrono::milliseconds remaining_ms(std::int64_t us);
 
 // One row of every dialect's list statement: name, mode, holder, fence, acquired_at_us,
 // expires_at_us, expires_in_us, renewals, live readers, readers' holders.

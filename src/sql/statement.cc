@@ -20,6 +20,15 @@ const std::string* Placeholders::find(char letter) const {
   return &values_[static_cast<std::size_t>(letter - 'A')];
 }
 
+Placeholders lease_tables(const std::string& prefix, std::string (*quote)(std::string_view)) {
+  Placeholders p;
+  p.set('L', quote(prefix + "leases"))
+      .set('R', quote(prefix + "readers"))
+      .set('W', quote(prefix + "waiters"))
+      .set('V', quote(prefix + "schema_version"));
+  return p;
+}
+
 std::string render(std::string_view tmpl, const Placeholders& placeholders) {
   std::string out;
   out.reserve(tmpl.size() + 64);

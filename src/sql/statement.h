@@ -34,6 +34,11 @@ class Placeholders {
   std::array<bool, 26> set_{};
 };
 
+// The tables of every SQL service, named by `prefix` and quoted by `quote`: {L} leases,
+// {R} readers, {W} waiters, {V} schema_version. A dialect adds its own letters. REQUIRES: prefix
+// validated.
+Placeholders lease_tables(const std::string& prefix, std::string (*quote)(std::string_view));
+
 // `tmpl` with every "{X}" outside quotes replaced by its placeholder; unknown letters stay as they
 // are. REQUIRES: placeholder values are validated and quoted identifiers or literals.
 std::string render(std::string_view tmpl, const Placeholders& placeholders);

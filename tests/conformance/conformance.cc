@@ -10,6 +10,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -17,6 +18,7 @@
 #include <thread>
 
 #include "context.h"
+#include "environment.h"
 #include "process.h"
 #include "service_driver.h"
 
@@ -29,6 +31,18 @@ using SteadyClock = std::chrono::steady_clock;
 std::string unique_prefix() {
   static std::atomic<int> counter{0};
   return "t" + std::to_string(getpid()) + "_" + std::to_string(++counter) + "_";
+}
+
+Context server_context(std::string backend, const char* url_var, const char* skip_var, const char* script_var,
+                       const char* state_var, const std::string& restart_args) {
+  Context c;
+  c.backend = std::move(backend);
+  c.url = required_server_url(url_var, skip_var);
+  if (!env(script_var).empty()) {
+    const std::string cmd = env(script_var) + " restart " + env(state_var) + " " + restart_args;
+    c.restart = [cmd] { REQUIRE(std::system(cmd.c_str()) == 0); };
+  }
+  return c;
 }
 
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix) {

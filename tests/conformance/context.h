@@ -28,6 +28,12 @@ struct Context {
 // Defined by the backend's test binary.
 const Context& context();
 
+// A context for a backend on a server the tests started: its URL from `url_var` (required: a run
+// without one fails, unless it opted out with `skip_var`), restarted with
+// "$<script_var> restart $<state_var> <restart_args>" when script_var is set.
+Context server_context(std::string backend, const char* url_var, const char* skip_var, const char* script_var,
+                       const char* state_var, const std::string& restart_args = "");
+
 // A table prefix no other test (or test process) uses: "t<pid>_<n>_".
 std::string unique_prefix();
 // Opens a manager on context().url with `options`; sets the table prefix if it is still the default.

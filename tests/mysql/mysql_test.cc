@@ -36,17 +36,9 @@ const bool kOptedOut = exit_if_opted_out("mysql_test", "DBLOCK_TEST_MYSQL_URL", 
 
 const Context& context() {
   static Context ctx = [] {
-    Context c;
-    c.backend = "mysql";
-    c.url = required_server_url("DBLOCK_TEST_MYSQL_URL", "DBLOCK_TEST_SKIP_MYSQL");
+    Context c = server_context("mysql", "DBLOCK_TEST_MYSQL_URL", "DBLOCK_TEST_SKIP_MYSQL", "DBLOCK_TEST_MARIADB_SCRIPT",
+                               "DBLOCK_TEST_MARIADB_STATE");
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id BIGINT PRIMARY KEY, fence BIGINT) ENGINE=InnoDB";
-    c.guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
-    if (!env("DBLOCK_TEST_MARIADB_SCRIPT").empty()) {
-      c.restart = [] {
-        std::string cmd = env("DBLOCK_TEST_MARIADB_SCRIPT") + " restart " + env("DBLOCK_TEST_MARIADB_STATE");
-        REQUIRE(std::system(cmd.c_str()) == 0);
-      };
-    }
     return c;
   }();
   return ctx;

@@ -39,17 +39,9 @@ const bool kOptedOut = exit_if_opted_out("postgresql_test", "DBLOCK_TEST_POSTGRE
 
 const Context& context() {
   static Context ctx = [] {
-    Context c;
-    c.backend = "postgresql";
-    c.url = required_server_url("DBLOCK_TEST_POSTGRESQL_URL", "DBLOCK_TEST_SKIP_POSTGRESQL");
+    Context c = server_context("postgresql", "DBLOCK_TEST_POSTGRESQL_URL", "DBLOCK_TEST_SKIP_POSTGRESQL",
+                               "DBLOCK_TEST_PG_SCRIPT", "DBLOCK_TEST_PG_STATE", "fast");
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id bigint PRIMARY KEY, fence bigint)";
-    c.guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
-    if (!env("DBLOCK_TEST_PG_SCRIPT").empty()) {
-      c.restart = [] {
-        std::string cmd = env("DBLOCK_TEST_PG_SCRIPT") + " restart " + env("DBLOCK_TEST_PG_STATE") + " fast";
-        REQUIRE(std::system(cmd.c_str()) == 0);
-      };
-    }
     return c;
   }();
   return ctx;

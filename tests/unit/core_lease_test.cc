@@ -77,23 +77,16 @@ TEST_CASE("core: a refused renewal loses the lease, runs the callback and tells 
   Rig rig;
   MemoryService* service = nullptr;
   auto manager = rig.open({}, {}, &service);
-  std::mutex m;
-  std::string reason;
+  LostReasons reasons;
   AcquireOptions options;
   options.ttl = 60ms;
-  options.on_lost = [&](const LostLease& lost) {
-    std::lock_guard<std::mutex> lock(m);
-    reason = lost.reason;
-  };
+  options.on_lost = reasons.callback();
   auto lease = manager->try_acquire("k", options);
   REQUIRE(lease);
   service->refuse_renewals(true);
   REQUIRE(eventually([&] { return lease->lost(); }));
   REQUIRE(eventually([&] { return service->lost_leases().size() == 1; }));
-  {
-    std::lock_guard<std::mutex> lock(m);
-    CHECK(reason.find("refused") != std::string::npos);
-  }
+  CHECK(reasons.last().find("refused") != std::string::npos);
   CHECK(service->lost_leases()[0].name == "k");
   CHECK(lease->release() == ReleaseResult::kAlreadyLost);
   CHECK(service->calls(Op::kRelease) == 0);  // a lost lease is not released in the service
@@ -103,12 +96,10 @@ TEST_CASE("core: failing renewals end at safe-until, before the service's expiry
   Rig rig;
   MemoryService* service = nullptr;
   auto manager = rig.open({}, {}, &service);
-  std::atomic<int> callbacks{0};
+  LostReasons reasons;
   AcquireOptions options;
   options.ttl = 100ms;
-  options.on_lost = [&](const LostLease& lost) {
-    if (lost.reason.find("safe-until") != std::string::npos) ++callbacks;
-  };
+  options.on_lost = reasons.callback();
   const auto sent = std::chrono::steady_clock::now();
   auto lease = manager->try_acquire("k", options);
   REQUIRE(lease);
@@ -116,7 +107,8 @@ TEST_CASE("core: failing renewals end at safe-until, before the service's expiry
   CHECK(lease->safe_until() <= sent + 100ms - 3ms + 1ms);
   CHECK(lease->safe_until() > sent + 50ms);
   service->fail_renewals(true);
-  REQUIRE(eventually([&] { return callbacks.load() == 1; }));
+  REQUIRE(eventually([&] { return reasons.count() == 1; }));
+  CHECK(reasons.last().find("safe-until") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() >= lease->safe_until());
   CHECK(lease->lost());
   REQUIRE(service->lost_leases().size() == 1);
@@ -128,14 +120,10 @@ TEST_CASE("core: a renewal answered after safe-until does not resurrect the leas
   ManagerOptions options;
   options.drift_margin = 30ms;  // safe-until = send time + 60 ms - 30 ms
   auto manager = rig.open({}, options, &service);
-  std::mutex m;
-  std::string reason;
+  LostReasons reasons;
   AcquireOptions acquire;
   acquire.ttl = 60ms;
-  acquire.on_lost = [&](const LostLease& lost) {
-    std::lock_guard<std::mutex> lock(m);
-    reason = lost.reason;
-  };
+  acquire.on_lost = reasons.callback();
   // The first renewal (sent at 20 ms) comes back at about 45 ms: renewed on the service, whose
   // lease lives until 80 ms, but after the lease's safe-until (30 ms).
   service->set_renew_delay(25ms);
@@ -144,8 +132,7 @@ TEST_CASE("core: a renewal answered after safe-until does not resurrect the leas
   REQUIRE(eventually([&] { return service->lost_leases().size() == 1; }));
   CHECK(lease->lost());
   CHECK(service->calls(Op::kRenew) <= 1);  // a resurrected lease would have been renewed again
-  std::lock_guard<std::mutex> lock(m);
-  CHECK(reason.find("safe-until") != std::string::npos);
+  CHECK(reasons.last().find("safe-until") != std::string::npos);
 }
 
 TEST_CASE("core: a service granting less than the TTL bounds safe-until and renews sooner", "[unit][core][renew]") {
@@ -176,14 +163,15 @@ TEST_CASE("core: a lost event from the service loses the lease on the renewal th
   config.wake_events = true;
   MemoryService* service = nullptr;
   auto manager = rig.open(config, {}, &service);
-  std::atomic<bool> told{false};
+  LostReasons reasons;
   AcquireOptions options;
   options.ttl = 10s;
-  options.on_lost = [&](const LostLease& lost) { told = lost.reason.find("reported") != std::string::npos; };
+  options.on_lost = reasons.callback();
   auto lease = manager->try_acquire("k", options);
   REQUIRE(lease);
   service->push_lost("k");
-  REQUIRE(eventually([&] { return told.load(); }));
+  REQUIRE(eventually([&] { return reasons.count() == 1; }));
+  CHECK(reasons.last().find("reported") != std::string::npos);
   CHECK(lease->lost());
   CHECK(lease->release() == ReleaseResult::kAlreadyLost);
 }

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <string>
 #include <thread>
 
 #include "dblock/dblock.h"
@@ -36,6 +38,31 @@ inline bool eventually(const std::function<bool()>& condition,
   }
   return true;
 }
+
+// An on_lost callback that records the last reason it was given. Thread-safe.
+class LostReasons {
+ public:
+  std::function<void(const LostLease&)> callback() {
+    return [this](const LostLease& lost) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      last_ = lost.reason;
+      ++count_;
+    };
+  }
+  std::string last() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return last_;
+  }
+  int count() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return count_;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::string last_;
+  int count_ = 0;
+};
 
 // Options that make polling slow, so that only a wake-up (an event, a release in this process, a
 // native wait, the probe) can end a wait quickly.

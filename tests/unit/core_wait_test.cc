@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -35,7 +36,7 @@ class Waiter {
   bool done() const { return done_.load(); }
   // Joins; the lease it got (empty: timed out or failed).
   std::optional<Lease>& result() {
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
     return lease_;
   }
   const std::string& error() {
@@ -49,6 +50,37 @@ class Waiter {
   std::atomic<bool> done_{false};
   std::thread thread_;
 };
+
+// Once `waiting` holds, releases `held`; returns how long the waiter then took to hold the name.
+SteadyClock::duration hand_off(Lease& held, Waiter& waiter, const std::function<bool()>& waiting) {
+  REQUIRE(eventually(waiting));
+  const auto released = SteadyClock::now();
+  REQUIRE(held.release() == ReleaseResult::kReleased);
+  REQUIRE(waiter.result());
+  return SteadyClock::now() - released;
+}
+
+// Two processes on one store: one holds "k", the other is about to wait for it.
+struct Contest {
+  explicit Contest(MemoryService::Config config, ManagerOptions waiter_options = slow_polls())
+      : holder(rig.open(config)), waiter(rig.open(config, std::move(waiter_options), &service)) {
+    held = holder->try_acquire("k");
+    REQUIRE(held);
+  }
+
+  Rig rig;
+  MemoryService* service = nullptr;  // the waiter's
+  std::unique_ptr<LockManager> holder;
+  std::unique_ptr<LockManager> waiter;
+  std::optional<Lease> held;
+};
+
+MemoryService::Config with_events(bool grants = false) {
+  MemoryService::Config config;
+  config.wake_events = true;
+  config.grants = grants;
+  return config;
+}
 
 MemoryService::Config poll_only() {
   MemoryService::Config config;
@@ -66,11 +98,7 @@ TEST_CASE("wait: a release in this process wakes a waiter at once (plain backoff
   Waiter waiter(*manager, "k");
   // Its first attempt is refused; the release may come before or after it sleeps (it polls every
   // 5 s): either way the release's wake-up ends the sleep.
-  REQUIRE(eventually([&] { return service->calls(Op::kTryAcquire) == 2; }));
-  const auto released = SteadyClock::now();
-  REQUIRE(held->release() == ReleaseResult::kReleased);
-  REQUIRE(waiter.result());
-  CHECK(SteadyClock::now() - released < 2s);
+  CHECK(hand_off(*held, waiter, [&] { return service->calls(Op::kTryAcquire) == 2; }) < 2s);
 }
 
 TEST_CASE("wait: a waiter never sleeps past the holder's remaining time", "[unit][wait]") {
@@ -91,120 +119,61 @@ TEST_CASE("wait: a waiter never sleeps past the holder's remaining time", "[unit
 }
 
 TEST_CASE("wait: a service event wakes a waiter of another process", "[unit][wait][events]") {
-  Rig rig;
-  MemoryService::Config events;
-  events.wake_events = true;
-  auto a = rig.open(events);
-  MemoryService* service = nullptr;
-  auto b = rig.open(events, slow_polls(), &service);
-  auto held = a->try_acquire("k");
-  REQUIRE(held);
-  Waiter waiter(*b, "k");
-  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
-  const auto released = SteadyClock::now();
-  REQUIRE(held->release() == ReleaseResult::kReleased);
-  REQUIRE(waiter.result());
-  CHECK(SteadyClock::now() - released < 2s);
-  CHECK(service->subscribed() == 0);  // subscribed while waiting only
+  Contest c(with_events());
+  Waiter waiter(*c.waiter, "k");
+  CHECK(hand_off(*c.held, waiter, [&] { return c.service->queued("k") == 1; }) < 2s);
+  CHECK(c.service->subscribed() == 0);  // subscribed while waiting only
 }
 
 TEST_CASE("wait: a grant makes the waiter the holder without an attempt of its own", "[unit][wait][events]") {
-  Rig rig;
-  MemoryService::Config grants;
-  grants.wake_events = true;
-  grants.grants = true;
-  auto a = rig.open(grants);
-  MemoryService* service = nullptr;
-  auto b = rig.open(grants, slow_polls(), &service);
-  auto held = a->try_acquire("k");
-  REQUIRE(held);
-  Waiter waiter(*b, "k");
-  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
-  const int attempts = service->calls(Op::kInLine);
-  REQUIRE(held->release() == ReleaseResult::kReleased);
+  Contest c(with_events(/*grants=*/true));
+  Waiter waiter(*c.waiter, "k");
+  hand_off(*c.held, waiter, [&] { return c.service->queued("k") == 1; });
+  CHECK(c.service->calls(Op::kInLine) == 1);  // the event carried the lease
   auto& got = waiter.result();
-  REQUIRE(got);
-  CHECK(service->calls(Op::kInLine) == attempts);  // the event carried the lease
-  CHECK(got->fence() > held->fence());
+  CHECK(got->fence() > c.held->fence());
   REQUIRE(got->release() == ReleaseResult::kReleased);
-  CHECK(service->released_tags().back() == MemoryService::kQueuedTag);  // the grant's tag came back
+  CHECK(c.service->released_tags().back() == MemoryService::kQueuedTag);  // the grant's tag came back
 }
 
 TEST_CASE("wait: a missed wake-up costs a poll, not the lease", "[unit][wait][events]") {
-  Rig rig;
-  MemoryService::Config events;
-  events.wake_events = true;
   ManagerOptions quick;
   quick.max_poll = 50ms;
-  auto a = rig.open(events);
-  MemoryService* service = nullptr;
-  auto b = rig.open(events, quick, &service);
-  service->drop_events(true);
-  auto held = a->try_acquire("k");
-  REQUIRE(held);
-  Waiter waiter(*b, "k");
-  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
-  REQUIRE(held->release() == ReleaseResult::kReleased);
-  REQUIRE(waiter.result());
-  CHECK(service->calls(Op::kInLine) >= 2);  // found it by attempting again
+  Contest c(with_events(), quick);
+  c.service->drop_events(true);
+  Waiter waiter(*c.waiter, "k");
+  hand_off(*c.held, waiter, [&] { return c.service->queued("k") == 1; });
+  CHECK(c.service->calls(Op::kInLine) >= 2);  // found it by attempting again
 }
 
 TEST_CASE("wait: a missed grant is found on the next attempt", "[unit][wait][events]") {
-  Rig rig;
-  MemoryService::Config grants;
-  grants.wake_events = true;
-  grants.grants = true;
   ManagerOptions quick;
   quick.max_poll = 50ms;
-  auto a = rig.open(grants);
-  MemoryService* service = nullptr;
-  auto b = rig.open(grants, quick, &service);
-  service->drop_events(true);  // the release's event never reaches the waiter
-  auto held = a->try_acquire("k");
-  REQUIRE(held);
-  Waiter waiter(*b, "k");
-  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
-  REQUIRE(held->release() == ReleaseResult::kReleased);
-  auto& got = waiter.result();
-  REQUIRE(got);
-  CHECK(got->fence() > held->fence());
-  CHECK(a->inspect("k"));
+  Contest c(with_events(/*grants=*/true), quick);
+  c.service->drop_events(true);  // the release's event never reaches the waiter
+  Waiter waiter(*c.waiter, "k");
+  hand_off(*c.held, waiter, [&] { return c.service->queued("k") == 1; });
+  CHECK(waiter.result()->fence() > c.held->fence());
+  CHECK(c.holder->inspect("k"));
 }
 
 TEST_CASE("wait: a native wait returns when it is the waiter's turn", "[unit][wait][native]") {
-  Rig rig;
   MemoryService::Config native;
   native.native_wait = true;
   native.holder_probe = false;
-  auto a = rig.open(native);
-  MemoryService* service = nullptr;
-  auto b = rig.open(native, slow_polls(), &service);
-  auto held = a->try_acquire("k");
-  REQUIRE(held);
-  Waiter waiter(*b, "k");
-  REQUIRE(eventually([&] { return service->calls(Op::kNativeWait) == 1; }));
-  const auto released = SteadyClock::now();
-  REQUIRE(held->release() == ReleaseResult::kReleased);
-  REQUIRE(waiter.result());
-  CHECK(SteadyClock::now() - released < 2s);
+  Contest c(native);
+  Waiter waiter(*c.waiter, "k");
+  CHECK(hand_off(*c.held, waiter, [&] { return c.service->calls(Op::kNativeWait) == 1; }) < 2s);
 }
 
 TEST_CASE("wait: the first in line polls the cheap probe and attempts once the name is free", "[unit][wait][probe]") {
-  Rig rig;
   ManagerOptions probing;
   probing.min_poll = 2ms;
   probing.max_poll = 5s;
-  auto a = rig.open();
-  MemoryService* service = nullptr;
-  auto b = rig.open({}, probing, &service);
-  auto held = a->try_acquire("k");
-  REQUIRE(held);
-  Waiter waiter(*b, "k");
-  REQUIRE(eventually([&] { return service->calls(Op::kProbe) >= 3; }));
-  const int attempts = service->calls(Op::kInLine);
-  CHECK(attempts == 1);  // it reads while it waits, it does not write
-  REQUIRE(held->release() == ReleaseResult::kReleased);
-  REQUIRE(waiter.result());
+  Contest c({}, probing);
+  Waiter waiter(*c.waiter, "k");
+  hand_off(*c.held, waiter, [&] { return c.service->calls(Op::kProbe) >= 3; });
+  CHECK(c.service->calls(Op::kInLine) == 2);  // it read while it waited; it wrote only to take the name
 }
 
 TEST_CASE("wait: hand-offs go to the longest waiter; waiters behind ask where they stand", "[unit][wait][queue]") {

@@ -22,20 +22,9 @@ namespace {
 constexpr int kConflictAttempts = 4;            // per statement, for deadlocks and lock wait timeouts
 constexpr std::size_t kAppStatementCache = 32;  // prepared application statements per connection
 
-// `identifier` (REQUIRES: validated) in backticks, each dot-separated part on its own.
-std::string quote(std::string_view identifier) {
-  std::string out = "`";
-  for (char c : identifier) out += c == '.' ? std::string("`.`") : std::string(1, c);
-  return out + "`";
-}
-
 dblock::sql::Placeholders tables(const std::string& prefix) {
-  dblock::sql::Placeholders p;
-  p.set('L', quote(prefix + "leases"))
-      .set('R', quote(prefix + "readers"))
-      .set('W', quote(prefix + "waiters"))
-      .set('V', quote(prefix + "schema_version"))
-      .set('F', quote(prefix + "fence"));
+  dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &quote_identifier);
+  p.set('F', quote_identifier(prefix + "fence"));
   return p;
 }
 
@@ -89,6 +78,12 @@ Connection::~Connection() {
   for (auto& p : prepared) p.reset();
   plain.reset();
   conn.reset();
+}
+
+std::string quote_identifier(std::string_view identifier) {
+  std::string out = "`";
+  for (char c : identifier) out += c == '.' ? std::string("`.`") : std::string(1, c);
+  return out + "`";
 }
 
 double lock_seconds(std::chrono::milliseconds wait) {

@@ -55,6 +55,9 @@ struct Connection {
   ~Connection();
 };
 
+// `identifier` (REQUIRES: validated by detail::validate_identifier) in backticks, each
+// dot-separated part on its own.
+std::string quote_identifier(std::string_view identifier);
 // GET_LOCK's timeout argument for a wait: seconds, 0 for none, a year for "forever" (negative is
 // refused by the server).
 double lock_seconds(std::chrono::milliseconds wait);

@@ -14,8 +14,6 @@ extern const std::vector<dblock::sql::Migration> kMigrations;
 
 namespace {
 
-using std::chrono::duration_cast;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 using dblock::sql::as_int;
@@ -255,8 +253,7 @@ milliseconds MysqlService::holder_remaining(std::string_view name) {
   check_name(name);
   return context_.connections().idempotent([&](Connection& c) {
     const Rows rows = context_.query(c, sql::kRemaining, {{"name", std::string(name)}});
-    if (rows.empty()) return milliseconds(0);  // no row: free
-    return duration_cast<milliseconds>(microseconds(as_int(rows[0][0])));
+    return rows.empty() ? milliseconds(0) : dblock::sql::remaining_ms(as_int(rows[0][0]));  // no row: free
   });
 }
 

@@ -36,13 +36,7 @@ class MySessionLock final : public SessionLockHandle {
       // 1: released; 0: held by another session; NULL: nobody held it. Both of the latter mean this
       // session had lost it.
       const bool released = !is_null(rows.at(0).at(0)) && as_int(rows[0][0]) == 1;
-      const bool same_session = as_int(rows[0][1]) == c_->id;
-      if (released && same_session) {
-        locks_.give_back(std::move(c_));
-      } else {
-        c_.reset();  // something is off with this session: never reuse it
-      }
-      return released && same_session;
+      return locks_.finish_release(c_, released, as_int(rows[0][1]) == c_->id);
     } catch (const std::exception& e) {
       const bool broken = is_connection_failure(e);
       c_.reset();
@@ -61,9 +55,6 @@ class MySessionLock final : public SessionLockHandle {
 
 }  // namespace
 
-MySessionLocks::MySessionLocks(Context& context)
-    : context_(context), idle_([&context] { return context.connect(); }, [](Connection&) { return true; }) {}
-
 std::unique_ptr<SessionLockHandle> MySessionLocks::acquire_session_lock(std::string_view name, LockMode mode,
                                                                         std::chrono::milliseconds wait) {
   check_name(name);
@@ -72,7 +63,7 @@ std::unique_ptr<SessionLockHandle> MySessionLocks::acquire_session_lock(std::str
         "mysql: shared session locks do not exist in MySQL/MariaDB (GET_LOCK is exclusive); use a shared lease",
         kServiceName);
   }
-  std::unique_ptr<Connection> c = idle_.take();
+  std::unique_ptr<Connection> c = take_idle();
   if (!c) c = context_.connect();
   std::string key = lock_key(context_.options().database, name);
   Rows rows;

@@ -8,24 +8,16 @@
 
 #include "connection.h"
 #include "dblock/capabilities.h"
-#include "pool.h"
+#include "session_connections.h"
 
 namespace dblock::mysql {
 
-class MySessionLocks final : public SessionLocks {
+class MySessionLocks final : public dblock::sql::SessionConnections<Context, Connection> {
  public:
-  explicit MySessionLocks(Context& context);
+  using SessionConnections::SessionConnections;
 
   std::unique_ptr<SessionLockHandle> acquire_session_lock(std::string_view name, LockMode mode,
                                                           std::chrono::milliseconds wait) override;
-
-  // Used by the handles.
-  Context& context() { return context_; }
-  void give_back(std::unique_ptr<Connection> c) { idle_.put(std::move(c)); }
-
- private:
-  Context& context_;
-  dblock::sql::Pool<Connection> idle_;  // session connections only; take()/put(), never borrow()
 };
 
 }  // namespace dblock::mysql

@@ -18,13 +18,6 @@ namespace {
 using dblock::sql::as_int;
 using dblock::sql::is_null;
 
-// `identifier` (REQUIRES: validated) in backticks, each dot-separated part on its own.
-std::string quote(std::string_view identifier) {
-  std::string out = "`";
-  for (char c : identifier) out += c == '.' ? std::string("`.`") : std::string(1, c);
-  return out + "`";
-}
-
 // Application statements, prepared on the transaction's connection (cached there).
 class MyTransaction final : public Transaction {
  public:
@@ -117,7 +110,7 @@ bool MySqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
   // innodb_lock_wait_timeout counts whole seconds (MariaDB's FOR UPDATE WAIT n too), so the
   // millisecond bound comes from max_statement_time, which also interrupts a lock wait.
   const std::string statement =
-      wait_bound(request) + dblock::sql::row_lock_query(request, &quote, "LOCK IN SHARE MODE", kServiceName);
+      wait_bound(request) + dblock::sql::row_lock_query(request, &quote_identifier, "LOCK IN SHARE MODE", kServiceName);
   auto c = context_.connections().pool().borrow();
   std::vector<std::vector<Value>> rows;
   bool discarded = false;
@@ -144,7 +137,7 @@ bool MySqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
 }
 
 bool MySqlFeatures::compare_and_set(const VersionedUpdate& update) {
-  const dblock::sql::BuiltStatement statement = dblock::sql::versioned_update(update, &quote, kServiceName);
+  const dblock::sql::BuiltStatement statement = dblock::sql::versioned_update(update, &quote_identifier, kServiceName);
   // Not retried on a fresh connection: if the reply was lost, a retry could not tell "applied"
   // from "lost the race", and reporting false would make the caller apply its change twice.
   return context_.connections().once(
@@ -157,7 +150,7 @@ bool MySqlFeatures::compare_and_set(const VersionedUpdate& update) {
 
 std::optional<std::int64_t> MySqlFeatures::read_version(std::string_view table, std::string_view id_column,
                                                         const Value& id, std::string_view version_column) {
-  const std::string statement = dblock::sql::read_version_query(table, id_column, version_column, &quote);
+  const std::string statement = dblock::sql::read_version_query(table, id_column, version_column, &quote_identifier);
   return context_.connections().idempotent([&](Connection& c) -> std::optional<std::int64_t> {
     MyTransaction t(context_, c);
     auto rows = t.query(statement, {id});

@@ -14,12 +14,8 @@
 namespace dblock::postgresql {
 
 dblock::sql::Placeholders tables(const std::string& prefix) {
-  dblock::sql::Placeholders p;
-  p.set('L', detail::quote_identifier(prefix + "leases"))
-      .set('R', detail::quote_identifier(prefix + "readers"))
-      .set('W', detail::quote_identifier(prefix + "waiters"))
-      .set('V', detail::quote_identifier(prefix + "schema_version"))
-      .set('S', "'" + detail::quote_identifier(prefix + "fence_seq") + "'");
+  dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &detail::quote_identifier);
+  p.set('S', "'" + detail::quote_identifier(prefix + "fence_seq") + "'");
   return p;
 }
 

@@ -15,8 +15,6 @@ extern const std::vector<dblock::sql::Migration> kMigrations;
 
 namespace {
 
-using std::chrono::duration_cast;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -26,10 +24,7 @@ constexpr std::uint32_t kViaQueue = 1;
 // How long after a release that woke a waiter the releasing side skips its unqueued attempt.
 constexpr milliseconds kReleasedToQueueWindow{250};
 
-milliseconds remaining_ms(const pqxx::field& f) {
-  const std::int64_t us = f.is_null() ? 0 : f.as<std::int64_t>();
-  return duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(us, 0)));
-}
+milliseconds remaining_ms(const pqxx::field& f) { return dblock::sql::remaining_ms(f.is_null() ? 0 : f.as<std::int64_t>()); }
 
 }  // namespace
 
@@ -219,8 +214,7 @@ milliseconds PostgresService::holder_remaining(std::string_view name) {
     Params p;
     p.add(name);
     pqxx::result r = exec(c, sql::kRemaining, p);
-    if (r.empty()) return milliseconds(0);  // no row: free
-    return duration_cast<milliseconds>(microseconds(r[0][0].as<std::int64_t>()));
+    return r.empty() ? milliseconds(0) : remaining_ms(r[0][0]);  // no row: free
   });
 }
 

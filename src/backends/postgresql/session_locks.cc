@@ -39,13 +39,7 @@ class PgSessionLock final : public SessionLockHandle {
       const auto& statement = mode_ == LockMode::kExclusive ? sql::kUnlockSessionExclusive : sql::kUnlockSessionShared;
       pqxx::result r = locks_.context().exec(*c_, statement, p);
       const bool released = !r[0][0].is_null() && r[0][0].as<bool>();
-      const bool same_session = r[0][1].as<int>() == c_->backend_pid;
-      if (released && same_session) {
-        locks_.give_back(std::move(c_));
-      } else {
-        c_.reset();  // something is off with this session: never reuse it
-      }
-      return released && same_session;
+      return locks_.finish_release(c_, released, r[0][1].as<int>() == c_->backend_pid);
     } catch (const pqxx::broken_connection& e) {
       c_.reset();
       throw InDoubtError(std::string("postgresql: session lock release in doubt: ") + e.what(), kServiceName);
@@ -98,9 +92,6 @@ std::string pooler_message() {
          "through poolers. For a trusted session-mode pool or a NAT, add detect_pooler=0 to the URL.";
 }
 
-PgSessionLocks::PgSessionLocks(Context& context)
-    : context_(context), idle_([&context] { return context.connect(); }, [](Connection&) { return true; }) {}
-
 std::unique_ptr<SessionLockHandle> PgSessionLocks::acquire_session_lock(std::string_view name, LockMode mode,
                                                                         std::chrono::milliseconds wait) {
   std::unique_ptr<Connection> c = session_connection();
@@ -125,7 +116,7 @@ std::unique_ptr<SessionLockHandle> PgSessionLocks::acquire_session_lock(std::str
 }
 
 std::unique_ptr<Connection> PgSessionLocks::session_connection() {
-  if (std::unique_ptr<Connection> c = idle_.take()) return c;
+  if (std::unique_ptr<Connection> c = take_idle()) return c;
   auto c = context_.connect();
   if (context_.options().detect_pooler) probe_pooler(*c);
   return c;

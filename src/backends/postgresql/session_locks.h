@@ -9,28 +9,21 @@
 
 #include "connection.h"
 #include "dblock/capabilities.h"
-#include "pool.h"
+#include "session_connections.h"
 
 namespace dblock::postgresql {
 
-class PgSessionLocks final : public SessionLocks {
+class PgSessionLocks final : public dblock::sql::SessionConnections<Context, Connection> {
  public:
-  explicit PgSessionLocks(Context& context);
+  using SessionConnections::SessionConnections;
 
   std::unique_ptr<SessionLockHandle> acquire_session_lock(std::string_view name, LockMode mode,
                                                           std::chrono::milliseconds wait) override;
-
-  // Used by the handles.
-  Context& context() { return context_; }
-  void give_back(std::unique_ptr<Connection> c) { idle_.put(std::move(c)); }
 
  private:
   // An idle session connection (already probed), or a new one, probed for a pooler.
   std::unique_ptr<Connection> session_connection();
   void probe_pooler(Connection& c);
-
-  Context& context_;
-  dblock::sql::Pool<Connection> idle_;  // session connections only; take()/put(), never borrow()
 };
 
 // The error for a URL that goes through a proxy or pooler.

@@ -16,20 +16,14 @@ extern const std::vector<dblock::sql::Migration> kMigrations;
 
 namespace {
 
-using std::chrono::duration_cast;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
+using dblock::sql::remaining_ms;
 
 std::int64_t to_us(milliseconds d) { return d.count() * 1000; }
 
 dblock::sql::Placeholders tables(const std::string& prefix) {
-  dblock::sql::Placeholders p;
-  p.set('L', detail::quote_identifier(prefix + "leases"))
-      .set('R', detail::quote_identifier(prefix + "readers"))
-      .set('W', detail::quote_identifier(prefix + "waiters"))
-      .set('F', detail::quote_identifier(prefix + "fence_counter"))
-      .set('V', detail::quote_identifier(prefix + "schema_version"))
-      .set('N', sql::kNow);
+  dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &detail::quote_identifier);
+  p.set('F', detail::quote_identifier(prefix + "fence_counter")).set('N', sql::kNow);
   return p;
 }
 
@@ -113,7 +107,7 @@ AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
   Query q = query(*c, sql::kRemaining);
   q.bind(1, request.name);
   q.fetch({&remaining_us});
-  result.holder_remaining = duration_cast<milliseconds>(microseconds(std::max<std::int64_t>(remaining_us, 0)));
+  result.holder_remaining = remaining_ms(remaining_us);
   return result;
 }
 
@@ -219,7 +213,7 @@ FairQueue::Position SqliteService::position_on(Connection& c, std::string_view n
   q.bind(1, name).bind(2, secret).bind(3, ticket);
   std::int64_t ahead = 0, remaining_us = 0;
   q.fetch({&ahead, &remaining_us});
-  return Position{static_cast<int>(ahead), duration_cast<milliseconds>(microseconds(remaining_us))};
+  return Position{static_cast<int>(ahead), remaining_ms(remaining_us)};
 }
 
 milliseconds SqliteService::holder_remaining(std::string_view name) {
@@ -227,8 +221,8 @@ milliseconds SqliteService::holder_remaining(std::string_view name) {
   Query q = query(*c, sql::kRemaining);
   q.bind(1, name);
   std::int64_t remaining_us = 0;
-  if (!q.fetch({&remaining_us})) return milliseconds(0);  // no row: free
-  return duration_cast<milliseconds>(microseconds(remaining_us));
+  q.fetch({&remaining_us});  // no row: free
+  return remaining_ms(remaining_us);
 }
 
 // ---- maintenance ----
