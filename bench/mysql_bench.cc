@@ -1,5 +1,5 @@
 // bench/mysql_bench.cc — dblock on MariaDB (mysql:// backend), each figure printed beside the raw
-// MySQL Connector/C++ 1.1 floor measured in the same run (DESIGN §9). Modelled on postgresql_bench.cc.
+// MySQL Connector/C++ 1.1 floor measured in the same run (docs/design.md, "Performance"). Modelled on postgresql_bench.cc.
 //
 // Figures (bench/README.md explains each one):
 //   lease_pair        try_acquire + release            vs  prepared INSERT IGNORE ... + DELETE on one

@@ -1,5 +1,5 @@
 // bench/postgresql_bench.cc — dblock on PostgreSQL, each figure printed beside the raw libpqxx
-// floor (or the reference state) measured in the same run (DESIGN §9).
+// floor (or the reference state) measured in the same run (docs/design.md, "Performance").
 //
 // Figures (bench/README.md explains each one):
 //   lease_pair_logged     try_acquire + release            vs  prepared INSERT ... ON CONFLICT DO UPDATE

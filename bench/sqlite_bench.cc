@@ -1,5 +1,5 @@
 // bench/sqlite_bench.cc — dblock on SQLite, each figure printed beside the raw sqlite3 floor
-// measured in the same run (DESIGN §9).
+// measured in the same run (docs/design.md, "Performance").
 //
 // Figures (bench/README.md explains each one):
 //   pair_same_name        try_acquire + release of one name     vs  INSERT OR IGNORE + DELETE

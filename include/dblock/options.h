@@ -48,8 +48,8 @@ struct ManagerOptions {
   bool reaper = true;                                // default on
   std::chrono::milliseconds reaper_interval{5'000};  // pause between passes; default 5 s
   // Rows per reaper statement; default 50, must be > 0. Each batch is followed by a pause as long
-  // as it took (at least 1 ms): small batches keep what waits behind one short (measured in
-  // bench/postgresql_bench: acquire p99 while reaping grows with the batch size).
+  // as it took (at least 1 ms): small batches keep what waits behind one short (an acquire that
+  // meets a batch waits for it).
   int reaper_batch = 50;
 
   // Create or upgrade the lock tables on open (under the backend's migration lock). Default true.

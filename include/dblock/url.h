@@ -1,4 +1,4 @@
-// dblock/url.h — parsing of backend URLs (DESIGN §5).
+// dblock/url.h — parsing of backend URLs (docs/design.md, "URLs").
 //
 //   sqlite:///abs/path.db   sqlite:relative.db   sqlite:///path.db?busy_timeout=5000
 //   postgresql://user:pw@host:port/db?...        mysql://user:pw@host:port/db?socket=...

@@ -1,4 +1,4 @@
-// dblock — the command-line front end (DESIGN.md §6).
+// dblock — the command-line front end (docs/design.md, "The command").
 //
 //   dblock [--url URL] run --key NAME [--ttl 30s] [--wait 0|DURATION|forever]
 //                          [--mode lease|session|shared] [--on-lost term|kill|ignore] -- COMMAND [ARGS...]

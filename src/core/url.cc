@@ -1,4 +1,4 @@
-// URL parsing (DESIGN §5). Hand-written: the grammar is small and every error must name the
+// URL parsing (docs/design.md, "URLs"). Hand-written: the grammar is small and every error must name the
 // offending part without echoing a password.
 #include "dblock/url.h"
 

@@ -1,4 +1,4 @@
-// Black-box tests of the `dblock` command (DESIGN.md §6) on the SQLite backend.
+// Black-box tests of the `dblock` command (docs/design.md, "The command") on the SQLite backend.
 //
 // Every test case gets a fresh temporary directory and a `sqlite:///<dir>/x.db` URL passed with
 // --url. Processes are started with posix_spawn (no shell unless a test means to run `sh -c`),

@@ -1,4 +1,4 @@
-// The lease conformance suite (DESIGN §7), written once and linked into every backend's test
+// The lease conformance suite (docs/design.md, "Conformance"), written once and linked into every backend's test
 // binary. Each test isolates itself with its own table prefix. Multi-process cases re-execute
 // the test binary with --child.
 #include <catch2/catch.hpp>

@@ -310,7 +310,7 @@ TEST_CASE("postgresql: the queue marker on the lease row follows the waiters", "
   CHECK(manager->try_acquire("marker"));
 }
 
-// A lease acquired after queueing is released with ReleaseHint::kAcquiredAfterQueueing
+// A lease acquired after queueing (tagged kContended) is released
 // (kReleaseExclusiveInPlace): the first live exclusive waiter in line is granted the lease by the
 // release itself; a first waiter that cannot be granted it (a shared one) finds the row freed in
 // place with its marker kept; whatever that statement does not cover (not held, expired) falls
@@ -410,7 +410,7 @@ TEST_CASE("postgresql: a contended release grants the lease to the first waiter,
 
 // A grant lasts the grantee's TTL, but no longer than its queue entry would have: a waiter that
 // died or gave up blocks the name no longer than its entry would have blocked the queue. One that
-// gave up hands a lease granted meanwhile on when it leaves the queue (abandon_queue), to the next
+// gave up hands a lease granted meanwhile on when it leaves the queue (FairQueue::leave), to the next
 // waiter in line.
 TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed on when it gave up",
           "[postgresql][queue]") {

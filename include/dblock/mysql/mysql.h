@@ -17,7 +17,7 @@
 // Waiting: MariaDB has no LISTEN/NOTIFY. While this backend holds a lease for longer than
 // Options::beacon_delay, a background thread holds GET_LOCK on a per-name "beacon" on a dedicated
 // connection and lets go right after the lease row is released. Every waiter waits server-side
-// (Backend::wait_for_turn): blocked in GET_LOCK on that beacon while there is one, otherwise
+// (NativeWait::wait_for_turn): blocked in GET_LOCK on that beacon while there is one, otherwise
 // re-reading the row every 0.5 ms for as long as a beacon may still appear (a lease younger than
 // the beacon delay plus a margin), and returns to the client only when it is its turn, so that a
 // release reaches the next waiter in line without a client round trip. Without a beacon past that

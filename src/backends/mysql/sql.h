@@ -19,7 +19,7 @@
 // rows" semantics (CLIENT_FOUND_ROWS off); every UPDATE here changes the rows it matches anyway.
 //
 // The waiter queue stays off the uncontended path. Merely naming a second table in a statement
-// costs about a quarter of an acquire (measured: table open and lock), so the hot statements
+// costs a table open and lock (docs/backends/mysql.md has the figures), so the hot statements
 // (acquire, release) read only the leases table: a lock's row carries `queued_until`, the latest
 // expiry of the live waiters queued for it, kept by the (contended) queue statements. A released
 // row with live waiters is marked free rather than deleted, and the reaper skips rows with live
@@ -287,8 +287,7 @@ inline constexpr Statement kRenewReader{"renew_reader",
 // Release, uncontended (compare-and-delete): deletes the row when this owner still holds the
 // lease live and nobody is queued for it. InnoDB evaluates the condition on the latest version
 // under the row lock, so a waiter that marked the row first is seen. Deleting is cheaper than
-// marking free (bench/mysql_bench lease pair: 1.17-1.24x the floor before, 1.11-1.19x after), and
-// the acquire after it takes the plain insert path. No row changed: kReleaseExclusive decides. (The release of a
+// marking free (docs/backends/mysql.md), and the acquire after it takes the plain insert path. No row changed: kReleaseExclusive decides. (The release of a
 // lease acquired after queueing expects waiters and runs kReleaseExclusive alone.) :name, :secret.
 inline constexpr Statement kReleaseExclusiveUnqueued{"release_exclusive_unqueued",
     "DELETE FROM {L} WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive'"

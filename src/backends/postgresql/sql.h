@@ -123,7 +123,7 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
 
 // Shared acquire: joins live readers or takes a free row, and records the reader, in one
 // statement. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket (NULL: not queued). The queue
-// check reads {W} exactly (shared leases are not on the measured fast path); a queued reader
+// check reads {W} exactly (shared leases are not on the uncontended fast path); a queued reader
 // leaves the queue and recomputes the marker.
 inline constexpr Statement kAcquireShared{"acquire_shared",
     "WITH now AS (SELECT clock_timestamp() AS t),"
@@ -256,7 +256,7 @@ inline constexpr Statement kRemarkReleased{"remark_released",
     "  SELECT $1, NULL, NULL, 'exclusive', 0, clock_timestamp(), clock_timestamp(), 0, o.until_at, o.ticket"
     "  FROM o, sc WHERE o.until_at IS NOT NULL ON CONFLICT (name) DO NOTHING RETURNING 1)"
     " SELECT count(*) FROM m"};
-// Release of a lease that was acquired after queueing (ReleaseHint::kAcquiredAfterQueueing), so
+// Release of a lease that was acquired after queueing (its LeaseKey::tag says so), so
 // waiters are probably queued again. One statement hands the lease to the first live waiter in
 // ticket order (read from {W}, exact), when that waiter asked for a grant (grant_ttl_us): the row
 // gets its owner secret and holder, a new fence, and an expiry of its TTL, but no later than its
@@ -338,10 +338,8 @@ inline constexpr Statement kList{"list",
 //
 // Planning stays cheap however many rows earlier batches deleted. Their index entries remain
 // until vacuum, and a custom plan would estimate the cursor comparison, and a join on name, from
-// the indexes' actual lowest values, which the planner finds by walking those dead entries (PostgreSQL
-// 15, EXPLAIN ANALYZE with 500 000 deleted rows: 1-2 ms of planning per batch, against 0.13-0.35 ms
-// in this form). So the
-// cursor values are sub-selects (run-time values the planner does not estimate), and the rows are
+// the indexes' actual lowest values, which the planner finds by walking those dead entries
+// (docs/backends/postgresql.md, "Reaper planning"). So the cursor values are sub-selects (run-time values the planner does not estimate), and the rows are
 // deleted by the ctid the locking sub-select returns (a TID scan, no join). The ctid is stable: the
 // row stays locked by this statement until it commits.
 inline constexpr Statement kReapLeases{"reap_leases",

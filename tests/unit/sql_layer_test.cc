@@ -1,0 +1,187 @@
+// The SQL layer's own rules, without a server: statement rendering and the registry, the retry and
+// in-doubt policy (on a toy connection type), and the one rule for URL parameters.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "dblock/dblock.h"
+#include "retry.h"
+#include "statement.h"
+#include "url_params.h"
+
+namespace dblock::testing {
+namespace {
+
+// ---- statements ----
+
+constexpr dblock::sql::Statement kOne{"one", "SELECT x FROM {L} WHERE a = '{L}' AND b = \"{R}\" AND c = {Q}"};
+constexpr dblock::sql::Statement kTwo{"two", "DELETE FROM {W}"};
+constexpr dblock::sql::Statement kStray{"stray", "SELECT 1"};
+constexpr const dblock::sql::Statement* kAll[] = {&kOne, &kTwo};
+
+std::string quoted(std::string_view id) { return "[" + std::string(id) + "]"; }
+
+TEST_CASE("sql: placeholders are filled outside quotes only; unknown letters stay", "[unit][sql]") {
+  const auto tables = dblock::sql::lease_tables("p_", &quoted);
+  CHECK(dblock::sql::render(kOne.text, tables) ==
+        "SELECT x FROM [p_leases] WHERE a = '{L}' AND b = \"{R}\" AND c = {Q}");
+  CHECK(dblock::sql::render("{V}{W}{R}", tables) == "[p_schema_version][p_waiters][p_readers]");
+}
+
+TEST_CASE("sql: the registry renders every statement once and knows only its own", "[unit][sql]") {
+  const dblock::sql::Registry registry(kAll, dblock::sql::lease_tables("p_", &quoted));
+  CHECK(registry.size() == 2);
+  CHECK(registry.index(kTwo) == 1);
+  CHECK(registry.text(kTwo) == "DELETE FROM [p_waiters]");
+  CHECK(registry.at(0).name == std::string("one"));
+  CHECK_THROWS_AS(registry.index(kStray), std::logic_error);
+}
+
+// ---- the retry and in-doubt policy ----
+
+struct ToyConnection {
+  int id = 0;
+  bool broken = false;
+};
+
+// A pool of toy connections that counts what it opened and what came back.
+struct Toy {
+  int opened = 0;
+  int returned = 0;
+  dblock::sql::Connections<ToyConnection> connections{{
+      "toy",
+      [this] { return std::make_unique<ToyConnection>(ToyConnection{++opened, false}); },
+      [this](ToyConnection& c) {
+        ++returned;
+        return !c.broken;
+      },
+      [](ToyConnection& c, const std::exception& e) {
+        return c.broken || dynamic_cast<const ConnectionError*>(&e) != nullptr;
+      },
+      [](const char*) { throw; },  // toy errors are dblock errors already
+      3,
+  }};
+};
+
+TEST_CASE("sql: an idempotent statement is retried once on a fresh connection", "[unit][sql][retry]") {
+  Toy toy;
+  int calls = 0;
+  const int id = toy.connections.idempotent([&](ToyConnection& c) {
+    if (++calls == 1) {
+      c.broken = true;
+      throw ConnectionError("toy: connection reset", "toy");
+    }
+    return c.id;
+  });
+  CHECK(calls == 2);
+  CHECK(id == 2);  // the broken connection was dropped, not reused
+  // Two broken connections in a row: the error reaches the caller.
+  CHECK_THROWS_AS(toy.connections.idempotent([](ToyConnection&) -> int {
+    throw ConnectionError("toy: down", "toy");
+  }),
+                  ConnectionError);
+}
+
+TEST_CASE("sql: conflicts are retried a bounded number of times", "[unit][sql][retry]") {
+  Toy toy;
+  int calls = 0;
+  CHECK_THROWS_AS(toy.connections.run_resolving_conflicts([&](ToyConnection&) -> int {
+    ++calls;
+    throw Error("toy: deadlock", "toy", "40P01", /*retryable=*/true);
+  }),
+                  Error);
+  CHECK(calls == 3);
+  calls = 0;
+  CHECK_THROWS_AS(toy.connections.run_resolving_conflicts([&](ToyConnection&) -> int {
+    ++calls;
+    throw UsageError("toy: not retryable", "toy");
+  }),
+                  UsageError);
+  CHECK(calls == 1);
+}
+
+TEST_CASE("sql: a release whose reply was lost is in doubt when the retry finds nothing", "[unit][sql][retry]") {
+  Toy toy;
+  int calls = 0;
+  auto lost_reply = [&](ToyConnection& c) -> std::optional<bool> {
+    if (++calls == 1) {
+      c.broken = true;
+      throw ConnectionError("toy: reply lost", "toy");
+    }
+    return std::nullopt;  // the first attempt had deleted the row
+  };
+  CHECK_THROWS_AS(toy.connections.release(lost_reply, "k"), InDoubtError);
+  // Nothing found on the first try is a plain "not held".
+  CHECK_FALSE(toy.connections.release([](ToyConnection&) -> std::optional<bool> { return std::nullopt; }, "k"));
+  CHECK(toy.connections.release([](ToyConnection&) -> std::optional<bool> { return true; }, "k") == true);
+}
+
+TEST_CASE("sql: a statement that must not be repeated reports a lost reply in doubt", "[unit][sql][retry]") {
+  Toy toy;
+  int calls = 0;
+  CHECK_THROWS_AS(toy.connections.once(
+                      [&](ToyConnection&) -> bool {
+                        ++calls;
+                        throw ConnectionError("toy: reply lost", "toy");
+                      },
+                      "compare-and-set"),
+                  InDoubtError);
+  CHECK(calls == 1);
+}
+
+// ---- URL parameters ----
+
+TEST_CASE("url params: unknown, malformed and repeated parameters name themselves", "[unit][url]") {
+  auto params_of = [](const char* url) { return detail::UrlParams(parse_url(url), "svc"); };
+  {
+    auto p = params_of("svc://h/db?flag=yes&n=42&name=x");
+    CHECK(p.boolean("flag") == true);
+    CHECK(p.integer("n", 1, 100) == 42);
+    CHECK(p.text("name") == "x");
+    CHECK(p.text("absent") == std::nullopt);
+    CHECK_NOTHROW(p.finish());
+  }
+  {
+    auto p = params_of("svc://h/db?flag=maybe");
+    CHECK_THROWS_WITH(p.boolean("flag"), Catch::Contains("'flag'"));
+  }
+  {
+    auto p = params_of("svc://h/db?n=1000");
+    CHECK_THROWS_WITH(p.integer("n", 1, 100), Catch::Contains("'n'") && Catch::Contains("[1, 100]"));
+  }
+  {
+    auto p = params_of("svc://h/db?known=1&typo=secret-value");
+    p.text("known");
+    CHECK_THROWS_WITH(p.finish(), Catch::Contains("'typo'") && Catch::Contains("known: known") &&
+                                      !Catch::Contains("secret-value"));
+  }
+  CHECK_THROWS_WITH(params_of("svc://h/db?a=1&a=2"), Catch::Contains("'a' given twice"));
+}
+
+TEST_CASE("url params: every backend refuses what it does not know before connecting", "[unit][url]") {
+  // Nothing listens on port 1: these fail on the parameter, not on the connection.
+  CHECK_THROWS_WITH(dblock::open("sqlite:///tmp/dblock-unit-params.db?busy_timeout=soon"),
+                    Catch::Contains("'busy_timeout'"));
+  CHECK_THROWS_WITH(dblock::open("sqlite:///tmp/dblock-unit-params.db?busy_timeout=99999999999"),
+                    Catch::Contains("'busy_timeout'"));
+  const std::vector<std::string> schemes = available_schemes();
+  auto built = [&](const char* scheme) { return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end(); };
+  for (const auto& scheme : schemes) {
+    if (scheme == "sqlite") continue;
+    CHECK_THROWS_WITH(dblock::open(scheme + "://u@127.0.0.1:1/db?bogus=1"), Catch::Contains("'bogus'"));
+  }
+  if (built("postgresql")) {
+    CHECK_THROWS_WITH(dblock::open("postgresql://u@127.0.0.1:1/db?unlogged=maybe"), Catch::Contains("'unlogged'"));
+  }
+  if (built("mysql")) {
+    CHECK_THROWS_WITH(dblock::open("mysql://u@127.0.0.1:1/db?beacon=2"), Catch::Contains("'beacon'"));
+  }
+}
+
+}  // namespace
+}  // namespace dblock::testing
