@@ -9,7 +9,7 @@
 //   FairQueue     waiters queue; hand-offs go to the longest one   yes     yes         yes
 //   WakeEvents    waiters sleep until the service pushes an event  -       yes         -
 //   NativeWait    waiters block inside the service                 -       -           yes
-//   HolderProbe   the first waiter polls a cheap read              yes     yes         yes
+//   HolderProbe   the first waiter polls a cheap read              yes     -           yes
 //   Maintenance   migrations on open; a reaper thread              yes     yes         yes
 //   SessionLocks  LockManager::session_lock                        -       yes         yes
 //   SqlFeatures   guard, transaction/row locks, version CAS        yes     yes         yes

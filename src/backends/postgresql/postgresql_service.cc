@@ -209,15 +209,6 @@ FairQueue::Position PostgresService::position(std::string_view name, const Owner
   });
 }
 
-milliseconds PostgresService::holder_remaining(std::string_view name) {
-  return context_.connections().idempotent([&](Connection& c) {
-    Params p;
-    p.add(name);
-    pqxx::result r = exec(c, sql::kRemaining, p);
-    return r.empty() ? milliseconds(0) : remaining_ms(r[0][0]);  // no row: free
-  });
-}
-
 void PostgresService::note_released_to_queue(std::string_view name) {
   std::lock_guard<std::mutex> lock(released_mutex_);
   if (released_to_queue_.size() >= 64) released_to_queue_.clear();  // bounded; only a hint

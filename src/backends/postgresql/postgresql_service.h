@@ -3,9 +3,10 @@
 // Connections: a pool for lease statements (each used by one thread at a time), one LISTEN
 // connection owned by the listener's thread, and one dedicated connection per held session lock.
 //
-// Capabilities: FairQueue, HolderProbe and Maintenance here; WakeEvents (listener.h),
+// Capabilities: FairQueue and Maintenance here; WakeEvents (listener.h),
 // SessionLocks (session_locks.h), SqlFeatures with RowLocks (sql_features.h). docs/backends/
-// postgresql.md explains the queue marker, the grants and the wake channels.
+// postgresql.md explains the queue marker, the grants and the wake channels. No HolderProbe: with
+// events, no waiter polls the holder (the release that makes it first wakes or names it).
 #ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_POSTGRESQL_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_POSTGRESQL_POSTGRESQL_SERVICE_H_
 
@@ -22,7 +23,7 @@
 
 namespace dblock::postgresql {
 
-class PostgresService final : public LeaseService, public FairQueue, public HolderProbe, public Maintenance {
+class PostgresService final : public LeaseService, public FairQueue, public Maintenance {
  public:
   explicit PostgresService(Options options);
 
@@ -39,7 +40,6 @@ class PostgresService final : public LeaseService, public FairQueue, public Hold
 
   FairQueue* fair_queue() noexcept override { return this; }
   WakeEvents* wake_events() noexcept override { return &listener_; }
-  HolderProbe* holder_probe() noexcept override { return this; }
   Maintenance* maintenance() noexcept override { return this; }
   SessionLocks* session_locks() noexcept override { return &session_locks_; }
   SqlFeatures* sql_features() noexcept override { return &sql_features_; }
@@ -47,8 +47,6 @@ class PostgresService final : public LeaseService, public FairQueue, public Hold
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
   void leave(std::string_view name, const OwnerSecret& secret) override;
   Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
-
-  std::chrono::milliseconds holder_remaining(std::string_view name) override;
 
   void migrate(bool create) override;
   int schema_version() override;

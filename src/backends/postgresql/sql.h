@@ -197,9 +197,6 @@ inline constexpr Statement kQueueStatus{"queue_status",
     "  AND w.owner_secret <> $2::uuid AND w.ticket < $3::bigint),"
     " (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"};
 
-// $1 name: the holder's remaining time in microseconds (no row: free).
-inline constexpr Statement kRemaining{"remaining",
-    "SELECT " DBLOCK_PG_US("expires_at - clock_timestamp()") " FROM {L} WHERE name = $1"};
 
 // A waiter gives up: leave the queue and recompute the marker (bookkeeping: no WAL flush wait).
 // A release may have granted it the lease meanwhile (kReleaseExclusiveInPlace): the result says
@@ -435,7 +432,7 @@ inline constexpr Statement kShortIdleTimeout{"short_idle_timeout",
 // Session and transaction locks are prepared like everything else: parsing and planning them on
 // every call cost a third of an advisory lock/unlock pair.
 inline constexpr const Statement* kPrepared[] = {
-    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kRemaining, &kLeaveQueue,
+    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kLeaveQueue,
     &kRenewExclusive, &kRenewReader, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
     &kReleaseReader, &kForceRelease, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus,
     &kTrySessionExclusive, &kTrySessionShared, &kWaitSessionExclusive, &kWaitSessionShared,
