@@ -23,7 +23,7 @@ BuiltStatement versioned_update(const VersionedUpdate& update, QuoteIdentifier q
   const std::string version = quote(update.version_column);
   out.sql += version + " = " + version + " + 1 WHERE " + quote(update.id_column) + " = ? AND " + version + " = ?";
   out.params.push_back(update.id);
-  out.params.push_back(update.expected_version);
+  out.params.emplace_back(std::in_place_type<std::int64_t>, update.expected_version);
   return out;
 }
 
