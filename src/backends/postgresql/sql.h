@@ -147,6 +147,14 @@ inline constexpr Statement kAcquireShared{"acquire_shared",
 
 #undef DBLOCK_PG_NO_EARLIER_WAITER
 
+// A waiter's position counts the live waiters ahead of it, but not the entry of the lease's current
+// holder: a grantee keeps its queue entry until it releases (see kReleaseExclusiveInPlace), and it
+// is not waiting. Counting it would put the next waiter "behind others" (sleeping until a release
+// names it) also when the holder's release ran concurrently with that waiter's join and so could
+// not see it: nobody would then name it, and it would wait for a poll.
+#define DBLOCK_PG_NOT_THE_HOLDER(w)                                                      \
+  " AND " w ".owner_secret IS DISTINCT FROM (SELECT h.owner_secret FROM {L} h WHERE h.name = $1)"
+
 // Not acquired: join (or stay in) the queue, mark the name's row (creating a free row if there is
 // none), and report the position and the holder's remaining time. A joiner adds only its own
 // ticket to the hint (the smaller one wins while the marker is live): the waiters its snapshot
@@ -185,7 +193,7 @@ inline constexpr Statement kQueue{"queue",
     "  ELSE EXCLUDED.queued_ticket END)"
     " SELECT q.ticket,"
     "  (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
-    "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket),"
+    "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket" DBLOCK_PG_NOT_THE_HOLDER("w") "),"
     "  (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"
     " FROM q, sc"};
 
@@ -194,7 +202,7 @@ inline constexpr Statement kQueue{"queue",
 // a free row).
 inline constexpr Statement kQueueStatus{"queue_status",
     "SELECT (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
-    "  AND w.owner_secret <> $2::uuid AND w.ticket < $3::bigint),"
+    "  AND w.owner_secret <> $2::uuid AND w.ticket < $3::bigint" DBLOCK_PG_NOT_THE_HOLDER("w") "),"
     " (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"};
 
 
@@ -445,6 +453,7 @@ inline constexpr const Statement* kAdHoc[] = {
     &kXactTryShared, &kXactLock, &kXactLockShared, &kClientPort, &kBackendPid, &kShortIdleTimeout,
 };
 
+#undef DBLOCK_PG_NOT_THE_HOLDER
 #undef DBLOCK_PG_LEASE_COLUMNS
 #undef DBLOCK_PG_WAKE_CHANNEL
 #undef DBLOCK_PG_RECOMPUTE
