@@ -37,6 +37,7 @@
 #include "bench_util.h"
 #include "contention.h"
 #include "figures.h"
+#include "scale.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
@@ -70,6 +71,10 @@ constexpr auto kFloorPollSleep = 1ms;
 // of the time, and no acquire waits anywhere near its 10 s limit.
 constexpr double kMinHandoffShare = 0.5;
 constexpr auto kMaxFairWait = 1s;
+// Contended hand-off at 2, 4, 8 processes: throughput at 8 at least half that at 2, and no wait
+// longer than this at the p99, at every count.
+constexpr double kMinThroughputAt8VsAt2 = 0.5;
+constexpr auto kMaxScaleWaitP99 = 20ms;
 
 // A dblock WAL this many times the floor's after the pair figures gets flagged in the table.
 constexpr std::int64_t kWalWarnFactor = 4;
@@ -450,6 +455,18 @@ int run(const Config& config) {
   std::fprintf(stderr, "[sqlite_bench] contention, floor...\n");
   const ContentionResult floor_contention = run_contention(Kind::kFloor, floor_path, kProcesses, config.iterations);
 
+  // The same at 2, 4 and 8 processes (the contended hand-off targets).
+  ScaleTargets targets;
+  targets.min_throughput_last_vs_first = kMinThroughputAt8VsAt2;
+  targets.max_wait_p99_us = to_us(kMaxScaleWaitP99);
+  const ScaleFigure scale = measure_scale(
+      "scale_lease", "contention at 2, 4, 8 processes: acquire(wait) -> 20 us -> release, one name", targets,
+      {"dblock lease", "raw INSERT OR IGNORE, 1 ms poll"}, [&](std::size_t side, int processes) {
+        std::fprintf(stderr, "[sqlite_bench] scale, %d processes, %s...\n", processes, side == 0 ? "dblock" : "floor");
+        return side == 0 ? run_contention(Kind::kDblock, url, processes, config.iterations)
+                         : run_contention(Kind::kFloor, floor_path, processes, config.iterations);
+      });
+
   if (!config.json_only) {
     print_table(rows);
     std::printf("WAL size after the pair figures: dblock %.1f MB, floor %.1f MB%s\n\n",
@@ -458,6 +475,7 @@ int run(const Config& config) {
                     ? "  <- dblock's WAL is not being checkpointed"
                     : "");
     print_contention_table(dblock_contention, floor_contention, config.iterations);
+    print_scale_table(scale);
     std::printf("\n");
   }
   std::printf("BENCH_JSON %s\n",
@@ -503,6 +521,7 @@ int run(const Config& config) {
       .add("target_max_wait_us", static_cast<std::int64_t>(kMaxFairWait / 1us))
       .add("pass", starvation_free(dblock_contention));
   std::printf("BENCH_JSON %s\n", contention.str().c_str());
+  print_scale_json(scale, config.iterations);
   return 0;
 }
 
