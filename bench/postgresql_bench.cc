@@ -47,6 +47,7 @@
 #include "bench_util.h"
 #include "contention.h"
 #include "figures.h"
+#include "scale.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
@@ -83,6 +84,13 @@ constexpr int kQuickIterations = 30;
 // The raw LISTEN/NOTIFY loop re-tries after this long without a notification (never needed while
 // notifications flow; it only bounds a lost one).
 constexpr auto kRawNotifyFallback = 100ms;
+// The blog-post floor of the scale figures polls at this pace.
+constexpr auto kRawPollSleep = 1ms;
+// Contended hand-off at 2, 4, 8 processes (bench/scale.h): the lease keeps at least this share of
+// the raw (polling) floor's throughput; a session lock's hand-off stays within this of the
+// blocking pg_advisory_lock's.
+constexpr double kTargetScaleLeaseThroughput = 0.9;
+constexpr double kTargetScaleSessionHandoff = 1.15;
 
 // Live-lease figure.
 constexpr int kDefaultLive = 100'000;
@@ -125,7 +133,7 @@ constexpr const char* kRawHandoffUnlogged = "dblock_bench_raw_handoff_u";
 constexpr const char* kRawChannel = "dblock_bench_raw_release";
 constexpr const char* kFloorTtl = "30 seconds";
 
-constexpr const char* kAllFigures[] = {"pairs", "advisory", "handoff", "live", "reaper"};
+constexpr const char* kAllFigures[] = {"pairs", "advisory", "handoff", "scale", "live", "reaper"};
 
 struct Config {
   std::string url;
@@ -161,7 +169,7 @@ struct Config {
                "  --live N        live leases for the live-lease figure (default %d)\n"
                "  --reap-rows N   expired rows for the reaper figure (default %d)\n"
                "  --reap-batch N  the reaping manager's reaper_batch (default: ManagerOptions' default)\n"
-               "  --figures LIST  comma-separated subset of pairs,advisory,handoff,live,reaper\n"
+               "  --figures LIST  comma-separated subset of pairs,advisory,handoff,scale,live,reaper\n"
                "  --keep          keep the dblock_bench_* tables afterwards\n",
                argv0, kUrlEnv, kDefaultPairs, kDefaultIterations, kDefaultLive, kDefaultReapRows);
   std::exit(status);
@@ -482,6 +490,7 @@ std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const 
 enum class Kind {
   kDblockLease,
   kRawLease,
+  kRawLeasePoll,
   kRawLeaseNoFlushWait,
   kDblockLeaseUnlogged,
   kRawLeaseUnlogged,
@@ -493,6 +502,7 @@ const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::kDblockLease: return "dblock lease";
     case Kind::kRawLease: return "raw LISTEN/NOTIFY lease";
+    case Kind::kRawLeasePoll: return "raw lease, 1 ms poll";
     case Kind::kRawLeaseNoFlushWait: return "raw LISTEN/NOTIFY lease (release without flush wait)";
     case Kind::kDblockLeaseUnlogged: return "dblock lease (unlogged)";
     case Kind::kRawLeaseUnlogged: return "raw LISTEN/NOTIFY lease (unlogged)";
@@ -534,6 +544,29 @@ void raw_lease_contender(const std::string& url, const char* table, bool flush_w
           const auto us = std::chrono::duration_cast<std::chrono::microseconds>(wait).count();
           c->await_notification(static_cast<long>(us / 1'000'000), static_cast<long>(us % 1'000'000));
         }
+      },
+      [&](int j) { return lease.release(kHotKey, owners[static_cast<std::size_t>(j)]); });
+}
+
+// The blog-post lease: the same upsert until it sticks, sleeping a fixed 1 ms after each miss (no
+// LISTEN); unfair, as whoever polls first after a release gets the name.
+void raw_poll_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
+  auto c = raw_connect(url);
+  RawLease lease(*c, kRawHandoff, false);
+  std::vector<std::string> owners;  // made before the start: the floor does not pay for them
+  for (int j = 0; j < iterations; ++j) {
+    owners.push_back(counter_uuid(static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j)));
+  }
+  start.ready_and_wait();
+  contend(
+      arena, index, iterations,
+      [&](int j) -> std::optional<std::int64_t> {
+        const auto deadline = Clock::now() + kContentionWait;
+        while (!lease.try_acquire(kHotKey, owners[static_cast<std::size_t>(j)])) {
+          if (Clock::now() >= deadline) return std::nullopt;
+          std::this_thread::sleep_for(kRawPollSleep);
+        }
+        return std::int64_t{0};  // no fence
       },
       [&](int j) { return lease.release(kHotKey, owners[static_cast<std::size_t>(j)]); });
 }
@@ -607,6 +640,7 @@ ContentionResult run_contention(Kind kind, const std::string& url, const std::st
             dblock_bench::dblock_lease_contender(url, options, index, iterations, arena, start);
             break;
           case Kind::kRawLease: raw_lease_contender(url, kRawHandoff, true, index, iterations, arena, start); break;
+          case Kind::kRawLeasePoll: raw_poll_contender(url, index, iterations, arena, start); break;
           case Kind::kRawLeaseNoFlushWait:
             raw_lease_contender(url, kRawHandoff, false, index, iterations, arena, start);
             break;
@@ -873,6 +907,32 @@ int run(const Config& config) {
             kTargetHandoffAdvisory);
   }
 
+  // --- the same hand-offs at 2, 4, 8 processes (fork: nothing may be open here) -------------------
+  std::vector<ScaleFigure> scales;
+  if (config.wants("scale")) {
+    {
+      auto raw = raw_connect(config.url);
+      create_raw_table(*raw, kRawHandoff, false);
+      open_manager(logged_url, kPrefixHandoff, false).reset();
+    }
+    auto run = [&](std::vector<Kind> kinds, const std::string& dblock_url) {
+      return [&config, kinds, dblock_url](std::size_t side, int processes) {
+        progress(format("scale, %d processes, %s...", processes, kind_name(kinds[side])).c_str());
+        return run_contention(kinds[side], side == 0 ? dblock_url : config.url, config.url, processes, config.iterations);
+      };
+    };
+    ScaleTargets lease;
+    lease.min_throughput_vs_raw = kTargetScaleLeaseThroughput;
+    scales.push_back(measure_scale("scale_lease", "lease (logged tables) at 2, 4, 8 processes: acquire(wait) -> 20 us -> release",
+                                   lease, {"dblock lease", "raw lease, 1 ms poll", "raw LISTEN/NOTIFY lease (fair)"},
+                                   run({Kind::kDblockLease, Kind::kRawLeasePoll, Kind::kRawLease}, logged_url)));
+    ScaleTargets session;
+    session.max_handoff_vs_raw = kTargetScaleSessionHandoff;
+    scales.push_back(measure_scale("scale_session", "session lock at 2, 4, 8 processes: session_lock(wait) / blocking"
+                                   " pg_advisory_lock", session, {"dblock session_lock", "raw pg_advisory_lock"},
+                                   run({Kind::kDblockAdvisory, Kind::kRawAdvisory}, logged_url)));
+  }
+
   // --- live leases ------------------------------------------------------------------------------
   if (config.wants("live")) {
     auto raw = raw_connect(config.url);
@@ -936,6 +996,8 @@ int run(const Config& config) {
       print_contention_table(h.title.c_str(), h.dblock_name, h.dblock, h.raw_name, h.raw, true);
       std::printf("\n");
     }
+    for (const ScaleFigure& f : scales) print_scale_table(f);
+    if (!scales.empty()) std::printf("\n");
     if (reaper) {
       std::printf("reaper: %lld expired rows inserted in %.1f s; a LockManager (reaper_interval %lld ms, batch %d)\n"
                   "        deleted them in %.1f s (%.0f rows/s)%s; %lld expired rows left; %zu pairs measured during,"
@@ -973,6 +1035,7 @@ int run(const Config& config) {
                                       .str()
                                       .c_str());
   print_rows_json(rows, handoffs, config.iterations, true);
+  for (const ScaleFigure& f : scales) print_scale_json(f, config.iterations);
   return 0;
 }
 
