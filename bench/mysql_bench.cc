@@ -382,11 +382,12 @@ std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const 
 // ---------------------------------------------------------------------------------------------
 // Hand-off figures: forked processes, results in shared memory.
 
-enum class Kind { kDblockLease, kDblockSession, kRawSession, kRawLeasePoll, kRawLeaseFair };
+enum class Kind { kDblockLease, kDblockLeaseUnfair, kDblockSession, kRawSession, kRawLeasePoll, kRawLeaseFair };
 
 const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::kDblockLease: return "dblock lease";
+    case Kind::kDblockLeaseUnfair: return "dblock lease (fair=false)";
     case Kind::kDblockSession: return "dblock session lock";
     case Kind::kRawSession: return "raw GET_LOCK";
     case Kind::kRawLeasePoll: return "raw lease, 1 ms poll";
@@ -472,10 +473,12 @@ ContentionResult run_contention(Kind kind, const std::string& url, int processes
   dblock::ManagerOptions options;
   options.table_prefix = kPrefixHandoff;
   options.reaper = false;  // no background writes beside the measured ones
-  if (kind == Kind::kDblockLease) options.default_ttl = kContentionTtl;
+  if (kind == Kind::kDblockLease || kind == Kind::kDblockLeaseUnfair) options.default_ttl = kContentionTtl;
+  options.fair = kind != Kind::kDblockLeaseUnfair;
   return run_contenders(kind_name(kind), processes, iterations, [&](int index, SharedArena& arena, StartLine& start) {
     switch (kind) {
       case Kind::kDblockLease:
+      case Kind::kDblockLeaseUnfair:
         dblock_bench::dblock_lease_contender(url, options, index, iterations, arena, start);
         break;
       case Kind::kDblockSession:
@@ -616,12 +619,15 @@ int run(const Config& config) {
     ScaleTargets lease;
     lease.max_handoff_vs_raw = kTargetScaleLeaseHandoff;
     scales.push_back(measure_scale("scale_lease", "lease at 2, 4, 8 processes: acquire(wait) -> 20 us -> release", lease,
-                                   {"dblock lease", "raw lease, 1 ms poll", "raw lease + GET_LOCK line (fair)"},
-                                   run({Kind::kDblockLease, Kind::kRawLeasePoll, Kind::kRawLeaseFair})));
+                                   {{"dblock", "dblock lease"}, {"floor", "raw lease, 1 ms poll"},
+                                    {"fair_floor", "raw lease + GET_LOCK line (fair)"},
+                                    {"unfair", "dblock lease, fair=false"}},
+                                   run({Kind::kDblockLease, Kind::kRawLeasePoll, Kind::kRawLeaseFair,
+                                        Kind::kDblockLeaseUnfair})));
     ScaleTargets session;
     session.max_handoff_vs_raw = kTargetScaleSessionHandoff;
     scales.push_back(measure_scale("scale_session", "session lock at 2, 4, 8 processes: session_lock(wait) / blocking"
-                                   " GET_LOCK", session, {"dblock session_lock", "raw GET_LOCK"},
+                                   " GET_LOCK", session, {{"dblock", "dblock session_lock"}, {"floor", "raw GET_LOCK"}},
                                    run({Kind::kDblockSession, Kind::kRawSession})));
   }
 

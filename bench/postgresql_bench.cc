@@ -489,6 +489,7 @@ std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const 
 
 enum class Kind {
   kDblockLease,
+  kDblockLeaseUnfair,
   kRawLease,
   kRawLeasePoll,
   kRawLeaseNoFlushWait,
@@ -501,6 +502,7 @@ enum class Kind {
 const char* kind_name(Kind kind) {
   switch (kind) {
     case Kind::kDblockLease: return "dblock lease";
+    case Kind::kDblockLeaseUnfair: return "dblock lease (fair=false)";
     case Kind::kRawLease: return "raw LISTEN/NOTIFY lease";
     case Kind::kRawLeasePoll: return "raw lease, 1 ms poll";
     case Kind::kRawLeaseNoFlushWait: return "raw LISTEN/NOTIFY lease (release without flush wait)";
@@ -632,10 +634,12 @@ ContentionResult run_contention(Kind kind, const std::string& url, const std::st
       kind == Kind::kDblockLeaseUnlogged ? kPrefixHandoffUnlogged : kPrefixHandoff;
   options.reaper = false;  // no background writes beside the measured ones
   if (kind != Kind::kDblockAdvisory) options.default_ttl = kContentionTtl;
+  options.fair = kind != Kind::kDblockLeaseUnfair;
   ContentionResult result =
       run_contenders(kind_name(kind), processes, iterations, [&](int index, SharedArena& arena, StartLine& start) {
         switch (kind) {
           case Kind::kDblockLease:
+          case Kind::kDblockLeaseUnfair:
           case Kind::kDblockLeaseUnlogged:
             dblock_bench::dblock_lease_contender(url, options, index, iterations, arena, start);
             break;
@@ -924,12 +928,17 @@ int run(const Config& config) {
     ScaleTargets lease;
     lease.min_throughput_vs_raw = kTargetScaleLeaseThroughput;
     scales.push_back(measure_scale("scale_lease", "lease (logged tables) at 2, 4, 8 processes: acquire(wait) -> 20 us -> release",
-                                   lease, {"dblock lease", "raw lease, 1 ms poll", "raw LISTEN/NOTIFY lease (fair)"},
-                                   run({Kind::kDblockLease, Kind::kRawLeasePoll, Kind::kRawLease}, logged_url)));
+                                   lease,
+                                   {{"dblock", "dblock lease"}, {"floor", "raw lease, 1 ms poll"},
+                                    {"fair_floor", "raw LISTEN/NOTIFY lease (fair)"},
+                                    {"unfair", "dblock lease, fair=false"}},
+                                   run({Kind::kDblockLease, Kind::kRawLeasePoll, Kind::kRawLease,
+                                        Kind::kDblockLeaseUnfair}, logged_url)));
     ScaleTargets session;
     session.max_handoff_vs_raw = kTargetScaleSessionHandoff;
     scales.push_back(measure_scale("scale_session", "session lock at 2, 4, 8 processes: session_lock(wait) / blocking"
-                                   " pg_advisory_lock", session, {"dblock session_lock", "raw pg_advisory_lock"},
+                                   " pg_advisory_lock", session,
+                                   {{"dblock", "dblock session_lock"}, {"floor", "raw pg_advisory_lock"}},
                                    run({Kind::kDblockAdvisory, Kind::kRawAdvisory}, logged_url)));
   }
 

@@ -21,16 +21,23 @@ namespace dblock_bench {
 // The process counts of the scale figures.
 inline constexpr int kProcessCounts[] = {2, 4, 8};
 
-// One contender set-up of a mode at one process count.
-struct ScaleSide {
+// One contender set-up of a mode: its JSON key ("dblock", "floor", "fair_floor", ...) and label.
+struct SideSpec {
+  std::string key;
   std::string name;
+};
+
+struct ScaleSide {
+  SideSpec spec;
   ContentionResult result;
 };
 
 struct ScalePoint {
   int processes = 0;
   ScaleSide dblock;
-  std::vector<ScaleSide> floors;  // the raw floor first, then the fair floor where there is one
+  // The raw floor first (the targets compare with it), then a fair floor where there is one, and
+  // other set-ups shown for comparison (dblock with fair = false, say).
+  std::vector<ScaleSide> others;
 };
 
 // What a mode must meet; NaN: no such target for this mode.
@@ -49,10 +56,10 @@ struct ScaleFigure {
   std::vector<ScalePoint> points;
 };
 
-// Runs `run(side_index, processes)` for dblock (side 0) and each floor (1..) at every count, sides
-// alternating within a count so that drifts land on every side.
+// Runs `run(side_index, processes)` for dblock (side 0), the raw floor (side 1) and the other
+// sides at every count, sides taking turns within a count so that drifts land on every side.
 inline ScaleFigure measure_scale(std::string figure, std::string title, ScaleTargets targets,
-                                 const std::vector<std::string>& sides,
+                                 const std::vector<SideSpec>& sides,
                                  const std::function<ContentionResult(std::size_t side, int processes)>& run) {
   ScaleFigure out{std::move(figure), std::move(title), targets, {}};
   for (const int n : kProcessCounts) {
@@ -63,7 +70,7 @@ inline ScaleFigure measure_scale(std::string figure, std::string title, ScaleTar
       if (s == 0) {
         point.dblock = std::move(side);
       } else {
-        point.floors.push_back(std::move(side));
+        point.others.push_back(std::move(side));
       }
     }
     out.points.push_back(std::move(point));
@@ -82,8 +89,8 @@ inline std::vector<std::string> scale_failures(const ScaleFigure& f, const Scale
   if (std::isfinite(t.max_p99_over_p50) && !(p99_over_p50(d) <= t.max_p99_over_p50)) {
     out.push_back(format("p99/p50 %.1f > %.0f", p99_over_p50(d), t.max_p99_over_p50));
   }
-  if (!p.floors.empty()) {
-    const ContentionResult& raw = p.floors.front().result;
+  if (!p.others.empty()) {
+    const ContentionResult& raw = p.others.front().result;
     const double thr = ratio(d.throughput_per_s, raw.throughput_per_s);
     if (std::isfinite(t.min_throughput_vs_raw) && !(thr >= t.min_throughput_vs_raw)) {
       out.push_back(format("acq/s %.2fx raw < %.2f", thr, t.min_throughput_vs_raw));
@@ -112,10 +119,10 @@ inline void print_scale_table(const ScaleFigure& f) {
               "handoff p99", "p99/p50", "wait p99", "switch", "target");
   auto ms = [](double us) { return cell(us / 1e3, "%.3f") + "ms"; };
   for (const ScalePoint& p : f.points) {
-    const double raw_thr = p.floors.empty() ? NAN : p.floors.front().result.throughput_per_s;
+    const double raw_thr = p.others.empty() ? NAN : p.others.front().result.throughput_per_s;
     auto line = [&](const ScaleSide& s, const std::string& verdict) {
       const ContentionResult& r = s.result;
-      std::printf("%5d %-34s %9s %7s %11s %11s %7s %11s %7s%%  %s\n", p.processes, s.name.c_str(),
+      std::printf("%5d %-34s %9s %7s %11s %11s %7s %11s %7s%%  %s\n", p.processes, s.spec.name.c_str(),
                   cell(r.throughput_per_s, "%.0f").c_str(), cell(ratio(r.throughput_per_s, raw_thr), "%.2f").c_str(),
                   ms(r.handoff_latency_us.p50).c_str(), ms(r.handoff_latency_us.p99).c_str(),
                   cell(p99_over_p50(r), "%.1f").c_str(), ms(r.wait_us.p99).c_str(),
@@ -128,7 +135,7 @@ inline void print_scale_table(const ScaleFigure& f) {
       for (const auto& why : failures) verdict += " " + why + ";";
     }
     line(p.dblock, verdict);
-    for (const ScaleSide& s : p.floors) line(s, "");
+    for (const ScaleSide& s : p.others) line(s, "");
   }
 }
 
@@ -141,13 +148,13 @@ inline void print_scale_json(const ScaleFigure& f, int iterations) {
         .add("critical_section_us", static_cast<std::int64_t>(kCriticalSection.count()));
     add_contention_json(line, "dblock", p.dblock.result);
     line.add("dblock_p99_over_p50", p99_over_p50(p.dblock.result));
-    for (std::size_t i = 0; i < p.floors.size(); ++i) {
-      const std::string side = i == 0 ? "floor" : "fair_floor";
-      add_contention_json(line, side.c_str(), p.floors[i].result);
-      line.add(side + "_name", p.floors[i].name)
-          .add("throughput_vs_" + side, ratio(p.dblock.result.throughput_per_s, p.floors[i].result.throughput_per_s))
+    for (const ScaleSide& other : p.others) {
+      const std::string& side = other.spec.key;
+      add_contention_json(line, side.c_str(), other.result);
+      line.add(side + "_name", other.spec.name)
+          .add("throughput_vs_" + side, ratio(p.dblock.result.throughput_per_s, other.result.throughput_per_s))
           .add("handoff_p50_vs_" + side,
-               ratio(p.dblock.result.handoff_latency_us.p50, p.floors[i].result.handoff_latency_us.p50));
+               ratio(p.dblock.result.handoff_latency_us.p50, other.result.handoff_latency_us.p50));
     }
     line.add("pass", scale_failures(f, p).empty());
     std::printf("BENCH_JSON %s\n", line.str().c_str());

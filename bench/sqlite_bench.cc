@@ -302,7 +302,7 @@ class FloorSide {
 // ---------------------------------------------------------------------------------------------
 // Contention figure: forked processes, results in shared memory.
 
-enum class Kind { kDblock, kFloor };
+enum class Kind { kDblock, kDblockUnfair, kFloor };
 
 // The blog-post lock: INSERT OR IGNORE until it sticks, sleeping a fixed 1 ms after each miss.
 void floor_contender(const std::string& path, int index, int iterations, SharedArena& arena, StartLine& start) {
@@ -328,9 +328,10 @@ ContentionResult run_contention(Kind kind, const std::string& target, int proces
   dblock::ManagerOptions options;
   options.reaper = false;  // as in the pair figures: no background writes beside the measured ones
   options.default_ttl = kContentionTtl;
-  return run_contenders(kind == Kind::kDblock ? "dblock" : "floor", processes, iterations,
+  options.fair = kind != Kind::kDblockUnfair;
+  return run_contenders(kind == Kind::kFloor ? "floor" : "dblock", processes, iterations,
                         [&](int index, SharedArena& arena, StartLine& start) {
-                          if (kind == Kind::kDblock) {
+                          if (kind != Kind::kFloor) {
                             dblock_bench::dblock_lease_contender(target, options, index, iterations, arena, start);
                           } else {
                             floor_contender(target, index, iterations, arena, start);
@@ -461,10 +462,11 @@ int run(const Config& config) {
   targets.max_wait_p99_us = to_us(kMaxScaleWaitP99);
   const ScaleFigure scale = measure_scale(
       "scale_lease", "contention at 2, 4, 8 processes: acquire(wait) -> 20 us -> release, one name", targets,
-      {"dblock lease", "raw INSERT OR IGNORE, 1 ms poll"}, [&](std::size_t side, int processes) {
-        std::fprintf(stderr, "[sqlite_bench] scale, %d processes, %s...\n", processes, side == 0 ? "dblock" : "floor");
-        return side == 0 ? run_contention(Kind::kDblock, url, processes, config.iterations)
-                         : run_contention(Kind::kFloor, floor_path, processes, config.iterations);
+      {{"dblock", "dblock lease"}, {"floor", "raw INSERT OR IGNORE, 1 ms poll"}, {"unfair", "dblock lease, fair=false"}},
+      [&](std::size_t side, int processes) {
+        const Kind kind = side == 0 ? Kind::kDblock : side == 1 ? Kind::kFloor : Kind::kDblockUnfair;
+        std::fprintf(stderr, "[sqlite_bench] scale, %d processes, side %zu...\n", processes, side);
+        return run_contention(kind, kind == Kind::kFloor ? floor_path : url, processes, config.iterations);
       });
 
   if (!config.json_only) {

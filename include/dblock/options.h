@@ -63,6 +63,9 @@ struct ManagerOptions {
   // Default for AcquireOptions::reentrant. Default false.
   bool reentrant = false;
 
+  // Default for AcquireOptions::fair. Default true.
+  bool fair = true;
+
   // Shown in list/inspect as the holder. Empty (default) means "<hostname>:<pid>:<instance>".
   std::string holder;
 
@@ -89,6 +92,14 @@ struct AcquireOptions {
   // manager succeeds at once, sharing the fence and counting holds; the lease is released in the
   // backend when the last hold is released. Unset (default) means ManagerOptions::reentrant.
   std::optional<bool> reentrant;
+
+  // Fairness: a waiting acquire joins the backend's queue of waiters (where it has one), so that
+  // hand-offs go to the longest waiter and a releasing holder cannot take the name straight back.
+  // false: this acquire waits outside the queue, attempting when it is woken or its pause ends;
+  // it still yields to waiters that did queue. Trades first-come order for throughput where the
+  // queue's bookkeeping costs more than it gives (README, "Fairness and its cost"). Unset
+  // (default) means ManagerOptions::fair.
+  std::optional<bool> fair;
 
   // Called once, on the renewal thread, when the lease is found lost (renewal refused, safe-until
   // passed, connection gone for too long). Must not block for long; may call Lease::release().

@@ -38,12 +38,14 @@ AcquireResult from_grant(const WakeEvents::Grant& grant) {
 // the wake board unless it acquired.
 class Acquirer {
  public:
-  Acquirer(ManagerCore& core, std::shared_ptr<LeaseState> state, SteadyClock::time_point deadline, bool try_once)
+  // `fair`: wait in the service's queue of waiters, where it has one.
+  Acquirer(ManagerCore& core, std::shared_ptr<LeaseState> state, SteadyClock::time_point deadline, bool try_once,
+           bool fair)
       : core_(core),
         state_(std::move(state)),
         deadline_(deadline),
         try_once_(try_once),
-        queue_(try_once ? nullptr : core.service_->fair_queue()),
+        queue_(try_once || !fair ? nullptr : core.service_->fair_queue()),
         events_(try_once ? nullptr : core.service_->wake_events()),
         // A queue entry outlives a few of the waiter's longest pauses.
         queue_hold_(std::max(milliseconds(1000), core.options_.max_poll * 4)),
@@ -178,7 +180,8 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   // A waiter keeps the engine alive: a manager destroyed meanwhile ends the wait with a UsageError.
   const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
   if (std::optional<Lease> again = reenter(key, try_once, options)) return again;
-  Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once);
+  Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once,
+                    options.fair.value_or(options_.fair));
   return acquirer.run();
 }
 

@@ -59,19 +59,26 @@ class PausingWait : public WaitStrategy {
 };
 
 // No events: a jittered, growing pause; a wake-up (a release in this process) leads to an attempt
-// only for the first waiter in line, the others ask the queue where they stand.
+// only for the first waiter in line, the others ask the queue where they stand. A queued waiter's
+// pause grows to at most a few min_poll: nobody else may take the name once it is first (FIFO),
+// so a first waiter asleep in a long pause would stall the line.
 class BackoffWait final : public PausingWait {
  public:
   using PausingWait::PausingWait;
 
   WaitResult wait(WaitContext& c) override {
+    if (c.ticket != 0) c.backoff = std::min<microseconds>(c.backoff, options_.min_poll * kQueuedPolls);
     for (;;) {
-      if (!sleep(c, plain_pause(c))) return WaitResult::kAttempt;  // and refresh the queue entry
+      if (!sleep(c, plain_pause(c))) return WaitResult::kAttempt;  // time to attempt (and refresh the entry)
       if (still_behind(queue_, c)) continue;
       c.backoff = options_.min_poll;  // our turn may have come: attempt at once
       return WaitResult::kAttempt;
     }
   }
+
+ private:
+  // A queued waiter attempts at least every this many min_poll.
+  static constexpr int kQueuedPolls = 2;
 };
 
 // Service events. A waiter behind others sleeps max_poll whatever the holder's time: the release
@@ -124,15 +131,16 @@ class NativeTurnWait final : public WaitStrategy {
   NativeWait& native_;
 };
 
-// Next in line without events: watches the holder with the service's cheap read-only probe and
-// attempts as soon as the name is free, or anyway before the queue entry could expire.
+// Next in line (or not in a line at all) without events: watches the holder with the service's
+// cheap read-only probe and attempts as soon as the name is free, or anyway before the queue entry
+// could expire.
 class ProbeWait final : public WaitStrategy {
  public:
   ProbeWait(WakeBoard& board, const ManagerOptions& options, HolderProbe& probe)
       : board_(board), options_(options), probe_(probe) {}
 
   WaitResult wait(WaitContext& c) override {
-    if (c.position != 0) return WaitResult::kPass;
+    if (c.position != 0 && c.ticket != 0) return WaitResult::kPass;
     const auto until = std::min(c.refresh_at, c.deadline);
     for (;;) {
       const auto wake_at = std::min<SteadyClock::time_point>(SteadyClock::now() + jittered(options_.min_poll), until);

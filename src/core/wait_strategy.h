@@ -3,7 +3,8 @@
 //
 //   service has        strategies, tried in order until one says "attempt"
 //   WakeEvents         EventWait: sleep until an event (a grant ends the wait with the lease)
-//   otherwise          NativeTurnWait (NativeWait), ProbeWait (HolderProbe, first in line only),
+//   otherwise          NativeTurnWait (NativeWait), ProbeWait (HolderProbe; first in line, or
+//                      not queued),
 //                      BackoffWait (always last)
 //
 // Every strategy sleeps on the manager's WakeBoard (so releases in this process wake it at once),

@@ -199,6 +199,36 @@ TEST_CASE("wait: hand-offs go to the longest waiter; waiters behind ask where th
   REQUIRE(second.result());
 }
 
+TEST_CASE("wait: a queued waiter without events keeps attempting every few min_poll", "[unit][wait][queue]") {
+  // Three processes, no events, no probe: the second waiter learns it is first only by attempting.
+  // Its pause must not have grown long while it waited behind the first (FIFO: nobody else may
+  // take the name meanwhile, so a long pause would stall the line).
+  MemoryService::Config queue_only;
+  queue_only.holder_probe = false;
+  ManagerOptions options;
+  options.min_poll = 2ms;
+  options.max_poll = 5s;
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto holder = rig.open(queue_only, {}, &service);
+  auto first = rig.open(queue_only, options);
+  auto second = rig.open(queue_only, options);
+  auto held = holder->try_acquire("k");
+  REQUIRE(held);
+  Waiter w1(*first, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  Waiter w2(*second, "k");
+  REQUIRE(eventually([&] { return service->queued("k") == 2; }));
+  std::this_thread::sleep_for(1s);  // long enough for an uncapped backoff to reach several 100 ms
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  auto& got1 = w1.result();
+  REQUIRE(got1);
+  const auto released = SteadyClock::now();
+  REQUIRE(got1->release() == ReleaseResult::kReleased);
+  REQUIRE(w2.result());
+  CHECK(SteadyClock::now() - released < 60ms);  // a capped pause is at most 2 x 2 ms, jittered
+}
+
 TEST_CASE("wait: a wait that runs out returns empty and leaves the line", "[unit][wait][timeout]") {
   Rig rig;
   auto a = rig.open();
