@@ -916,6 +916,7 @@ int run(const Config& config) {
   if (config.wants("scale")) {
     {
       auto raw = raw_connect(config.url);
+      run_sql(*raw, std::string("DROP TABLE IF EXISTS ") + kRawHandoff);  // the hand-off figures may have made it
       create_raw_table(*raw, kRawHandoff, false);
       open_manager(logged_url, kPrefixHandoff, false).reset();
     }
