@@ -51,12 +51,16 @@ CREATE TABLE IF NOT EXISTS `{{prefix}}readers` (
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
 -- Waiters queue here so that hand-offs go to the longest waiter (ticket = server time of its first
--- attempt, in microseconds); a dead waiter's row expires (until_at) and stops blocking others.
+-- attempt, in microseconds); a dead waiter's row expires (until_at) and stops blocking others. A
+-- contended release makes the first waiter the holder when it recorded a grant_ttl_us (exclusive
+-- waiters do): its holder string, that TTL, but no longer than its entry had left.
 CREATE TABLE IF NOT EXISTS `{{prefix}}waiters` (
   name         VARBINARY(255) NOT NULL,
   owner_secret BINARY(16)     NOT NULL,
   ticket       BIGINT         NOT NULL,
   until_at     DATETIME(6)    NOT NULL,
+  holder       VARCHAR(255)   NULL,
+  grant_ttl_us BIGINT         NULL,
   PRIMARY KEY (name, owner_secret),
   KEY until_at (until_at)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;

@@ -29,6 +29,18 @@
 
 namespace dblock {
 
+// A release handed the lease to the queued waiter with `ticket`: it holds it from the release on,
+// with this fence, for `granted_for` (service clock; it may be shorter than the TTL asked for, and
+// the holder renews it to that). The grantee needs no call of its own; a waiter that misses the
+// grant (an event, or the end of a native wait) finds the lease its own on its next attempt.
+struct LeaseGrant {
+  std::int64_t ticket = 0;
+  std::int64_t fence = 0;
+  std::chrono::microseconds granted_for{0};
+  std::int64_t expires_at_us = 0;
+  std::uint32_t tag = 0;  // as AcquireResult::tag
+};
+
 // A line of waiters per name, kept by the service, so that a hand-off goes to the longest waiter
 // rather than to whoever polls first (a releasing holder cannot take the name straight back).
 // An entry lives for Place::hold_for unless the next attempt refreshes it: a dead waiter stops
@@ -54,8 +66,8 @@ class FairQueue {
   // is queued, otherwise joins the line (ticket 0) or refreshes its entry. A service may skip the
   // acquire half when it knows it would be refused; the engine attempts again as after any refusal.
   virtual Attempt attempt_in_line(const AcquireRequest& request, const Place& place) = 0;
-  // The waiter gave up: leaves the line. A service that grants leases to waiters
-  // (WakeEvents::Grant) also releases a lease granted to this secret meanwhile.
+  // The waiter gave up: leaves the line. A service that grants leases to waiters (LeaseGrant)
+  // also releases a lease granted to this secret meanwhile.
   virtual void leave(std::string_view name, const OwnerSecret& secret) = 0;
   // Read-only: where a waiter stands. Lets a woken waiter that is not first go back to sleep
   // without writing.
@@ -66,17 +78,7 @@ class FairQueue {
 // again, never proof of anything but a grant the service itself reports.
 class WakeEvents {
  public:
-  // A release handed the lease to the queued waiter with `ticket`: it holds it from the release
-  // on, with this fence, for `granted_for` (service clock; it may be shorter than the TTL asked
-  // for, and the holder renews it to that). The grantee needs no call of its own; a waiter that
-  // misses the event finds the lease its own on its next attempt.
-  struct Grant {
-    std::int64_t ticket = 0;
-    std::int64_t fence = 0;
-    std::chrono::microseconds granted_for{0};
-    std::int64_t expires_at_us = 0;
-    std::uint32_t tag = 0;  // as AcquireResult::tag
-  };
+  using Grant = LeaseGrant;
   enum class Kind {
     kReleased,  // the name may be free; `next_ticket` names whose turn it is (0: anyone's)
     kGranted,   // `grant` names the waiter that now holds the name
@@ -109,21 +111,28 @@ class NativeWait {
  public:
   enum class Outcome {
     kWoken,        // attempt now: the name is free and no earlier waiter is live, or max_wait passed
+    kGranted,      // a release made this waiter the holder: `grant`
     kUnavailable,  // nothing to block on (no beacon held): the engine polls instead
+  };
+  struct Turn {
+    Outcome outcome = Outcome::kUnavailable;
+    std::optional<LeaseGrant> grant;  // with kGranted
   };
   virtual ~NativeWait() = default;
   // `ticket` is the waiter's FairQueue ticket (0: not queued). Blocks up to `max_wait`. Uses a
-  // connection of its own for the duration.
-  virtual Outcome wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
-                                std::chrono::milliseconds max_wait) = 0;
+  // connection of its own for the duration. A grant reported here was made after the waiter's
+  // last attempt began (that attempt would otherwise have found the lease its own).
+  virtual Turn wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                             std::chrono::milliseconds max_wait) = 0;
 };
 
 // A cheap read-only probe the first waiter in line polls between attempts instead of writing.
 class HolderProbe {
  public:
   virtual ~HolderProbe() = default;
-  // The current holder's remaining time on the service's clock; zero or negative when free.
-  virtual std::chrono::milliseconds holder_remaining(std::string_view name) = 0;
+  // The current holder's remaining time on the service's clock; zero or negative when free, or
+  // when `waiter` holds it (a release granted it the lease: its next attempt finds it its own).
+  virtual std::chrono::milliseconds holder_remaining(std::string_view name, const OwnerSecret& waiter) = 0;
 };
 
 // Schema and garbage of services that keep lock state in tables.

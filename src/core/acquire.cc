@@ -21,7 +21,7 @@ milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl
   return ttl;
 }
 
-AcquireResult from_grant(const WakeEvents::Grant& grant) {
+AcquireResult from_grant(const LeaseGrant& grant) {
   AcquireResult result;
   result.acquired = true;
   result.fence = grant.fence;

@@ -119,9 +119,9 @@ class NativeTurnWait final : public WaitStrategy {
     const auto until = std::min(c.refresh_at, c.deadline);
     if (until <= now) return WaitResult::kPass;
     const auto max_wait = std::chrono::duration_cast<milliseconds>(until - now) + milliseconds(1);
-    if (native_.wait_for_turn(c.name, c.secret, c.ticket, max_wait) != NativeWait::Outcome::kWoken) {
-      return WaitResult::kPass;
-    }
+    NativeWait::Turn turn = native_.wait_for_turn(c.name, c.secret, c.ticket, max_wait);
+    if (turn.outcome == NativeWait::Outcome::kUnavailable) return WaitResult::kPass;
+    if (turn.outcome == NativeWait::Outcome::kGranted) c.grant = turn.grant;  // held now, even if stopping
     board_.check_running();
     return WaitResult::kAttempt;
   }
@@ -145,7 +145,7 @@ class ProbeWait final : public WaitStrategy {
     for (;;) {
       const auto wake_at = std::min<SteadyClock::time_point>(SteadyClock::now() + jittered(options_.min_poll), until);
       if (board_.wait(c.name, c.generation, wake_at) || SteadyClock::now() >= until) return WaitResult::kAttempt;
-      if (probe_.holder_remaining(c.name) <= milliseconds::zero()) return WaitResult::kAttempt;
+      if (probe_.holder_remaining(c.name, c.secret) <= milliseconds::zero()) return WaitResult::kAttempt;
     }
   }
 

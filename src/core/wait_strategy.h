@@ -3,8 +3,8 @@
 //
 //   service has        strategies, tried in order until one says "attempt"
 //   WakeEvents         EventWait: sleep until an event (a grant ends the wait with the lease)
-//   otherwise          NativeTurnWait (NativeWait), ProbeWait (HolderProbe; first in line, or
-//                      not queued),
+//   otherwise          NativeTurnWait (NativeWait; a grant ends the wait with the lease),
+//                      ProbeWait (HolderProbe; first in line, or not queued),
 //                      BackoffWait (always last)
 //
 // Every strategy sleeps on the manager's WakeBoard (so releases in this process wake it at once),
@@ -42,7 +42,7 @@ struct WaitContext {
   SteadyClock::time_point refresh_at;               // attempt again by then (queue entry); max(): no queue
   std::uint64_t generation = 0;                     // the board's, taken before the last attempt
   std::chrono::microseconds backoff{0};             // the plain pause; doubles while nothing happens
-  std::optional<WakeEvents::Grant> grant;           // set when a release granted this waiter the lease
+  std::optional<LeaseGrant> grant;                  // set when a release granted this waiter the lease
 };
 
 enum class WaitResult {

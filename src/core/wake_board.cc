@@ -28,7 +28,7 @@ void WakeBoard::bump(const std::string& name, std::int64_t next_ticket) {
   cv_.notify_all();
 }
 
-void WakeBoard::post_grant(const std::string& name, const WakeEvents::Grant& grant) {
+void WakeBoard::post_grant(const std::string& name, const LeaseGrant& grant) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return;  // a grant for another process's waiter
@@ -56,11 +56,11 @@ bool WakeBoard::wait(const std::string& name, std::uint64_t& seen, SteadyClock::
   return woken;
 }
 
-std::optional<WakeEvents::Grant> WakeBoard::take_grant(const std::string& name, std::int64_t ticket) {
+std::optional<LeaseGrant> WakeBoard::take_grant(const std::string& name, std::int64_t ticket) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end() || !it->second.grant || it->second.grant->ticket != ticket) return std::nullopt;
-  std::optional<WakeEvents::Grant> grant = it->second.grant;
+  std::optional<LeaseGrant> grant = it->second.grant;
   it->second.grant.reset();
   return grant;
 }

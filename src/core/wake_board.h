@@ -27,7 +27,7 @@ class WakeBoard {
   void bump(const std::string& name, std::int64_t next_ticket = 0);
   // Keeps `grant` for its waiter (one slot per name: until the grantee takes it no other grant
   // of the name can follow) and wakes the name's waiters. Ignored when nobody here waits.
-  void post_grant(const std::string& name, const WakeEvents::Grant& grant);
+  void post_grant(const std::string& name, const LeaseGrant& grant);
 
   // The name's generation now: pass it to wait().
   std::uint64_t generation(const std::string& name);
@@ -35,7 +35,7 @@ class WakeBoard {
   // true) or `until` passes (false). Throws UsageError once stop() was called.
   bool wait(const std::string& name, std::uint64_t& seen, SteadyClock::time_point until);
   // The grant posted for `ticket`, taken (nullopt when none).
-  std::optional<WakeEvents::Grant> take_grant(const std::string& name, std::int64_t ticket);
+  std::optional<LeaseGrant> take_grant(const std::string& name, std::int64_t ticket);
   // Whose turn the last bump of `name` named (0: anyone's).
   std::int64_t next_ticket(const std::string& name);
 
@@ -48,7 +48,7 @@ class WakeBoard {
   struct Entry {
     std::uint64_t generation = 0;  // bumped whenever the name may have become free
     std::int64_t next_ticket = 0;  // from the last bump
-    std::optional<WakeEvents::Grant> grant;
+    std::optional<LeaseGrant> grant;
     int waiters = 0;
   };
 

@@ -195,7 +195,7 @@ TEST_CASE("mysql: a second migration is a no-op; a newer schema is refused", "[m
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   int version = manager->schema_version();
-  CHECK(version == 2);
+  CHECK(version == 3);
   manager->migrate();
   CHECK(manager->schema_version() == version);
   auto c = raw();
@@ -261,7 +261,7 @@ TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continue
            " UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)");
 
   auto manager = open_manager({}, prefix);
-  CHECK(manager->schema_version() == 2);
+  CHECK(manager->schema_version() == 3);
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
   auto lease = manager->try_acquire("new");
   REQUIRE(lease);
@@ -504,6 +504,36 @@ TEST_CASE("mysql: waiters behind the first are handed the lease without polling"
   WARN("three hand-offs down the line took " << elapsed.count() << " ms");
   CHECK(done == 3);
   CHECK(elapsed < 2s);  // one poll by any waiter would exceed it (5 s, jittered to >= 2.5 s)
+}
+
+TEST_CASE("mysql: a release grants the first waiter the lease, for no longer than its queue entry", "[mysql][grant]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto other = open_manager({}, prefix);
+  auto c = raw();
+  auto lease = holder->try_acquire("grant");
+  REQUIRE(lease);
+  // A waiter that asked for a 60 s grant and then died: its queue entry has 300 ms left.
+  const std::string ghost = OwnerSecret::generate().hex();
+  exec(*c, "INSERT INTO `" + prefix + "waiters` (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
+           " VALUES ('grant', UNHEX('" + ghost + "'), 1, UTC_TIMESTAMP(6) + INTERVAL 300000 MICROSECOND, 'ghost', 60000000)");
+  exec(*c, "UPDATE `" + prefix + "leases` SET queued_until = UTC_TIMESTAMP(6) + INTERVAL 300000 MICROSECOND"
+           " WHERE name = 'grant'");  // as its join marked the row
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  // The release made it the holder, with a new fence, and took it out of the line.
+  CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = 'grant' AND holder = 'ghost'"
+                   " AND owner_secret = UNHEX('" + ghost + "') AND expires_at > UTC_TIMESTAMP(6)"
+                   " AND expires_at <= UTC_TIMESTAMP(6) + INTERVAL 300000 MICROSECOND") == 1);
+  const std::int64_t ghost_fence = scalar(*c, "SELECT fence FROM `" + prefix + "leases` WHERE name = 'grant'");
+  CHECK(ghost_fence > lease->fence());
+  CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "waiters`") == 0);
+  // It never takes the lease up: the name is free again once its entry would have expired, not
+  // after the 60 s it asked for.
+  const auto start = SteadyClock::now();
+  auto next = other->acquire("grant", 10s);
+  REQUIRE(next);
+  CHECK(SteadyClock::now() - start < 5s);
+  CHECK(next->fence() > ghost_fence);
 }
 
 TEST_CASE("mysql: a beacon is taken after the delay and dropped on release or loss", "[mysql][beacon]") {

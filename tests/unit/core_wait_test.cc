@@ -166,6 +166,22 @@ TEST_CASE("wait: a native wait returns when it is the waiter's turn", "[unit][wa
   CHECK(hand_off(*c.held, waiter, [&] { return c.service->calls(Op::kNativeWait) == 1; }) < 2s);
 }
 
+TEST_CASE("wait: a native wait that ends in a grant returns the lease without an attempt", "[unit][wait][native]") {
+  MemoryService::Config native;
+  native.native_wait = true;
+  native.holder_probe = false;
+  native.grants = true;
+  Contest c(native);
+  Waiter waiter(*c.waiter, "k");
+  hand_off(*c.held, waiter, [&] { return c.service->calls(Op::kNativeWait) == 1; });
+  CHECK(c.service->calls(Op::kInLine) == 1);  // the wait brought the lease
+  auto& got = waiter.result();
+  CHECK(got->fence() > c.held->fence());
+  CHECK(got->held());
+  REQUIRE(got->release() == ReleaseResult::kReleased);
+  CHECK(c.service->released_tags().back() == MemoryService::kQueuedTag);  // the grant's tag came back
+}
+
 TEST_CASE("wait: the first in line polls the cheap probe and attempts once the name is free", "[unit][wait][probe]") {
   ManagerOptions probing;
   probing.min_poll = 2ms;
@@ -197,6 +213,18 @@ TEST_CASE("wait: hand-offs go to the longest waiter; waiters behind ask where th
   CHECK_FALSE(second.done());
   REQUIRE(got->release() == ReleaseResult::kReleased);  // wakes the second
   REQUIRE(second.result());
+}
+
+TEST_CASE("wait: a probing waiter that a release granted the lease attempts at once", "[unit][wait][probe]") {
+  MemoryService::Config granting;
+  granting.grants = true;  // no events, no native wait: only the probe can end the wait early
+  ManagerOptions probing;
+  probing.min_poll = 2ms;
+  probing.max_poll = 5s;  // the queue entry is refreshed (an attempt) only every ~7 s
+  Contest c(granting, probing);
+  Waiter waiter(*c.waiter, "k");
+  CHECK(hand_off(*c.held, waiter, [&] { return c.service->calls(Op::kProbe) >= 3; }) < 2s);
+  CHECK(waiter.result()->fence() > c.held->fence());
 }
 
 TEST_CASE("wait: a queued waiter without events keeps attempting every few min_poll", "[unit][wait][queue]") {

@@ -259,22 +259,42 @@ std::vector<LeaseInfo> MemoryService::list(std::optional<std::string_view> only)
   return out;
 }
 
-NativeWait::Outcome MemoryService::wait_for_turn(std::string_view name, const OwnerSecret& secret,
-                                                 std::int64_t ticket, milliseconds max_wait) {
+NativeWait::Turn MemoryService::wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                                              milliseconds max_wait) {
   enter(Op::kNativeWait);
   std::unique_lock<std::mutex> lock(store_->mutex);
   const std::string key(name);
+  const std::string hex = secret.hex();
+  // The grant made to this waiter, if a release made one (config_.grants).
+  auto granted = [&](MemoryClock::time_point now) -> std::optional<Grant> {
+    auto it = store_->locks.find(key);
+    if (it == store_->locks.end()) return std::nullopt;
+    auto h = it->second.holders.find(hex);
+    if (h == it->second.holders.end() || !live(h->second, now)) return std::nullopt;
+    return Grant{ticket, h->second.fence, duration_cast<microseconds>(h->second.expires - now), to_us(h->second.expires),
+                 kQueuedTag};
+  };
   store_->changed.wait_for(lock, max_wait, [&] {
     const auto now = MemoryClock::now();
-    return remaining_locked(key, now) <= milliseconds::zero() && !earlier_waiter_locked(key, secret.hex(), ticket, now);
+    if (granted(now)) return true;
+    return remaining_locked(key, now) <= milliseconds::zero() && !earlier_waiter_locked(key, hex, ticket, now);
   });
-  return Outcome::kWoken;
+  Turn turn;
+  turn.grant = granted(MemoryClock::now());
+  turn.outcome = turn.grant ? Outcome::kGranted : Outcome::kWoken;
+  return turn;
 }
 
-milliseconds MemoryService::holder_remaining(std::string_view name) {
+milliseconds MemoryService::holder_remaining(std::string_view name, const OwnerSecret& waiter) {
   enter(Op::kProbe);
   std::lock_guard<std::mutex> lock(store_->mutex);
-  return remaining_locked(std::string(name), MemoryClock::now());
+  const auto now = MemoryClock::now();
+  auto it = store_->locks.find(std::string(name));
+  if (it != store_->locks.end()) {
+    auto h = it->second.holders.find(waiter.hex());
+    if (h != it->second.holders.end() && live(h->second, now)) return milliseconds::zero();  // granted to it
+  }
+  return remaining_locked(std::string(name), now);
 }
 
 void MemoryService::migrate(bool) { enter(Op::kMigrate); }

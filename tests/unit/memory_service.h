@@ -134,11 +134,11 @@ class MemoryService final : public LeaseService,
   void unsubscribe(std::string_view) override { --subscribed_; }
 
   // ---- NativeWait ----
-  Outcome wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
-                        std::chrono::milliseconds max_wait) override;
+  Turn wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                     std::chrono::milliseconds max_wait) override;
 
   // ---- HolderProbe ----
-  std::chrono::milliseconds holder_remaining(std::string_view name) override;
+  std::chrono::milliseconds holder_remaining(std::string_view name, const OwnerSecret& waiter) override;
 
   // ---- Maintenance ----
   void migrate(bool create) override;

@@ -119,7 +119,8 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
     }
     r.holder_remaining = ceil_ms(as_int(row[3]));
     if (queue) {
-      const Rows q = context_.query(c, sql::kQueue, {{"name", name}, {"secret", secret}, {"queue_us", queue_us}});
+      const Rows q = context_.query(c, sql::kQueue, {{"name", name}, {"secret", secret}, {"queue_us", queue_us},
+                                                     {"holder", holder}, {"ttl_us", ttl_us}});
       a.ticket = as_int(q.at(0).at(0));
       a.position = static_cast<int>(as_int(q[0][1]));
       if (!is_null(q[0][2])) r.holder_remaining = ceil_ms(as_int(q[0][2]));
@@ -163,15 +164,16 @@ bool MysqlService::release(const LeaseKey& lease) {
     ~DropBeacon() { beacons.drop(name, secret, true); }
   } drop{beacons_, key, hex};
   // Which release statement goes first is a guess (both orders are correct; a wrong guess costs
-  // a round trip): a lease acquired after queueing probably has waiters again, so its row is
-  // marked free at once instead of first trying the uncontended delete.
+  // a round trip): a lease acquired after queueing probably has waiters again, so it is handed on
+  // (or its row marked free) at once instead of first trying the uncontended delete.
   const bool contended = (lease.tag & kViaQueue) != 0;
   // nullopt: nothing of this owner's found (already released, or never held).
   auto attempt = [&](Connection& c) -> std::optional<bool> {
     const Args args = {{"name", key}, {"secret", hex}};
     if (lease.mode == LockMode::kExclusive) {
       if (!contended && context_.update(c, sql::kReleaseExclusiveUnqueued, args) == 1) return true;
-      if (context_.update(c, sql::kReleaseExclusive, args) == 1) return true;
+      const Args gated = {{"name", key}, {"secret", hex}, {"gate", grant_gate(key)}};
+      if (as_int(context_.query(c, sql::kReleaseExclusive, gated).at(0).at(0)) == 1) return true;
       return std::nullopt;  // includes this owner's expired row: "not held" either way
     }
     const Rows rows = context_.query(c, sql::kReleaseReader, args);
@@ -207,11 +209,18 @@ std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) 
 
 // ---- the queue, the native wait and the probe ----
 
+std::string MysqlService::grant_gate(std::string_view name) const {
+  return internal_key(context_.options().database, context_.options().table_prefix, "grant", name);
+}
+
 void MysqlService::leave(std::string_view name, const OwnerSecret& secret) {
   check_name(name);
-  context_.connections().idempotent([&](Connection& c) {
-    return context_.update(c, sql::kLeaveQueue, {{"name", std::string(name)}, {"secret", secret.hex()}});
+  const bool granted = context_.connections().idempotent([&](Connection& c) {
+    const Rows rows = context_.query(c, sql::kLeaveQueue, {{"name", std::string(name)}, {"secret", secret.hex()}});
+    return !rows.empty() && !is_null(rows[0].at(0)) && as_int(rows[0][0]) == 1;
   });
+  // A release granted this waiter the lease after it gave up: hand it on.
+  if (granted) release(LeaseKey{name, LockMode::kExclusive, &secret, kViaQueue});
 }
 
 FairQueue::Position MysqlService::position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) {
@@ -226,9 +235,13 @@ FairQueue::Position MysqlService::position(std::string_view name, const OwnerSec
   });
 }
 
-NativeWait::Outcome MysqlService::wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
-                                                milliseconds max_wait) {
-  if (max_wait <= milliseconds::zero()) return Outcome::kUnavailable;
+NativeWait::Turn MysqlService::wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                                             milliseconds max_wait) {
+  Turn turn;
+  if (max_wait <= milliseconds::zero()) return turn;
+  const SteadyClock::time_point sent_at = SteadyClock::now();
+  const std::string key(name);
+  const std::string hex = secret.hex();
   try {
     const Rows rows = context_.connections().run([&](Connection& c) {
       // The holder is assumed to use this service's beacon delay; the margin covers its beacon
@@ -236,23 +249,37 @@ NativeWait::Outcome MysqlService::wait_for_turn(std::string_view name, const Own
       // costs a waiter at most that long before it falls back to polling.
       const std::int64_t grace_us = context_.options().beacon_delay.count() + 20'000;
       return context_.query(c, sql::kWaitTurn,
-                            {{"key", beacons_.key(name)}, {"name", std::string(name)}, {"secret", secret.hex()},
-                             {"ticket", ticket}, {"grace_us", grace_us},
-                             {"timeout_us", static_cast<std::int64_t>(max_wait.count()) * 1000}});
+                            {{"key", beacons_.key(name)}, {"gate", grant_gate(name)}, {"name", key}, {"secret", hex},
+                             {"ticket", ticket},
+                             {"grace_us", grace_us}, {"timeout_us", static_cast<std::int64_t>(max_wait.count()) * 1000}});
     });
     // -1: held with no beacon to block on; NULL: GET_LOCK failed. The engine polls then.
-    if (rows.empty() || is_null(rows[0][0]) || as_int(rows[0][0]) < 0) return Outcome::kUnavailable;
-    return Outcome::kWoken;
+    if (rows.empty() || is_null(rows[0].at(0)) || as_int(rows[0][0]) < 0) return turn;
+    const Row& row = rows[0];
+    if (as_int(row[0]) == 2) {
+      LeaseGrant grant;
+      grant.ticket = ticket;
+      grant.fence = as_int(row.at(1));
+      grant.expires_at_us = as_int(row.at(2));
+      grant.granted_for = std::chrono::microseconds(as_int(row.at(3)));
+      grant.tag = kViaQueue;
+      beacons_.hold(key, hex, sent_at + std::chrono::duration_cast<SteadyClock::duration>(grant.granted_for));
+      turn.outcome = Outcome::kGranted;
+      turn.grant = grant;
+      return turn;
+    }
+    turn.outcome = Outcome::kWoken;
+    return turn;
   } catch (const Error&) {
-    // Waiting is an optimisation: the next attempt reports real trouble.
-    return Outcome::kUnavailable;
+    // Waiting is an optimisation: the next attempt reports real trouble (and finds a grant).
+    return turn;
   }
 }
 
-milliseconds MysqlService::holder_remaining(std::string_view name) {
+milliseconds MysqlService::holder_remaining(std::string_view name, const OwnerSecret& waiter) {
   check_name(name);
   return context_.connections().idempotent([&](Connection& c) {
-    const Rows rows = context_.query(c, sql::kRemaining, {{"name", std::string(name)}});
+    const Rows rows = context_.query(c, sql::kRemaining, {{"name", std::string(name)}, {"secret", waiter.hex()}});
     return rows.empty() ? milliseconds(0) : dblock::sql::remaining_ms(as_int(rows[0][0]));  // no row: free
   });
 }

@@ -48,10 +48,10 @@ class MysqlService final : public LeaseService,
   void leave(std::string_view name, const OwnerSecret& secret) override;
   Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
 
-  Outcome wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
-                        std::chrono::milliseconds max_wait) override;
+  Turn wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                     std::chrono::milliseconds max_wait) override;
 
-  std::chrono::milliseconds holder_remaining(std::string_view name) override;
+  std::chrono::milliseconds holder_remaining(std::string_view name, const OwnerSecret& waiter) override;
 
   void migrate(bool create) override;
   int schema_version() override;
@@ -61,6 +61,8 @@ class MysqlService final : public LeaseService,
   // One attempt, joining or refreshing the queue when `queue` and refused.
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
   int current_version(Connection& c);
+  // The GET_LOCK key a granting release holds until its commit is durable (see sql.h).
+  std::string grant_gate(std::string_view name) const;
 
   Context context_;
   Beacons beacons_;

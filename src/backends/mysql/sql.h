@@ -22,10 +22,17 @@
 // costs a table open and lock (docs/backends/mysql.md has the figures), so the hot statements
 // (acquire, release) read only the leases table: a lock's row carries `queued_until`, the latest
 // expiry of the live waiters queued for it, kept by the (contended) queue statements. A released
-// row with live waiters is marked free rather than deleted, and the reaper skips rows with live
-// waiters, so "no row" implies "nobody queued" and a new row can be inserted without looking at
-// the queue. (A waiter that joins the queue just after the row was deleted marks nothing; until
-// its turn comes, an unqueued acquire may take the name first. Fairness only.)
+// row with live waiters is marked free rather than deleted, the reaper skips rows with live
+// waiters, and a waiter joining a name without a row inserts a free marked one, so "no row"
+// implies "nobody queued" and a new row can be inserted without looking at the queue.
+//
+// Durability of grants: InnoDB makes a commit visible to other statements before its redo log is
+// flushed, and a waiter that merely reads a grant (kWaitTurn) commits nothing that would flush it.
+// So a granting release holds the name's grant gate (a GET_LOCK key) from before its commit until
+// its COMMIT has returned, which with innodb_flush_log_at_trx_commit=1 is after the flush, and
+// the grantee passes the gate before it takes the lease: it never acts on a grant a crash could
+// undo (nor on a fence a restarted sequence could hand out again). Every other way a waiter finds
+// the lease its own is a commit of its own, which flushes the log past the grant.
 //
 // Fences come from NEXTVAL of the cached sequence {F}: no row lock, so acquires of different names
 // do not queue behind each other's commits (schema 1 advanced a counter row in the lease table
@@ -52,6 +59,7 @@ using dblock::sql::Statement;
 // The expiry given to freed rows.
 #define DBLOCK_MY_EXPIRED "'1970-01-01 00:00:01'"
 #define DBLOCK_MY_COLUMNS "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
+#define DBLOCK_MY_COLUMNS_QUEUED "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals, queued_until)"
 // On a lock's row: nobody is queued for it (its marker has passed or was never set).
 #define DBLOCK_MY_NOBODY_QUEUED "COALESCE(queued_until, " DBLOCK_MY_EXPIRED ") <= UTC_TIMESTAMP(6)"
 // Inside a compound statement with v_name: raise the row's queue marker to `until`, or recompute it
@@ -87,30 +95,40 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     " RETURNING owner_secret = UNHEX(:secret) AND expires_at > UTC_TIMESTAMP(6), fence,"
     "  " DBLOCK_MY_US("expires_at") ", " DBLOCK_MY_REMAINING("expires_at")};
 
-// Not acquired on a first attempt: join the queue (and mark the lock's row), report the ticket,
-// the number of live waiters ahead and the holder's remaining time. :name, :secret, :queue_us.
+// Not acquired on a first attempt: join the queue and mark the lock's row (inserting a free one
+// when the holder's release deleted it meanwhile, so that an unqueued acquire cannot slip in ahead
+// of this waiter), report the ticket,
+// the number of live waiters ahead and the holder's remaining time. The entry records what a
+// release needs to grant this waiter the lease (kReleaseExclusive): its holder and TTL.
+// :name, :secret, :queue_us, :holder, :ttl_us.
 inline constexpr Statement kQueue{"queue",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :queue_us MICROSECOND;"
+    " DECLARE v_ticket BIGINT DEFAULT NULL;"
     " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
     " START TRANSACTION;"
-    " " DBLOCK_MY_MARK_QUEUED("v_until")
-    " INSERT INTO {W} (name, owner_secret, ticket, until_at)"
-    "  VALUES (v_name, v_secret, " DBLOCK_MY_US("UTC_TIMESTAMP(6)") ", v_until)"
+    " INSERT INTO {L} " DBLOCK_MY_COLUMNS_QUEUED " VALUES"
+    "  (v_name, NULL, NULL, 'exclusive', 0, UTC_TIMESTAMP(6), " DBLOCK_MY_EXPIRED ", 0, v_until)"
+    "  ON DUPLICATE KEY UPDATE queued_until = GREATEST(COALESCE(queued_until, v_until), v_until);"
+    " INSERT INTO {W} (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
+    "  VALUES (v_name, v_secret, " DBLOCK_MY_US("UTC_TIMESTAMP(6)") ", v_until, :holder, :ttl_us)"
     "  ON DUPLICATE KEY UPDATE until_at = VALUES(until_at);"
+    // Read before the commit: once it is in, a release may grant this waiter the lease and delete
+    // the entry.
+    " SET v_ticket = (SELECT q.ticket FROM {W} q WHERE q.name = v_name AND q.owner_secret = v_secret);"
     " COMMIT;"
-    " SELECT q.ticket,"
+    " SELECT v_ticket,"
     "  (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > UTC_TIMESTAMP(6)"
-    "   AND w.owner_secret <> v_secret AND w.ticket < q.ticket),"
-    "  (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = v_name)"
-    "  FROM {W} q WHERE q.name = v_name AND q.owner_secret = v_secret;"
+    "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket),"
+    "  (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = v_name);"
     " END"};
 
 // A queued exclusive attempt (the caller has a ticket): the acquire above, then in the same round
 // trip and transaction (one commit) either leave the queue (acquired) or refresh the queue entry
 // and report the position. The queue check is exact here: nobody with a smaller ticket is queued.
+// A lease a release granted to this secret meanwhile is found live and ours, and re-taken.
 // Result: acquired, fence, expires_us, remaining_us, ticket, ahead.
 // :name, :secret, :holder, :ttl_us, :ticket, :queue_us.
 inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
@@ -154,7 +172,8 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     " ELSE"
     "  SET v_until = UTC_TIMESTAMP(6) + INTERVAL v_queue_us MICROSECOND;"
     "  " DBLOCK_MY_MARK_QUEUED("v_until")
-    "  INSERT INTO {W} (name, owner_secret, ticket, until_at) VALUES (v_name, v_secret, v_ticket, v_until)"
+    "  INSERT INTO {W} (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
+    "   VALUES (v_name, v_secret, v_ticket, v_until, v_holder, v_ttl_us)"
     "   ON DUPLICATE KEY UPDATE until_at = VALUES(until_at);"
     "  SET v_ahead = (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > UTC_TIMESTAMP(6)"
     "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"
@@ -236,21 +255,29 @@ inline constexpr Statement kQueueStatus{"queue_status",
     "  AND w.owner_secret <> UNHEX(:secret) AND w.ticket < :ticket),"
     " (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = :name)"};
 
-// The holder's remaining time in microseconds (no row: free). :name.
-inline constexpr Statement kRemaining{"remaining", "SELECT " DBLOCK_MY_REMAINING("expires_at") " FROM {L} WHERE name = :name"};
+// The holder's remaining time in microseconds (no row: free; 0 when :secret holds it, granted by a
+// release). :name, :secret.
+inline constexpr Statement kRemaining{"remaining",
+    "SELECT IF(owner_secret <=> UNHEX(:secret), 0, " DBLOCK_MY_REMAINING("expires_at") ") FROM {L} WHERE name = :name"};
 
-// A waiter gives up: leave the queue and lower the lock's queue marker. :name, :secret.
+// A waiter gives up: leave the queue and lower the lock's queue marker. The lock's row is locked
+// first, so a release granting this waiter the lease (kReleaseExclusive) commits before or after,
+// never half-seen: the result says whether this secret now holds the name live (granted), so that
+// the caller releases it and hands it on. :name, :secret.
 inline constexpr Statement kLeaveQueue{"leave_queue",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_row INT DEFAULT 0;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_mine INT DEFAULT 0;"
     " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
     " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
     " START TRANSACTION;"
-    " SELECT 1 INTO v_row FROM {L} WHERE name = v_name FOR UPDATE;"
-    " DELETE FROM {W} WHERE name = v_name AND owner_secret = UNHEX(:secret);"
+    " SELECT owner_secret <=> v_secret AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6) INTO v_mine"
+    "  FROM {L} WHERE name = v_name FOR UPDATE;"
+    " DELETE FROM {W} WHERE name = v_name AND owner_secret = v_secret;"
     " " DBLOCK_MY_RECOMPUTE_QUEUED
     " COMMIT;"
+    " SELECT v_mine;"
     " END"};
 
 // Renew: UPDATE has no RETURNING in MariaDB, so the new expiry is computed first and reported with
@@ -287,19 +314,59 @@ inline constexpr Statement kRenewReader{"renew_reader",
 // Release, uncontended (compare-and-delete): deletes the row when this owner still holds the
 // lease live and nobody is queued for it. InnoDB evaluates the condition on the latest version
 // under the row lock, so a waiter that marked the row first is seen. Deleting is cheaper than
-// marking free (docs/backends/mysql.md), and the acquire after it takes the plain insert path. No row changed: kReleaseExclusive decides. (The release of a
-// lease acquired after queueing expects waiters and runs kReleaseExclusive alone.) :name, :secret.
+// marking free (docs/backends/mysql.md), and the acquire after it takes the plain insert path.
+// No row changed: kReleaseExclusive decides. :name, :secret.
 inline constexpr Statement kReleaseExclusiveUnqueued{"release_exclusive_unqueued",
     "DELETE FROM {L} WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive'"
     " AND expires_at > UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED};
 
-// Release (compare-and-free), when the delete above changed nothing: one changed row when this
-// owner still held the lease live (waiters are queued: the row is marked free, not deleted, see
-// the file comment), none otherwise (expired, taken over, force-released: our own expired row is
-// harmless and reaped). :name, :secret.
+// Release when the delete above changed nothing, or first for a lease acquired after queueing
+// (waiters are probably queued again). Only a live lease of this owner is released (its row is
+// locked first: lock order). The first live waiter in ticket order that recorded a grant TTL
+// (exclusive waiters do) becomes the holder in the same transaction: its secret and holder, a new
+// fence, and its TTL but no longer than its queue entry had left (a waiter that died or gave up
+// holds the name no longer than its entry would have blocked the line; a live one renews to its
+// full TTL). Its entry goes and the row's marker is recomputed without it. The grantee needs no
+// statement of its own: its wait (kWaitTurn) or next attempt finds the lease its own. A grant is
+// an acquisition: one durable commit, as the acquire it replaces, with the grant gate :gate held
+// across it (see the file comment; a gate that cannot be taken at once means no grant). With
+// nobody grantable first in line, the row is marked free and keeps its marker. Result: released
+// (0: not held live by this owner: expired, taken over, force-released; our own expired row is
+// harmless and reaped). :name, :secret, :gate.
 inline constexpr Statement kReleaseExclusive{"release_exclusive",
-    "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED
-    " WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6)"};
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
+    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
+    " DECLARE v_held INT DEFAULT 0;"
+    " DECLARE v_to BINARY(16) DEFAULT NULL;"
+    " DECLARE v_to_holder VARCHAR(255) DEFAULT NULL;"
+    " DECLARE v_grant_us BIGINT DEFAULT NULL;"
+    " DECLARE v_gate VARCHAR(255) DEFAULT :gate;"
+    " DECLARE v_gated INT DEFAULT 0;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; IF v_gated THEN DO RELEASE_LOCK(v_gate); END IF; RESIGNAL; END;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
+    " START TRANSACTION;"
+    " SELECT 1 INTO v_held FROM {L} WHERE name = v_name AND owner_secret = v_secret AND mode = 'exclusive'"
+    "  AND expires_at > v_now FOR UPDATE;"
+    " IF v_held THEN"
+    "  SELECT w.owner_secret, w.holder, LEAST(w.grant_ttl_us, TIMESTAMPDIFF(MICROSECOND, v_now, w.until_at))"
+    "   INTO v_to, v_to_holder, v_grant_us FROM {W} w"
+    "   WHERE w.name = v_name AND w.owner_secret <> v_secret AND w.until_at > v_now ORDER BY w.ticket LIMIT 1;"
+    "  IF v_grant_us > 0 THEN SET v_gated = COALESCE(GET_LOCK(v_gate, 0), 0); END IF;"
+    "  IF v_gated THEN"
+    "   UPDATE {L} SET owner_secret = v_to, holder = v_to_holder, fence = NEXTVAL({F}), acquired_at = v_now,"
+    "    expires_at = v_now + INTERVAL v_grant_us MICROSECOND, renewals = 0 WHERE name = v_name;"
+    "   DELETE FROM {W} WHERE name = v_name AND owner_secret = v_to;"
+    "   " DBLOCK_MY_RECOMPUTE_QUEUED
+    "  ELSE"
+    "   UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED " WHERE name = v_name;"
+    "  END IF;"
+    " END IF;"
+    " COMMIT;"
+    " IF v_gated THEN DO RELEASE_LOCK(v_gate); END IF;"
+    " SELECT v_held;"
+    " END"};
 // The lock's row is locked first, so no reader joins or renews while the lease's expiry is
 // recomputed from the remaining live readers. One row: NULL when this reader was not found.
 inline constexpr Statement kReleaseReader{"release_reader",
@@ -390,49 +457,83 @@ inline constexpr Statement kGuardBegin{"guard_begin",
 // connection; waiters block on one. :key.
 inline constexpr Statement kTakeBeacon{"take_beacon", "SELECT GET_LOCK(:key, 0)"};
 inline constexpr Statement kDropBeacon{"drop_beacon", "SELECT RELEASE_LOCK(:key)"};
-// A waiter's wait for its turn, server-side so that waking costs no round trip. Loops until the
-// name is free (no live row) and no live waiter queued before :ticket (0: not queued) remains,
-// which is exactly when the queued acquire may take it. While the row is live:
+// A waiter's wait for its turn, server-side so that waking costs no round trip. Loops until a
+// release granted this secret the lease (kReleaseExclusive; the wait then passes the grant gate
+// :gate, which the release holds until its commit is durable), or the name is free (no live row)
+// and no live waiter queued before :ticket (0: not queued) remains, which is exactly when the
+// queued acquire may take it.
+// Only the first in line watches the holder. A queued waiter holds its own waiting key
+// (DBLOCK_MY_WAITING_KEY) for the duration, and one behind others blocks in GET_LOCK on the key of
+// the live waiter just ahead of it, which is let go when that waiter's wait ends (it was granted
+// the lease, may attempt, gave up, or died): the line costs the server one poller, not one per
+// waiter. A waiter ahead that is not blocked here (polling, between attempts) is looked at again
+// in 0.5 ms. The first in line, while another holds the row live:
 //  - a beacon is held: block in GET_LOCK on it, bounded by the row's expiry (a paused holder keeps
 //    its beacon connection alive), and give a granted beacon back at once;
 //  - no beacon and the lease is younger than :grace_us: the holder's manager takes its beacon only
 //    after a beacon delay (a short acquire/release pair never pays for one), so look again in
 //    0.5 ms (a few index reads; this is the bounded poll for short holds);
 //  - no beacon and older: nothing to block on, return -1 and let the client poll.
-// Result: 1 (attempt now), 0 (:timeout_us passed), -1 (nothing to block on).
-// :key, :name, :secret, :ticket, :grace_us, :timeout_us.
+// Every GET_LOCK is bounded by :timeout_us. Result: outcome, fence, expires_us, granted_us.
+// Outcome 2: granted (the other columns describe the lease: granted_us is its length from the
+// grant); 1: attempt now; 0: :timeout_us passed; -1: nothing to block on (or the gate could not
+// be passed). :key, :gate, :name, :secret, :ticket, :grace_us, :timeout_us.
+#define DBLOCK_MY_WAITING_KEY(secret) "CONCAT('dblock-w:', LEFT(SHA2(CONCAT(v_key, HEX(" secret ")), 256), 40))"
+#define DBLOCK_MY_LOCK_FOR(until) "TIMESTAMPDIFF(MICROSECOND, v_now, " until ") / 1e6"
 inline constexpr Statement kWaitTurn{"wait_turn",
     "BEGIN NOT ATOMIC"
     " DECLARE v_key VARCHAR(255) DEFAULT :key;"
+    " DECLARE v_gate VARCHAR(255) DEFAULT :gate;"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
     " DECLARE v_ticket BIGINT DEFAULT :ticket;"
     " DECLARE v_grace_us BIGINT DEFAULT :grace_us;"
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :timeout_us MICROSECOND;"
+    " DECLARE v_mykey VARCHAR(64) DEFAULT NULL;"
+    " DECLARE v_ahead VARCHAR(64);"
     " DECLARE v_now DATETIME(6);"
     " DECLARE v_acquired DATETIME(6);"
     " DECLARE v_expires DATETIME(6);"
+    " DECLARE v_mine INT;"
+    " DECLARE v_fence BIGINT;"
     " DECLARE v_got INT;"
     " DECLARE v_result INT DEFAULT NULL;"
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN DO RELEASE_LOCK(v_mykey); RESIGNAL; END;"
     " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
+    " IF v_ticket <> 0 THEN"
+    "  SET v_mykey = " DBLOCK_MY_WAITING_KEY("v_secret") ";"
+    "  DO GET_LOCK(v_mykey, 0.005);"  // a successor may hold it for an instant
+    " END IF;"
     " WHILE v_result IS NULL DO"
-    "  SET v_acquired = NULL, v_expires = NULL, v_now = UTC_TIMESTAMP(6);"
-    "  SELECT acquired_at, expires_at INTO v_acquired, v_expires FROM {L} WHERE name = v_name AND expires_at > v_now;"
-    "  IF v_now >= v_until THEN SET v_result = 0;"
-    "  ELSEIF v_expires IS NULL THEN"
-    "   IF v_ticket = 0 OR NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"
-    "     AND w.owner_secret <> v_secret AND w.ticket < v_ticket) THEN SET v_result = 1;"
+    "  SET v_acquired = NULL, v_expires = NULL, v_mine = 0, v_ahead = NULL, v_now = UTC_TIMESTAMP(6);"
+    "  SELECT acquired_at, expires_at, owner_secret <=> v_secret AND mode = 'exclusive', fence"
+    "   INTO v_acquired, v_expires, v_mine, v_fence FROM {L} WHERE name = v_name AND expires_at > v_now;"
+    "  IF v_ticket <> 0 AND NOT v_mine THEN"
+    "   SET v_ahead = (SELECT " DBLOCK_MY_WAITING_KEY("w.owner_secret") " FROM {W} w WHERE w.name = v_name"
+    "    AND w.until_at > v_now AND w.owner_secret <> v_secret AND w.ticket < v_ticket ORDER BY w.ticket DESC LIMIT 1);"
+    "  END IF;"
+    "  IF v_mine THEN"
+    "   SET v_got = GET_LOCK(v_gate, " DBLOCK_MY_LOCK_FOR("v_expires") ");"
+    "   IF v_got = 1 THEN DO RELEASE_LOCK(v_gate); SET v_result = 2; ELSE SET v_result = -1; END IF;"
+    "  ELSEIF v_now >= v_until THEN SET v_result = 0;"
+    "  ELSEIF v_ahead IS NOT NULL THEN"
+    "   IF IS_USED_LOCK(v_ahead) IS NOT NULL THEN"
+    "    IF GET_LOCK(v_ahead, " DBLOCK_MY_LOCK_FOR("v_until") ") = 1 THEN DO RELEASE_LOCK(v_ahead); END IF;"
     "   ELSE DO SLEEP(0.0005);"
     "   END IF;"
+    "  ELSEIF v_expires IS NULL THEN SET v_result = 1;"
     "  ELSEIF IS_USED_LOCK(v_key) IS NOT NULL THEN"
-    "   SET v_got = GET_LOCK(v_key, TIMESTAMPDIFF(MICROSECOND, v_now, LEAST(v_until, v_expires)) / 1e6 + 0.001);"
+    "   SET v_got = GET_LOCK(v_key, " DBLOCK_MY_LOCK_FOR("LEAST(v_until, v_expires)") " + 0.001);"
     "   IF v_got = 1 THEN DO RELEASE_LOCK(v_key); ELSEIF v_got IS NULL THEN SET v_result = -1; END IF;"
     "  ELSEIF v_acquired + INTERVAL v_grace_us MICROSECOND > v_now THEN DO SLEEP(0.0005);"
     "  ELSE SET v_result = -1;"
     "  END IF;"
     " END WHILE;"
-    " SELECT v_result;"
+    " IF v_mykey IS NOT NULL THEN DO RELEASE_LOCK(v_mykey); END IF;"
+    " SELECT v_result, v_fence, " DBLOCK_MY_US("v_expires") ", TIMESTAMPDIFF(MICROSECOND, v_acquired, v_expires);"
     " END"};
+#undef DBLOCK_MY_LOCK_FOR
+#undef DBLOCK_MY_WAITING_KEY
 
 // Session locks, on a dedicated connection each. CONNECTION_ID() comes back with every call: a
 // change means the client reconnected underneath and the lock is gone. :key, :timeout_s.
@@ -494,6 +595,7 @@ inline constexpr const Statement* kAll[] = {
 #undef DBLOCK_MY_RECOMPUTE_QUEUED
 #undef DBLOCK_MY_MARK_QUEUED
 #undef DBLOCK_MY_NOBODY_QUEUED
+#undef DBLOCK_MY_COLUMNS_QUEUED
 #undef DBLOCK_MY_COLUMNS
 #undef DBLOCK_MY_EXPIRED
 #undef DBLOCK_MY_REMAINING

@@ -216,7 +216,7 @@ FairQueue::Position SqliteService::position_on(Connection& c, std::string_view n
   return Position{static_cast<int>(ahead), remaining_ms(remaining_us)};
 }
 
-milliseconds SqliteService::holder_remaining(std::string_view name) {
+milliseconds SqliteService::holder_remaining(std::string_view name, const OwnerSecret&) {  // no grants here
   auto c = borrow();
   Query q = query(*c, sql::kRemaining);
   q.bind(1, name);

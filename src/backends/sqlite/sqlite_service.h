@@ -48,7 +48,7 @@ class SqliteService final : public LeaseService,
   void leave(std::string_view name, const OwnerSecret& secret) override;
   Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
 
-  std::chrono::milliseconds holder_remaining(std::string_view name) override;
+  std::chrono::milliseconds holder_remaining(std::string_view name, const OwnerSecret& waiter) override;
 
   void migrate(bool create) override;
   int schema_version() override;
