@@ -11,6 +11,8 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
+constexpr microseconds kNextInLinePause{200};
+
 // Sleeps on the board for `pause`, never past the deadline or the refresh time. True: woken.
 bool nap(WakeBoard& board, WaitContext& c, microseconds pause) {
   auto wake_at = std::min<SteadyClock::time_point>(SteadyClock::now() + pause, c.deadline);
@@ -18,10 +20,13 @@ bool nap(WakeBoard& board, WaitContext& c, microseconds pause) {
 }
 
 // The jittered backoff, never past the holder's remaining time (an abandoned lease is taken over
-// promptly), at least 100 µs.
+// promptly), at least 100 µs. Next in line with the name free (or less than a millisecond left:
+// services report whole milliseconds), a short pause: a release whose wake-up could not name this
+// waiter (it joined the line at that very moment) costs it no full poll.
 microseconds plain_pause(const WaitContext& c) {
   microseconds pause = jittered(c.backoff);
   if (c.holder_remaining >= milliseconds::zero()) pause = std::min<microseconds>(pause, c.holder_remaining + milliseconds(1));
+  if (c.holder_remaining == milliseconds::zero() && c.position == 0) pause = std::min(pause, kNextInLinePause);
   return std::max(pause, microseconds(100));
 }
 

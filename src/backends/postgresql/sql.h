@@ -173,6 +173,9 @@ inline constexpr Statement kAcquireShared{"acquire_shared",
 // needs to grant the lease to this waiter directly (kReleaseExclusiveInPlace): its holder and TTL
 // (NULL: never grant, only wake). A new ticket that another waiter of the name already has fails
 // the unique index (23505); the caller joins again, with a later ticket.
+// The holder's remaining time is read from the row as the marking wrote it when it did (after
+// waiting for a release that held the row, whose commit the statement's snapshot predates and
+// whose wake-up could not name this waiter), else from the snapshot.
 // $1 name, $2 secret, $3 until ttl_us, $4 ticket or NULL, $5 holder, $6 grant ttl_us or NULL,
 // $7 the wake slot of this backend instance (see DBLOCK_PG_WAKE_CHANNEL).
 inline constexpr Statement kQueue{"queue",
@@ -190,11 +193,13 @@ inline constexpr Statement kQueue{"queue",
     "    AND w.owner_secret <> $2::uuid AND w.until_at > now.t) >= 2))"
     "  ON CONFLICT (name) DO UPDATE SET queued_until = GREATEST(l.queued_until, EXCLUDED.queued_until),"
     "  queued_ticket = CASE WHEN l.queued_until > clock_timestamp() THEN LEAST(l.queued_ticket, EXCLUDED.queued_ticket)"
-    "  ELSE EXCLUDED.queued_ticket END)"
+    "  ELSE EXCLUDED.queued_ticket END"
+    "  RETURNING l.expires_at)"
     " SELECT q.ticket,"
     "  (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
     "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket" DBLOCK_PG_NOT_THE_HOLDER("w") "),"
-    "  (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"
+    "  " DBLOCK_PG_US("coalesce((SELECT m.expires_at FROM m), (SELECT l.expires_at FROM {L} l WHERE l.name = $1))"
+    "   - clock_timestamp()")
     " FROM q, sc"};
 
 // Read-only queue position for a waiter that was woken: $1 name, $2 secret, $3 ticket. Returns
