@@ -86,17 +86,21 @@ class BackoffWait final : public PausingWait {
   static constexpr int kQueuedPolls = 2;
 };
 
-// Service events. A waiter behind others sleeps max_poll whatever the holder's time: the release
-// that makes it first names it (and may grant it the lease), and only the first in line takes
-// over an expired lease; its polls only cover lost events and stale hints.
+// Service events. A waiter behind others while the name is held sleeps max_poll whatever the
+// holder's time: the release that makes it first names it (and may grant it the lease), and only
+// the first in line takes over an expired lease; its polls only cover lost events and stale hints.
+// Behind others with the name free, it backs off as usual instead: the waiters ahead may already
+// be gone (a queue join counts the waiters of its snapshot, and one of them can have acquired and
+// released while the join waited for the row), and then no release will name it.
 class EventWait final : public PausingWait {
  public:
   using PausingWait::PausingWait;
 
   WaitResult wait(WaitContext& c) override {
     for (;;) {
+      const bool await_release = behind_others(c) && c.holder_remaining != std::chrono::milliseconds::zero();
       const microseconds pause =
-          behind_others(c) ? std::max(jittered(options_.max_poll), microseconds(100)) : plain_pause(c);
+          await_release ? std::max(jittered(options_.max_poll), microseconds(100)) : plain_pause(c);
       if (!sleep(c, pause)) return WaitResult::kAttempt;
       if (c.ticket != 0) {
         c.grant = board_.take_grant(c.name, c.ticket);

@@ -157,6 +157,16 @@ TEST_CASE("wait: a missed grant is found on the next attempt", "[unit][wait][eve
   CHECK(c.holder->inspect("k"));
 }
 
+TEST_CASE("wait: a waiter behind others with the name free polls instead of awaiting a release", "[unit][wait][events]") {
+  // The waiter ahead may be gone already (it acquired and released while the join waited), so no
+  // release will name this one: it must find the free name by attempting, not after max_poll (5 s).
+  Contest c(with_events());
+  c.service->phantom_waiter(true);
+  c.service->drop_events(true);
+  Waiter waiter(*c.waiter, "k");
+  CHECK(hand_off(*c.held, waiter, [&] { return c.service->queued("k") == 1; }) < 2s);
+}
+
 TEST_CASE("wait: a native wait returns when it is the waiter's turn", "[unit][wait][native]") {
   MemoryService::Config native;
   native.native_wait = true;

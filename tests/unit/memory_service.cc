@@ -126,6 +126,10 @@ FairQueue::Attempt MemoryService::attempt_in_line(const AcquireRequest& request,
   out.position = static_cast<int>(std::count_if(queue.begin(), queue.end(), [&](const MemoryStore::Waiter& w) {
     return w.until > now && w.ticket < out.ticket;
   }));
+  if (phantom_waiter_) {
+    ++out.position;
+    out.result.holder_remaining = std::chrono::milliseconds(0);
+  }
   return out;
 }
 

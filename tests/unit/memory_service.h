@@ -98,6 +98,9 @@ class MemoryService final : public LeaseService,
   void refuse_renewals(bool on) { refuse_renewals_ = on; }
   void fail_renewals(bool on) { fail_renewals_ = on; }
   void drop_events(bool on) { drop_events_ = on; }  // this client hears no event (missed wake-ups)
+  // A refused attempt in line reports one waiter more ahead and the name free: what a queue join
+  // reports when its snapshot showed a waiter that has acquired and released since.
+  void phantom_waiter(bool on) { phantom_waiter_ = on; }
   // Delivers a kLost event for the current holder of `name`, as a service whose session expired.
   void push_lost(const std::string& name);
 
@@ -176,6 +179,7 @@ class MemoryService final : public LeaseService,
   std::atomic<bool> refuse_renewals_{false};
   std::atomic<bool> fail_renewals_{false};
   std::atomic<bool> drop_events_{false};
+  std::atomic<bool> phantom_waiter_{false};
   std::atomic<int> calls_[10] = {};
   std::atomic<int> subscribed_{0};
 
