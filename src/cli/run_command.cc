@@ -8,7 +8,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -28,6 +27,7 @@
 #include <vector>
 
 #include "args.h"
+#include "child_process.h"
 #include "commands.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
@@ -53,6 +53,7 @@ struct RunOptions {
   milliseconds wait{0};  // kWaitForever for `forever`
   RunMode mode = RunMode::kLease;
   OnLost on_lost = OnLost::kTerm;
+  bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
   std::vector<std::string> command;
 };
 
@@ -65,7 +66,7 @@ constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, 
 // Returns the options, or an empty optional when --help was printed.
 std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args) {
   ArgCursor cur(std::move(args), "run");
-  std::optional<std::string> key, ttl, wait, mode, on_lost;
+  std::optional<std::string> key, ttl, wait, mode, on_lost, on_death;
   bool saw_separator = false;
   while (!cur.done()) {
     if (cur.flag("--")) {
@@ -78,7 +79,8 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
       return std::nullopt;
     }
     if (cur.option("--url", &global.url) || cur.option("--key", &key) || cur.option("--ttl", &ttl) ||
-        cur.option("--wait", &wait) || cur.option("--mode", &mode) || cur.option("--on-lost", &on_lost)) {
+        cur.option("--wait", &wait) || cur.option("--mode", &mode) || cur.option("--on-lost", &on_lost) ||
+        cur.option("--on-dblock-death", &on_death)) {
       continue;
     }
     if (!cur.peek().empty() && cur.peek()[0] != '-') {
@@ -138,6 +140,12 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
     } else {
       cur.fail("--on-lost must be term, kill or ignore, not '" + *on_lost + "'");
     }
+  }
+  if (on_death) {
+    if (*on_death != "kill" && *on_death != "keep") {
+      cur.fail("--on-dblock-death must be kill or keep, not '" + *on_death + "'");
+    }
+    o.kill_with_dblock = *on_death == "kill";
   }
   return o;
 }
@@ -356,15 +364,13 @@ class Supervisor {
       : lock_(lock), o_(o), sfd_(sfd), lost_fd_(lost_fd) {}
 
   int run(const sigset_t& child_mask) {
-    pid_t child = 0;
-    if (int rc = spawn(child_mask, &child); rc != 0) {
+    if (int rc = spawn(child_mask); rc != 0) {
       std::fprintf(stderr, "dblock: cannot run '%s': %s\n", o_.command[0].c_str(), std::strerror(rc));
       finish_release();
       return rc == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
     }
-    child_ = child;
     int status = wait_for_child();
-    child_ = -1;  // reaped: its pid may be reused, never signal it again
+    child_.reaped();  // its pid may be reused: never signal it again
     int child_exit = exit_status_of(status);
 
     // A loss noticed only now (the child finished first) still counts: COMMAND did not hold the
@@ -388,45 +394,34 @@ class Supervisor {
   }
 
  private:
-  int spawn(const sigset_t& child_mask, pid_t* pid) {
-    std::vector<std::string> env;
+  int spawn(const sigset_t& child_mask) {
+    ChildSpec spec;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       std::string_view entry(*e);
       if (entry.rfind("DBLOCK_FENCE=", 0) == 0 || entry.rfind("DBLOCK_KEY=", 0) == 0 ||
           entry.rfind("DBLOCK_SESSION_KEY=", 0) == 0) {
         continue;
       }
-      env.emplace_back(entry);
+      spec.env.emplace_back(entry);
     }
     if (std::optional<std::int64_t> fence = lock_.fence()) {
-      env.push_back("DBLOCK_FENCE=" + std::to_string(*fence));  // session locks have no fence
+      spec.env.push_back("DBLOCK_FENCE=" + std::to_string(*fence));  // session locks have no fence
     }
-    env.push_back("DBLOCK_KEY=" + o_.key);
+    spec.env.push_back("DBLOCK_KEY=" + o_.key);
     if (std::optional<std::int64_t> key = lock_.session_key()) {
-      env.push_back("DBLOCK_SESSION_KEY=" + std::to_string(*key));
+      spec.env.push_back("DBLOCK_SESSION_KEY=" + std::to_string(*key));
     }
-    std::vector<char*> envp;
-    for (std::string& s : env) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> args = o_.command;
-    std::vector<char*> argv;
-    for (std::string& s : args) argv.push_back(s.data());
-    argv.push_back(nullptr);
-
-    posix_spawnattr_t attr;
-    posix_spawnattr_init(&attr);
-    posix_spawnattr_setsigmask(&attr, &child_mask);
-    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
-    int rc = ::posix_spawnp(pid, argv[0], nullptr, &attr, argv.data(), envp.data());
-    posix_spawnattr_destroy(&attr);
-    return rc;
+    spec.argv = o_.command;
+    spec.mask = child_mask;
+    spec.die_with_parent = o_.kill_with_dblock;
+    return child_.start(spec);
   }
 
   int wait_for_child() {
     for (;;) {
       int status = 0;
-      pid_t r = ::waitpid(child_, &status, WNOHANG);
-      if (r == child_) return status;
+      pid_t r = ::waitpid(child_.pid(), &status, WNOHANG);
+      if (r == child_.pid()) return status;
       if (r < 0 && errno != EINTR) {
         std::fprintf(stderr, "dblock: waitpid: %s\n", std::strerror(errno));
         return W_EXITCODE(kExitError, 0);
@@ -445,7 +440,7 @@ class Supervisor {
       if (kill_at_ && Clock::now() >= *kill_at_) {
         std::fprintf(stderr, "dblock: COMMAND still running %s after SIGTERM; sending SIGKILL\n",
                      format_duration(kTermGrace).c_str());
-        ::kill(child_, SIGKILL);
+        child_.signal_group(SIGKILL);
         kill_at_.reset();
       }
     }
@@ -471,10 +466,7 @@ class Supervisor {
     for (const signalfd_siginfo& info : read_signals(sfd_)) {
       int sig = static_cast<int>(info.ssi_signo);
       if (!is_forwarded(sig)) continue;  // SIGCHLD: waitpid() at the top of the loop
-      // A terminal's Ctrl-C/Ctrl-\ (si_code SI_KERNEL) goes to the whole foreground process
-      // group; COMMAND already has it if it is still in ours. Send it once, not twice.
-      if (info.ssi_code == SI_KERNEL && ::getpgid(child_) == ::getpgrp()) continue;
-      ::kill(child_, sig);
+      child_.signal_group(sig);
     }
   }
 
@@ -492,7 +484,7 @@ class Supervisor {
     }
     if (reason.empty()) return;
     while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\0')) reason.pop_back();
-    if (!lost_) note_lost(reason.empty() ? "lost" : reason, /*act=*/child_ > 0);
+    if (!lost_) note_lost(reason.empty() ? "lost" : reason, /*act=*/child_.pid() > 0);
   }
 
   void note_lost(const std::string& reason, bool act) {
@@ -501,17 +493,17 @@ class Supervisor {
     if (std::optional<std::int64_t> f = lock_.fence()) fence = " (fence " + std::to_string(*f) + ")";
     std::fprintf(stderr, "dblock: lock '%s'%s lost while COMMAND was running: %s\n", o_.key.c_str(), fence.c_str(),
                  reason.c_str());
-    if (!act || child_ <= 0) return;
+    if (!act || child_.pid() <= 0) return;
     switch (o_.on_lost) {
       case OnLost::kTerm:
         std::fprintf(stderr, "dblock: sending SIGTERM to COMMAND (SIGKILL after %s)\n",
                      format_duration(kTermGrace).c_str());
-        ::kill(child_, SIGTERM);
+        child_.signal_group(SIGTERM);
         kill_at_ = Clock::now() + kTermGrace;
         break;
       case OnLost::kKill:
         std::fprintf(stderr, "dblock: sending SIGKILL to COMMAND\n");
-        ::kill(child_, SIGKILL);
+        child_.signal_group(SIGKILL);
         break;
       case OnLost::kIgnore:
         std::fprintf(stderr, "dblock: --on-lost ignore: COMMAND keeps running without the lock\n");
@@ -535,7 +527,7 @@ class Supervisor {
   const RunOptions& o_;
   const int sfd_;
   const int lost_fd_;
-  pid_t child_ = -1;
+  Child child_;
   bool lost_ = false;
   std::optional<Clock::time_point> kill_at_;
 };

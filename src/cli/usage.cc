@@ -39,7 +39,8 @@ Passwords in URLs are never printed.
 )";
 
 constexpr std::string_view kRun = R"(Usage: dblock [--url URL] run --key NAME [--ttl 30s] [--wait 0|DURATION|forever]
-                  [--mode lease|session|shared] [--on-lost term|kill|ignore] -- COMMAND [ARGS...]
+                  [--mode lease|session|shared] [--on-lost term|kill|ignore]
+                  [--on-dblock-death kill|keep] -- COMMAND [ARGS...]
 
 Acquires the lock NAME, runs COMMAND while holding it, renews the lease in the background, and
 releases it when COMMAND exits. COMMAND runs with these variables added to its environment:
@@ -47,7 +48,11 @@ releases it when COMMAND exits. COMMAND runs with these variables added to its e
   DBLOCK_KEY    the lock name
   DBLOCK_SESSION_KEY  with --mode session: the backend's key for the lock (PostgreSQL: the
                 advisory lock key, as in pg_locks); DBLOCK_FENCE is then not set
-SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to dblock are forwarded to COMMAND.
+COMMAND runs in a process group of its own (given the terminal when dblock had it) and inherits
+none of dblock's open files or database connections, only stdin, stdout and stderr.
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to dblock are forwarded to COMMAND's
+process group, as are the signals of --on-lost. If dblock itself is killed (SIGKILL), COMMAND gets
+SIGKILL at once (see --on-dblock-death); the lease then expires after its TTL.
 A signal that arrives while dblock is still waiting for the lock ends dblock (128+N), holding nothing.
 
 Options:
@@ -67,6 +72,9 @@ Options:
                       kill: SIGKILL to COMMAND
                       ignore: let COMMAND run on (a warning is printed)
                     With term and kill, dblock exits 70 after COMMAND has ended.
+  --on-dblock-death WHAT  if dblock dies while COMMAND runs:
+                      kill (default): SIGKILL to COMMAND (not to what it started in the background)
+                      keep: COMMAND runs on, unsupervised, and without the lock once the TTL passes
   -h, --help        show this help
 
 Durations: a whole number with a unit: 500ms, 30s, 5m, 1h. A bare number means seconds.

@@ -13,6 +13,13 @@ std::int64_t as_int(const Value& v) {
   return 0;
 }
 
+std::string printable(std::string text) {
+  for (char& ch : text) {
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) ch = '?';
+  }
+  return text;
+}
+
 std::string as_string(const Value& v) {
   if (auto* s = std::get_if<std::string>(&v)) return *s;
   if (auto* i = std::get_if<std::int64_t>(&v)) return std::to_string(*i);

@@ -20,6 +20,9 @@ bool is_null(const Value& v);
 std::int64_t as_int(const Value& v);
 // Text as it is; integers in decimal; NULL is "".
 std::string as_string(const Value& v);
+// A name the server supplied (a role, an application), for an error message: control characters
+// shown as '?'.
+std::string printable(std::string text);
 
 // A holder's remaining time the server reported in microseconds, in whole milliseconds; negative
 // (free or expired) as zero.

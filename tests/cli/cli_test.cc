@@ -349,6 +349,67 @@ bool has_blocked(pid_t pid, int sig) {
 
 bool process_exists(pid_t pid) { return ::kill(pid, 0) == 0 || errno != ESRCH; }
 
+// Whether `pid` runs (a zombie does not: an orphan is reaped only as fast as the reaper of this
+// container is). From /proc/PID/stat: the state, and the process group.
+std::optional<std::pair<char, pid_t>> proc_state(pid_t pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  auto close = stat.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream rest(stat.substr(close + 1));
+  char state = 0;
+  pid_t ppid = 0, pgid = 0;
+  rest >> state >> ppid >> pgid;
+  return std::make_pair(state, pgid);
+}
+bool process_runs(pid_t pid) {
+  auto st = proc_state(pid);
+  return st && st->first != 'Z' && st->first != 'X';
+}
+
+// The descriptors `pid` has open, by number.
+std::vector<int> open_fds(pid_t pid) {
+  std::vector<int> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec)) {
+    out.push_back(std::stoi(entry.path().filename().string()));
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Starts `dblock run` with `run_args` on a COMMAND that writes its pid to a file and then sleeps;
+// returns dblock and COMMAND's pid once COMMAND runs.
+std::pair<std::unique_ptr<Process>, pid_t> start_sleeper(Cli& cli, std::vector<std::string> run_args) {
+  const std::string pid_file = cli.dir.file("sleeper-" + std::to_string(::getpid()) + "-" +
+                                            std::to_string(Clock::now().time_since_epoch().count()));
+  run_args.insert(run_args.begin(), "run");
+  for (std::string a : {"--", "sh", "-c", "echo $$ > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60", "sh"}) {
+    run_args.push_back(a);
+  }
+  run_args.push_back(pid_file);
+  auto dblock = cli.start(run_args);
+  bool started = eventually([&] { return fs::exists(pid_file); }, milliseconds(15'000));
+  INFO("dblock stderr: " << dblock->err());
+  REQUIRE(started);
+  const std::vector<std::int64_t> pid = read_numbers(read_file(pid_file));
+  REQUIRE(pid.size() == 1);
+  return {std::move(dblock), static_cast<pid_t>(pid[0])};
+}
+
+// COMMAND has none of dblock's descriptors (files, sockets, pipes): only 0, 1 and 2; and it leads
+// a process group of its own.
+void check_command_isolated(Cli& cli, const std::vector<std::string>& run_args) {
+  auto [dblock, command] = start_sleeper(cli, run_args);
+  INFO("dblock's own descriptors: " << open_fds(dblock->pid()).size());
+  CHECK(open_fds(dblock->pid()).size() > 3);  // it has some to leak: the check below means something
+  CHECK(open_fds(command) == std::vector<int>{0, 1, 2});
+  auto st = proc_state(command);
+  REQUIRE(st);
+  CHECK(st->second == command);
+  dblock->signal(SIGTERM);
+  CHECK(dblock->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
@@ -913,6 +974,69 @@ TEST_CASE("SIGTERM to dblock run is forwarded; dblock exits 143 and releases", "
   CHECK(next.code == 0);
 }
 
+TEST_CASE("COMMAND inherits no descriptor of dblock's and leads its own process group", "[cli][sqlite]") {
+  Cli cli;
+  check_command_isolated(cli, {"--key", "fds"});
+  check_command_isolated(cli, {"--key", "fds-shared", "--mode", "shared"});
+}
+
+TEST_CASE("signals and --on-lost reach COMMAND's whole process group", "[cli][sqlite]") {
+  Cli cli;
+  // COMMAND starts a job in the background and waits for it: the job must not outlive the lock.
+  const std::string job_file = cli.dir.file("job.pid");
+  const std::string script = "sleep 60 & echo $! > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; wait";
+  auto run_job = [&](std::vector<std::string> extra) {
+    std::error_code ec;
+    fs::remove(job_file, ec);
+    std::vector<std::string> args = {"run", "--key", "group", "--ttl", "3s"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    for (std::string a : {"--", "sh", "-c", script.c_str(), "sh"}) args.push_back(a);
+    args.push_back(job_file);
+    auto dblock = cli.start(args);
+    bool started = eventually([&] { return fs::exists(job_file); }, milliseconds(15'000));
+    INFO("dblock stderr: " << dblock->err());
+    REQUIRE(started);
+    const std::vector<std::int64_t> job = read_numbers(read_file(job_file));
+    REQUIRE(job.size() == 1);
+    return std::make_pair(std::move(dblock), static_cast<pid_t>(job[0]));
+  };
+
+  SECTION("a forwarded SIGTERM") {
+    auto [dblock, job] = run_job({});
+    dblock->signal(SIGTERM);  // dblock alone
+    CHECK(dblock->wait(milliseconds(10'000)) == 128 + SIGTERM);
+    CHECK(eventually([&, job = job] { return !process_runs(job); }, milliseconds(5'000)));
+  }
+  SECTION("--on-lost kill after an eviction") {
+    auto [dblock, job] = run_job({"--on-lost", "kill"});
+    Result evict = cli.run({"release", "--force", "group"});
+    INFO(evict);
+    REQUIRE(evict.code == 0);
+    CHECK(dblock->wait(milliseconds(10'000)) == kLeaseLost);
+    CHECK(eventually([&, job = job] { return !process_runs(job); }, milliseconds(5'000)));
+  }
+}
+
+TEST_CASE("a SIGKILLed dblock takes COMMAND with it, unless --on-dblock-death keep", "[cli][sqlite]") {
+  Cli cli;
+  SECTION("kill (default)") {
+    auto [dblock, command] = start_sleeper(cli, {"--key", "death"});
+    dblock->signal(SIGKILL);
+    REQUIRE(dblock->wait(milliseconds(5'000)) == 1000 + SIGKILL);
+    CHECK(eventually([&, command = command] { return !process_runs(command); }, milliseconds(5'000)));
+  }
+  SECTION("keep") {
+    auto [dblock, command] = start_sleeper(cli, {"--key", "death-keep", "--on-dblock-death", "keep"});
+    dblock->signal(SIGKILL);
+    REQUIRE(dblock->wait(milliseconds(5'000)) == 1000 + SIGKILL);
+    // Not a race: PR_SET_PDEATHSIG would have sent its SIGKILL when dblock died, before wait().
+    CHECK(process_runs(command));
+    ::kill(command, SIGKILL);
+  }
+  Result bad = cli.run({"run", "--key", "x", "--on-dblock-death", "maybe", "--", "true"});
+  CHECK(bad.code == kUsage);
+}
+
 TEST_CASE("SIGINT and SIGHUP are forwarded too; the child's own handling decides", "[cli][sqlite]") {
   Cli cli;
   const std::string ready = cli.dir.file("ready");
@@ -1119,4 +1243,31 @@ TEST_CASE("PostgreSQL leases through the CLI: fences increase / release --force 
   INFO("holder stderr: " << holder->err());
   REQUIRE(code.has_value());
   CHECK(*code == kLeaseLost);
+}
+
+TEST_CASE("PostgreSQL: COMMAND inherits no descriptor of dblock's (lease and session)", "[.][postgresql][cli]") {
+  Cli cli(/*migrate=*/true, postgresql_url());
+  check_command_isolated(cli, {"--key", unique_key("fds")});
+  check_command_isolated(cli, {"--key", unique_key("fds-session"), "--mode", "session"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// MariaDB: ctest's `cli_mysql` runs these (`cli_test [mysql]`) against its fixture's server.
+
+namespace {
+
+std::string mysql_url() {
+  const char* url = std::getenv("DBLOCK_TEST_MYSQL_URL");
+  if (url == nullptr || url[0] == '\0') {
+    FAIL("DBLOCK_TEST_MYSQL_URL is not set: run through ctest (cli_mysql starts a server)");
+  }
+  return url;
+}
+
+}  // namespace
+
+TEST_CASE("MariaDB: COMMAND inherits no descriptor of dblock's (lease and session)", "[.][mysql][cli]") {
+  Cli cli(/*migrate=*/true, mysql_url());
+  check_command_isolated(cli, {"--key", unique_key("fds")});
+  check_command_isolated(cli, {"--key", unique_key("fds-session"), "--mode", "session"});
 }

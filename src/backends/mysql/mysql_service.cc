@@ -17,12 +17,16 @@ namespace {
 using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 using dblock::sql::as_int;
+using dblock::sql::as_string;
 using dblock::sql::is_null;
+using dblock::sql::printable;
 
 // AcquireResult::tag bit: the lease was taken as a queued waiter; waiters are probably queued
 // again, so its release marks the row free first instead of trying the uncontended delete.
 constexpr std::uint32_t kViaQueue = 1;
 constexpr int kFenceSequenceMigration = 2;  // migrations/mysql/0002_fence_sequence.sql
+// How long an open that must migrate waits for the migration lock.
+constexpr std::chrono::seconds kMigrationLockWait{15};
 
 milliseconds ceil_ms(std::int64_t us) { return milliseconds((std::max<std::int64_t>(us, 0) + 999) / 1000); }
 
@@ -296,16 +300,46 @@ int MysqlService::schema_version() {
   return context_.connections().idempotent([&](Connection& c) { return current_version(c); });
 }
 
+// Read-only: the schema is this library's and complete (then there is nothing to migrate); a
+// schema newer than this library, or missing or older without `create`, throws SchemaError.
+bool MysqlService::schema_current(bool create) {
+  return context_.connections().idempotent([&](Connection& c) {
+    const int current = current_version(c);
+    const int latest = dblock::sql::latest_migration(kMigrations);
+    if (current < latest && create) return false;
+    dblock::sql::check_schema_version(kServiceName, "dblock tables are", current, latest, create);
+    const std::string fence = context_.options().table_prefix + "fence";
+    return !create || as_int(context_.query(c, sql::kTableExists, {{"table", fence}}).at(0).at(0)) != 0;
+  });
+}
+
+TimeoutError MysqlService::migration_lock_timeout(Connection& c, const std::string& key) {
+  std::string holder = "a session this account cannot see";
+  try {
+    const Rows r = context_.query(c, sql::kMigrationLockHolder, {{"key", key}});
+    if (!r.empty() && !is_null(r[0][0])) {
+      holder = "connection " + std::to_string(as_int(r[0][0]));
+      if (!is_null(r[0][1])) holder += " (user " + printable(as_string(r[0][1])) + "@" + printable(as_string(r[0][2])) + ")";
+    }
+  } catch (const std::exception&) {
+    // Only decoration for the message.
+  }
+  return TimeoutError("mysql: the migration lock (GET_LOCK '" + key + "') was not free within " +
+                          std::to_string(kMigrationLockWait.count()) + " s; held by " + holder,
+                      kServiceName, "", true);
+}
+
 void MysqlService::migrate(bool create) {
+  // Most opens find the schema current: they check it without the migration lock, which any
+  // account that can connect could hold (a GET_LOCK name) and so keep every open waiting.
+  if (schema_current(create)) return;
   const Options& o = context_.options();
   auto c = context_.connections().pool().borrow();
   const std::string key = internal_key(o.database, o.table_prefix, "migrate", "");
   bool locked = false;
   try {
-    const Rows got = context_.query(*c, sql::kMigrationLock, {{"key", key}});
-    if (got.empty() || as_int(got[0][0]) != 1) {
-      throw TimeoutError("mysql: another process held the migration lock for 60 s", kServiceName, "", true);
-    }
+    const Rows got = context_.query(*c, sql::kMigrationLock, {{"key", key}, {"timeout_s", std::int64_t{kMigrationLockWait.count()}}});
+    if (got.empty() || is_null(got[0][0]) || as_int(got[0][0]) != 1) throw migration_lock_timeout(*c, key);
     locked = true;
     const int current = current_version(*c);
     const int latest = dblock::sql::latest_migration(kMigrations);

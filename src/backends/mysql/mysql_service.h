@@ -12,6 +12,7 @@
 #include "beacons.h"
 #include "connection.h"
 #include "dblock/capabilities.h"
+#include "dblock/errors.h"
 #include "session_locks.h"
 #include "sql_features.h"
 
@@ -61,6 +62,8 @@ class MysqlService final : public LeaseService,
   // One attempt, joining or refreshing the queue when `queue` and refused.
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
   int current_version(Connection& c);
+  bool schema_current(bool create);
+  TimeoutError migration_lock_timeout(Connection& c, const std::string& key);
   // The GET_LOCK key a granting release holds until its commit is durable (see sql.h).
   std::string grant_gate(std::string_view name) const;
 

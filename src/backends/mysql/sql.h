@@ -560,7 +560,13 @@ inline constexpr Statement kSessionSetup{"session_setup",
     "BEGIN NOT ATOMIC SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION time_zone = '+00:00'; END"};
 
 // Migrations, serialised by a server-wide GET_LOCK (MySQL DDL is not transactional). :key.
-inline constexpr Statement kMigrationLock{"migration_lock", "SELECT GET_LOCK(:key, 60)"};
+inline constexpr Statement kMigrationLock{"migration_lock", "SELECT GET_LOCK(:key, :timeout_s)"};
+// Who holds the migration lock, for the error when it did not come free in time (any account that
+// can connect can take a GET_LOCK name): its connection id, and its user and host where this
+// account may see them (PROCESS privilege, or the same user).
+inline constexpr Statement kMigrationLockHolder{"migration_lock_holder",
+    "SELECT l.id, p.USER, p.HOST FROM (SELECT IS_USED_LOCK(:key) AS id) l"
+    " LEFT JOIN information_schema.PROCESSLIST p ON p.ID = l.id"};
 inline constexpr Statement kMigrationUnlock{"migration_unlock", "SELECT RELEASE_LOCK(:key)"};
 // :table.
 inline constexpr Statement kTableExists{"table_exists",
@@ -588,7 +594,7 @@ inline constexpr const Statement* kAll[] = {
     &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
     &kForceRelease, &kListAll, &kListOne, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
     &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
-    &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
+    &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
     &kRecordMigration, &kQueueStatus,
 };
 

@@ -23,6 +23,9 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr std::uint32_t kViaQueue = 1;
 // How long after a release that woke a waiter the releasing side skips its unqueued attempt.
 constexpr milliseconds kReleasedToQueueWindow{250};
+// How long an open that must migrate waits for the migration lock.
+constexpr milliseconds kMigrationLockWait{15'000};
+using dblock::sql::printable;
 
 milliseconds remaining_ms(const pqxx::field& f) { return dblock::sql::remaining_ms(f.is_null() ? 0 : f.as<std::int64_t>()); }
 
@@ -227,15 +230,17 @@ bool PostgresService::take_released_to_queue(std::string_view name) {
 // ---- maintenance ----
 
 void PostgresService::migrate(bool create) {
+  // Most opens find the schema current: they check it without the migration lock, which any role
+  // that can connect could hold (it is an advisory lock) and so keep every open waiting.
+  if (schema_current(create)) return;
+  const std::int64_t key = advisory_key(context_.options().table_prefix + ":migrate");
   auto c = context_.connections().pool().borrow();
   try {
     pqxx::work tx(*c->conn);
-    tx.exec_params(context_.text(sql::kMigrationLock), advisory_key(context_.options().table_prefix + ":migrate"));
-    const std::string version_table = detail::quote_identifier(context_.options().table_prefix + "schema_version");
-    int current = 0;
-    if (tx.exec_params1(context_.text(sql::kSchemaVersionExists), version_table)[0].as<bool>()) {
-      current = tx.exec1(context_.text(sql::kSchemaVersion))[0].as<int>();
-    }
+    tx.exec_params(context_.text(sql::kSetLocalLockTimeout), std::to_string(kMigrationLockWait.count()) + "ms");
+    tx.exec_params(context_.text(sql::kMigrationLock), key);
+    tx.exec_params(context_.text(sql::kSetLocalLockTimeout), "0");
+    const int current = read_schema_version(tx);
     dblock::sql::check_schema_version(kServiceName, "dblock tables are", current,
                                       dblock::sql::latest_migration(kMigrations), create);
     for (const auto& m : kMigrations) {
@@ -245,10 +250,52 @@ void PostgresService::migrate(bool create) {
     }
     set_persistence(tx);
     tx.commit();
+  } catch (const pqxx::sql_error& e) {
+    c.discard();
+    if (e.sqlstate() == "55P03") throw migration_lock_timeout(key);
+    rethrow_translated("migration");
   } catch (...) {
     c.discard();
     rethrow_translated("migration");
   }
+}
+
+// Read-only: the schema is this library's and the tables' persistence is the one asked for (then
+// there is nothing to migrate); a schema newer than this library, or missing or older without
+// `create`, throws SchemaError.
+bool PostgresService::schema_current(bool create) {
+  return context_.connections().idempotent([&](Connection& c) {
+    pqxx::nontransaction tx(*c.conn);
+    const int current = read_schema_version(tx);
+    const int latest = dblock::sql::latest_migration(kMigrations);
+    if (current < latest && create) return false;
+    dblock::sql::check_schema_version(kServiceName, "dblock tables are", current, latest, create);
+    const std::optional<bool>& unlogged = context_.options().unlogged;
+    if (!unlogged) return true;
+    for (const char* suffix : {"leases", "readers"}) {
+      const std::string table = detail::quote_identifier(context_.options().table_prefix + suffix);
+      if (tx.exec_params1(context_.text(sql::kIsUnlogged), table)[0].as<bool>() != *unlogged) return false;
+    }
+    return true;
+  });
+}
+
+TimeoutError PostgresService::migration_lock_timeout(std::int64_t key) {
+  std::string holder = "a session this role cannot see";
+  try {
+    auto c = context_.connections().pool().borrow();
+    pqxx::nontransaction tx(*c->conn);
+    const pqxx::result r = tx.exec_params(context_.text(sql::kMigrationLockHolder), key);
+    if (!r.empty()) {
+      holder = "backend pid " + r[0][0].as<std::string>() + " (role " + printable(r[0][1].as<std::string>()) +
+               ", application '" + printable(r[0][2].as<std::string>()) + "')";
+    }
+  } catch (const std::exception&) {
+    // Only decoration for the message.
+  }
+  return TimeoutError("postgresql: the migration lock (advisory lock " + std::to_string(key) + ") was not free within " +
+                          std::to_string(kMigrationLockWait.count() / 1000) + " s; held by " + holder,
+                      kServiceName, "55P03", true);
 }
 
 // Options::unlogged: switches the lease tables (waiters are always UNLOGGED; the fence sequence
@@ -267,10 +314,14 @@ void PostgresService::set_persistence(pqxx::work& tx) {
 int PostgresService::schema_version() {
   return context_.connections().idempotent([&](Connection& c) {
     pqxx::nontransaction tx(*c.conn);
-    const std::string version_table = detail::quote_identifier(context_.options().table_prefix + "schema_version");
-    if (!tx.exec_params1(context_.text(sql::kSchemaVersionExists), version_table)[0].as<bool>()) return 0;
-    return tx.exec1(context_.text(sql::kSchemaVersion))[0].as<int>();
+    return read_schema_version(tx);
   });
+}
+
+int PostgresService::read_schema_version(pqxx::transaction_base& tx) {
+  const std::string version_table = detail::quote_identifier(context_.options().table_prefix + "schema_version");
+  if (!tx.exec_params1(context_.text(sql::kSchemaVersionExists), version_table)[0].as<bool>()) return 0;
+  return tx.exec1(context_.text(sql::kSchemaVersion))[0].as<int>();
 }
 
 // A pass is a run of calls that each reap a full batch of leases; the next call after a short

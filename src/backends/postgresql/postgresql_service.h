@@ -17,6 +17,7 @@
 
 #include "connection.h"
 #include "dblock/capabilities.h"
+#include "dblock/errors.h"
 #include "listener.h"
 #include "session_locks.h"
 #include "sql_features.h"
@@ -59,6 +60,9 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   void join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket, const Place& place, Attempt& out);
   pqxx::result exec(Connection& c, const dblock::sql::Statement& s, const Params& p) { return context_.exec(c, s, p); }
   void set_persistence(pqxx::work& tx);
+  bool schema_current(bool create);
+  int read_schema_version(pqxx::transaction_base& tx);
+  TimeoutError migration_lock_timeout(std::int64_t key);
 
   // Names whose release by this service just woke a queued waiter, and when. For a while
   // afterwards the name's queue marker stands (the woken waiter's entry lives at least a second),

@@ -384,6 +384,14 @@ inline constexpr Statement kHello{"hello", "SELECT pg_is_in_recovery(), pg_backe
 
 // Migrations: the advisory transaction lock serialises concurrent first uses. $1 key.
 inline constexpr Statement kMigrationLock{"migration_lock", "SELECT pg_advisory_xact_lock($1::bigint)"};
+// Who holds the migration lock (key $1), for the error when it did not come free in time: any
+// role that can connect can take an advisory lock. pg_stat_activity shows another role's
+// session's pid and role to everyone.
+inline constexpr Statement kMigrationLockHolder{"migration_lock_holder",
+    "SELECT a.pid, a.usename, coalesce(a.application_name, '') FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+    " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    " AND ((l.classid::bigint << 32) | l.objid::bigint) = $1::bigint LIMIT 1"};
 inline constexpr Statement kSchemaVersionExists{"schema_version_exists", "SELECT to_regclass($1) IS NOT NULL"};
 inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) FROM {V}"};
 inline constexpr Statement kRecordMigration{"record_migration", "INSERT INTO {V} (version, name) VALUES ($1, $2)"};
@@ -453,7 +461,7 @@ inline constexpr const Statement* kPrepared[] = {
 };
 // Run as text (rendered), mostly inside transactions dblock opens.
 inline constexpr const Statement* kAdHoc[] = {
-    &kGuardExclusive, &kGuardReader, &kHello, &kMigrationLock, &kSchemaVersionExists, &kSchemaVersion,
+    &kGuardExclusive, &kGuardReader, &kHello, &kMigrationLock, &kMigrationLockHolder, &kSchemaVersionExists, &kSchemaVersion,
     &kRecordMigration, &kIsUnlogged, &kSetUnlogged, &kSetLogged, &kSetLocalLockTimeout, &kXactTry, &kXactWait,
     &kXactTryShared, &kXactLock, &kXactLockShared, &kClientPort, &kBackendPid, &kShortIdleTimeout,
 };
