@@ -75,7 +75,9 @@ class FairQueue {
 };
 
 // Events pushed by the service (LISTEN/NOTIFY, pub/sub, watches). An event is a hint to look
-// again, never proof of anything but a grant the service itself reports.
+// again, never proof: anyone who can reach the channel can send one (any role can NOTIFY any
+// channel, any client can PUBLISH). A kGranted event is acted on only once confirm_grant() has
+// found the lease held in the service's own state.
 class WakeEvents {
  public:
   using Grant = LeaseGrant;
@@ -103,6 +105,12 @@ class WakeEvents {
   // channel sends a kReleased for every subscribed name, as events may have been missed.
   virtual void subscribe(std::string_view name) = 0;
   virtual void unsubscribe(std::string_view name) = 0;
+  // Reads the service's state: does `secret` hold `name` exclusively and live? Returns the lease
+  // as the service has it (fence, expiry, and as granted_for the time it has left, measured after
+  // this call began), or nullopt. `claimed` is what the event said; only its ticket and tag are
+  // kept. Called on the waiting thread.
+  virtual std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                                  const LeaseGrant& claimed) = 0;
 };
 
 // A blocking wait inside the service until it may be this waiter's turn (MariaDB: a server-side

@@ -67,6 +67,7 @@ struct ManagerOptions {
   bool fair = true;
 
   // Shown in list/inspect as the holder. Empty (default) means "<hostname>:<pid>:<instance>".
+  // Validated like a lock name (1-255 bytes of UTF-8, no control characters).
   std::string holder;
 
   // Receives errors that have no caller to throw to: failed renewals, reaper passes, releases run

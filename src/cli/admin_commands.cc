@@ -107,7 +107,7 @@ int inspect_command(GlobalOptions global, std::vector<std::string> args) {
     if (json) {
       print("null\n");
     } else {
-      print(name + ": not held\n");
+      print(terminal_text(name) + ": not held\n");
     }
     return kExitError;
   }
@@ -127,9 +127,9 @@ int release_command(GlobalOptions global, std::vector<std::string> args) {
   validate_lock_name(name);
   auto manager = open_manager(resolve_url(global), admin_options());
   if (manager->force_release(name)) {
-    print("released " + name + ": holder evicted, fence bumped\n");
+    print("released " + terminal_text(name) + ": holder evicted, fence bumped\n");
   } else {
-    print(name + ": not held, nothing released\n");
+    print(terminal_text(name) + ": not held, nothing released\n");
   }
   return kExitOk;
 }

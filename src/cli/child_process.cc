@@ -56,6 +56,16 @@ void give_terminal(int tty, pid_t pgid) {
   ::_exit(127);
 }
 
+// The terminal (on stdin, stdout or stderr) whose foreground process group is dblock's, or -1:
+// COMMAND then takes the foreground, so that it can read the terminal and gets its Ctrl-C and
+// Ctrl-Z, as it would without dblock.
+int foreground_terminal() {
+  for (int fd : {STDIN_FILENO, STDOUT_FILENO, STDERR_FILENO}) {
+    if (::isatty(fd) == 1 && ::tcgetpgrp(fd) == ::getpgrp()) return fd;
+  }
+  return -1;
+}
+
 }  // namespace
 
 int Child::start(const ChildSpec& spec) {
@@ -66,7 +76,7 @@ int Child::start(const ChildSpec& spec) {
   argv.push_back(nullptr);
   for (std::string& s : env) envp.push_back(s.data());
   envp.push_back(nullptr);
-  const int tty = ::isatty(STDIN_FILENO) == 1 && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp() ? STDIN_FILENO : -1;
+  const int tty = foreground_terminal();
   int error_pipe[2];
   if (::pipe2(error_pipe, O_CLOEXEC) != 0) return errno;
   const pid_t parent = ::getpid();
@@ -101,6 +111,13 @@ int Child::start(const ChildSpec& spec) {
 
 void Child::signal_group(int sig) const {
   if (pid_ > 0) ::kill(-pid_, sig);
+}
+
+void Child::stop_with() {
+  if (tty_ >= 0) give_terminal(tty_, ::getpgrp());
+  ::kill(0, SIGTSTP);  // our own process group: the shell sees its job stop; returns once continued
+  if (tty_ >= 0) give_terminal(tty_, pid_);
+  signal_group(SIGCONT);
 }
 
 void Child::reaped() {

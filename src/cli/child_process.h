@@ -25,14 +25,19 @@ struct ChildSpec {
 class Child {
  public:
   // Starts COMMAND: its own process group (pgid = its pid), every descriptor but 0, 1 and 2
-  // closed, and the terminal's foreground when dblock had it (so that COMMAND can read the
-  // terminal and gets its Ctrl-C). Returns 0, or the errno that kept COMMAND from running
-  // (ENOENT: not found).
+  // closed, and the terminal's foreground when dblock's group had it (so that COMMAND can read
+  // the terminal and gets its Ctrl-C and Ctrl-Z). Returns 0, or the errno that kept COMMAND from
+  // running (ENOENT: not found).
   int start(const ChildSpec& spec);
 
   pid_t pid() const { return pid_; }
   // Sends `sig` to COMMAND's whole process group (COMMAND and what it started there).
   void signal_group(int sig) const;
+  // COMMAND was stopped (Ctrl-Z, or a terminal read from the background): stops dblock's own
+  // process group as well (SIGTSTP, with the terminal given back), so that the shell sees the job
+  // stop; once continued, hands the terminal back and continues COMMAND's group. The renewal
+  // thread stops too: a stop longer than the lease's safe time loses the lease.
+  void stop_with();
   // After COMMAND was reaped: gives the terminal's foreground back to dblock's group, if it was
   // handed over, and forgets the pid.
   void reaped();

@@ -7,6 +7,10 @@
 //
 // main() parses the global options, dispatches to a subcommand (commands.h) and maps every
 // failure to the exit statuses of exit_codes.h, in one place.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -17,6 +21,7 @@
 #include "commands.h"
 #include "dblock/errors.h"
 #include "exit_codes.h"
+#include "output.h"
 #include "usage.h"
 
 namespace dblock::cli {
@@ -59,8 +64,18 @@ int dispatch(std::vector<std::string> args) {
   throw UsageFailure("unknown command '" + command + "'", "", true);
 }
 
+// Descriptors 0-2 that were closed when dblock started are opened on /dev/null, so that no file
+// or connection of dblock's can land on them and reach COMMAND as its stdin, stdout or stderr.
+void fill_standard_descriptors() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (::fcntl(fd, F_GETFD) != -1 || errno != EBADF) continue;
+    const int opened = ::open("/dev/null", O_RDWR);  // the lowest free descriptor: this one
+    if (opened > 2) ::close(opened);
+  }
+}
+
 int report(const char* kind, const std::exception& e, int code) {
-  std::fprintf(stderr, "dblock: %s%s\n", kind, e.what());
+  std::fprintf(stderr, "dblock: %s%s\n", kind, terminal_text(e.what()).c_str());
   return code;
 }
 
@@ -69,15 +84,16 @@ int report(const char* kind, const std::exception& e, int code) {
 
 int main(int argc, char** argv) {
   using namespace dblock::cli;
+  fill_standard_descriptors();
   int code;
   try {
     code = dispatch(std::vector<std::string>(argv + 1, argv + argc));
   } catch (const UsageFailure& e) {
     if (e.full_usage()) {
-      std::fprintf(stderr, "dblock: %s\n\n", e.what());
+      std::fprintf(stderr, "dblock: %s\n\n", terminal_text(e.what()).c_str());
       write_to(stderr, usage_text(e.command()));
     } else {
-      std::fprintf(stderr, "dblock: %s\nTry 'dblock %s%s--help'.\n", e.what(), e.command().c_str(),
+      std::fprintf(stderr, "dblock: %s\nTry 'dblock %s%s--help'.\n", terminal_text(e.what()).c_str(), e.command().c_str(),
                    e.command().empty() ? "" : " ");
     }
     code = kExitUsage;

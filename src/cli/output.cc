@@ -75,6 +75,43 @@ std::string expires_in_text(const LeaseInfo& info) {
 
 }  // namespace
 
+std::string terminal_text(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto hex = [&](const char* format, unsigned value) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, format, value);
+    out += buf;
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    const std::size_t len = utf8_sequence_length(text, i);
+    if (len == 0) {
+      hex("\\x%02x", c);  // not UTF-8
+      ++i;
+      continue;
+    }
+    std::uint32_t cp = c;
+    if (len == 2) cp = ((c & 0x1Fu) << 6) | (static_cast<unsigned char>(text[i + 1]) & 0x3Fu);
+    if (len == 3) {
+      cp = ((c & 0x0Fu) << 12) | ((static_cast<unsigned char>(text[i + 1]) & 0x3Fu) << 6) |
+           (static_cast<unsigned char>(text[i + 2]) & 0x3Fu);
+    }
+    const bool control = cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F);
+    const bool bidi = cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+                      (cp >= 0x2066 && cp <= 0x2069);
+    if (control || bidi) {
+      hex(cp < 0x80 ? "\\x%02x" : "\\u%04x", cp);
+    } else if (c == '\\') {
+      out += "\\\\";
+    } else {
+      out.append(text.substr(i, len));
+    }
+    i += len;
+  }
+  return out;
+}
+
 std::string json_string(std::string_view text) {
   std::string out;
   out.reserve(text.size() + 2);
@@ -156,7 +193,7 @@ std::string leases_table(const std::vector<LeaseInfo>& infos) {
   std::vector<Row> rows;
   rows.push_back({"NAME", "MODE", "HOLDER", "FENCE", "EXPIRES_IN", "HOLDERS"});
   for (const LeaseInfo& info : infos) {
-    rows.push_back({info.name, mode_name(info.mode), info.holder, std::to_string(info.fence),
+    rows.push_back({terminal_text(info.name), mode_name(info.mode), terminal_text(info.holder), std::to_string(info.fence),
                     expires_in_text(info), std::to_string(info.holders)});
   }
   std::array<std::size_t, 6> width{};
@@ -181,9 +218,9 @@ std::string leases_table(const std::vector<LeaseInfo>& infos) {
 
 std::string lease_text(const LeaseInfo& info) {
   std::string out;
-  out += "name:        " + info.name + "\n";
+  out += "name:        " + terminal_text(info.name) + "\n";
   out += "mode:        " + std::string(mode_name(info.mode)) + "\n";
-  out += "holder:      " + info.holder + "\n";
+  out += "holder:      " + terminal_text(info.holder) + "\n";
   out += "fence:       " + std::to_string(info.fence) + "\n";
   out += "acquired at: " + iso_utc(info.acquired_at_us) + " (backend clock)\n";
   out += "expires at:  " + iso_utc(info.expires_at_us) + " (backend clock)\n";

@@ -12,6 +12,10 @@
 
 namespace dblock::cli {
 
+// `text` made safe for a terminal: control characters (C0, DEL, C1), bidirectional formatting
+// characters and bytes that are not UTF-8 as \xNN / \uNNNN, and a backslash doubled.
+std::string terminal_text(std::string_view text);
+
 // `text` as a JSON string literal, quotes included. Control characters are escaped; bytes that
 // are not valid UTF-8 become U+FFFD so the output is always valid JSON.
 std::string json_string(std::string_view text);

@@ -34,6 +34,7 @@
 #include "dblock/lock_manager.h"
 #include "dblock/session_lock.h"
 #include "exit_codes.h"
+#include "output.h"
 #include "usage.h"
 
 extern char** environ;
@@ -199,6 +200,9 @@ struct SignalSetup {
     sigemptyset(&set);
     for (int sig : kForwardedSignals) sigaddset(&set, sig);
     sigaddset(&set, SIGCHLD);
+    // Once COMMAND has the terminal, dblock is in the background: with `stty tostop` its own
+    // messages would stop it (and the renewal with it). Read and ignored like SIGCHLD.
+    sigaddset(&set, SIGTTOU);
     if (int rc = ::pthread_sigmask(SIG_BLOCK, &set, &original_mask); rc != 0) {
       throw Error(std::string("pthread_sigmask: ") + std::strerror(rc));
     }
@@ -324,7 +328,7 @@ std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const Ru
         int sig = static_cast<int>(info.ssi_signo);
         if (is_forwarded(sig)) {
           std::fprintf(stderr, "dblock: %s while waiting for lock '%s'; not running the command\n",
-                       ::strsignal(sig), o.key.c_str());
+                       ::strsignal(sig), terminal_text(o.key).c_str());
           std::fflush(nullptr);
           // The helper thread is blocked in the acquire and cannot be cancelled: leave without
           // running destructors.
@@ -341,13 +345,13 @@ void report_not_acquired(LockManager& manager, const RunOptions& o) {
     if (o.mode == RunMode::kSession) {
       // Session locks live in the server's lock table, not in the lease table.
     } else if (auto info = manager.inspect(o.key)) {
-      holder = ": held by " + info->holder + " (fence " + std::to_string(info->fence) + ", expires in " +
+      holder = ": held by " + terminal_text(info->holder) + " (fence " + std::to_string(info->fence) + ", expires in " +
                format_duration(milliseconds(info->expires_in_us / 1'000)) + ")";
     }
   } catch (const std::exception&) {
     // Only decoration for the message.
   }
-  std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s%s\n", o.key.c_str(),
+  std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s%s\n", terminal_text(o.key).c_str(),
                describe_wait(o.wait).c_str(), holder.c_str());
 }
 
@@ -420,7 +424,11 @@ class Supervisor {
   int wait_for_child() {
     for (;;) {
       int status = 0;
-      pid_t r = ::waitpid(child_.pid(), &status, WNOHANG);
+      pid_t r = ::waitpid(child_.pid(), &status, WNOHANG | WUNTRACED);
+      if (r == child_.pid() && WIFSTOPPED(status)) {
+        child_.stop_with();
+        continue;
+      }
       if (r == child_.pid()) return status;
       if (r < 0 && errno != EINTR) {
         std::fprintf(stderr, "dblock: waitpid: %s\n", std::strerror(errno));
@@ -491,7 +499,7 @@ class Supervisor {
     lost_ = true;
     std::string fence;
     if (std::optional<std::int64_t> f = lock_.fence()) fence = " (fence " + std::to_string(*f) + ")";
-    std::fprintf(stderr, "dblock: lock '%s'%s lost while COMMAND was running: %s\n", o_.key.c_str(), fence.c_str(),
+    std::fprintf(stderr, "dblock: lock '%s'%s lost while COMMAND was running: %s\n", terminal_text(o_.key).c_str(), fence.c_str(),
                  reason.c_str());
     if (!act || child_.pid() <= 0) return;
     switch (o_.on_lost) {
@@ -515,7 +523,7 @@ class Supervisor {
     ReleaseResult result = lock_.release();
     if (result == ReleaseResult::kInDoubt) {
       std::fprintf(stderr,
-                   "dblock: release of '%s' is in doubt (backend connection problem); %s\n", o_.key.c_str(),
+                   "dblock: release of '%s' is in doubt (backend connection problem); %s\n", terminal_text(o_.key).c_str(),
                    o_.mode == RunMode::kSession
                        ? "the server frees a session lock when it notices the session is gone"
                        : ("the lease expires on its own within " + format_duration(o_.ttl)).c_str());
@@ -547,7 +555,9 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
 
   ManagerOptions mo;
   mo.default_ttl = o.ttl;
-  mo.on_background_error = [](const Error& e) { std::fprintf(stderr, "dblock: warning: %s\n", e.what()); };
+  mo.on_background_error = [](const Error& e) {
+    std::fprintf(stderr, "dblock: warning: %s\n", terminal_text(e.what()).c_str());
+  };
   std::unique_ptr<LockManager> manager = open_manager(url, mo);
 
   const int lost_write = lost_pipe->write_end.get();
@@ -598,7 +608,7 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
     int sig = static_cast<int>(info.ssi_signo);
     if (is_forwarded(sig)) {
       std::fprintf(stderr, "dblock: %s before the command started; releasing '%s'\n", ::strsignal(sig),
-                   o.key.c_str());
+                   terminal_text(o.key).c_str());
       held->release();
       return kExitSignalBase + sig;
     }

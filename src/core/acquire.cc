@@ -108,14 +108,12 @@ class Acquirer {
   // One attempt: a grant the last wait brought, else the service (in line when it queues).
   bool attempt() {
     if (!try_once_) wait_.generation = core_.board_.generation(state_->name);
-    // A grant was made after the last attempt began (that attempt, refused, would otherwise have
-    // found the lease its own), so that attempt's send time is a safe start for the lease's time.
-    const SteadyClock::time_point sent_at = wait_.grant ? last_sent_at_ : SteadyClock::now();
+    SteadyClock::time_point sent_at = SteadyClock::now();
+    std::optional<AcquireResult> granted = take_grant(sent_at);
     last_sent_at_ = sent_at;
     AcquireResult result;
-    if (wait_.grant) {
-      result = from_grant(*wait_.grant);
-      wait_.grant.reset();
+    if (granted) {
+      result = *granted;
     } else if (queue_ != nullptr) {
       in_line_ = true;
       FairQueue::Attempt in_line = queue_->attempt_in_line(request_, FairQueue::Place{wait_.ticket, queue_hold_});
@@ -132,6 +130,25 @@ class Acquirer {
     }
     wait_.holder_remaining = result.holder_remaining;
     return false;
+  }
+
+  // The lease a release handed this waiter, if the last wait brought one. The service's own reply
+  // (a native wait) is the lease: the grant was made after the last attempt began (that attempt,
+  // refused, would otherwise have found the lease its own), so that attempt's send time is a safe
+  // start for its time. An event is a claim anyone could send: the service confirms it first, and
+  // the lease's time starts when the confirmation was sent (`sent_at`). Empty: attempt as usual.
+  std::optional<AcquireResult> take_grant(SteadyClock::time_point& sent_at) {
+    if (!wait_.grant) return std::nullopt;
+    const LeaseGrant claimed = *wait_.grant;
+    wait_.grant.reset();
+    if (wait_.grant_confirmed) {
+      sent_at = last_sent_at_;
+      return from_grant(claimed);
+    }
+    if (events_ == nullptr) return std::nullopt;
+    std::optional<LeaseGrant> confirmed = events_->confirm_grant(state_->name, *request_.secret, claimed);
+    if (!confirmed) return std::nullopt;
+    return from_grant(*confirmed);
   }
 
   // What the acquisition tells the lease: its fence, its tag, safe-until and the first renewal.

@@ -25,6 +25,9 @@ std::chrono::microseconds jittered(std::chrono::microseconds base, double spread
 
 // "<hostname>:<pid>:<instance>" where instance is a per-process counter.
 std::string default_holder();
+// ManagerOptions::holder: 1-255 bytes of UTF-8 without control characters, like a lock name.
+// Throws UsageError naming "holder".
+void validate_holder(std::string_view holder);
 
 }  // namespace dblock::detail
 

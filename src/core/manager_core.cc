@@ -14,6 +14,7 @@ using std::chrono::milliseconds;
 
 ManagerOptions validated(ManagerOptions options) {
   validate_table_prefix(options.table_prefix);
+  if (!options.holder.empty()) validate_holder(options.holder);
   if (options.default_ttl <= milliseconds::zero()) throw UsageError("default_ttl must be positive");
   if (options.default_ttl > kMaxTtl) throw UsageError("default_ttl exceeds the 7-day limit");
   if (options.renew_interval < milliseconds::zero()) throw UsageError("renew_interval must not be negative");

@@ -39,26 +39,36 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 
 }  // namespace
 
-void validate_lock_name(std::string_view name) {
-  if (name.empty()) throw UsageError("lock name is empty");
-  if (name.size() > kMaxNameBytes) {
-    throw UsageError("lock name is " + std::to_string(name.size()) + " bytes; the limit is " +
+namespace {
+
+// The rule for text that is stored and shown (lock names, holders): 1-255 bytes of UTF-8 without
+// control characters. `what` names it in the error.
+void validate_text(const char* what, std::string_view text) {
+  if (text.empty()) throw UsageError(std::string(what) + " is empty");
+  if (text.size() > kMaxNameBytes) {
+    throw UsageError(std::string(what) + " is " + std::to_string(text.size()) + " bytes; the limit is " +
                      std::to_string(kMaxNameBytes));
   }
-  for (std::size_t i = 0; i < name.size();) {
-    unsigned char c = static_cast<unsigned char>(name[i]);
+  for (std::size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c == 0x7F) {
-      throw UsageError("lock name contains control character 0x" +
+      throw UsageError(std::string(what) + " contains control character 0x" +
                        std::string(1, "0123456789abcdef"[c >> 4]) +
                        std::string(1, "0123456789abcdef"[c & 15]) + " at byte " + std::to_string(i));
     }
-    std::size_t n = utf8_sequence_length(name, i);
-    if (n == 0) throw UsageError("lock name is not valid UTF-8 (byte " + std::to_string(i) + ")");
+    std::size_t n = utf8_sequence_length(text, i);
+    if (n == 0) throw UsageError(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(i) + ")");
     i += n;
   }
 }
 
+}  // namespace
+
+void validate_lock_name(std::string_view name) { validate_text("lock name", name); }
+
 namespace detail {
+
+void validate_holder(std::string_view holder) { validate_text("holder", holder); }
 
 void validate_table_prefix(std::string_view prefix) {
   bool ok = !prefix.empty() && prefix.size() <= 40 &&
@@ -118,6 +128,9 @@ std::string default_holder() {
   static std::atomic<int> instance{0};
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
+  for (char& c : host) {  // a host name is any bytes to the kernel: keep the holder valid text
+    if (c != '\0' && (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F)) c = '?';
+  }
   return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(++instance);
 }
 

@@ -104,7 +104,8 @@ class EventWait final : public PausingWait {
       if (!sleep(c, pause)) return WaitResult::kAttempt;
       if (c.ticket != 0) {
         c.grant = board_.take_grant(c.name, c.ticket);
-        if (c.grant) return WaitResult::kAttempt;  // a release made us the holder
+        c.grant_confirmed = false;                 // an event: the attempt confirms it first
+        if (c.grant) return WaitResult::kAttempt;  // a release says it made us the holder
       }
       if (behind_others(c)) {
         const std::int64_t next = board_.next_ticket(c.name);
@@ -130,7 +131,10 @@ class NativeTurnWait final : public WaitStrategy {
     const auto max_wait = std::chrono::duration_cast<milliseconds>(until - now) + milliseconds(1);
     NativeWait::Turn turn = native_.wait_for_turn(c.name, c.secret, c.ticket, max_wait);
     if (turn.outcome == NativeWait::Outcome::kUnavailable) return WaitResult::kPass;
-    if (turn.outcome == NativeWait::Outcome::kGranted) c.grant = turn.grant;  // held now, even if stopping
+    if (turn.outcome == NativeWait::Outcome::kGranted) {
+      c.grant = turn.grant;  // held now, even if stopping: the service's own reply says so
+      c.grant_confirmed = true;
+    }
     board_.check_running();
     return WaitResult::kAttempt;
   }

@@ -43,6 +43,7 @@ struct WaitContext {
   std::uint64_t generation = 0;                     // the board's, taken before the last attempt
   std::chrono::microseconds backoff{0};             // the plain pause; doubles while nothing happens
   std::optional<LeaseGrant> grant;                  // set when a release granted this waiter the lease
+  bool grant_confirmed = false;                     // the grant came from the service's own reply, not an event
 };
 
 enum class WaitResult {

@@ -588,6 +588,42 @@ TEST_CASE("DBLOCK_FENCE strictly increases from run to run and DBLOCK_KEY is pas
   CHECK(keys == expected);
 }
 
+TEST_CASE("list, inspect and the held-by message show control and bidi characters escaped", "[cli][sqlite]") {
+  Cli cli;
+  // A valid name may hold a right-to-left override; a holder in the table may hold anything (a
+  // row written by another program, or by an older dblock).
+  const std::string name = "invoice\xe2\x80\xae" "exe.txt";
+  const std::string pid_file = cli.dir.file("pid");
+  auto holder = cli.start({"run", "--key", name, "--", "sh", "-c", "echo $$ > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60",
+                           "sh", pid_file});
+  REQUIRE(eventually([&] { return fs::exists(pid_file); }, milliseconds(15'000)));
+#ifdef DBLOCK_TEST_HAVE_SQLITE3
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(cli.dir.file("x.db").c_str(), &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  REQUIRE(sqlite3_exec(db, "UPDATE dblock_leases SET holder = 'h' || char(27) || '[2J' || char(10) || 'fake row'",
+                       nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+#endif
+  Result list = cli.run({"list"});
+  Result inspect = cli.run({"inspect", name});
+  Result busy = cli.run({"run", "--key", name, "--", "true"});
+  for (const Result* r : {&list, &inspect, &busy}) {
+    const std::string text = r->out + r->err;
+    INFO(text);
+    CHECK(text.find("\xe2\x80\xae") == std::string::npos);
+    CHECK(text.find("invoice\\u202eexe.txt") != std::string::npos);
+    CHECK(text.find('\x1b') == std::string::npos);
+#ifdef DBLOCK_TEST_HAVE_SQLITE3
+    CHECK(text.find("h\\x1b[2J\\x0afake row") != std::string::npos);
+#endif
+  }
+  Result json = cli.run({"list", "--json"});
+  CHECK(json.out.find("\xe2\x80\xae") != std::string::npos);  // --json stays exact
+  holder->signal(SIGTERM);
+  CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
 TEST_CASE("list and inspect escape names in JSON", "[cli][sqlite]") {
   Cli cli;
   const std::string name = "we\"ird\\name \xc3\xbcn/\xe2\x82\xac";  // we"ird\name ün/€

@@ -345,6 +345,35 @@ TEST_CASE("mysql: unreachable server, wrong credentials, unknown database, bad U
   CHECK(manager->session_lock("least-privilege-session-" + prefix, 0ms));
 }
 
+TEST_CASE("mysql: a read-only monitoring account lists leases with the documented grants", "[mysql][input]") {
+  const std::string prefix = unique_prefix();
+  auto owner = open_manager({}, prefix);
+  auto lease = owner->try_acquire("watched");
+  REQUIRE(lease);
+  auto c = raw();
+  const std::string user = "dblock_mon_" + std::to_string(::getpid());
+  const std::string account = "'" + user + "'@'127.0.0.1'";
+  exec(*c, "DROP USER IF EXISTS " + account);
+  exec(*c, "CREATE USER " + account + " IDENTIFIED BY 'mon-pw'");
+  const std::string db = test_url().path;
+  // The sequence too: an open checks that it exists, and information_schema shows an account only
+  // what it holds a privilege on. SELECT reads a sequence; only INSERT (NEXTVAL) advances it.
+  for (const char* table : {"leases", "readers", "schema_version", "fence"}) {
+    exec(*c, "GRANT SELECT ON `" + db + "`.`" + prefix + table + "` TO " + account);
+  }
+  {
+    ManagerOptions monitor;
+    monitor.reaper = false;  // a monitor deletes nothing
+    auto manager = open_with(url_as(user, "mon-pw"), monitor, prefix);
+    const auto leases = manager->list();
+    REQUIRE(leases.size() == 1);
+    CHECK(leases[0].fence == lease->fence());
+    CHECK(manager->inspect("watched"));
+    CHECK_THROWS(manager->try_acquire("not-for-monitors"));
+  }
+  exec(*c, "DROP USER " + account);
+}
+
 TEST_CASE("mysql: the documented run-time grants suffice; NEXTVAL needs SELECT and INSERT on the sequence", "[mysql][input]") {
   const std::string prefix = unique_prefix();
   open_manager({}, prefix);  // migrated by the fixture's user

@@ -257,6 +257,53 @@ TEST_CASE("postgresql: waiters are woken by NOTIFY well before the poll interval
   CHECK(acquired_at - released_at < 2s);  // a 5 s poll could not have done it
 }
 
+TEST_CASE("postgresql: a forged grant NOTIFY from a bystander is not a lease", "[postgresql][notify]") {
+  // Any role that can connect can NOTIFY any channel, and one that can read the waiters table
+  // knows a waiter's ticket and wake slot: it can send exactly what a granting release sends.
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto waiter = open_manager({}, prefix);
+  auto lease = holder->try_acquire("forged");
+  REQUIRE(lease);
+  std::atomic<bool> done{false};
+  std::optional<Lease> got;
+  std::thread t([&] {
+    got = waiter->acquire("forged", 30s);
+    done = true;
+  });
+  pqxx::connection bystander(conninfo());
+  std::int64_t ticket = 0;
+  for (int i = 0; i < 500 && ticket == 0; ++i) {
+    pqxx::nontransaction tx(bystander);
+    pqxx::result r = tx.exec("SELECT ticket FROM \"" + prefix + "waiters\" WHERE name = 'forged'");
+    if (!r.empty()) ticket = r[0][0].as<std::int64_t>();
+    if (ticket == 0) std::this_thread::sleep_for(10ms);
+  }
+  if (ticket == 0) {  // never queued: end the waiter before failing (a joinable thread must not be destroyed)
+    lease->release();
+    t.join();
+    FAIL("the waiter never joined the queue");
+  }
+  {
+    pqxx::nontransaction tx(bystander);
+    tx.exec_params("SELECT pg_notify($1 || 'release_' || ($2::bigint & 1023), 'forged' || chr(31) || $2 || chr(31) ||"
+                   " '999999999' || chr(31) || '30000000' || chr(31) ||"
+                   " ((extract(epoch FROM clock_timestamp()) * 1e6)::bigint + 30000000))",
+                   prefix, ticket);
+  }
+  // Bounded: a waiter that believed the payload returns at once (it did, before grants were
+  // confirmed); this one confirms with the server and goes on waiting.
+  for (int i = 0; i < 100 && !done; ++i) std::this_thread::sleep_for(10ms);
+  CHECK_FALSE(done);
+  const std::optional<LeaseInfo> info = holder->inspect("forged");
+  CHECK((info && info->fence == lease->fence()));
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  t.join();
+  REQUIRE(got);
+  CHECK(got->fence() != 999999999);
+  CHECK(got->fence() > lease->fence());
+}
+
 // The lease row carries the waiter queue's state (queued_until, queued_ticket) so that the
 // uncontended statements need not read the waiters table. This checks the bookkeeping that keeps
 // it right: joining marks the row, a release keeps a marked row (free) and the reaper spares it,
@@ -813,6 +860,35 @@ TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[p
 }  // namespace dblock::testing
 
 namespace dblock::testing {
+
+TEST_CASE("postgresql: a read-only monitoring role lists leases with the documented grants", "[postgresql][privileges]") {
+  const std::string prefix = unique_prefix();
+  const std::string role = prefix + "monitor";
+  auto owner = open_manager({}, prefix);
+  auto lease = owner->try_acquire("watched");
+  REQUIRE(lease);
+  {
+    pqxx::connection c(conninfo());
+    pqxx::work tx(c);
+    tx.exec("CREATE ROLE \"" + role + "\" LOGIN");
+    for (const char* table : {"leases", "readers", "schema_version"}) {
+      tx.exec("GRANT SELECT ON \"" + prefix + table + "\" TO \"" + role + "\"");
+    }
+    tx.commit();
+  }
+  auto base = parse_url(context().url);
+  const std::string url = "postgresql://" + role + "@" + base.hosts.at(0).host + ":" +
+                          std::to_string(base.hosts.at(0).port) + "/" + base.path;
+  ManagerOptions monitor;
+  monitor.table_prefix = prefix;
+  monitor.reaper = false;  // a monitor deletes nothing
+  auto manager = dblock::open(url, monitor);
+  const auto leases = manager->list();
+  REQUIRE(leases.size() == 1);
+  CHECK(leases[0].fence == lease->fence());
+  CHECK(manager->inspect("watched"));
+  CHECK_THROWS(manager->try_acquire("not-for-monitors"));  // and it cannot take a lease
+}
 
 TEST_CASE("postgresql: a least-privilege role can use every lease operation", "[postgresql][privileges]") {
   const std::string prefix = unique_prefix();

@@ -2,6 +2,10 @@
 #include <catch2/catch.hpp>
 #include <sqlite3.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -77,6 +81,71 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 }
 
 }  // namespace
+
+TEST_CASE("sqlite: a symbolic link at the lock file's name is refused, and its target left alone", "[sqlite][files]") {
+  TempDir dir;
+  const std::string target = dir.file("elsewhere.db");
+  { std::ofstream touch(target); }  // an empty file someone owns: SQLite would make it a database
+  const std::string link = dir.file("locks.db");
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  std::string message;
+  try {
+    dblock::open("sqlite://" + link);
+  } catch (const ConnectionError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("symbolic link") != std::string::npos);
+  CHECK(std::filesystem::file_size(target) == 0);
+  CHECK_FALSE(std::filesystem::exists(target + "-wal"));
+  // A link among the directories is the user's choice, and followed.
+  std::filesystem::create_directory(dir.file("real"));
+  REQUIRE(::symlink(dir.file("real").c_str(), dir.file("linked").c_str()) == 0);
+  CHECK(dblock::open("sqlite://" + dir.file("linked/locks.db"))->try_acquire("k"));
+  CHECK(std::filesystem::exists(dir.file("real/locks.db")));
+}
+
+TEST_CASE("sqlite: a new lock file is 0600 and new directories 0700 whatever the umask", "[sqlite][files]") {
+  TempDir dir;
+  const std::string path = dir.file("state/dblock/locks.db");
+  const mode_t old_umask = ::umask(022);
+  auto manager = dblock::open("sqlite://" + path);
+  ::umask(old_umask);
+  REQUIRE(manager->try_acquire("k"));  // the WAL and shared-memory files exist now
+  auto mode = [](const std::string& p) { return std::filesystem::status(p).permissions() & std::filesystem::perms::all; };
+  using std::filesystem::perms;
+  CHECK(mode(path) == (perms::owner_read | perms::owner_write));
+  CHECK(mode(path + "-wal") == (perms::owner_read | perms::owner_write));
+  CHECK(mode(dir.file("state")) == perms::owner_all);
+  CHECK(mode(dir.file("state/dblock")) == perms::owner_all);
+}
+
+TEST_CASE("sqlite: another application's database is refused, never converted; adopt=yes shares it", "[sqlite][files]") {
+  TempDir dir;
+  const std::string path = dir.file("app.db");
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "CREATE TABLE orders (id INTEGER PRIMARY KEY)", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  const std::vector<std::string> before = schema_of(path);
+
+  std::string message;
+  try {
+    dblock::open("sqlite://" + path);
+  } catch (const SchemaError& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("another application") != std::string::npos);
+  CHECK(schema_of(path) == before);
+  CHECK_FALSE(std::filesystem::exists(path + "-wal"));  // still in its own journal mode
+
+  auto manager = dblock::open("sqlite://" + path + "?adopt=yes");
+  CHECK(manager->try_acquire("k"));
+  CHECK(schema_of(path).size() > before.size());
+  // Once it holds dblock's tables, it is dblock's too: no parameter needed.
+  CHECK(dblock::open("sqlite://" + path)->try_acquire("k2"));
+}
 
 TEST_CASE("sqlite: migrations reproduce schema/sqlite.sql", "[sqlite][schema]") {
   TempDir dir;

@@ -34,6 +34,26 @@ TEST_CASE("core: try_acquire takes a free name once; fences grow across holders"
   CHECK(second->release() == ReleaseResult::kAlreadyLost);
 }
 
+TEST_CASE("core: ManagerOptions::holder is validated like a lock name", "[unit][core]") {
+  Rig rig;
+  for (const std::string& bad : {std::string("evil\x1b[31m"), std::string("two\nlines"), std::string("\xff\xfe"),
+                                std::string(256, 'h')}) {
+    ManagerOptions options;
+    options.holder = bad;
+    std::string message;
+    try {
+      rig.open({}, options);
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+    INFO(message);
+    CHECK(message.rfind("holder ", 0) == 0);
+  }
+  ManagerOptions fine;
+  fine.holder = "worker-7 on h\xc3\xb6st";
+  CHECK(rig.open({}, fine)->try_acquire("k"));
+}
+
 TEST_CASE("core: release passes the service's tag back; a second release repeats the first result",
           "[unit][core]") {
   Rig rig;

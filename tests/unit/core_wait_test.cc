@@ -136,6 +136,22 @@ TEST_CASE("wait: a grant makes the waiter the holder without an attempt of its o
   CHECK(c.service->released_tags().back() == MemoryService::kQueuedTag);  // the grant's tag came back
 }
 
+TEST_CASE("wait: a forged grant event is not a lease", "[unit][wait][events]") {
+  // Anyone who reaches the event channel can send a grant (any role can NOTIFY): the waiter acts
+  // on it only once the service confirms it holds the name.
+  Contest c(with_events(/*grants=*/true));
+  Waiter waiter(*c.waiter, "k");
+  REQUIRE(eventually([&] { return c.service->queued("k") == 1; }));
+  c.service->forge_grant("k", 999'999'999);
+  REQUIRE(eventually([&] { return c.service->calls(Op::kConfirmGrant) == 1; }));
+  CHECK_FALSE(waiter.done());
+  // The real hand-off still works, with the service's fence.
+  REQUIRE(c.held->release() == ReleaseResult::kReleased);
+  auto& got = waiter.result();
+  REQUIRE(got);
+  CHECK(got->fence() == c.held->fence() + 1);
+}
+
 TEST_CASE("wait: a missed wake-up costs a poll, not the lease", "[unit][wait][events]") {
   ManagerOptions quick;
   quick.max_poll = 50ms;

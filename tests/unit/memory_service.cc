@@ -333,6 +333,27 @@ void MemoryService::push_lost(const std::string& name) {
   post_locked(event);
 }
 
+void MemoryService::forge_grant(const std::string& name, std::int64_t fence) {
+  std::lock_guard<std::mutex> lock(store_->mutex);
+  auto& queue = store_->queues[name];
+  if (queue.empty()) return;
+  const Grant grant{queue.front().ticket, fence, std::chrono::seconds(30), 0, kQueuedTag};
+  post_locked(Pending{Kind::kGranted, name, queue.front().ticket, grant, {}, {}});
+}
+
+std::optional<LeaseGrant> MemoryService::confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                                       const LeaseGrant& claimed) {
+  enter(Op::kConfirmGrant);
+  std::lock_guard<std::mutex> lock(store_->mutex);
+  const auto now = MemoryClock::now();
+  auto it = store_->locks.find(std::string(name));
+  if (it == store_->locks.end() || it->second.mode != LockMode::kExclusive) return std::nullopt;
+  auto h = it->second.holders.find(secret.hex());
+  if (h == it->second.holders.end() || !live(h->second, now)) return std::nullopt;
+  return LeaseGrant{claimed.ticket, h->second.fence, duration_cast<microseconds>(h->second.expires - now),
+                    to_us(h->second.expires), claimed.tag};
+}
+
 std::vector<MemoryService::LostRecord> MemoryService::lost_leases() const {
   std::lock_guard<std::mutex> record(record_mutex_);
   return lost_;

@@ -85,7 +85,8 @@ class MemoryService final : public LeaseService,
     std::string secret;  // hex
     std::uint32_t tag = 0;
   };
-  enum class Op { kTryAcquire, kInLine, kRenew, kRelease, kLeave, kPosition, kProbe, kNativeWait, kReap, kMigrate };
+  enum class Op { kTryAcquire, kInLine, kRenew, kRelease, kLeave, kPosition, kProbe, kNativeWait, kReap, kMigrate,
+                  kConfirmGrant };
   // The tag this service puts on a lease taken as a queued waiter, or granted.
   static constexpr std::uint32_t kQueuedTag = 7;
 
@@ -103,6 +104,9 @@ class MemoryService final : public LeaseService,
   void phantom_waiter(bool on) { phantom_waiter_ = on; }
   // Delivers a kLost event for the current holder of `name`, as a service whose session expired.
   void push_lost(const std::string& name);
+  // Sends every client a kGranted event for the first queued waiter of `name` with `fence`, as a
+  // bystander who can reach the event channel could: the store is not changed.
+  void forge_grant(const std::string& name, std::int64_t fence);
 
   // ---- observations ----
   int calls(Op op) const { return calls_[static_cast<int>(op)].load(); }
@@ -135,6 +139,8 @@ class MemoryService final : public LeaseService,
   void set_listener(Listener listener) override;
   void subscribe(std::string_view) override { ++subscribed_; }
   void unsubscribe(std::string_view) override { --subscribed_; }
+  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                          const LeaseGrant& claimed) override;
 
   // ---- NativeWait ----
   Turn wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
@@ -180,7 +186,7 @@ class MemoryService final : public LeaseService,
   std::atomic<bool> fail_renewals_{false};
   std::atomic<bool> drop_events_{false};
   std::atomic<bool> phantom_waiter_{false};
-  std::atomic<int> calls_[10] = {};
+  std::atomic<int> calls_[11] = {};
   std::atomic<int> subscribed_{0};
 
   mutable std::mutex record_mutex_;

@@ -16,10 +16,11 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 }  // namespace
 
-NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag)
+NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm)
     : conninfo_(std::move(conninfo)),
       channel_(std::move(channel)),
       grant_tag_(grant_tag),
+      confirm_(std::move(confirm)),
       wake_slot_(static_cast<int>(std::random_device{}() % 1024)),
       wake_channel_(channel_ + "_" + std::to_string(wake_slot_)) {}
 

@@ -5,6 +5,8 @@
 // (anyone may look), "<name>\x1f<ticket of the waiter whose turn it is>", or, when the release
 // granted that waiter the lease, "<name>\x1f<ticket>\x1f<fence>\x1f<granted us>\x1f<expiry us>"
 // (sql::kReleaseExclusiveInPlace). Anything else wakes every waiter of the name without naming one.
+// Any role that can connect can NOTIFY any channel: a grant payload is a claim, which the waiter
+// has confirmed (confirm_grant) before it counts as the lease.
 //
 // Thread-safe. set_listener(nullptr) returns only once no listener call is in flight.
 #ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_LISTENER_H_
@@ -12,7 +14,9 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -23,9 +27,13 @@ namespace dblock::postgresql {
 
 class NotifyListener final : public WakeEvents {
  public:
+  // Reads whether a secret holds a name (WakeEvents::confirm_grant), on the service's connections.
+  using Confirm = std::function<std::optional<LeaseGrant>(std::string_view name, const OwnerSecret& secret,
+                                                          const LeaseGrant& claimed)>;
+
   // `channel`: the shared channel every instance listens on; this instance also listens on
   // channel + "_" + wake_slot(). `grant_tag`: the tag a grant's lease carries.
-  NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag);
+  NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm);
   ~NotifyListener() override;
 
   const std::string& channel() const { return channel_; }
@@ -36,6 +44,10 @@ class NotifyListener final : public WakeEvents {
   void set_listener(Listener listener) override;
   void subscribe(std::string_view name) override;
   void unsubscribe(std::string_view name) override;
+  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                          const LeaseGrant& claimed) override {
+    return confirm_(name, secret, claimed);
+  }
 
  private:
   void loop();
@@ -47,6 +59,7 @@ class NotifyListener final : public WakeEvents {
   const std::string conninfo_;
   const std::string channel_;
   const std::uint32_t grant_tag_;
+  const Confirm confirm_;
   const int wake_slot_;
   const std::string wake_channel_;
 

@@ -33,7 +33,10 @@ milliseconds remaining_ms(const pqxx::field& f) { return dblock::sql::remaining_
 
 PostgresService::PostgresService(Options options)
     : context_(std::move(options)),
-      listener_(context_.options().conninfo, context_.options().table_prefix + "release", kViaQueue),
+      listener_(context_.options().conninfo, context_.options().table_prefix + "release", kViaQueue,
+                [this](std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed) {
+                  return confirm_grant(name, secret, claimed);
+                }),
       session_locks_(context_),
       sql_features_(context_) {}
 
@@ -185,6 +188,22 @@ std::vector<LeaseInfo> PostgresService::list(std::optional<std::string_view> nam
       out.push_back(dblock::sql::lease_info(row));
     }
     return out;
+  });
+}
+
+std::optional<LeaseGrant> PostgresService::confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                                         const LeaseGrant& claimed) {
+  return context_.connections().idempotent([&](Connection& c) -> std::optional<LeaseGrant> {
+    Params p;
+    p.add(name).add(secret);
+    const pqxx::result r = exec(c, sql::kConfirmGrant, p);
+    if (r.empty()) return std::nullopt;
+    LeaseGrant grant = claimed;
+    grant.fence = r[0][0].as<std::int64_t>();
+    grant.expires_at_us = r[0][1].as<std::int64_t>();
+    grant.granted_for = std::chrono::microseconds(r[0][2].as<std::int64_t>());
+    grant.tag = kViaQueue;
+    return grant;
   });
 }
 

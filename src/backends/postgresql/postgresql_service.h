@@ -62,6 +62,7 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   void set_persistence(pqxx::work& tx);
   bool schema_current(bool create);
   int read_schema_version(pqxx::transaction_base& tx);
+  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed);
   TimeoutError migration_lock_timeout(std::int64_t key);
 
   // Names whose release by this service just woke a queued waiter, and when. For a while

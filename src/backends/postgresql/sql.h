@@ -202,6 +202,13 @@ inline constexpr Statement kQueue{"queue",
     "   - clock_timestamp()")
     " FROM q, sc"};
 
+// A grant's confirmation (a NOTIFY is a claim anyone who can connect can send): does $2 hold $1
+// exclusively and live? Result: fence, expiry in microseconds since the epoch, time left in
+// microseconds. A plain read.
+inline constexpr Statement kConfirmGrant{"confirm_grant",
+    "SELECT fence, " DBLOCK_PG_US("expires_at") ", " DBLOCK_PG_US("expires_at - clock_timestamp()")
+    " FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive' AND expires_at > clock_timestamp()"};
+
 // Read-only queue position for a waiter that was woken: $1 name, $2 secret, $3 ticket. Returns
 // the number of live waiters ahead and the holder's remaining time (NULL: no row, free; negative:
 // a free row).
@@ -455,7 +462,7 @@ inline constexpr Statement kShortIdleTimeout{"short_idle_timeout",
 inline constexpr const Statement* kPrepared[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kLeaveQueue,
     &kRenewExclusive, &kRenewReader, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
-    &kReleaseReader, &kForceRelease, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus,
+    &kReleaseReader, &kForceRelease, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus, &kConfirmGrant,
     &kTrySessionExclusive, &kTrySessionShared, &kWaitSessionExclusive, &kWaitSessionShared,
     &kUnlockSessionExclusive, &kUnlockSessionShared, &kVerifySession,
 };

@@ -65,6 +65,25 @@ void enable_wal(Connection& c) {
   }
 }
 
+// Another application's database (tables, but no dblock schema under any prefix) is refused before
+// dblock writes anything to it: no tables, no WAL switch.
+void refuse_foreign(Connection& c, const std::string& path) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(c.db, sql::kFileTables.text, -1, &stmt, nullptr);
+  if (rc != SQLITE_OK) throw_error(sqlite3_extended_errcode(c.db), c.db, "reading the schema of " + path);
+  rc = sqlite3_step(stmt);
+  const std::int64_t tables = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+  const std::int64_t ours = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 1) : 0;
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_ROW) throw_error(sqlite3_extended_errcode(c.db), c.db, "reading the schema of " + path);
+  if (tables > 0 && ours == 0) {
+    throw SchemaError("sqlite: " + path + " is a database of another application (" + std::to_string(tables) +
+                          " tables, no dblock schema); dblock will not add its tables to it or switch it to WAL "
+                          "(use a file of its own, or ?adopt=yes to share this one on purpose)",
+                      "sqlite");
+  }
+}
+
 }  // namespace
 
 Connection::~Connection() {
@@ -73,19 +92,23 @@ Connection::~Connection() {
 }
 
 std::unique_ptr<Connection> open_connection(const std::string& path, std::chrono::milliseconds busy_timeout,
-                                            std::size_t statements) {
+                                            std::size_t statements, bool adopt_existing) {
   auto c = std::make_unique<Connection>();
   c->prepared.assign(statements, nullptr);
-  int rc = sqlite3_open_v2(path.c_str(), &c->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                           nullptr);
+  int rc = sqlite3_open_v2(path.c_str(), &c->db,
+                           SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, nullptr);
   if (rc != SQLITE_OK) {
     std::string msg = c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
+    if (c->db != nullptr && sqlite3_extended_errcode(c->db) == SQLITE_CANTOPEN_SYMLINK) {
+      msg = "a symbolic link; dblock does not follow links to its lock file (give the real path)";
+    }
     throw ConnectionError("sqlite: cannot open " + path + ": " + msg, "sqlite", std::to_string(rc));
   }
   sqlite3_extended_result_codes(c->db, 1);
   sqlite3_busy_handler(c->db, &busy_handler, c.get());
   register_functions(*c);
   c->busy_deadline = SteadyClock::now() + busy_timeout;
+  if (!adopt_existing) refuse_foreign(*c, path);
   enable_wal(*c);
   exec(*c, sql::kSyncNormal);
   exec(*c, sql::kForeignKeys);

@@ -41,9 +41,10 @@ struct Connection {
 
 // Opens (creating) `path` with a busy handler that waits up to `busy_timeout` per operation, in
 // WAL mode. `statements`: how many registered statements the connection caches. Throws
-// ConnectionError when the file cannot be opened.
+// ConnectionError when the file cannot be opened or is a symbolic link, SchemaError when it is
+// another application's database and `adopt_existing` is false.
 std::unique_ptr<Connection> open_connection(const std::string& path, std::chrono::milliseconds busy_timeout,
-                                            std::size_t statements);
+                                            std::size_t statements, bool adopt_existing);
 
 // Runs an unregistered statement (transaction control, pragmas). Throws the mapped error.
 void exec(Connection& c, const dblock::sql::Statement& statement);

@@ -14,6 +14,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   detail::UrlParams params(url, "sqlite");
   // At most a day: a statement blocked on the write lock longer than that is not waiting for a lock.
   if (auto ms = params.integer("busy_timeout", 1, 86'400'000)) options.busy_timeout = std::chrono::milliseconds(*ms);
+  options.adopt_existing = params.boolean("adopt").value_or(false);
   params.finish();
   return make_service(options);
 }

@@ -135,6 +135,13 @@ inline constexpr Statement kGuardExclusive{"guard_exclusive",
 inline constexpr Statement kGuardReader{"guard_reader",
     "SELECT 1 FROM {R} WHERE name = ?1 AND owner_secret = ?2 AND fence = ?3 AND expires_at_us > {N}"};
 
+// Run before anything is written to a file: its tables, and how many of them are a dblock schema
+// version table (under any prefix: "<prefix>schema_version" beside "<prefix>leases"; 14 is the
+// length of "schema_version"). Unregistered (it runs before the connection is set up).
+inline constexpr Statement kFileTables{"file_tables",
+    "SELECT count(*), count(*) FILTER (WHERE name LIKE '%schema\\_version' ESCAPE '\\' AND EXISTS ("
+    "SELECT 1 FROM sqlite_master l WHERE l.type = 'table' AND l.name = substr(m.name, 1, length(m.name) - 14) || 'leases'))"
+    " FROM sqlite_master m WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"};
 inline constexpr Statement kSchemaVersionTableExists{"schema_version_table_exists",
     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1"};
 inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) FROM {V}"};

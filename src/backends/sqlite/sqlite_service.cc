@@ -6,6 +6,7 @@
 #include "dblock/errors.h"
 #include "error_map.h"
 #include "internal.h"
+#include "lock_file.h"
 #include "migration.h"
 #include "rows.h"
 #include "sql.h"
@@ -39,16 +40,13 @@ const Options& checked(const Options& options) {
 SqliteService::SqliteService(Options options)
     : options_(checked(options)),
       registry_(sql::kAll, tables(options_.table_prefix)),
-      pool_([this] { return open_connection(options_.path, options_.busy_timeout, registry_.size()); },
+      pool_([this] { return open_connection(open_path_, options_.busy_timeout, registry_.size(), options_.adopt_existing); },
             [](Connection& c) {
               rollback(c);  // never pool a connection inside a transaction
               return true;
             }) {
-  if (options_.create_directories) {
-    std::filesystem::path parent = std::filesystem::path(options_.path).parent_path();
-    std::error_code ec;
-    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  }
+  prepare_lock_file(options_.path, options_.create_directories);
+  open_path_ = resolve_directory(options_.path);
   borrow();  // a bad path fails at open(), not at first use
 }
 

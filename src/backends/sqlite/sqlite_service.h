@@ -77,6 +77,7 @@ class SqliteService final : public LeaseService,
 
   // Constant after construction.
   const Options options_;
+  std::string open_path_;  // options_.path with its directory resolved; set before the first open
   const dblock::sql::Registry registry_;
 
   dblock::sql::Pool<Connection> pool_;
