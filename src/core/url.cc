@@ -30,6 +30,9 @@ std::string percent_decode(std::string_view in, std::string_view what) {
       int hi = hex_value(in[i + 1]);
       int lo = hex_value(in[i + 2]);
       if (hi < 0 || lo < 0) throw UsageError("malformed URL: bad percent-escape in " + std::string(what));
+      // A NUL would cut every C string the value reaches (a libpq connection string: the rest of
+      // the options, connect_timeout among them, silently gone).
+      if (hi == 0 && lo == 0) throw UsageError("malformed URL: %00 (NUL) in " + std::string(what));
       out += static_cast<char>(hi * 16 + lo);
       i += 2;
     } else {
@@ -53,6 +56,19 @@ std::string percent_encode(std::string_view in) {
     }
   }
   return out;
+}
+
+// A parameter whose value is redacted: any name that mentions a password or a secret, however
+// spelled or padded (" password", "SSLPassword").
+bool is_secret_parameter(std::string_view key) {
+  std::string folded;
+  for (char c : key) {
+    if (std::isalnum(static_cast<unsigned char>(c))) folded += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  for (const char* word : {"pass", "secret", "token"}) {
+    if (folded.find(word) != std::string::npos) return true;
+  }
+  return false;
 }
 
 void parse_query(std::string_view query, Url& url) {
@@ -98,7 +114,7 @@ void parse_hosts(std::string_view list, Url& url) {
     if (!port.empty() || (item.find(':') != std::string_view::npos && item[0] != '[')) {
       if (port.empty() || port.size() > 5 ||
           !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; })) {
-        throw UsageError("malformed URL: port '" + std::string(port.substr(0, 16)) + "' is not a number");
+        throw UsageError("malformed URL: the port is not a number");  // never echoed: it may be part of a password
       }
       host.port = std::stoi(std::string(port));
       if (host.port < 1 || host.port > 65535) throw UsageError("malformed URL: port out of range");
@@ -139,7 +155,7 @@ std::string Url::redacted() const {
   }
   for (std::size_t i = 0; i < params.size(); ++i) {
     out += (i ? "&" : "?") + percent_encode(params[i].first) + "=";
-    bool secret = params[i].first == "password" || params[i].first == "sslpassword";
+    bool secret = is_secret_parameter(params[i].first);
     out += secret ? "***" : percent_encode(params[i].second);
   }
   return out;
@@ -191,6 +207,14 @@ Url parse_url(std::string_view text) {
 
   if (rest.substr(0, 2) != "//") {
     throw UsageError("malformed URL: expected '" + scheme + "://' followed by a host");
+  }
+  // An '@' after the host part means a user name or password with an unencoded delimiter: the
+  // URL would split inside the password and echo a piece of it as a port, path or parameter.
+  if (std::size_t cut = text.find_first_of("/?#", colon + 3); cut != std::string_view::npos &&
+                                                               text.find('@', cut) != std::string_view::npos &&
+                                                               text.substr(0, cut).find('@') == std::string_view::npos) {
+    throw UsageError("malformed URL: '@' after the host: percent-encode '/', '?', '#' and '@' in a user name or "
+                     "password (%2F, %3F, %23, %40), and '@' in a parameter (%40)");
   }
   rest = rest.substr(2);
   std::size_t slash = rest.find('/');

@@ -163,6 +163,29 @@ TEST_CASE("url params: unknown, malformed and repeated parameters name themselve
   CHECK_THROWS_WITH(params_of("svc://h/db?a=1&a=2"), Catch::Contains("'a' given twice"));
 }
 
+TEST_CASE("url: a password is never echoed, however the URL is broken; a NUL is refused", "[unit][url]") {
+  // Unencoded delimiters in the password: the URL would split inside it.
+  for (const char* url : {"postgresql://app:Qx7/Zk9@db.example:5432/locks", "postgresql://app:Qx7?Zk9@db.example/locks",
+                          "mysql://app:Qx7#Zk9@db.example/locks"}) {
+    INFO(url);
+    CHECK_THROWS_WITH(parse_url(url), !Catch::Contains("Qx7") && !Catch::Contains("Zk9") && Catch::Contains("%2F"));
+  }
+  CHECK_THROWS_WITH(parse_url("postgresql://h:Qx7/db"), !Catch::Contains("Qx7"));  // a bad port is not echoed
+  // Redaction by any spelling of a secret parameter's name.
+  const std::string shown =
+      parse_url("postgresql://u:hunter2@h/db?%20password=s1&SSLPassword=s2&sslkey=/k&api_token=s3").redacted();
+  INFO(shown);
+  CHECK(shown.find("hunter2") == std::string::npos);
+  for (const char* secret : {"s1", "s2", "s3"}) CHECK(shown.find(std::string("=") + secret) == std::string::npos);
+  CHECK(shown.find("sslkey=/k") != std::string::npos);
+  // %00 would cut a C string (libpq's connection string) short.
+  CHECK_THROWS_WITH(parse_url("postgresql://h/db?application_name=a%00b"), Catch::Contains("%00"));
+  CHECK_THROWS_WITH(parse_url("postgresql://u:p%00w@h/db"), Catch::Contains("%00"));
+  // An '@' in a parameter is fine once encoded, and so is one after credentials.
+  CHECK_NOTHROW(parse_url("postgresql://h/db?application_name=a%40b"));
+  CHECK_NOTHROW(parse_url("postgresql://u:p@h/db?application_name=a@b"));
+}
+
 TEST_CASE("url params: every backend refuses what it does not know before connecting", "[unit][url]") {
   // Nothing listens on port 1: these fail on the parameter, not on the connection.
   CHECK_THROWS_WITH(dblock::open("sqlite:///tmp/dblock-unit-params.db?busy_timeout=soon"),

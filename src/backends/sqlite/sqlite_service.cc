@@ -32,6 +32,8 @@ const Options& checked(const Options& options) {
   detail::validate_table_prefix(options.table_prefix);
   if (options.path.empty()) throw UsageError("sqlite: empty database path", "sqlite");
   if (options.busy_timeout <= milliseconds::zero()) throw UsageError("sqlite: busy_timeout must be positive", "sqlite");
+  // Deadlines are the steady clock plus this: far beyond a day they overflow.
+  if (options.busy_timeout > std::chrono::hours(24)) throw UsageError("sqlite: busy_timeout must be at most a day", "sqlite");
   return options;
 }
 
