@@ -76,6 +76,13 @@ class SchemaError : public Error {
   using Error::Error;
 };
 
+// The service refused a statement for lack of a privilege (PostgreSQL SQLSTATE 42501; MariaDB
+// errors 1142, 1143, 1227, 1370): the role can connect but may not do this. Not retryable.
+class PermissionError : public Error {
+ public:
+  using Error::Error;
+};
+
 }  // namespace dblock
 
 #endif  // DBLOCK_ERRORS_H_

@@ -19,6 +19,8 @@ inline constexpr int kExitUnavailable = 69;
 inline constexpr int kExitLeaseLost = 70;
 // EX_TEMPFAIL: `run` did not acquire the lock within --wait.
 inline constexpr int kExitNotAcquired = 75;
+// The backend refused a statement for lack of a privilege (EX_NOPERM).
+inline constexpr int kExitNoPermission = 77;
 // EX_CONFIG: the lock tables are missing or newer than this dblock (dblock::SchemaError).
 inline constexpr int kExitSchema = 78;
 // `run`: COMMAND was found but could not be executed / was not found (as in POSIX shells).

@@ -103,6 +103,8 @@ int main(int argc, char** argv) {
     code = report("backend unavailable: ", e, kExitUnavailable);
   } catch (const dblock::SchemaError& e) {
     code = report("schema: ", e, kExitSchema);
+  } catch (const dblock::PermissionError& e) {
+    code = report("permission denied: ", e, kExitNoPermission);
   } catch (const dblock::Error& e) {
     code = report("", e, kExitError);
   } catch (const std::exception& e) {

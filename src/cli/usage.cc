@@ -31,6 +31,7 @@ Exit status:
   69   backend unreachable or cannot be opened
   70   run: the lease was lost while COMMAND was running
   75   run: the lock was not acquired within --wait
+  77   permission denied: the database role may not do this (see README, Security)
   78   lock tables missing or newer than this dblock
   126  run: COMMAND could not be executed; 127: COMMAND not found
   128+N  run: COMMAND was killed by signal N (or dblock was, while waiting for the lock)
@@ -86,6 +87,7 @@ Exit status:
   70   the lock was lost while COMMAND was running (and --on-lost is not ignore), also when
        COMMAND finished before the loss was noticed
   75   the lock was not acquired within --wait
+  77   permission denied: the database role may not do this (see README, Security)
   78   lock tables missing or newer than this dblock
   126  COMMAND could not be executed; 127: COMMAND not found
   1    other backend error

@@ -369,7 +369,7 @@ TEST_CASE("mysql: a read-only monitoring account lists leases with the documente
     REQUIRE(leases.size() == 1);
     CHECK(leases[0].fence == lease->fence());
     CHECK(manager->inspect("watched"));
-    CHECK_THROWS(manager->try_acquire("not-for-monitors"));
+    CHECK_THROWS_AS(manager->try_acquire("not-for-monitors"), PermissionError);
   }
   exec(*c, "DROP USER " + account);
 }
@@ -389,11 +389,16 @@ TEST_CASE("mysql: the documented run-time grants suffice; NEXTVAL needs SELECT a
   ManagerOptions app;
   app.auto_migrate = false;
   {
-    // DML on the tables only: acquiring fails and writes nothing.
+    // DML on the tables only: acquiring fails, as a permission error, and writes nothing.
     auto manager = open_with(url_as(user, "rt-pw"), app, prefix);
-    CHECK_THROWS(manager->try_acquire("grants"));
+    CHECK_THROWS_AS(manager->try_acquire("grants"), PermissionError);
     CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases`") == 0);
   }
+  // With auto_migrate, the sequence it cannot see is named, as a permission error (not "migration
+  // failed").
+  CHECK_THROWS_WITH(open_with(url_as(user, "rt-pw"), {}, prefix),
+                    Catch::Contains("`" + prefix + "fence`") && Catch::Contains("grant SELECT, INSERT"));
+  CHECK_THROWS_AS(open_with(url_as(user, "rt-pw"), {}, prefix), PermissionError);
   // The README's grant: SELECT and INSERT on the sequence (NEXTVAL).
   exec(*c, "GRANT SELECT, INSERT ON `" + db + "`.`" + prefix + "fence` TO " + account);
   {

@@ -887,7 +887,7 @@ TEST_CASE("postgresql: a read-only monitoring role lists leases with the documen
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].fence == lease->fence());
   CHECK(manager->inspect("watched"));
-  CHECK_THROWS(manager->try_acquire("not-for-monitors"));  // and it cannot take a lease
+  CHECK_THROWS_AS(manager->try_acquire("not-for-monitors"), PermissionError);  // and it cannot take a lease
 }
 
 TEST_CASE("postgresql: a least-privilege role can use every lease operation", "[postgresql][privileges]") {

@@ -90,6 +90,11 @@ void rethrow_translated(const std::string& context) {
       case kErrStatementTimeout:
       case 3024:  // ER_QUERY_TIMEOUT (MySQL's max_execution_time)
         throw TimeoutError(message, kBackend, code_text, true);
+      case 1142:  // ER_TABLEACCESS_DENIED_ERROR
+      case 1143:  // ER_COLUMNACCESS_DENIED_ERROR
+      case 1227:  // ER_SPECIFIC_ACCESS_DENIED_ERROR
+      case 1370:  // ER_PROCACCESS_DENIED_ERROR
+        throw PermissionError(message, kBackend, code_text);
       case 1146:  // ER_NO_SUCH_TABLE
         throw SchemaError(message + " (run `dblock migrate`)", kBackend, code_text);
       case 1290:  // ER_OPTION_PREVENTS_STATEMENT (--read-only)

@@ -360,8 +360,18 @@ void MysqlService::migrate(bool create) {
     // fence still in the tables and at least at the server time in microseconds.
     if (create && latest >= kFenceSequenceMigration &&
         as_int(context_.query(*c, sql::kTableExists, {{"table", o.table_prefix + "fence"}}).at(0).at(0)) == 0) {
-      for (const auto& m : kMigrations) {
-        if (m.number == kFenceSequenceMigration) apply(m);
+      try {
+        for (const auto& m : kMigrations) {
+          if (m.number == kFenceSequenceMigration) apply(m);
+        }
+      } catch (const ::sql::SQLException& e) {
+        // information_schema shows an account only what it holds a privilege on: to one without
+        // rights on the sequence it looks missing, and it may not create one either.
+        if (e.getErrorCode() != 1142 && e.getErrorCode() != 1227) throw;
+        throw PermissionError("mysql: the fence sequence `" + o.table_prefix + "fence` is missing or this account " +
+                                  "holds no privilege on it: grant SELECT, INSERT on it (README, MariaDB), or run " +
+                                  "`dblock migrate` as the tables' owner",
+                              kServiceName, std::to_string(e.getErrorCode()));
       }
     }
     context_.query(*c, sql::kMigrationUnlock, {{"key", key}});

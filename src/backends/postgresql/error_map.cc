@@ -26,6 +26,9 @@ void rethrow_translated(const std::string& context) {
     throw InDoubtError(prefix + e.what(), "postgresql");
   } catch (const pqxx::broken_connection& e) {
     throw ConnectionError(prefix + e.what(), "postgresql", "08006");
+  } catch (const pqxx::insufficient_privilege& e) {
+    // libpqxx 6 throws this class for SQLSTATE 42501 without filling in sqlstate().
+    throw PermissionError(prefix + e.what(), "postgresql", "42501");
   } catch (const pqxx::sql_error& e) {
     const std::string state = e.sqlstate();
     auto cls = [&](const char* c) { return state.rfind(c, 0) == 0; };
@@ -37,6 +40,7 @@ void rethrow_translated(const std::string& context) {
     if (state == "55P03" || state == "57014") throw TimeoutError(message, "postgresql", state, true);
     if (state == "42P01" || state == "42883") throw SchemaError(message + " (run `dblock migrate`)", "postgresql", state);
     if (state == "25006") throw ConnectionError(message + " (read-only: a standby?)", "postgresql", state);
+    if (state == "42501") throw PermissionError(message, "postgresql", state);
     if (cls("22") || cls("42")) throw UsageError(message, "postgresql", state);
     throw Error(message, "postgresql", state);
   } catch (const pqxx::usage_error& e) {
