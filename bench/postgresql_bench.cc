@@ -521,6 +521,15 @@ struct WakeUp final : pqxx::notification_receiver {
   long count = 0;
 };
 
+// One owner id per acquisition of contender `index`, made before the start.
+std::vector<std::string> owner_ids(int index, int iterations) {
+  std::vector<std::string> owners;
+  for (int j = 0; j < iterations; ++j) {
+    owners.push_back(counter_uuid(static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j)));
+  }
+  return owners;
+}
+
 // The hand-written lease with LISTEN/NOTIFY: try the upsert; on failure wait for a notification
 // (bounded by a fallback timeout) and try again; release = DELETE + pg_notify in one statement.
 void raw_lease_contender(const std::string& url, const char* table, bool flush_wait, int index, int iterations,
@@ -528,10 +537,7 @@ void raw_lease_contender(const std::string& url, const char* table, bool flush_w
   auto c = raw_connect(url);
   RawLease lease(*c, table, true, flush_wait);
   WakeUp wake(*c, kRawChannel);  // LISTEN, once, before the first attempt
-  std::vector<std::string> owners;  // made before the start: the floor does not pay for them
-  for (int j = 0; j < iterations; ++j) {
-    owners.push_back(counter_uuid(static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j)));
-  }
+  const std::vector<std::string> owners = owner_ids(index, iterations);  // the floor does not pay for them
   start.ready_and_wait();
   contend(
       arena, index, iterations,
@@ -555,10 +561,7 @@ void raw_lease_contender(const std::string& url, const char* table, bool flush_w
 void raw_poll_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
   auto c = raw_connect(url);
   RawLease lease(*c, kRawHandoff, false);
-  std::vector<std::string> owners;  // made before the start: the floor does not pay for them
-  for (int j = 0; j < iterations; ++j) {
-    owners.push_back(counter_uuid(static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j)));
-  }
+  const std::vector<std::string> owners = owner_ids(index, iterations);  // the floor does not pay for them
   start.ready_and_wait();
   contend(
       arena, index, iterations,

@@ -20,10 +20,12 @@
 #include <cstring>
 #include <exception>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "args.h"
@@ -64,10 +66,64 @@ constexpr milliseconds kTermGrace{5'000};
 // Signals that dblock passes on to COMMAND (and that end dblock while it waits for the lock).
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
 
+// The option values as given, before they are checked.
+struct RunArgs {
+  std::optional<std::string> key, ttl, wait, mode, on_lost, on_death;
+};
+
+// `value` looked up in `choices`; a usage failure naming the option and the choices otherwise
+// ("--mode must be lease, session or shared, not 'x'").
+template <class T>
+T choose(const ArgCursor& cur, const char* option, const std::string& value,
+         std::initializer_list<std::pair<const char*, T>> choices) {
+  std::string names;
+  std::size_t i = 0;
+  for (const auto& [name, result] : choices) {
+    if (value == name) return result;
+    names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
+    ++i;
+  }
+  cur.fail(std::string(option) + " must be " + names + ", not '" + value + "'");
+}
+
+// Checks the values and fills in what they say over the defaults.
+RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vector<std::string> command) {
+  RunOptions o;
+  o.command = std::move(command);
+  if (o.command.empty()) cur.fail("missing COMMAND after --");
+  if (!a.key) cur.fail("--key NAME is required");
+  o.key = *a.key;
+  std::string error;
+  if (a.ttl) {
+    auto value = parse_duration(*a.ttl, &error);
+    if (!value) cur.fail("--ttl: " + error);
+    if (value->count() <= 0) cur.fail("--ttl must be greater than 0");
+    if (*value > kMaxTtl) cur.fail("--ttl must be at most " + format_duration(kMaxTtl));
+    o.ttl = *value;
+  }
+  if (a.wait && *a.wait == "forever") {
+    o.wait = kWaitForever;
+  } else if (a.wait) {
+    auto value = parse_duration(*a.wait, &error);
+    if (!value) cur.fail("--wait: " + error + " (or `forever`)");
+    o.wait = *value;
+  }
+  if (a.mode) {
+    o.mode = choose<RunMode>(cur, "--mode", *a.mode,
+                             {{"lease", RunMode::kLease}, {"session", RunMode::kSession}, {"shared", RunMode::kShared}});
+  }
+  if (a.on_lost) {
+    o.on_lost = choose<OnLost>(cur, "--on-lost", *a.on_lost,
+                               {{"term", OnLost::kTerm}, {"kill", OnLost::kKill}, {"ignore", OnLost::kIgnore}});
+  }
+  if (a.on_death) o.kill_with_dblock = choose<bool>(cur, "--on-dblock-death", *a.on_death, {{"kill", true}, {"keep", false}});
+  return o;
+}
+
 // Returns the options, or an empty optional when --help was printed.
 std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args) {
   ArgCursor cur(std::move(args), "run");
-  std::optional<std::string> key, ttl, wait, mode, on_lost, on_death;
+  RunArgs a;
   bool saw_separator = false;
   while (!cur.done()) {
     if (cur.flag("--")) {
@@ -79,9 +135,9 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
       std::fwrite(text.data(), 1, text.size(), stdout);
       return std::nullopt;
     }
-    if (cur.option("--url", &global.url) || cur.option("--key", &key) || cur.option("--ttl", &ttl) ||
-        cur.option("--wait", &wait) || cur.option("--mode", &mode) || cur.option("--on-lost", &on_lost) ||
-        cur.option("--on-dblock-death", &on_death)) {
+    if (cur.option("--url", &global.url) || cur.option("--key", &a.key) || cur.option("--ttl", &a.ttl) ||
+        cur.option("--wait", &a.wait) || cur.option("--mode", &a.mode) || cur.option("--on-lost", &a.on_lost) ||
+        cur.option("--on-dblock-death", &a.on_death)) {
       continue;
     }
     if (!cur.peek().empty() && cur.peek()[0] != '-') {
@@ -93,62 +149,7 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
   if (!saw_separator) {
     cur.fail("missing -- and COMMAND: dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]");
   }
-  RunOptions o;
-  o.command = cur.rest();
-  if (o.command.empty()) {
-    cur.fail("missing COMMAND after --");
-  }
-  if (!key) {
-    cur.fail("--key NAME is required");
-  }
-  o.key = *key;
-
-  std::string error;
-  if (ttl) {
-    auto value = parse_duration(*ttl, &error);
-    if (!value) cur.fail("--ttl: " + error);
-    if (value->count() <= 0) cur.fail("--ttl must be greater than 0");
-    if (*value > kMaxTtl) cur.fail("--ttl must be at most " + format_duration(kMaxTtl));
-    o.ttl = *value;
-  }
-  if (wait) {
-    if (*wait == "forever") {
-      o.wait = kWaitForever;
-    } else {
-      auto value = parse_duration(*wait, &error);
-      if (!value) cur.fail("--wait: " + error + " (or `forever`)");
-      o.wait = *value;
-    }
-  }
-  if (mode) {
-    if (*mode == "lease") {
-      o.mode = RunMode::kLease;
-    } else if (*mode == "session") {
-      o.mode = RunMode::kSession;
-    } else if (*mode == "shared") {
-      o.mode = RunMode::kShared;
-    } else {
-      cur.fail("--mode must be lease, session or shared, not '" + *mode + "'");
-    }
-  }
-  if (on_lost) {
-    if (*on_lost == "term") {
-      o.on_lost = OnLost::kTerm;
-    } else if (*on_lost == "kill") {
-      o.on_lost = OnLost::kKill;
-    } else if (*on_lost == "ignore") {
-      o.on_lost = OnLost::kIgnore;
-    } else {
-      cur.fail("--on-lost must be term, kill or ignore, not '" + *on_lost + "'");
-    }
-  }
-  if (on_death) {
-    if (*on_death != "kill" && *on_death != "keep") {
-      cur.fail("--on-dblock-death must be kill or keep, not '" + *on_death + "'");
-    }
-    o.kill_with_dblock = *on_death == "kill";
-  }
-  return o;
+  return checked_run_options(cur, a, cur.rest());
 }
 
 // A file descriptor closed on destruction.

@@ -19,4 +19,10 @@ void check_schema_version(std::string_view backend, std::string_view where, int 
   }
 }
 
+bool migration_needed(std::string_view backend, std::string_view where, int current, int latest, bool create) {
+  if (current < latest && create) return true;
+  check_schema_version(backend, where, current, latest, create);
+  return false;
+}
+
 }  // namespace dblock::sql

@@ -25,6 +25,11 @@ inline int latest_migration(const std::vector<Migration>& migrations) {
 // backend ("sqlite"), `where` the database in the message ("dblock tables in /var/x.db").
 void check_schema_version(std::string_view backend, std::string_view where, int current, int latest, bool create);
 
+// The same decision made before any lock is taken (an open reads the version without the
+// migration lock, which a bystander could hold): false when the schema is this library's, true
+// when it is behind and `create` allows migrating; otherwise throws as check_schema_version.
+bool migration_needed(std::string_view backend, std::string_view where, int current, int latest, bool create);
+
 // Replaces every "{{prefix}}" in `sql`. REQUIRES: prefix validated by validate_table_prefix.
 inline std::string render_migration(std::string_view sql, std::string_view prefix) {
   std::string out;

@@ -304,10 +304,10 @@ int MysqlService::schema_version() {
 // schema newer than this library, or missing or older without `create`, throws SchemaError.
 bool MysqlService::schema_current(bool create) {
   return context_.connections().idempotent([&](Connection& c) {
-    const int current = current_version(c);
-    const int latest = dblock::sql::latest_migration(kMigrations);
-    if (current < latest && create) return false;
-    dblock::sql::check_schema_version(kServiceName, "dblock tables are", current, latest, create);
+    if (dblock::sql::migration_needed(kServiceName, "dblock tables are", current_version(c),
+                                      dblock::sql::latest_migration(kMigrations), create)) {
+      return false;
+    }
     const std::string fence = context_.options().table_prefix + "fence";
     return !create || as_int(context_.query(c, sql::kTableExists, {{"table", fence}}).at(0).at(0)) != 0;
   });

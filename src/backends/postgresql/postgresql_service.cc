@@ -285,17 +285,11 @@ void PostgresService::migrate(bool create) {
 bool PostgresService::schema_current(bool create) {
   return context_.connections().idempotent([&](Connection& c) {
     pqxx::nontransaction tx(*c.conn);
-    const int current = read_schema_version(tx);
-    const int latest = dblock::sql::latest_migration(kMigrations);
-    if (current < latest && create) return false;
-    dblock::sql::check_schema_version(kServiceName, "dblock tables are", current, latest, create);
-    const std::optional<bool>& unlogged = context_.options().unlogged;
-    if (!unlogged) return true;
-    for (const char* suffix : {"leases", "readers"}) {
-      const std::string table = detail::quote_identifier(context_.options().table_prefix + suffix);
-      if (tx.exec_params1(context_.text(sql::kIsUnlogged), table)[0].as<bool>() != *unlogged) return false;
+    if (dblock::sql::migration_needed(kServiceName, "dblock tables are", read_schema_version(tx),
+                                      dblock::sql::latest_migration(kMigrations), create)) {
+      return false;
     }
-    return true;
+    return tables_to_switch(tx).empty();
   });
 }
 
@@ -320,14 +314,21 @@ TimeoutError PostgresService::migration_lock_timeout(std::int64_t key) {
 // Options::unlogged: switches the lease tables (waiters are always UNLOGGED; the fence sequence
 // stays logged).
 void PostgresService::set_persistence(pqxx::work& tx) {
-  const std::optional<bool>& unlogged = context_.options().unlogged;
-  if (!unlogged) return;
-  for (const char* suffix : {"leases", "readers"}) {
-    const std::string table = detail::quote_identifier(context_.options().table_prefix + suffix);
-    if (tx.exec_params1(context_.text(sql::kIsUnlogged), table)[0].as<bool>() == *unlogged) continue;
-    const auto& statement = *unlogged ? sql::kSetUnlogged : sql::kSetLogged;
+  for (const std::string& table : tables_to_switch(tx)) {
+    const auto& statement = *context_.options().unlogged ? sql::kSetUnlogged : sql::kSetLogged;
     tx.exec(dblock::sql::render(context_.text(statement), dblock::sql::Placeholders().set('T', table)));
   }
+}
+
+std::vector<std::string> PostgresService::tables_to_switch(pqxx::transaction_base& tx) {
+  std::vector<std::string> out;
+  const std::optional<bool>& unlogged = context_.options().unlogged;
+  if (!unlogged) return out;
+  for (const char* suffix : {"leases", "readers"}) {
+    const std::string table = detail::quote_identifier(context_.options().table_prefix + suffix);
+    if (tx.exec_params1(context_.text(sql::kIsUnlogged), table)[0].as<bool>() != *unlogged) out.push_back(table);
+  }
+  return out;
 }
 
 int PostgresService::schema_version() {

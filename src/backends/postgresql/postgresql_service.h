@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "connection.h"
 #include "dblock/capabilities.h"
@@ -60,6 +61,8 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   void join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket, const Place& place, Attempt& out);
   pqxx::result exec(Connection& c, const dblock::sql::Statement& s, const Params& p) { return context_.exec(c, s, p); }
   void set_persistence(pqxx::work& tx);
+  // The quoted lease tables whose persistence differs from Options::unlogged (none when unset).
+  std::vector<std::string> tables_to_switch(pqxx::transaction_base& tx);
   bool schema_current(bool create);
   int read_schema_version(pqxx::transaction_base& tx);
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed);

@@ -230,11 +230,12 @@ milliseconds SqliteService::holder_remaining(std::string_view name, const OwnerS
 void SqliteService::migrate(bool create) {
   auto c = borrow();
   const int latest = dblock::sql::latest_migration(kMigrations);
-  // Fast path without the write lock: every open checks the schema, and most find it current.
-  if (read_schema_version(*c) == latest) return;
+  const std::string where = "dblock tables in " + options_.path + " are";
+  // Without the write lock first: every open checks the schema, and most find it current.
+  if (!dblock::sql::migration_needed("sqlite", where, read_schema_version(*c), latest, create)) return;
   WriteTxn tx(*c);  // the migration lock: SQLite's database write lock
   const int current = read_schema_version(*c);
-  dblock::sql::check_schema_version("sqlite", "dblock tables in " + options_.path + " are", current, latest, create);
+  dblock::sql::check_schema_version("sqlite", where, current, latest, create);
   for (const auto& m : kMigrations) {
     if (m.number <= current) continue;
     const std::string script = dblock::sql::render_migration(m.sql, options_.table_prefix);
