@@ -1056,6 +1056,74 @@ TEST_CASE("signals and --on-lost reach COMMAND's whole process group", "[cli][sq
   }
 }
 
+TEST_CASE("a stopped COMMAND stops dblock's process group; continuing it continues COMMAND", "[cli][sqlite]") {
+  // What Ctrl-Z does: COMMAND (the terminal's foreground) stops; dblock stops its own group so that
+  // the shell sees the job stop, and `fg` (SIGCONT to that group) continues both.
+  Cli cli;
+  const std::string pid_file = cli.dir.file("pid");
+  const std::string resumed = cli.dir.file("resumed");
+  auto dblock = cli.start({"run", "--key", "stop", "--", "sh", "-c",
+                           "echo $$ > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; kill -STOP $$; touch \"$2\"; exec sleep 60",
+                           "sh", pid_file, resumed});
+  REQUIRE(eventually([&] { return fs::exists(pid_file); }, milliseconds(15'000)));
+  auto stopped = [](pid_t pid) {
+    auto st = proc_state(pid);
+    return st && st->first == 'T';
+  };
+  CHECK(eventually([&] { return stopped(dblock->pid()); }, milliseconds(5'000)));
+  CHECK_FALSE(fs::exists(resumed));
+  dblock->signal_all(SIGCONT);  // dblock's group only: COMMAND leads its own
+  CHECK(eventually([&] { return fs::exists(resumed); }, milliseconds(5'000)));
+  CHECK_FALSE(stopped(dblock->pid()));
+  dblock->signal(SIGTERM);
+  CHECK(dblock->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
+TEST_CASE("COMMAND gets the terminal's foreground when dblock's group had it", "[cli][sqlite]") {
+  // A session of its own on a pseudo-terminal, as an interactive shell would run dblock.
+  Cli cli;
+  const int master = ::posix_openpt(O_RDWR | O_NOCTTY);
+  REQUIRE(master >= 0);
+  REQUIRE(::grantpt(master) == 0);
+  REQUIRE(::unlockpt(master) == 0);
+  const std::string slave = ::ptsname(master);
+  const std::string pid_file = cli.dir.file("pid");
+  std::vector<std::string> args = cli.argv({"run", "--key", "tty", "--", "sh", "-c",
+                                            "echo $$ > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60", "sh",
+                                            pid_file});
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    ::setsid();
+    const int tty = ::open(slave.c_str(), O_RDWR);  // the session's controlling terminal
+    if (tty < 0) ::_exit(120);
+    for (int fd = 0; fd <= 2; ++fd) ::dup2(tty, fd);
+    ::execv(argv[0], argv.data());
+    ::_exit(121);
+  }
+  bool started = eventually([&] { return fs::exists(pid_file); }, milliseconds(15'000));
+  if (started) {
+    const pid_t command = static_cast<pid_t>(read_numbers(read_file(pid_file)).at(0));
+    // /proc/PID/stat field 8: the foreground process group of the process's terminal.
+    const std::string stat = read_file("/proc/" + std::to_string(command) + "/stat");
+    std::istringstream rest(stat.substr(stat.rfind(')') + 1));
+    std::string state;
+    long ppid = 0, pgid = 0, session = 0, tty_nr = 0, tpgid = 0;
+    rest >> state >> ppid >> pgid >> session >> tty_nr >> tpgid;
+    CHECK(pgid == command);
+    CHECK(tpgid == command);
+  }
+  ::kill(pid, SIGTERM);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ::close(master);
+  REQUIRE(started);
+  CHECK(decode_status(status) == 128 + SIGTERM);
+}
+
 TEST_CASE("a SIGKILLed dblock takes COMMAND with it, unless --on-dblock-death keep", "[cli][sqlite]") {
   Cli cli;
   SECTION("kill (default)") {

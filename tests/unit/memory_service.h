@@ -86,7 +86,7 @@ class MemoryService final : public LeaseService,
     std::uint32_t tag = 0;
   };
   enum class Op { kTryAcquire, kInLine, kRenew, kRelease, kLeave, kPosition, kProbe, kNativeWait, kReap, kMigrate,
-                  kConfirmGrant };
+                  kConfirmGrant, kCount };
   // The tag this service puts on a lease taken as a queued waiter, or granted.
   static constexpr std::uint32_t kQueuedTag = 7;
 
@@ -186,7 +186,7 @@ class MemoryService final : public LeaseService,
   std::atomic<bool> fail_renewals_{false};
   std::atomic<bool> drop_events_{false};
   std::atomic<bool> phantom_waiter_{false};
-  std::atomic<int> calls_[11] = {};
+  std::atomic<int> calls_[static_cast<int>(Op::kCount)] = {};
   std::atomic<int> subscribed_{0};
 
   mutable std::mutex record_mutex_;
