@@ -897,6 +897,35 @@ TEST_CASE("a queued waiter goes first: try_acquire of a free name fails while it
   CHECK(manager->try_acquire("fifo"));
 }
 
+TEST_CASE("a bystander holding the migration lock blocks no open of a current schema", "[lease][conformance][schema]") {
+  if (!context().hold_migration_lock) return;
+  const std::string prefix = unique_prefix();
+  const std::string fresh = unique_prefix();
+  open_manager({}, prefix);  // the schema is current from now on
+  const auto held = context().hold_migration_lock(prefix);
+  const auto held_fresh = context().hold_migration_lock(fresh);
+
+  auto start = SteadyClock::now();
+  auto manager = open_manager({}, prefix);
+  CHECK(SteadyClock::now() - start < 5s);
+  CHECK(manager->try_acquire("after-open"));
+
+  // A schema that needs migrating waits for the lock a bounded time, then says whose it is.
+  start = SteadyClock::now();
+  std::string message;
+  try {
+    open_manager({}, fresh);
+  } catch (const TimeoutError& e) {
+    message = e.what();
+  }
+  const auto waited = SteadyClock::now() - start;
+  INFO(message);
+  CHECK(message.find("migration lock") != std::string::npos);
+  CHECK(message.find(held_fresh.named_as) != std::string::npos);
+  CHECK(waited >= 14s);
+  CHECK(waited < 30s);
+}
+
 // ---- 10. bad input ---------------------------------------------------------------------------
 
 TEST_CASE("bad input gets a clear error and writes nothing", "[lease][conformance][input]") {

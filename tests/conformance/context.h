@@ -23,6 +23,14 @@ struct Context {
   std::string guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
   // Restarts the backend server, keeping its data (SQLite: nothing to restart). May be empty.
   std::function<void()> restart;
+  // A bystander (any role that can connect) holding the service's migration lock for the tables of
+  // `prefix` while `guard` lives; `named_as` is how the service's timeout error names it. Empty
+  // when the service has no lock a bystander could take that way (SQLite's is its write lock).
+  struct HeldByBystander {
+    std::shared_ptr<void> guard;
+    std::string named_as;
+  };
+  std::function<HeldByBystander(const std::string& prefix)> hold_migration_lock;
 };
 
 // Defined by the backend's test binary.

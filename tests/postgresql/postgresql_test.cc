@@ -42,6 +42,12 @@ const Context& context() {
     Context c = server_context("postgresql", "DBLOCK_TEST_POSTGRESQL_URL", "DBLOCK_TEST_SKIP_POSTGRESQL",
                                "DBLOCK_TEST_PG_SCRIPT", "DBLOCK_TEST_PG_STATE", "fast");
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id bigint PRIMARY KEY, fence bigint)";
+    c.hold_migration_lock = [](const std::string& prefix) {
+      auto bystander = std::make_shared<pqxx::connection>(conninfo());
+      pqxx::nontransaction tx(*bystander);
+      tx.exec_params("SELECT pg_advisory_lock($1)", dblock::postgresql::advisory_key(prefix + ":migrate"));
+      return Context::HeldByBystander{bystander, "backend pid " + std::to_string(bystander->backendpid())};
+    };
     return c;
   }();
   return ctx;
@@ -129,38 +135,6 @@ Outcome backend_attempt(ServiceDriver& backend, const char* name, LockMode mode,
 }
 
 }  // namespace
-
-TEST_CASE("postgresql: a bystander's advisory lock on the migration key blocks no open of a current schema",
-          "[postgresql][schema]") {
-  const std::string prefix = unique_prefix();
-  const std::string fresh = unique_prefix();
-  open_manager({}, prefix);  // the schema is current from now on
-  // Any role that can connect can take any advisory lock.
-  pqxx::connection bystander(conninfo());
-  pqxx::nontransaction tx(bystander);
-  tx.exec_params("SELECT pg_advisory_lock($1)", dblock::postgresql::advisory_key(prefix + ":migrate"));
-  tx.exec_params("SELECT pg_advisory_lock($1)", dblock::postgresql::advisory_key(fresh + ":migrate"));
-
-  auto start = std::chrono::steady_clock::now();
-  auto manager = open_manager({}, prefix);
-  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(5));
-  CHECK(manager->try_acquire("after-open"));
-
-  // A schema that needs migrating waits for the lock a bounded time, then says whose it is.
-  start = std::chrono::steady_clock::now();
-  std::string message;
-  try {
-    open_manager({}, fresh);
-  } catch (const TimeoutError& e) {
-    message = e.what();
-  }
-  const auto waited = std::chrono::steady_clock::now() - start;
-  INFO(message);
-  CHECK(message.find("migration lock") != std::string::npos);
-  CHECK(message.find("backend pid " + std::to_string(bystander.backendpid())) != std::string::npos);
-  CHECK(waited >= std::chrono::seconds(14));
-  CHECK(waited < std::chrono::seconds(30));
-}
 
 TEST_CASE("postgresql: migrations reproduce schema/postgresql.sql", "[postgresql][schema]") {
   const std::string migrated = unique_prefix();
