@@ -8,6 +8,9 @@ CREATE TABLE IF NOT EXISTS `{{prefix}}schema_version` (
   PRIMARY KEY (version)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin;
 
+-- Every owner_secret column holds the digest of an owner secret (the first 128 bits of SHA-256 of
+-- its 16 bytes), never the secret: statements present the secret and compare its digest.
+--
 -- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
 -- in {{prefix}}readers and expires_at is at least the latest live reader's expiry. A row whose
 -- expires_at has passed is free; the reaper deletes it.

@@ -12,6 +12,9 @@ CREATE TABLE "{{prefix}}schema_version" (
 -- consume a value).
 CREATE SEQUENCE "{{prefix}}fence_seq" AS bigint;
 
+-- Every owner_secret column holds the digest of an owner secret (the first 128 bits of SHA-256 of
+-- its 16 bytes), never the secret: statements present the secret and compare its digest.
+--
 -- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
 -- in {{prefix}}readers and expires_at is at least the latest live reader's expiry. A row whose
 -- expires_at has passed is free; the reaper deletes it unless waiters are queued for it.

@@ -2,6 +2,7 @@
 // binary. Each test isolates itself with its own table prefix. Multi-process cases re-execute
 // the test binary with --child.
 #include <catch2/catch.hpp>
+#include <openssl/evp.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -44,6 +45,16 @@ Context server_context(std::string backend, const char* url_var, const char* ski
     c.restart = [cmd] { REQUIRE(std::system(cmd.c_str()) == 0); };
   }
   return c;
+}
+
+// The first 128 bits of SHA-256 of the secret's bytes.
+std::string digest_hex(const OwnerSecret& secret) {
+  unsigned char full[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  REQUIRE(EVP_Digest(secret.bytes.data(), secret.bytes.size(), full, &length, EVP_sha256(), nullptr) == 1);
+  OwnerSecret first;
+  std::copy_n(full, first.bytes.size(), first.bytes.begin());
+  return first.hex();
 }
 
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix) {
@@ -924,6 +935,46 @@ TEST_CASE("a bystander holding the migration lock blocks no open of a current sc
   CHECK(message.find(held_fresh.named_as) != std::string::npos);
   CHECK(waited >= 14s);
   CHECK(waited < 30s);
+}
+
+OwnerSecret from_hex(const std::string& hex) {
+  REQUIRE(hex.size() == 32);
+  OwnerSecret out;
+  for (std::size_t i = 0; i < out.bytes.size(); ++i) {
+    out.bytes[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  return out;
+}
+
+TEST_CASE("the tables hold digests of owner secrets, and a digest acts as no owner", "[lease][conformance][secret]") {
+  REQUIRE(context().stored_owner);
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  ServiceDriver service(*manager);
+  const auto stored = [&](const char* table, const char* name) { return context().stored_owner(prefix, table, name); };
+
+  const OwnerSecret owner = OwnerSecret::generate();
+  REQUIRE(service.attempt("x", LockMode::kExclusive, owner, 30s).acquired);
+  CHECK(stored("leases", "x") == digest_hex(owner));
+  // Someone who read the row presents what it read: no renewal, no release, and the owner still holds.
+  const OwnerSecret read_back = from_hex(stored("leases", "x"));
+  CHECK_FALSE(service.renew("x", LockMode::kExclusive, read_back, 30s).renewed);
+  CHECK_FALSE(service.release("x", LockMode::kExclusive, read_back));
+  CHECK(service.renew("x", LockMode::kExclusive, owner, 30s).renewed);
+
+  const OwnerSecret waiter = OwnerSecret::generate();
+  REQUIRE_FALSE(service.attempt("x", LockMode::kExclusive, waiter, 30s, /*queue=*/true).acquired);
+  CHECK(stored("waiters", "x") == digest_hex(waiter));
+  service.leave("x", waiter);
+
+  if (context().shared_leases) {
+    const OwnerSecret reader = OwnerSecret::generate();
+    REQUIRE(service.attempt("s", LockMode::kShared, reader, 30s).acquired);
+    CHECK(stored("readers", "s") == digest_hex(reader));
+    CHECK_FALSE(service.release("s", LockMode::kShared, from_hex(stored("readers", "s"))));
+    CHECK(service.release("s", LockMode::kShared, reader));
+  }
+  CHECK(service.release("x", LockMode::kExclusive, owner));
 }
 
 // ---- 10. bad input ---------------------------------------------------------------------------

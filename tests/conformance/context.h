@@ -31,6 +31,11 @@ struct Context {
     std::string named_as;
   };
   std::function<HeldByBystander(const std::string& prefix)> hold_migration_lock;
+  // The owner_secret column of the row for `name` in table `table` ("leases", "readers" or
+  // "waiters") under `prefix`, read straight from the service as lowercase hex ("" when there is
+  // no such row or the column is NULL).
+  std::function<std::string(const std::string& prefix, const std::string& table, const std::string& name)>
+      stored_owner;
 };
 
 // Defined by the backend's test binary.
@@ -41,6 +46,9 @@ const Context& context();
 // "$<script_var> restart $<state_var> <restart_args>" when script_var is set.
 Context server_context(std::string backend, const char* url_var, const char* skip_var, const char* script_var,
                        const char* state_var, const std::string& restart_args = "");
+
+// What every service's tables store for `secret` (its digest), as lowercase hex.
+std::string digest_hex(const OwnerSecret& secret);
 
 // A table prefix no other test (or test process) uses: "t<pid>_<n>_".
 std::string unique_prefix();

@@ -35,6 +35,7 @@ const bool kOptedOut = exit_if_opted_out("mysql_test", "DBLOCK_TEST_MYSQL_URL", 
 }  // namespace
 
 Context::HeldByBystander hold_migration_lock(const std::string& prefix);  // below, with the raw connections
+std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name);  // below
 
 const Context& context() {
   static Context ctx = [] {
@@ -42,6 +43,7 @@ const Context& context() {
                                "DBLOCK_TEST_MARIADB_STATE");
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id BIGINT PRIMARY KEY, fence BIGINT) ENGINE=InnoDB";
     c.hold_migration_lock = hold_migration_lock;
+    c.stored_owner = stored_owner;
     return c;
   }();
   return ctx;
@@ -105,6 +107,12 @@ Context::HeldByBystander hold_migration_lock(const std::string& prefix) {
                               .at(0);
   REQUIRE(scalar(*bystander, "SELECT GET_LOCK(?, 0)", {key}) == 1);
   return {bystander, "connection " + std::to_string(scalar(*bystander, "SELECT CONNECTION_ID()"))};
+}
+
+std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
+  auto c = raw();
+  const auto rows = rows_of(*c, "SELECT LOWER(HEX(owner_secret)) FROM `" + prefix + table + "` WHERE name = ?", {name});
+  return rows.empty() || rows[0][0] == "NULL" ? std::string() : rows[0][0];
 }
 
 namespace {
@@ -216,7 +224,7 @@ TEST_CASE("mysql: a second migration is a no-op; a newer schema is refused", "[m
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   int version = manager->schema_version();
-  CHECK(version == 3);
+  CHECK(version == 4);
   manager->migrate();
   CHECK(manager->schema_version() == version);
   auto c = raw();
@@ -282,7 +290,7 @@ TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continue
            " UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)");
 
   auto manager = open_manager({}, prefix);
-  CHECK(manager->schema_version() == 3);
+  CHECK(manager->schema_version() == 4);
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
   auto lease = manager->try_acquire("new");
   REQUIRE(lease);
@@ -292,9 +300,15 @@ TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continue
   // statement fails.
   CHECK_THROWS_AS(exec(*c, old_take_fence), sql::SQLException);
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
-  // The old holder's lease is untouched.
+  // The old holder's lease is untouched but for its secret, now stored as its digest (schema 4):
+  // the secret still renews it, what the table shows does not.
   CHECK(scalar(*c, "SELECT fence FROM `" + prefix + "leases` WHERE name = 'held-by-old'") == 5000);
   CHECK_FALSE(manager->try_acquire("held-by-old"));
+  OwnerSecret old_secret;
+  old_secret.bytes.fill(0xab);
+  CHECK(stored_owner(prefix, "leases", "held-by-old") == digest_hex(old_secret));
+  ServiceDriver driver(*manager);
+  CHECK(driver.renew("held-by-old", LockMode::kExclusive, old_secret, std::chrono::hours(1)).renewed);
   // Migrating again changes nothing.
   manager->migrate();
   auto next = manager->try_acquire("new-2");

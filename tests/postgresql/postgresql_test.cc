@@ -48,6 +48,14 @@ const Context& context() {
       tx.exec_params("SELECT pg_advisory_lock($1)", dblock::postgresql::advisory_key(prefix + ":migrate"));
       return Context::HeldByBystander{bystander, "backend pid " + std::to_string(bystander->backendpid())};
     };
+    c.stored_owner = [](const std::string& prefix, const std::string& table, const std::string& name) {
+      pqxx::connection raw(conninfo());
+      pqxx::nontransaction tx(raw);
+      const pqxx::result r = tx.exec_params("SELECT coalesce(replace(owner_secret::text, '-', ''), '') FROM " +
+                                                tx.quote_name(prefix + table) + " WHERE name = $1",
+                                            name);
+      return r.empty() ? std::string() : r[0][0].as<std::string>();
+    };
     return c;
   }();
   return ctx;
@@ -154,6 +162,44 @@ TEST_CASE("postgresql: migrations reproduce schema/postgresql.sql", "[postgresql
   auto b = schema_of(c, fresh);
   CHECK(a.size() > 20);
   CHECK(a == b);
+}
+
+// Schema 5 replaced stored owner secrets by their digests: a lease taken before the upgrade is
+// still its owner's (the secret renews it), and what the table shows renews nothing.
+TEST_CASE("postgresql: upgrading to schema 5 keeps held leases their owners'", "[postgresql][schema][secret]") {
+  const std::string prefix = unique_prefix();
+  pqxx::connection c(conninfo());
+  {
+    pqxx::work tx(c);
+    for (const char* m : {"0001_initial", "0002_queue_marker", "0003_reap_cursor", "0004_direct_grant"}) {
+      std::ifstream in(std::string(DBLOCK_SOURCE_DIR "/migrations/postgresql/") + m + ".sql");
+      std::stringstream text;
+      text << in.rdbuf();
+      REQUIRE_FALSE(text.str().empty());
+      tx.exec(replace_all(text.str(), "{{prefix}}", prefix));
+      tx.exec_params("INSERT INTO " + tx.quote_name(prefix + "schema_version") + " (version, name) VALUES ($1, $2)",
+                     std::stoi(std::string(m).substr(0, 4)), m);
+    }
+    tx.exec("INSERT INTO " + tx.quote_name(prefix + "leases") +
+            " (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals) VALUES ('held-by-old',"
+            " 'abababab-abab-abab-abab-abababababab', 'old', 'exclusive', 7, clock_timestamp(),"
+            " clock_timestamp() + interval '1 hour', 0)");
+    tx.commit();
+  }
+  auto manager = open_manager({}, prefix);
+  CHECK(manager->schema_version() == 5);
+  OwnerSecret old_secret;
+  old_secret.bytes.fill(0xab);
+  CHECK(context().stored_owner(prefix, "leases", "held-by-old") == digest_hex(old_secret));
+  CHECK_FALSE(manager->try_acquire("held-by-old"));
+  ServiceDriver driver(*manager);
+  CHECK(driver.renew("held-by-old", LockMode::kExclusive, old_secret, 1h).renewed);
+  OwnerSecret shown = old_secret;
+  for (std::size_t i = 0; i < shown.bytes.size(); ++i) {
+    shown.bytes[i] = static_cast<std::uint8_t>(std::stoi(digest_hex(old_secret).substr(2 * i, 2), nullptr, 16));
+  }
+  CHECK_FALSE(driver.renew("held-by-old", LockMode::kExclusive, shown, 1h).renewed);
+  CHECK(driver.release("held-by-old", LockMode::kExclusive, old_secret));
 }
 
 TEST_CASE("postgresql: a second migration is a no-op; a newer schema is refused", "[postgresql][schema]") {
@@ -411,12 +457,12 @@ TEST_CASE("postgresql: a contended release grants the lease to the first waiter,
   REQUIRE(backend.release("inplace", LockMode::kExclusive, first, kContended));
   REQUIRE(row("inplace").size() == 1);
   CHECK(row("inplace")[0][0].as<bool>());
-  CHECK(row("inplace")[0][3].as<std::string>() == second.hex());
+  CHECK(row("inplace")[0][3].as<std::string>() == digest_hex(second));
   const std::int64_t granted_fence = row("inplace")[0][2].as<std::int64_t>();
   CHECK(granted_fence > got1.fence);
   CHECK_FALSE(attempt("inplace", stranger, 0, 30s).acquired);
   backend.leave("inplace", stranger);
-  CHECK(row("inplace")[0][3].as<std::string>() == second.hex());  // leaving takes nothing from it
+  CHECK(row("inplace")[0][3].as<std::string>() == digest_hex(second));  // leaving takes nothing from it
   Outcome got2 = attempt("inplace", second, q2.queue_ticket, 30s);
   REQUIRE(got2.acquired);
   CHECK(got2.fence > granted_fence);
@@ -489,13 +535,13 @@ TEST_CASE("postgresql: a grant is bounded by the waiter's queue entry and handed
   REQUIRE_FALSE(qn.acquired);
   REQUIRE(backend.release("granted", LockMode::kExclusive, holder, kContended));
   auto granted = row();
-  CHECK(granted[0].as<std::string>() == quitter.hex());
+  CHECK(granted[0].as<std::string>() == digest_hex(quitter));
   CHECK(granted[1].as<std::int64_t>() > 0);
   CHECK(granted[1].as<std::int64_t>() <= 3000);  // its entry's life, not its 60 s TTL
 
   backend.leave("granted", quitter);
   auto handed_on = row();
-  CHECK(handed_on[0].as<std::string>() == next.hex());
+  CHECK(handed_on[0].as<std::string>() == digest_hex(next));
   CHECK(handed_on[1].as<std::int64_t>() > 30'000);  // 60 s TTL, within its 60 s entry
   CHECK(backend.release("granted", LockMode::kExclusive, next, kContended));
   CHECK_FALSE(backend.release("granted", LockMode::kExclusive, quitter, kContended));

@@ -25,6 +25,25 @@ const std::string& database_dir() {
   static TempDir dir;  // children get the URL from the environment and never create their own
   return dir.path();
 }
+// The owner_secret column of `name`'s row in `prefix` + `table` of the file at `path`, lowercase
+// hex ("" when no row or NULL).
+std::string stored_owner_in(const std::string& path, const std::string& prefix, const std::string& table,
+                            const std::string& name) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  sqlite3_stmt* stmt = nullptr;
+  const std::string text = "SELECT lower(hex(owner_secret)) FROM \"" + prefix + table + "\" WHERE name = ?";
+  REQUIRE(sqlite3_prepare_v2(db, text.c_str(), -1, &stmt, nullptr) == SQLITE_OK);
+  sqlite3_bind_text(stmt, 1, name.c_str(), -1, SQLITE_TRANSIENT);
+  std::string out;
+  if (sqlite3_step(stmt) == SQLITE_ROW && sqlite3_column_text(stmt, 0)) {
+    out = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return out;
+}
 }  // namespace
 
 const Context& context() {
@@ -35,6 +54,10 @@ const Context& context() {
     const char* url = std::getenv("DBLOCK_TEST_SQLITE_URL");
     c.url = url && *url ? url : "sqlite://" + database_dir() + "/conformance.db";
     setenv("DBLOCK_TEST_SQLITE_URL", c.url.c_str(), 1);
+    c.stored_owner = [path = c.url.substr(std::string("sqlite://").size())](
+                         const std::string& prefix, const std::string& table, const std::string& name) {
+      return stored_owner_in(path, prefix, table, name);
+    };
     return c;
   }();
   return ctx;
@@ -186,6 +209,42 @@ TEST_CASE("sqlite: migrating twice is a no-op and a newer schema is refused", "[
           SQLITE_OK);
   sqlite3_close(db);
   CHECK_THROWS_AS(dblock::open(url, options), SchemaError);
+}
+
+// Schema 2 replaced stored owner secrets by their digests: a lease taken before the upgrade is
+// still its owner's (the secret renews it), and what the file shows renews nothing.
+TEST_CASE("sqlite: upgrading to schema 2 keeps held leases their owners'", "[sqlite][schema][secret]") {
+  TempDir dir;
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(dir.file("old.db").c_str(), &db) == SQLITE_OK);
+  const std::string initial =
+      replace_all(read_file(DBLOCK_SOURCE_DIR "/migrations/sqlite/0001_initial.sql"), "{{prefix}}", "dblock_");
+  REQUIRE_FALSE(initial.empty());
+  const std::string old_lease =
+      "INSERT INTO dblock_schema_version VALUES (1, '0001_initial', 0);"
+      "INSERT INTO dblock_leases (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
+      " VALUES ('held-by-old', x'abababababababababababababababab', 'old', 'exclusive', 7, 0,"
+      " CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER) + 3600000000, 0);";
+  REQUIRE(sqlite3_exec(db, (initial + old_lease).c_str(), nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+
+  ManagerOptions options;
+  options.reaper = false;
+  auto manager = dblock::open("sqlite://" + dir.file("old.db"), options);
+  CHECK(manager->schema_version() == 2);
+  OwnerSecret old_secret;
+  old_secret.bytes.fill(0xab);
+  const std::string stored = stored_owner_in(dir.file("old.db"), "dblock_", "leases", "held-by-old");
+  CHECK(stored == digest_hex(old_secret));
+  CHECK_FALSE(manager->try_acquire("held-by-old"));
+  ServiceDriver driver(*manager);
+  CHECK(driver.renew("held-by-old", LockMode::kExclusive, old_secret, std::chrono::hours(1)).renewed);
+  OwnerSecret shown;
+  for (std::size_t i = 0; i < shown.bytes.size(); ++i) {
+    shown.bytes[i] = static_cast<std::uint8_t>(std::stoi(stored.substr(2 * i, 2), nullptr, 16));
+  }
+  CHECK_FALSE(driver.renew("held-by-old", LockMode::kExclusive, shown, std::chrono::hours(1)).renewed);
+  CHECK(driver.release("held-by-old", LockMode::kExclusive, old_secret));
 }
 
 TEST_CASE("sqlite: concurrent first use migrates once", "[sqlite][schema]") {

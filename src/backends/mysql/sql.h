@@ -56,6 +56,10 @@ using dblock::sql::Statement;
 
 #define DBLOCK_MY_US(expr) "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', " expr ")"
 #define DBLOCK_MY_REMAINING(expr) "TIMESTAMPDIFF(MICROSECOND, UTC_TIMESTAMP(6), " expr ")"
+// What the tables store for the caller's owner secret (:secret, 32 hex digits): its digest, the
+// first 128 bits of SHA-256 of its 16 bytes, computed by the server. An account that can read the
+// tables learns digests, which no statement accepts in place of a secret.
+#define DBLOCK_MY_OWNER "UNHEX(LEFT(SHA2(UNHEX(:secret), 256), 32))"
 // The expiry given to freed rows.
 #define DBLOCK_MY_EXPIRED "'1970-01-01 00:00:01'"
 #define DBLOCK_MY_COLUMNS "(name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
@@ -81,7 +85,7 @@ using dblock::sql::Statement;
 // RETURNING reports the row: acquired when it carries this secret and is live.
 inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"
-    " (:name, UNHEX(:secret), :holder, 'exclusive', NEXTVAL({F}), UTC_TIMESTAMP(6),"
+    " (:name, " DBLOCK_MY_OWNER ", :holder, 'exclusive', NEXTVAL({F}), UTC_TIMESTAMP(6),"
     "  UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND, 0)"
     " ON DUPLICATE KEY UPDATE"
     "  fence = IF(@dblock_take := ((expires_at > UTC_TIMESTAMP(6) AND owner_secret = VALUES(owner_secret) AND mode = 'exclusive')"
@@ -92,7 +96,7 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "  acquired_at = IF(@dblock_take, VALUES(acquired_at), acquired_at),"
     "  renewals = IF(@dblock_take, 0, renewals),"
     "  expires_at = IF(@dblock_take, VALUES(expires_at), expires_at)"
-    " RETURNING owner_secret = UNHEX(:secret) AND expires_at > UTC_TIMESTAMP(6), fence,"
+    " RETURNING owner_secret = " DBLOCK_MY_OWNER " AND expires_at > UTC_TIMESTAMP(6), fence,"
     "  " DBLOCK_MY_US("expires_at") ", " DBLOCK_MY_REMAINING("expires_at")};
 
 // Not acquired on a first attempt: join the queue and mark the lock's row (inserting a free one
@@ -104,7 +108,7 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
 inline constexpr Statement kQueue{"queue",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :queue_us MICROSECOND;"
     " DECLARE v_ticket BIGINT DEFAULT NULL;"
     " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
@@ -134,7 +138,7 @@ inline constexpr Statement kQueue{"queue",
 inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_holder VARCHAR(255) DEFAULT :holder;"
     " DECLARE v_ttl_us BIGINT DEFAULT :ttl_us;"
     " DECLARE v_ticket BIGINT DEFAULT :ticket;"
@@ -192,7 +196,7 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
 inline constexpr Statement kAcquireShared{"acquire_shared",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_holder VARCHAR(255) DEFAULT :holder;"
     " DECLARE v_ttl_us BIGINT DEFAULT :ttl_us;"
     " DECLARE v_ticket BIGINT DEFAULT :ticket;"
@@ -252,13 +256,13 @@ inline constexpr Statement kAcquireShared{"acquire_shared",
 // in microseconds (NULL: no row, free). :name, :secret, :ticket.
 inline constexpr Statement kQueueStatus{"queue_status",
     "SELECT (SELECT COUNT(*) FROM {W} w WHERE w.name = :name AND w.until_at > UTC_TIMESTAMP(6)"
-    "  AND w.owner_secret <> UNHEX(:secret) AND w.ticket < :ticket),"
+    "  AND w.owner_secret <> " DBLOCK_MY_OWNER " AND w.ticket < :ticket),"
     " (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = :name)"};
 
 // The holder's remaining time in microseconds (no row: free; 0 when :secret holds it, granted by a
 // release). :name, :secret.
 inline constexpr Statement kRemaining{"remaining",
-    "SELECT IF(owner_secret <=> UNHEX(:secret), 0, " DBLOCK_MY_REMAINING("expires_at") ") FROM {L} WHERE name = :name"};
+    "SELECT IF(owner_secret <=> " DBLOCK_MY_OWNER ", 0, " DBLOCK_MY_REMAINING("expires_at") ") FROM {L} WHERE name = :name"};
 
 // A waiter gives up: leave the queue and lower the lock's queue marker. The lock's row is locked
 // first, so a release granting this waiter the lease (kReleaseExclusive) commits before or after,
@@ -267,7 +271,7 @@ inline constexpr Statement kRemaining{"remaining",
 inline constexpr Statement kLeaveQueue{"leave_queue",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_mine INT DEFAULT 0;"
     " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
     " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
@@ -287,14 +291,14 @@ inline constexpr Statement kRenewExclusive{"renew_exclusive",
     "BEGIN NOT ATOMIC"
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND;"
     " UPDATE {L} SET expires_at = v_until, renewals = renewals + 1"
-    "  WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6);"
+    "  WHERE name = :name AND owner_secret = " DBLOCK_MY_OWNER " AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6);"
     " SELECT ROW_COUNT() > 0, " DBLOCK_MY_US("v_until") ";"
     " END"};
 // Keeps leases.expires_at >= every live reader's expiry; the lock's row first (lock order).
 inline constexpr Statement kRenewReader{"renew_reader",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
     " DECLARE v_until DATETIME(6) DEFAULT v_now + INTERVAL :ttl_us MICROSECOND;"
     " DECLARE v_ok INT DEFAULT 0;"
@@ -317,7 +321,7 @@ inline constexpr Statement kRenewReader{"renew_reader",
 // marking free (docs/backends/mysql.md), and the acquire after it takes the plain insert path.
 // No row changed: kReleaseExclusive decides. :name, :secret.
 inline constexpr Statement kReleaseExclusiveUnqueued{"release_exclusive_unqueued",
-    "DELETE FROM {L} WHERE name = :name AND owner_secret = UNHEX(:secret) AND mode = 'exclusive'"
+    "DELETE FROM {L} WHERE name = :name AND owner_secret = " DBLOCK_MY_OWNER " AND mode = 'exclusive'"
     " AND expires_at > UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED};
 
 // Release when the delete above changed nothing, or first for a lease acquired after queueing
@@ -336,7 +340,7 @@ inline constexpr Statement kReleaseExclusiveUnqueued{"release_exclusive_unqueued
 inline constexpr Statement kReleaseExclusive{"release_exclusive",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
     " DECLARE v_held INT DEFAULT 0;"
     " DECLARE v_to BINARY(16) DEFAULT NULL;"
@@ -372,7 +376,7 @@ inline constexpr Statement kReleaseExclusive{"release_exclusive",
 inline constexpr Statement kReleaseReader{"release_reader",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
     " DECLARE v_row INT DEFAULT 0;"
     " DECLARE v_live INT DEFAULT NULL;"
@@ -439,7 +443,7 @@ inline constexpr Statement kReapWaiters{"reap_waiters",
 inline constexpr Statement kGuardBegin{"guard_begin",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_fence BIGINT DEFAULT :fence;"
     " DECLARE v_held INT DEFAULT 0;"
     " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
@@ -485,7 +489,7 @@ inline constexpr Statement kWaitTurn{"wait_turn",
     " DECLARE v_key VARCHAR(255) DEFAULT :key;"
     " DECLARE v_gate VARCHAR(255) DEFAULT :gate;"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT UNHEX(:secret);"
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_ticket BIGINT DEFAULT :ticket;"
     " DECLARE v_grace_us BIGINT DEFAULT :grace_us;"
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :timeout_us MICROSECOND;"
@@ -605,6 +609,7 @@ inline constexpr const Statement* kAll[] = {
 #undef DBLOCK_MY_COLUMNS
 #undef DBLOCK_MY_EXPIRED
 #undef DBLOCK_MY_REMAINING
+#undef DBLOCK_MY_OWNER
 #undef DBLOCK_MY_US
 
 }  // namespace dblock::mysql::sql

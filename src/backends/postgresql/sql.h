@@ -17,6 +17,11 @@ using dblock::sql::Statement;
 
 #define DBLOCK_PG_US(expr) "(extract(epoch from " expr ") * 1000000)::bigint"
 
+// What the tables store for the caller's owner secret ($2, 32 hex digits): its digest, the first
+// 128 bits of SHA-256 of its 16 bytes, computed by the server. A role that can read the tables
+// learns digests, which no statement accepts in place of a secret. Immutable: an index condition.
+#define DBLOCK_PG_OWNER "encode(substr(sha256(uuid_send($2::uuid)), 1, 16), 'hex')::uuid"
+
 // A RETURNING item of the release statements: their commit does not wait for the WAL flush
 // (synchronous_commit is set for this transaction only, and read at its commit). Why that is safe:
 // a release undone by a server crash leaves the lease held by nobody until its expiry, exactly as
@@ -52,10 +57,10 @@ using dblock::sql::Statement;
 // before it queued (then any live waiter goes first). Exact: reads {W}.
 #define DBLOCK_PG_NO_EARLIER_WAITER                                                              \
   " AND NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = $1 AND w.until_at > now.t"                \
-  " AND w.owner_secret <> $2::uuid AND ($5::bigint IS NULL OR w.ticket < $5::bigint))"
+  " AND w.owner_secret <> " DBLOCK_PG_OWNER " AND ($5::bigint IS NULL OR w.ticket < $5::bigint))"
 
 // A live queue entry of someone other than the caller ($2).
-#define DBLOCK_PG_OTHER_LIVE " FILTER (WHERE w.owner_secret <> $2::uuid AND w.until_at > clock_timestamp())"
+#define DBLOCK_PG_OTHER_LIVE " FILTER (WHERE w.owner_secret <> " DBLOCK_PG_OWNER " AND w.until_at > clock_timestamp())"
 // SET item that recomputes the marker of lease row `row` when the caller ($2) leaves the queue:
 // the latest live expiry and the first live ticket of the others, unless the row holds a value
 // newer than every entry in this statement's snapshot (a concurrent join wrote it). One scan of
@@ -92,7 +97,7 @@ using dblock::sql::Statement;
 // passes the pre-check (a refused one leaves a gap in the fences).
 inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
-    " SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), clock_timestamp(),"
+    " SELECT $1, " DBLOCK_PG_OWNER ", $3, 'exclusive', nextval({S}), clock_timestamp(),"
     " clock_timestamp() + $4::bigint * interval '1 microsecond', 0"
     " WHERE NOT EXISTS (SELECT 1 FROM {L} m WHERE m.name = $1 AND m.queued_until > clock_timestamp())"
     " ON CONFLICT (name) DO UPDATE SET owner_secret = EXCLUDED.owner_secret, holder = EXCLUDED.holder,"
@@ -109,7 +114,7 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
 inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " ins AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
-    "  SELECT $1, $2::uuid, $3, 'exclusive', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
+    "  SELECT $1, " DBLOCK_PG_OWNER ", $3, 'exclusive', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
     "  o.until_at, o.ticket FROM now, (SELECT max(w.until_at)" DBLOCK_PG_OTHER_LIVE " AS until_at,"
     "  min(w.ticket)" DBLOCK_PG_OTHER_LIVE " AS ticket FROM {W} w WHERE w.name = $1) o"
     "  WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
@@ -118,7 +123,7 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "  expires_at = EXCLUDED.expires_at, renewals = 0," DBLOCK_PG_RECOMPUTE("l")
     "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.owner_secret = EXCLUDED.owner_secret"
     "  RETURNING fence, expires_at),"
-    " gone AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid AND EXISTS (SELECT 1 FROM ins))"
+    " gone AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND EXISTS (SELECT 1 FROM ins))"
     " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM ins"};
 
 // Shared acquire: joins live readers or takes a free row, and records the reader, in one
@@ -138,10 +143,10 @@ inline constexpr Statement kAcquireShared{"acquire_shared",
     "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.mode = 'shared'"
     "  RETURNING fence),"
     " reader AS (INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at)"
-    "  SELECT $1, $2::uuid, $3, row.fence, now.t, now.t + $4::bigint * interval '1 microsecond' FROM row, now"
+    "  SELECT $1, " DBLOCK_PG_OWNER ", $3, row.fence, now.t, now.t + $4::bigint * interval '1 microsecond' FROM row, now"
     "  ON CONFLICT (name, owner_secret) DO UPDATE SET fence = EXCLUDED.fence, expires_at = EXCLUDED.expires_at"
     "  RETURNING fence, expires_at),"
-    " gone AS (DELETE FROM {W} WHERE $5::bigint IS NOT NULL AND name = $1 AND owner_secret = $2::uuid"
+    " gone AS (DELETE FROM {W} WHERE $5::bigint IS NOT NULL AND name = $1 AND owner_secret = " DBLOCK_PG_OWNER
     "  AND EXISTS (SELECT 1 FROM reader))"
     " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM reader"};
 
@@ -182,7 +187,7 @@ inline constexpr Statement kQueue{"queue",
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
     " q AS (INSERT INTO {W} (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
-    "  SELECT $1, $2::uuid, coalesce($4::bigint, " DBLOCK_PG_US("now.t") " * 1024 + $7::bigint),"
+    "  SELECT $1, " DBLOCK_PG_OWNER ", coalesce($4::bigint, " DBLOCK_PG_US("now.t") " * 1024 + $7::bigint),"
     "         now.t + $3::bigint * interval '1 microsecond', $5, $6::bigint FROM now"
     "  ON CONFLICT (name, owner_secret) DO UPDATE SET until_at = EXCLUDED.until_at RETURNING ticket, until_at),"
     " m AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
@@ -190,14 +195,14 @@ inline constexpr Statement kQueue{"queue",
     "  WHERE NOT (EXISTS (SELECT 1 FROM {L} c WHERE c.name = $1 AND c.queued_ticket <= q.ticket"
     "   AND c.queued_until >= now.t + $3::bigint / 2 * interval '1 microsecond')"
     "   AND ($4::bigint IS NOT NULL OR (SELECT count(*) FROM {W} w WHERE w.name = $1"
-    "    AND w.owner_secret <> $2::uuid AND w.until_at > now.t) >= 2))"
+    "    AND w.owner_secret <> " DBLOCK_PG_OWNER " AND w.until_at > now.t) >= 2))"
     "  ON CONFLICT (name) DO UPDATE SET queued_until = GREATEST(l.queued_until, EXCLUDED.queued_until),"
     "  queued_ticket = CASE WHEN l.queued_until > clock_timestamp() THEN LEAST(l.queued_ticket, EXCLUDED.queued_ticket)"
     "  ELSE EXCLUDED.queued_ticket END"
     "  RETURNING l.expires_at)"
     " SELECT q.ticket,"
     "  (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
-    "   AND w.owner_secret <> $2::uuid AND w.ticket < q.ticket" DBLOCK_PG_NOT_THE_HOLDER("w") "),"
+    "   AND w.owner_secret <> " DBLOCK_PG_OWNER " AND w.ticket < q.ticket" DBLOCK_PG_NOT_THE_HOLDER("w") "),"
     "  " DBLOCK_PG_US("coalesce((SELECT m.expires_at FROM m), (SELECT l.expires_at FROM {L} l WHERE l.name = $1))"
     "   - clock_timestamp()")
     " FROM q, sc"};
@@ -207,14 +212,14 @@ inline constexpr Statement kQueue{"queue",
 // microseconds. A plain read.
 inline constexpr Statement kConfirmGrant{"confirm_grant",
     "SELECT fence, " DBLOCK_PG_US("expires_at") ", " DBLOCK_PG_US("expires_at - clock_timestamp()")
-    " FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive' AND expires_at > clock_timestamp()"};
+    " FROM {L} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND mode = 'exclusive' AND expires_at > clock_timestamp()"};
 
 // Read-only queue position for a waiter that was woken: $1 name, $2 secret, $3 ticket. Returns
 // the number of live waiters ahead and the holder's remaining time (NULL: no row, free; negative:
 // a free row).
 inline constexpr Statement kQueueStatus{"queue_status",
     "SELECT (SELECT count(*) FROM {W} w WHERE w.name = $1 AND w.until_at > clock_timestamp()"
-    "  AND w.owner_secret <> $2::uuid AND w.ticket < $3::bigint" DBLOCK_PG_NOT_THE_HOLDER("w") "),"
+    "  AND w.owner_secret <> " DBLOCK_PG_OWNER " AND w.ticket < $3::bigint" DBLOCK_PG_NOT_THE_HOLDER("w") "),"
     " (SELECT " DBLOCK_PG_US("l.expires_at - clock_timestamp()") " FROM {L} l WHERE l.name = $1)"};
 
 
@@ -225,22 +230,22 @@ inline constexpr Statement kQueueStatus{"queue_status",
 // $1 name, $2 secret. Result: a row when the name's row was touched; its column: held by $2.
 inline constexpr Statement kLeaveQueue{"leave_queue",
     "WITH sc AS (SELECT set_config('synchronous_commit', 'off', true) AS v),"
-    " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid RETURNING 1)"
+    " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " RETURNING 1)"
     " UPDATE {L} l SET" DBLOCK_PG_RECOMPUTE("l")
-    " FROM sc WHERE l.name = $1 AND (EXISTS (SELECT 1 FROM d) OR l.owner_secret = $2::uuid)"
-    " RETURNING l.owner_secret IS NOT DISTINCT FROM $2::uuid AND l.mode = 'exclusive'"
+    " FROM sc WHERE l.name = $1 AND (EXISTS (SELECT 1 FROM d) OR l.owner_secret = " DBLOCK_PG_OWNER ")"
+    " RETURNING l.owner_secret IS NOT DISTINCT FROM " DBLOCK_PG_OWNER " AND l.mode = 'exclusive'"
     " AND l.expires_at > clock_timestamp()"};
 
 // $1 name, $2 secret, $3 ttl_us.
 inline constexpr Statement kRenewExclusive{"renew_exclusive",
     "UPDATE {L} SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond', renewals = renewals + 1"
-    " WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive' AND expires_at > clock_timestamp()"
+    " WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND mode = 'exclusive' AND expires_at > clock_timestamp()"
     " RETURNING " DBLOCK_PG_US("expires_at")};
 // Keeps leases.expires_at >= every live reader's expiry.
 inline constexpr Statement kRenewReader{"renew_reader",
     "WITH r AS (UPDATE {R} SET expires_at = clock_timestamp() + $3::bigint * interval '1 microsecond',"
     "  renewals = renewals + 1"
-    "  WHERE name = $1 AND owner_secret = $2::uuid AND expires_at > clock_timestamp() RETURNING expires_at),"
+    "  WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND expires_at > clock_timestamp() RETURNING expires_at),"
     " l AS (UPDATE {L} SET expires_at = GREATEST(expires_at, (SELECT expires_at FROM r)), renewals = renewals + 1"
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM r))"
     " SELECT " DBLOCK_PG_US("expires_at") " FROM r"};
@@ -254,7 +259,7 @@ inline constexpr Statement kRenewReader{"renew_reader",
 // WAL flush (DBLOCK_PG_NO_FLUSH_WAIT, also in the other releases). Result: live, queued, and the
 // flush-wait item (always true). $1 name, $2 secret, $3 channel.
 inline constexpr Statement kReleaseExclusive{"release_exclusive",
-    "DELETE FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND mode = 'exclusive'"
+    "DELETE FROM {L} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND mode = 'exclusive'"
     " RETURNING expires_at > clock_timestamp(), (CASE WHEN queued_until > clock_timestamp()"
     " THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("queued_ticket") ", $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text"
     " IS NOT NULL," DBLOCK_PG_NO_FLUSH_WAIT};
@@ -297,7 +302,7 @@ inline constexpr Statement kReleaseExclusiveInPlace{"release_exclusive_in_place"
     "WITH now AS (SELECT clock_timestamp() AS t),"
     " g AS (SELECT w.owner_secret, w.ticket, w.holder,"
     "  CASE WHEN w.grant_ttl_us > 0 THEN LEAST(w.grant_ttl_us, " DBLOCK_PG_US("w.until_at - now.t") ") END AS grant_us"
-    "  FROM {W} w, now WHERE w.name = $1 AND w.owner_secret <> $2::uuid AND w.until_at > now.t"
+    "  FROM {W} w, now WHERE w.name = $1 AND w.owner_secret <> " DBLOCK_PG_OWNER " AND w.until_at > now.t"
     "  ORDER BY w.ticket LIMIT 1),"
     " u AS (UPDATE {L} l SET owner_secret = gg.owner_secret, holder = gg.holder,"
     "  fence = CASE WHEN gg.owner_secret IS NULL THEN l.fence ELSE nextval({S}) END,"
@@ -305,9 +310,9 @@ inline constexpr Statement kReleaseExclusiveInPlace{"release_exclusive_in_place"
     "  expires_at = now.t + coalesce(gg.grant_us, 0) * interval '1 microsecond', renewals = 0,"
     DBLOCK_PG_RECOMPUTE("l")
     "  FROM now LEFT JOIN (SELECT * FROM g WHERE g.grant_us > 0) gg ON true"
-    "  WHERE l.name = $1 AND l.owner_secret = $2::uuid AND l.mode = 'exclusive' AND l.expires_at > now.t"
+    "  WHERE l.name = $1 AND l.owner_secret = " DBLOCK_PG_OWNER " AND l.mode = 'exclusive' AND l.expires_at > now.t"
     "  RETURNING l.fence, l.expires_at, l.queued_until, gg.grant_us),"
-    " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = $2::uuid AND EXISTS (SELECT 1 FROM u))"
+    " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND EXISTS (SELECT 1 FROM u))"
     " SELECT (CASE WHEN u.grant_us IS NOT NULL THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("g.ticket") ","
     "  $1 || chr(31) || g.ticket || chr(31) || u.fence"
     "  || chr(31) || u.grant_us || chr(31) || " DBLOCK_PG_US("u.expires_at") ")"
@@ -318,10 +323,10 @@ inline constexpr Statement kReleaseExclusiveInPlace{"release_exclusive_in_place"
     " FROM u CROSS JOIN now LEFT JOIN g ON true"};
 // A reader leaves; the row stays (with the expiry of the remaining readers) and keeps its marker.
 inline constexpr Statement kReleaseReader{"release_reader",
-    "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = $2::uuid"
+    "WITH d AS (DELETE FROM {R} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER
     "  RETURNING expires_at > clock_timestamp() AS live, " DBLOCK_PG_NO_FLUSH_WAIT " AS no_flush_wait),"
     " l AS (UPDATE {L} SET expires_at = coalesce((SELECT max(r.expires_at) FROM {R} r WHERE r.name = $1"
-    "  AND r.owner_secret <> $2::uuid AND r.expires_at > clock_timestamp()), clock_timestamp())"
+    "  AND r.owner_secret <> " DBLOCK_PG_OWNER " AND r.expires_at > clock_timestamp()), clock_timestamp())"
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM d) RETURNING queued_until, queued_ticket)"
     " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify(" DBLOCK_PG_WAKE_CHANNEL("l.queued_ticket") ","
     "  $1 || chr(31) || coalesce(l.queued_ticket, 0))"
@@ -380,10 +385,10 @@ inline constexpr Statement kReapWaiters{"reap_waiters",
 // an UPDATE) until the transaction ends, so a commit after a successful check happens while the
 // lease is still ours. $1 name, $2 secret, $3 fence.
 inline constexpr Statement kGuardExclusive{"guard_exclusive",
-    "SELECT 1 FROM {L} WHERE name = $1 AND owner_secret = $2::uuid AND fence = $3::bigint AND mode = 'exclusive'"
+    "SELECT 1 FROM {L} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND fence = $3::bigint AND mode = 'exclusive'"
     " AND expires_at > clock_timestamp() FOR SHARE"};
 inline constexpr Statement kGuardReader{"guard_reader",
-    "SELECT 1 FROM {R} WHERE name = $1 AND owner_secret = $2::uuid AND fence = $3::bigint"
+    "SELECT 1 FROM {R} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND fence = $3::bigint"
     " AND expires_at > clock_timestamp() FOR SHARE"};
 
 // Connection set-up: refuse a standby, remember the backend pid (pooler detection).
@@ -479,6 +484,7 @@ inline constexpr const Statement* kAdHoc[] = {
 #undef DBLOCK_PG_RECOMPUTE
 #undef DBLOCK_PG_OTHER_LIVE
 #undef DBLOCK_PG_NO_FLUSH_WAIT
+#undef DBLOCK_PG_OWNER
 #undef DBLOCK_PG_US
 
 }  // namespace dblock::postgresql::sql

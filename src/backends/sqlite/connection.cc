@@ -6,6 +6,7 @@
 #include "dblock/errors.h"
 #include "error_map.h"
 #include "internal.h"
+#include "owner_digest.h"
 #include "sql.h"
 
 namespace dblock::sqlite {
@@ -37,7 +38,25 @@ void issued_expiry(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_value(ctx, argv[0]);
 }
 
+// dblock_owner_digest(secret): what the tables store for an owner secret (owner_digest.h); the
+// migration that replaced stored secrets by their digests uses it. NULL stays NULL.
+void owner_digest_of(sqlite3_context* ctx, int, sqlite3_value** argv) {
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return sqlite3_result_null(ctx);
+  const auto* bytes = static_cast<const std::uint8_t*>(sqlite3_value_blob(argv[0]));
+  try {
+    const OwnerDigest digest = owner_digest(bytes, static_cast<std::size_t>(sqlite3_value_bytes(argv[0])));
+    sqlite3_result_blob(ctx, digest.data(), static_cast<int>(digest.size()), SQLITE_TRANSIENT);
+  } catch (const std::exception& e) {
+    sqlite3_result_error(ctx, e.what(), -1);
+  }
+}
+
 void register_functions(Connection& c) {
+  // Deterministic: usable where SQLite folds or indexes expressions; DIRECTONLY as below.
+  int digest_rc = sqlite3_create_function_v2(c.db, "dblock_owner_digest", 1,
+                                             SQLITE_UTF8 | SQLITE_DIRECTONLY | SQLITE_DETERMINISTIC, nullptr,
+                                             &owner_digest_of, nullptr, nullptr, nullptr);
+  if (digest_rc != SQLITE_OK) throw_error(digest_rc, c.db, "registering SQL function");
   for (auto [name, fn] : {std::pair{"dblock_issued_fence", &issued_fence}, std::pair{"dblock_issued_expiry", &issued_expiry}}) {
     // DIRECTONLY: callable from our statements only, never from triggers or views.
     int rc = sqlite3_create_function_v2(c.db, name, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c, fn, nullptr, nullptr,
@@ -143,7 +162,8 @@ Query& Query::bind(int index, std::string_view text) {
 }
 
 Query& Query::bind(int index, const OwnerSecret& secret) {
-  check(sqlite3_bind_blob(stmt_, index, secret.bytes.data(), static_cast<int>(secret.bytes.size()), SQLITE_TRANSIENT));
+  const OwnerDigest digest = owner_digest(secret.bytes.data(), secret.bytes.size());
+  check(sqlite3_bind_blob(stmt_, index, digest.data(), static_cast<int>(digest.size()), SQLITE_TRANSIENT));
   return *this;
 }
 

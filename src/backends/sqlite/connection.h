@@ -60,7 +60,7 @@ class Query {
   ~Query();
 
   Query& bind(int index, std::string_view text);
-  Query& bind(int index, const OwnerSecret& secret);
+  Query& bind(int index, const OwnerSecret& secret);  // binds its digest (owner_digest.h): what the tables store
   Query& bind(int index, std::int64_t value);
   Query& bind_null(int index);
   Query& bind(int index, const Value& value);
