@@ -23,6 +23,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "dblock/options.h"
 #include "dblock/service.h"
@@ -155,6 +156,14 @@ class Maintenance {
   // Deletes at most `batch` expired entries; returns how many. Never touches a live lease. The
   // engine runs it from its reaper thread, in bounded, paced batches.
   virtual std::size_t reap(std::size_t batch) = 0;
+};
+
+// The record a service keeps of every force-release (written by force_release itself).
+class AuditLog {
+ public:
+  virtual ~AuditLog() = default;
+  // Newest first, at most `limit`; of every name, or of `name` only.
+  virtual std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) = 0;
 };
 
 // A lock held by one service session (connection): PostgreSQL pg_advisory_lock, MariaDB GET_LOCK.

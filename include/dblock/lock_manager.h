@@ -83,7 +83,13 @@ class LockManager {
   std::vector<LeaseInfo> list();
   std::optional<LeaseInfo> inspect(std::string_view name);
   // Admin: evicts whoever holds `name` and bumps its fence. Returns false if nothing was held.
+  // Services with an audit log (every SQL service) record the eviction in the same transaction:
+  // when, by this manager's holder string and database account, whom, and the fences.
   bool force_release(std::string_view name);
+  // The recorded force-releases, newest first, at most `limit`: of every name, or of `name`.
+  // Throws UnsupportedError where the service keeps no record.
+  std::vector<ForceReleaseRecord> force_release_history(std::optional<std::string_view> name = std::nullopt,
+                                                        std::size_t limit = 100);
   // Runs reaper passes until no expired row is left (or `max_rows` were deleted); returns the
   // count. 0 where the backend keeps nothing to reap.
   std::size_t reap(std::size_t max_rows = static_cast<std::size_t>(-1));

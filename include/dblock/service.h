@@ -35,6 +35,7 @@ class WakeEvents;
 class NativeWait;
 class HolderProbe;
 class Maintenance;
+class AuditLog;
 class SessionLocks;
 class SqlFeatures;
 
@@ -60,6 +61,19 @@ struct LeaseInfo {
   std::int64_t expires_in_us = 0;     // expires_at_us minus the service's "now" when listed
   std::int64_t renewals = 0;
   int holders = 1;                    // number of readers for shared leases
+};
+
+// One force-release as the service recorded it (LockManager::force_release_history). Times are on
+// the service's clock.
+struct ForceReleaseRecord {
+  std::string name;
+  std::int64_t at_us = 0;       // service clock, microseconds since the Unix epoch
+  std::string by;               // the holder string of the manager that forced it (its own claim)
+  std::string by_account;       // the database account it was connected as ("" where none)
+  std::string evicted;          // the evicted holder; shared: the readers' holders joined by ','
+  LockMode mode = LockMode::kExclusive;
+  std::int64_t old_fence = 0;   // the evicted lease's fence (shared: the newest reader's)
+  std::int64_t new_fence = 0;   // the name's fence after the eviction
 };
 
 // How a service's fencing tokens behave.
@@ -143,8 +157,10 @@ class LeaseService {
   // release(), on the engine's renewal thread. Must not block for long.
   virtual void lease_lost(const LeaseKey& lease) noexcept = 0;
   // Admin eviction: frees the name whoever holds it and bumps its fence, so the evicted holder's
-  // renewals and guarded writes fail. Returns false if nothing was held.
-  virtual bool force_release(std::string_view name) = 0;
+  // renewals and guarded writes fail. `by` is the forcing manager's holder string; a service with
+  // an AuditLog records the eviction with it, atomically with the eviction. Returns false if
+  // nothing was held (and records nothing).
+  virtual bool force_release(std::string_view name, std::string_view by) = 0;
   // Live leases (all, or the one name). Expired ones not yet reaped are not shown.
   virtual std::vector<LeaseInfo> list(std::optional<std::string_view> name) = 0;
 
@@ -155,6 +171,7 @@ class LeaseService {
   virtual NativeWait* native_wait() noexcept { return nullptr; }
   virtual HolderProbe* holder_probe() noexcept { return nullptr; }
   virtual Maintenance* maintenance() noexcept { return nullptr; }
+  virtual AuditLog* audit_log() noexcept { return nullptr; }
   virtual SessionLocks* session_locks() noexcept { return nullptr; }
   virtual SqlFeatures* sql_features() noexcept { return nullptr; }
 };

@@ -1,4 +1,7 @@
 // list, inspect, release, migrate, reap, version.
+#include <pwd.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -6,6 +9,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "dblock/errors.h"
 #include "dblock/lock_manager.h"
 #include "dblock/open.h"
 #include "exit_codes.h"
@@ -15,20 +19,39 @@
 namespace dblock::cli {
 namespace {
 
+constexpr std::size_t kHistoryRows = 100;       // list --history
+constexpr std::size_t kInspectHistoryRows = 5;  // inspect NAME
+
 void print(const std::string& text) {
   std::fwrite(text.data(), 1, text.size(), stdout);
+}
+
+// "user@host:pid" of this process, printable ASCII only: what a force-release records as its
+// author (the database account is recorded beside it by the server).
+std::string admin_holder() {
+  const passwd* pw = getpwuid(geteuid());
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) std::snprintf(host, sizeof(host), "unknown");
+  std::string out = (pw != nullptr && pw->pw_name != nullptr ? std::string(pw->pw_name) : std::to_string(geteuid())) +
+                    "@" + host + ":" + std::to_string(getpid());
+  for (char& c : out) {
+    if (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F) c = '?';
+  }
+  return out.substr(0, 200);
 }
 
 // Administrative commands need no reaper thread of their own.
 ManagerOptions admin_options() {
   ManagerOptions options;
   options.reaper = false;
+  options.holder = admin_holder();
   return options;
 }
 
-// Parses the arguments of a command that takes only --url, --help and (optionally) --json.
-// Returns false if --help was given (help already printed).
-bool parse_simple(const char* command, GlobalOptions& global, std::vector<std::string> args, bool* json) {
+// Parses the arguments of a command that takes only --url, --help and (when the pointer is given)
+// --json and --history. Returns false if --help was given (help already printed).
+bool parse_simple(const char* command, GlobalOptions& global, std::vector<std::string> args, bool* json,
+                  bool* history = nullptr) {
   ArgCursor cur(std::move(args), command);
   while (!cur.done()) {
     if (cur.flag("--help", "-h")) {
@@ -41,6 +64,10 @@ bool parse_simple(const char* command, GlobalOptions& global, std::vector<std::s
       *json = true;
       continue;
     }
+    if (history != nullptr && cur.flag("--history")) {
+      *history = true;
+      continue;
+    }
     cur.unexpected();
   }
   return true;
@@ -50,14 +77,40 @@ bool parse_simple(const char* command, GlobalOptions& global, std::vector<std::s
 
 int list_command(GlobalOptions global, std::vector<std::string> args) {
   bool json = false;
-  if (!parse_simple("list", global, std::move(args), &json)) {
+  bool history = false;
+  if (!parse_simple("list", global, std::move(args), &json, &history)) {
     return kExitOk;
   }
   auto manager = open_manager(resolve_url(global), admin_options());
+  if (history) {
+    const std::vector<ForceReleaseRecord> records = manager->force_release_history(std::nullopt, kHistoryRows);
+    print(json ? force_releases_json(records) : force_releases_table(records));
+    return kExitOk;
+  }
   std::vector<LeaseInfo> infos = manager->list();
   print(json ? leases_json(infos) : leases_table(infos));
   return kExitOk;
 }
+
+namespace {
+
+// The last force-releases of `name` as text lines; a line saying why when they cannot be read
+// (a role without SELECT on the history, a service that keeps none).
+std::string recent_force_releases(LockManager& manager, const std::string& name) {
+  try {
+    std::string out;
+    for (const ForceReleaseRecord& r : manager.force_release_history(name, kInspectHistoryRows)) {
+      out += force_release_text(r);
+    }
+    return out;
+  } catch (const UnsupportedError&) {
+    return "";
+  } catch (const PermissionError& e) {
+    return "force-releases: not readable (" + terminal_text(e.what()) + ")\n";
+  }
+}
+
+}  // namespace
 
 // Parses "[--url URL] [FLAG] [--] NAME" for `command`, setting *flag when FLAG was given; when
 // `missing_flag_error` is set, FLAG is mandatory and its absence is that usage error. Returns false
@@ -103,16 +156,12 @@ int inspect_command(GlobalOptions global, std::vector<std::string> args) {
   validate_lock_name(name);
   auto manager = open_manager(resolve_url(global), admin_options());
   std::optional<LeaseInfo> info = manager->inspect(name);
-  if (!info) {
-    if (json) {
-      print("null\n");
-    } else {
-      print(terminal_text(name) + ": not held\n");
-    }
-    return kExitError;
+  if (json) {
+    print(info ? lease_json(*info) + "\n" : "null\n");
+  } else {
+    print((info ? lease_text(*info) : terminal_text(name) + ": not held\n") + recent_force_releases(*manager, name));
   }
-  print(json ? lease_json(*info) + "\n" : lease_text(*info));
-  return kExitOk;
+  return info ? kExitOk : kExitError;
 }
 
 int release_command(GlobalOptions global, std::vector<std::string> args) {

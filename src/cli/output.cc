@@ -175,45 +175,85 @@ std::string lease_json(const LeaseInfo& info) {
   return out;
 }
 
-std::string leases_json(const std::vector<LeaseInfo>& infos) {
-  if (infos.empty()) {
-    return "[]\n";
-  }
+namespace {
+
+// A JSON array of `items` rendered by `one`, one per line, with a trailing newline.
+template <typename T, typename F>
+std::string json_array(const std::vector<T>& items, F one) {
+  if (items.empty()) return "[]\n";
   std::string out = "[\n";
-  for (std::size_t i = 0; i < infos.size(); ++i) {
-    out += "  " + lease_json(infos[i]);
-    out += i + 1 < infos.size() ? ",\n" : "\n";
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    out += "  " + one(items[i]);
+    out += i + 1 < items.size() ? ",\n" : "\n";
   }
-  out += "]\n";
+  return out + "]\n";
+}
+
+// `rows` (the first one the header) as left-aligned columns two spaces apart.
+template <std::size_t N>
+std::string aligned(const std::vector<std::array<std::string, N>>& rows) {
+  std::array<std::size_t, N> width{};
+  for (const auto& row : rows) {
+    for (std::size_t c = 0; c < N; ++c) width[c] = std::max(width[c], display_width(row[c]));
+  }
+  std::string out;
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t c = 0; c < N; ++c) {
+      line += row[c];
+      if (c + 1 < N) line.append(width[c] - display_width(row[c]) + 2, ' ');
+    }
+    out += line + "\n";
+  }
   return out;
 }
 
+}  // namespace
+
+std::string leases_json(const std::vector<LeaseInfo>& infos) { return json_array(infos, lease_json); }
+
 std::string leases_table(const std::vector<LeaseInfo>& infos) {
-  using Row = std::array<std::string, 6>;
-  std::vector<Row> rows;
+  std::vector<std::array<std::string, 6>> rows;
   rows.push_back({"NAME", "MODE", "HOLDER", "FENCE", "EXPIRES_IN", "HOLDERS"});
   for (const LeaseInfo& info : infos) {
     rows.push_back({terminal_text(info.name), mode_name(info.mode), terminal_text(info.holder), std::to_string(info.fence),
                     expires_in_text(info), std::to_string(info.holders)});
   }
-  std::array<std::size_t, 6> width{};
-  for (const Row& row : rows) {
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      width[c] = std::max(width[c], display_width(row[c]));
-    }
+  return aligned(rows);
+}
+
+std::string force_release_json(const ForceReleaseRecord& record) {
+  std::string out = "{\"name\":" + json_string(record.name);
+  out += ",\"at_us\":" + std::to_string(record.at_us);
+  out += ",\"by\":" + json_string(record.by);
+  out += ",\"by_account\":" + json_string(record.by_account);
+  out += ",\"evicted\":" + json_string(record.evicted);
+  out += ",\"mode\":" + json_string(mode_name(record.mode));
+  out += ",\"old_fence\":" + std::to_string(record.old_fence);
+  out += ",\"new_fence\":" + std::to_string(record.new_fence);
+  return out + "}";
+}
+
+std::string force_releases_json(const std::vector<ForceReleaseRecord>& records) {
+  return json_array(records, force_release_json);
+}
+
+std::string force_releases_table(const std::vector<ForceReleaseRecord>& records) {
+  std::vector<std::array<std::string, 6>> rows;
+  rows.push_back({"AT", "NAME", "BY", "EVICTED", "MODE", "FENCE"});
+  for (const ForceReleaseRecord& r : records) {
+    const std::string by = r.by_account.empty() ? r.by : r.by + " (" + r.by_account + ")";
+    rows.push_back({iso_utc(r.at_us), terminal_text(r.name), terminal_text(by), terminal_text(r.evicted),
+                    mode_name(r.mode), std::to_string(r.old_fence) + "->" + std::to_string(r.new_fence)});
   }
-  std::string out;
-  for (const Row& row : rows) {
-    std::string line;
-    for (std::size_t c = 0; c < row.size(); ++c) {
-      line += row[c];
-      if (c + 1 < row.size()) {
-        line.append(width[c] - display_width(row[c]) + 2, ' ');
-      }
-    }
-    out += line + "\n";
-  }
-  return out;
+  return aligned(rows);
+}
+
+std::string force_release_text(const ForceReleaseRecord& r) {
+  std::string by = terminal_text(r.by);
+  if (!r.by_account.empty()) by += " (account " + terminal_text(r.by_account) + ")";
+  return "force-released: " + iso_utc(r.at_us) + " by " + by + ", evicted " + terminal_text(r.evicted) + " (" +
+         mode_name(r.mode) + ", fence " + std::to_string(r.old_fence) + " -> " + std::to_string(r.new_fence) + ")\n";
 }
 
 std::string lease_text(const LeaseInfo& info) {

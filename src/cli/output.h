@@ -1,4 +1,5 @@
-// src/cli/output.h — rendering LeaseInfo for `list` and `inspect`: JSON and plain text.
+// src/cli/output.h — rendering LeaseInfo and force-release records for `list` and `inspect`:
+// JSON and plain text.
 //
 // Pure functions on values; thread-safe.
 #ifndef DBLOCK_CLI_OUTPUT_H_
@@ -33,6 +34,16 @@ std::string leases_json(const std::vector<LeaseInfo>& infos);
 std::string leases_table(const std::vector<LeaseInfo>& infos);
 // "key: value" lines describing one lease.
 std::string lease_text(const LeaseInfo& info);
+
+// One JSON object (single line): name, at_us (backend clock), by, by_account, evicted, mode,
+// old_fence, new_fence.
+std::string force_release_json(const ForceReleaseRecord& record);
+// A JSON array of force_release_json objects, one per line, with a trailing newline.
+std::string force_releases_json(const std::vector<ForceReleaseRecord>& records);
+// Aligned table with a header row: AT NAME BY EVICTED MODE FENCE (old->new).
+std::string force_releases_table(const std::vector<ForceReleaseRecord>& records);
+// One "force-released: <when> by <who>, evicted <whom> (<mode>, fence <old> -> <new>)" line.
+std::string force_release_text(const ForceReleaseRecord& record);
 
 }  // namespace dblock::cli
 

@@ -10,7 +10,7 @@ A distributed lock on the database you already have.
 
 Commands:
   run       hold a lock while a command runs:   dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]
-  list      show the live leases:               dblock list [--json]
+  list      show the live leases:               dblock list [--history] [--json]
   inspect   show one lock:                      dblock inspect NAME [--json]
   release   evict a holder (admin):             dblock release --force NAME
   migrate   create or upgrade the lock tables:  dblock migrate
@@ -93,24 +93,29 @@ Exit status:
   1    other backend error
 )";
 
-constexpr std::string_view kList = R"(Usage: dblock [--url URL] list [--json]
+constexpr std::string_view kList = R"(Usage: dblock [--url URL] list [--history] [--json]
 
 Shows every live lease: name, mode, holder, fence, time until expiry (backend clock), holders.
 Session locks (run --mode session) live in the database server's own lock table and are not shown.
 
 Options:
+  --history   show the last 100 force-releases instead, newest first: when (backend clock), by
+              whom (holder string and database account), whom they evicted, mode, fence before
+              and after
   --json      print a JSON array of objects with the fields name, mode, holder, fence,
               acquired_at_us, expires_at_us, expires_in_us, renewals, holders
-              (times in microseconds on the backend's clock)
+              (times in microseconds on the backend's clock); with --history: name, at_us, by,
+              by_account, evicted, mode, old_fence, new_fence
   -h, --help  show this help
 
-Exit status: 0; 64 usage error; 69 backend unreachable; 78 schema problem; 1 other error.
+Exit status: 0; 64 usage error; 69 backend unreachable; 77 permission denied; 78 schema problem;
+1 other error.
 )";
 
 constexpr std::string_view kInspect = R"(Usage: dblock [--url URL] inspect NAME [--json]
 
-Shows the lease on NAME. If NAME is not held, prints "NAME: not held" (with --json: null) and
-exits 1.
+Shows the lease on NAME and the last 5 force-releases of NAME. If NAME is not held, prints
+"NAME: not held" (with --json: null, and no force-releases) and exits 1.
 
 Options:
   --json      print one JSON object (fields as for `dblock list --json`), or null
@@ -123,7 +128,9 @@ Exit status: 0 held; 1 not held (or other error); 64 usage error; 69 backend unr
 constexpr std::string_view kRelease = R"(Usage: dblock [--url URL] release --force NAME
 
 Administrative eviction: frees NAME whoever holds it and bumps its fencing token, so the evicted
-holder's renewals and guarded writes fail (a `dblock run` holding it sees its lease lost).
+holder's renewals and guarded writes fail (a `dblock run` holding it sees its lease lost). The
+eviction is recorded with it: when, by whom (user@host:pid of this command, and the database
+account), whom it evicted and the fences (`dblock inspect NAME`, `dblock list --history`).
 --force is required, as a reminder that the holder is not asked. Prints whether a lease was
 evicted; exits 0 either way.
 

@@ -63,7 +63,15 @@ std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
 
 bool LockManager::force_release(std::string_view name) {
   validate_lock_name(name);
-  return core_->service().force_release(name);
+  return core_->service().force_release(name, core_->holder());
+}
+
+std::vector<ForceReleaseRecord> LockManager::force_release_history(std::optional<std::string_view> name,
+                                                                   std::size_t limit) {
+  if (name) validate_lock_name(*name);
+  AuditLog* log = core_->service().audit_log();
+  if (log == nullptr) unsupported(core_->service(), "a record of force-releases");
+  return log->force_releases(name, limit);
 }
 
 std::size_t LockManager::reap(std::size_t max_rows) {

@@ -63,6 +63,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
 
   LeaseService& service() { return *service_; }
   const ManagerOptions& options() const { return options_; }
+  // The holder string this manager records (ManagerOptions::holder or the default).
+  const std::string& holder() const { return holder_; }
 
  private:
   friend class Acquirer;

@@ -44,4 +44,17 @@ LeaseInfo lease_info(const Row& row) {
   return info;
 }
 
+ForceReleaseRecord force_release_record(const Row& row) {
+  ForceReleaseRecord record;
+  record.name = as_string(row.at(0));
+  record.at_us = as_int(row.at(1));
+  record.by = as_string(row.at(2));
+  record.by_account = as_string(row.at(3));
+  record.evicted = as_string(row.at(4));
+  record.mode = as_string(row.at(5)) == "shared" ? LockMode::kShared : LockMode::kExclusive;
+  record.old_fence = as_int(row.at(6));
+  record.new_fence = as_int(row.at(7));
+  return record;
+}
+
 }  // namespace dblock::sql

@@ -32,6 +32,10 @@ std::chrono::milliseconds remaining_ms(std::int64_t us);
 // expires_at_us, expires_in_us, renewals, live readers, readers' holders.
 LeaseInfo lease_info(const Row& row);
 
+// One row of every dialect's force-release history statement: name, at_us, by_holder, by_account,
+// holder, mode, old_fence, new_fence.
+ForceReleaseRecord force_release_record(const Row& row);
+
 }  // namespace dblock::sql
 
 #endif  // DBLOCK_SRC_SQL_ROWS_H_

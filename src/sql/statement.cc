@@ -25,7 +25,8 @@ Placeholders lease_tables(const std::string& prefix, std::string (*quote)(std::s
   p.set('L', quote(prefix + "leases"))
       .set('R', quote(prefix + "readers"))
       .set('W', quote(prefix + "waiters"))
-      .set('V', quote(prefix + "schema_version"));
+      .set('V', quote(prefix + "schema_version"))
+      .set('H', quote(prefix + "force_releases"));
   return p;
 }
 

@@ -35,7 +35,8 @@ class Placeholders {
 };
 
 // The tables of every SQL service, named by `prefix` and quoted by `quote`: {L} leases,
-// {R} readers, {W} waiters, {V} schema_version. A dialect adds its own letters. REQUIRES: prefix
+// {R} readers, {W} waiters, {V} schema_version, {H} force_releases (the history of evictions). A
+// dialect adds its own letters. REQUIRES: prefix
 // validated.
 Placeholders lease_tables(const std::string& prefix, std::string (*quote)(std::string_view));
 

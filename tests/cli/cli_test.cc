@@ -56,6 +56,7 @@ constexpr int kUsage = 64;
 constexpr int kUnavailable = 69;
 constexpr int kLeaseLost = 70;
 constexpr int kNotAcquired = 75;
+constexpr int kPermission = 77;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -942,10 +943,27 @@ TEST_CASE("list shows a running holder; release --force evicts it and the run ex
   REQUIRE(next_fence.size() == 1);
   CHECK(next_fence[0] > fence[0]);
 
-  // inspect of a free name: exit 1, "not held" / null.
+  // The eviction was recorded: by this user's command, the evicted holder, the fences.
+  Result history = cli.run({"list", "--history", "--json"});
+  INFO(history);
+  REQUIRE(history.code == 0);
+  std::optional<std::string> record = list_entry(history.out, "job");
+  REQUIRE(record.has_value());
+  CHECK(json_int(*record, "old_fence") == fence[0]);
+  CHECK(json_int(*record, "new_fence").value_or(0) > fence[0]);
+  CHECK(json_int(*record, "new_fence").value_or(0) < next_fence[0]);
+  CHECK(json_str(*record, "by").value_or("").find('@') != std::string::npos);
+  CHECK(json_str(*record, "evicted") == json_str(*entry, "holder"));
+  CHECK(json_str(*record, "mode") == "exclusive");
+  Result history_table = cli.run({"list", "--history"});
+  CHECK(history_table.out.rfind("AT", 0) == 0);
+  CHECK(history_table.out.find(std::to_string(fence[0]) + "->") != std::string::npos);
+
+  // inspect of a free name: exit 1, "not held" / null; the text shows its last force-release.
   Result free_text = cli.run({"inspect", "job"});
   CHECK(free_text.code == 1);
-  CHECK(free_text.out == "job: not held\n");
+  CHECK(free_text.out.rfind("job: not held\nforce-released: ", 0) == 0);
+  CHECK(free_text.out.find("fence " + std::to_string(fence[0]) + " -> ") != std::string::npos);
   Result free_json = cli.run({"inspect", "job", "--json"});
   CHECK(free_json.code == 1);
   CHECK(free_json.out == "null\n");
@@ -1350,6 +1368,27 @@ TEST_CASE("PostgreSQL leases through the CLI: fences increase / release --force 
   INFO("holder stderr: " << holder->err());
   REQUIRE(code.has_value());
   CHECK(*code == kLeaseLost);
+}
+
+TEST_CASE("PostgreSQL: a role that may connect but not use the tables exits 77", "[.][postgresql][cli]") {
+  Cli cli(/*migrate=*/true, postgresql_url());
+  const std::string role = "dblock_cli_noperm_" + std::to_string(::getpid());
+  Result created = cli.exec({"psql", cli.url(), "-Atc", "DROP ROLE IF EXISTS " + role + "; CREATE ROLE " + role + " LOGIN"});
+  INFO(created);
+  REQUIRE(created.code == 0);
+  std::string url = cli.url();
+  const std::size_t at = url.find('@');
+  REQUIRE(at != std::string::npos);
+  url = "postgresql://" + role + url.substr(at);
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--url", url, "list"},
+                                               {"--url", url, "run", "--key", "k", "--wait", "0", "--", "true"},
+                                               {"--url", url, "release", "--force", "k"}}) {
+    Result r = cli.exec(cli.argv(args, /*with_url=*/false));
+    INFO(r);
+    CHECK(r.code == kPermission);
+    CHECK(r.err.find("permission denied") != std::string::npos);
+  }
+  cli.exec({"psql", cli.url(), "-Atc", "DROP ROLE " + role});
 }
 
 TEST_CASE("PostgreSQL: COMMAND inherits no descriptor of dblock's (lease and session)", "[.][postgresql][cli]") {

@@ -472,6 +472,59 @@ TEST_CASE("force-release by an admin bumps the fence and the holder learns it lo
   CHECK(next->fence() > lease->fence() + 1);  // the eviction itself consumed a fence
 }
 
+TEST_CASE("a force-release is recorded: when, by whom, whom it evicted, the fences", "[lease][conformance][audit]") {
+  const std::string prefix = unique_prefix();
+  auto as = [&](const char* holder) {
+    ManagerOptions options;
+    options.holder = holder;
+    return open_manager(options, prefix);
+  };
+  auto worker = as("worker-1");
+  auto admin = as("ops@console");
+  auto lease = worker->try_acquire("audited");
+  REQUIRE(lease);
+  CHECK(admin->force_release_history("audited").empty());
+  REQUIRE(admin->force_release("audited"));
+  CHECK_FALSE(admin->force_release("audited"));  // nothing held: nothing recorded
+
+  auto history = admin->force_release_history("audited");
+  REQUIRE(history.size() == 1);
+  const ForceReleaseRecord& r = history[0];
+  CHECK(r.name == "audited");
+  CHECK(r.by == "ops@console");
+  CHECK(r.by_account.empty() == !context().accounts);
+  CHECK(r.evicted == "worker-1");
+  CHECK(r.mode == LockMode::kExclusive);
+  CHECK(r.old_fence == lease->fence());
+  CHECK(r.new_fence > r.old_fence);
+  // On the service's clock, between the evicted lease's acquisition and the next one's.
+  auto next = worker->try_acquire("audited");
+  REQUIRE(next);
+  CHECK(next->fence() > r.new_fence);
+  const auto info = worker->inspect("audited");
+  REQUIRE(info);
+  CHECK(r.at_us <= info->acquired_at_us);
+  CHECK(r.at_us > info->acquired_at_us - 60'000'000);
+
+  if (context().shared_leases) {
+    auto other = as("reader-2");
+    AcquireOptions shared;
+    shared.mode = LockMode::kShared;
+    auto r1 = worker->try_acquire("shared-audited", shared);
+    auto r2 = other->try_acquire("shared-audited", shared);
+    REQUIRE(r1);
+    REQUIRE(r2);
+    REQUIRE(admin->force_release("shared-audited"));
+    const auto all = admin->force_release_history();
+    REQUIRE(all.size() == 2);
+    CHECK(all[0].name == "shared-audited");  // newest first
+    CHECK(all[0].mode == LockMode::kShared);
+    CHECK(all[0].evicted == "reader-2,worker-1");
+    CHECK(all[1].name == "audited");
+    CHECK(admin->force_release_history(std::nullopt, 1).size() == 1);
+  }
+}
+
 // ---- 6. owner-only release -------------------------------------------------------------------
 
 TEST_CASE("release by a non-owner changes nothing; double release is harmless", "[lease][conformance]") {

@@ -17,6 +17,7 @@ struct Context {
   std::string url;            // where every test connects; tests isolate themselves by table prefix
   bool shared_leases = true;
   bool guard = true;
+  bool accounts = true;  // the service records the database account of a force-release
   // Statement the guard test runs inside run_guarded to create/insert into its own table;
   // "{T}" is replaced by the table name.
   std::string guard_create = "CREATE TABLE IF NOT EXISTS {T} (id INTEGER PRIMARY KEY, fence INTEGER)";

@@ -217,14 +217,14 @@ TEST_CASE("mysql: migrations reproduce schema/mysql.sql", "[mysql][schema]") {
   // Nothing else was created.
   CHECK(scalar(*c, "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE "
                    "CONCAT(?, '%')",
-               {migrated}) == 5);
+               {migrated}) == 6);  // four tables, the fence sequence, force_releases
 }
 
 TEST_CASE("mysql: a second migration is a no-op; a newer schema is refused", "[mysql][schema]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   int version = manager->schema_version();
-  CHECK(version == 4);
+  CHECK(version == 5);
   manager->migrate();
   CHECK(manager->schema_version() == version);
   auto c = raw();
@@ -290,7 +290,7 @@ TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continue
            " UTC_TIMESTAMP(6) + INTERVAL 1 HOUR)");
 
   auto manager = open_manager({}, prefix);
-  CHECK(manager->schema_version() == 4);
+  CHECK(manager->schema_version() >= 4);
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
   auto lease = manager->try_acquire("new");
   REQUIRE(lease);
@@ -356,9 +356,12 @@ TEST_CASE("mysql: a read-only monitoring account lists leases with the documente
   const std::string db = test_url().path;
   // The sequence too: an open checks that it exists, and information_schema shows an account only
   // what it holds a privilege on. SELECT reads a sequence; only INSERT (NEXTVAL) advances it.
-  for (const char* table : {"leases", "readers", "schema_version", "fence"}) {
+  for (const char* table : {"leases", "readers", "schema_version", "fence", "force_releases"}) {
     exec(*c, "GRANT SELECT ON `" + db + "`.`" + prefix + table + "` TO " + account);
   }
+  REQUIRE(owner->force_release("watched"));
+  lease = owner->try_acquire("watched");
+  REQUIRE(lease);
   {
     ManagerOptions monitor;
     monitor.reaper = false;  // a monitor deletes nothing
@@ -367,7 +370,9 @@ TEST_CASE("mysql: a read-only monitoring account lists leases with the documente
     REQUIRE(leases.size() == 1);
     CHECK(leases[0].fence == lease->fence());
     CHECK(manager->inspect("watched"));
+    CHECK(manager->force_release_history("watched").size() == 1);
     CHECK_THROWS_AS(manager->try_acquire("not-for-monitors"), PermissionError);
+    CHECK_THROWS_AS(manager->force_release("watched"), PermissionError);
   }
   exec(*c, "DROP USER " + account);
 }
@@ -399,6 +404,7 @@ TEST_CASE("mysql: the documented run-time grants suffice; NEXTVAL needs SELECT a
   CHECK_THROWS_AS(open_with(url_as(user, "rt-pw"), {}, prefix), PermissionError);
   // The README's grant: SELECT and INSERT on the sequence (NEXTVAL).
   exec(*c, "GRANT SELECT, INSERT ON `" + db + "`.`" + prefix + "fence` TO " + account);
+  exec(*c, "GRANT INSERT ON `" + db + "`.`" + prefix + "force_releases` TO " + account);  // force-release only
   {
     auto manager = open_with(url_as(user, "rt-pw"), app, prefix);
     auto lease = manager->try_acquire("grants");

@@ -34,6 +34,20 @@ TEST_CASE("core: try_acquire takes a free name once; fences grow across holders"
   CHECK(second->release() == ReleaseResult::kAlreadyLost);
 }
 
+TEST_CASE("core: a force-release names the manager that forced it; no audit log, no history", "[unit][core]") {
+  Rig rig;
+  ManagerOptions admin;
+  admin.holder = "ops@console";
+  MemoryService* service = nullptr;
+  auto a = rig.open();
+  auto b = rig.open({}, admin, &service);
+  auto held = a->try_acquire("k");
+  REQUIRE(held);
+  CHECK(b->force_release("k"));
+  CHECK(service->forced_by() == std::vector<std::string>{"ops@console"});
+  CHECK_THROWS_AS(b->force_release_history(), UnsupportedError);
+}
+
 TEST_CASE("core: ManagerOptions::holder is validated like a lock name", "[unit][core]") {
   Rig rig;
   for (const std::string& bad : {std::string("evil\x1b[31m"), std::string("two\nlines"), std::string("\xff\xfe"),

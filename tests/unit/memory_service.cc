@@ -227,7 +227,11 @@ void MemoryService::lease_lost(const LeaseKey& lease) noexcept {
   lost_.push_back(LostRecord{std::string(lease.name), lease.secret->hex(), lease.tag});
 }
 
-bool MemoryService::force_release(std::string_view name) {
+bool MemoryService::force_release(std::string_view name, std::string_view by) {
+  {
+    std::lock_guard<std::mutex> record(record_mutex_);
+    forced_by_.emplace_back(by);
+  }
   std::lock_guard<std::mutex> lock(store_->mutex);
   const auto now = MemoryClock::now();
   auto it = store_->locks.find(std::string(name));
@@ -357,6 +361,11 @@ std::optional<LeaseGrant> MemoryService::confirm_grant(std::string_view name, co
 std::vector<MemoryService::LostRecord> MemoryService::lost_leases() const {
   std::lock_guard<std::mutex> record(record_mutex_);
   return lost_;
+}
+
+std::vector<std::string> MemoryService::forced_by() const {
+  std::lock_guard<std::mutex> record(record_mutex_);
+  return forced_by_;
 }
 
 std::vector<std::uint32_t> MemoryService::released_tags() const {

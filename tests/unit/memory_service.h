@@ -112,6 +112,8 @@ class MemoryService final : public LeaseService,
   int calls(Op op) const { return calls_[static_cast<int>(op)].load(); }
   std::vector<LostRecord> lost_leases() const;  // lease_lost() calls
   std::vector<std::uint32_t> released_tags() const;
+  // The `by` of every force_release call, in order.
+  std::vector<std::string> forced_by() const;
   int subscribed() const { return subscribed_.load(); }
   std::size_t queued(const std::string& name) const;
 
@@ -122,7 +124,7 @@ class MemoryService final : public LeaseService,
   RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
   bool release(const LeaseKey& lease) override;
   void lease_lost(const LeaseKey& lease) noexcept override;
-  bool force_release(std::string_view name) override;
+  bool force_release(std::string_view name, std::string_view by) override;
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
   FairQueue* fair_queue() noexcept override { return config_.fair_queue ? this : nullptr; }
   WakeEvents* wake_events() noexcept override { return config_.wake_events ? this : nullptr; }
@@ -192,6 +194,7 @@ class MemoryService final : public LeaseService,
   mutable std::mutex record_mutex_;
   std::vector<LostRecord> lost_;          // GUARDED_BY(record_mutex_)
   std::vector<std::uint32_t> released_;   // GUARDED_BY(record_mutex_)
+  std::vector<std::string> forced_by_;    // GUARDED_BY(record_mutex_)
 
   std::mutex dispatch_mutex_;  // held while the listener runs
   std::mutex events_mutex_;

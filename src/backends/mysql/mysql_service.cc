@@ -194,10 +194,23 @@ void MysqlService::lease_lost(const LeaseKey& lease) noexcept {
   }
 }
 
-bool MysqlService::force_release(std::string_view name) {
+bool MysqlService::force_release(std::string_view name, std::string_view by) {
   check_name(name);
   return context_.connections().idempotent([&](Connection& c) {
-    return as_int(context_.query(c, sql::kForceRelease, {{"name", std::string(name)}}).at(0).at(0)) > 0;
+    const Rows rows = context_.query(c, sql::kForceRelease, {{"name", std::string(name)}, {"by", std::string(by)}});
+    return as_int(rows.at(0).at(0)) > 0;
+  });
+}
+
+std::vector<ForceReleaseRecord> MysqlService::force_releases(std::optional<std::string_view> name, std::size_t limit) {
+  if (name) check_name(*name);
+  return context_.connections().idempotent([&](Connection& c) {
+    const Rows rows = context_.query(c, sql::kForceReleaseHistory,
+                                     {{"name", std::string(name.value_or(""))},
+                                      {"limit", static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000))}});
+    std::vector<ForceReleaseRecord> out;
+    for (const Row& row : rows) out.push_back(dblock::sql::force_release_record(row));
+    return out;
   });
 }
 

@@ -22,7 +22,8 @@ class MysqlService final : public LeaseService,
                            public FairQueue,
                            public NativeWait,
                            public HolderProbe,
-                           public Maintenance {
+                           public Maintenance,
+                           public AuditLog {
  public:
   explicit MysqlService(Options options);
 
@@ -34,7 +35,7 @@ class MysqlService final : public LeaseService,
   // The row expires on the server's clock within the drift margin of the engine's safe-until;
   // the beacon that advertises the lease to waiters goes now.
   void lease_lost(const LeaseKey& lease) noexcept override;
-  bool force_release(std::string_view name) override;
+  bool force_release(std::string_view name, std::string_view by) override;
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
   FairQueue* fair_queue() noexcept override { return this; }
@@ -42,6 +43,7 @@ class MysqlService final : public LeaseService,
   NativeWait* native_wait() noexcept override { return context_.options().beacon ? this : nullptr; }
   HolderProbe* holder_probe() noexcept override { return this; }
   Maintenance* maintenance() noexcept override { return this; }
+  AuditLog* audit_log() noexcept override { return this; }
   SessionLocks* session_locks() noexcept override { return &session_locks_; }
   SqlFeatures* sql_features() noexcept override { return &sql_features_; }
 
@@ -57,6 +59,8 @@ class MysqlService final : public LeaseService,
   void migrate(bool create) override;
   int schema_version() override;
   std::size_t reap(std::size_t batch) override;
+
+  std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
  private:
   // One attempt, joining or refreshing the queue when `queue` and refused.

@@ -395,20 +395,44 @@ inline constexpr Statement kReleaseReader{"release_reader",
     " END"};
 
 // Admin eviction: frees the name, gives its row a new fence (so the evicted holder's guarded
-// writes and renewals fail) and drops its readers. Result: rows evicted (0 or 1). :name.
+// writes and renewals fail), drops its readers and records the eviction in {H} in the same
+// transaction: the holder it evicted (shared: the live readers'), the mode, the fence before and
+// after, :by (the forcing manager's holder string) and the account. Result: rows evicted (0 or 1).
 inline constexpr Statement kForceRelease{"force_release",
     "BEGIN NOT ATOMIC"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
+    " DECLARE v_mode VARCHAR(16);"
+    " DECLARE v_holder TEXT;"
+    " DECLARE v_old BIGINT;"
+    " DECLARE v_new BIGINT;"
     " DECLARE v_evicted INT DEFAULT 0;"
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;"
     " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
     " START TRANSACTION;"
-    " UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED ", fence = NEXTVAL({F})"
-    "  WHERE name = v_name AND expires_at > v_now;"
-    " SET v_evicted = ROW_COUNT();"
-    " IF v_evicted > 0 THEN DELETE FROM {R} WHERE name = v_name; COMMIT; ELSE ROLLBACK; END IF;"
+    " SELECT mode, fence, holder INTO v_mode, v_old, v_holder FROM {L}"
+    "  WHERE name = v_name AND expires_at > v_now FOR UPDATE;"
+    " IF v_mode IS NOT NULL THEN"
+    "  IF v_mode = 'shared' THEN"
+    "   SET v_holder = (SELECT GROUP_CONCAT(holder ORDER BY holder SEPARATOR ',') FROM {R}"
+    "    WHERE name = v_name AND expires_at > v_now);"
+    "  END IF;"
+    "  SET v_new = NEXTVAL({F});"
+    "  UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = " DBLOCK_MY_EXPIRED ", fence = v_new"
+    "   WHERE name = v_name;"
+    "  DELETE FROM {R} WHERE name = v_name;"
+    "  INSERT INTO {H} (at, name, by_holder, by_account, holder, mode, old_fence, new_fence)"
+    "   VALUES (v_now, v_name, :by, CURRENT_USER(), v_holder, v_mode, v_old, v_new);"
+    "  SET v_evicted = 1;"
+    "  COMMIT;"
+    " ELSE ROLLBACK; END IF;"
     " SELECT v_evicted;"
     " END"};
+
+// Recorded force-releases, newest first. :name ("" for every name), :limit.
+inline constexpr Statement kForceReleaseHistory{"force_release_history",
+    "SELECT name, " DBLOCK_MY_US("at") ", by_holder, by_account, holder, mode, old_fence, new_fence FROM {H}"
+    " WHERE :name = '' OR name = :name ORDER BY id DESC LIMIT :limit"};
 
 // Live leases.
 #define DBLOCK_MY_LIST                                                                                       \
@@ -596,7 +620,7 @@ inline constexpr const char* kWaitBoundFormat =
 inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kRemaining, &kLeaveQueue,
     &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
-    &kForceRelease, &kListAll, &kListOne, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
+    &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
     &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
     &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
     &kRecordMigration, &kQueueStatus,

@@ -169,11 +169,27 @@ bool PostgresService::release(const LeaseKey& lease) {
   return outcome.value_or(false);
 }
 
-bool PostgresService::force_release(std::string_view name) {
+bool PostgresService::force_release(std::string_view name, std::string_view by) {
   return context_.connections().idempotent([&](Connection& c) {
     Params p;
-    p.add(name).add(listener_.channel());
+    p.add(name).add(listener_.channel()).add(by);
     return exec(c, sql::kForceRelease, p)[0][0].as<std::int64_t>() > 0;
+  });
+}
+
+std::vector<ForceReleaseRecord> PostgresService::force_releases(std::optional<std::string_view> name,
+                                                                std::size_t limit) {
+  return context_.connections().idempotent([&](Connection& c) {
+    Params p;
+    if (name) p.add(*name); else p.add_null();
+    p.add(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000)));
+    std::vector<ForceReleaseRecord> out;
+    for (const auto& r : exec(c, sql::kForceReleaseHistory, p)) {
+      dblock::sql::Row row;
+      for (const auto& f : r) row.push_back(to_value(f));
+      out.push_back(dblock::sql::force_release_record(row));
+    }
+    return out;
   });
 }
 

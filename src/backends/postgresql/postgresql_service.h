@@ -25,7 +25,7 @@
 
 namespace dblock::postgresql {
 
-class PostgresService final : public LeaseService, public FairQueue, public Maintenance {
+class PostgresService final : public LeaseService, public FairQueue, public Maintenance, public AuditLog {
  public:
   explicit PostgresService(Options options);
 
@@ -37,12 +37,13 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   // The row expires on the server's clock within the drift margin of the engine's safe-until:
   // nothing to drop early.
   void lease_lost(const LeaseKey&) noexcept override {}
-  bool force_release(std::string_view name) override;
+  bool force_release(std::string_view name, std::string_view by) override;
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
   FairQueue* fair_queue() noexcept override { return this; }
   WakeEvents* wake_events() noexcept override { return &listener_; }
   Maintenance* maintenance() noexcept override { return this; }
+  AuditLog* audit_log() noexcept override { return this; }
   SessionLocks* session_locks() noexcept override { return &session_locks_; }
   SqlFeatures* sql_features() noexcept override { return &sql_features_; }
 
@@ -53,6 +54,8 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   void migrate(bool create) override;
   int schema_version() override;
   std::size_t reap(std::size_t batch) override;
+
+  std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
  private:
   // One attempt, joining or refreshing the queue when `queue` and refused.

@@ -334,11 +334,24 @@ inline constexpr Statement kReleaseReader{"release_reader",
 
 // Admin eviction: frees the name and bumps its fence; drops its readers; wakes waiters.
 // $1 name, $2 channel.
+// The same statement records the eviction in {H} ($3: the forcing manager's holder string): the
+// holder it evicted (shared: the live readers'), the mode and the fence before and after.
 inline constexpr Statement kForceRelease{"force_release",
-    "WITH u AS (UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at = clock_timestamp(), fence = nextval({S})"
-    "  WHERE name = $1 AND expires_at > clock_timestamp() RETURNING name),"
-    " r AS (DELETE FROM {R} WHERE name = $1 AND EXISTS (SELECT 1 FROM u))"
+    "WITH old AS (SELECT l.name, l.mode, l.fence, CASE WHEN l.mode = 'exclusive' THEN l.holder ELSE"
+    "   (SELECT string_agg(r.holder, ',' ORDER BY r.holder) FROM {R} r"
+    "    WHERE r.name = $1 AND r.expires_at > clock_timestamp()) END AS holder"
+    "  FROM {L} l WHERE l.name = $1 AND l.expires_at > clock_timestamp() FOR UPDATE),"
+    " u AS (UPDATE {L} l SET owner_secret = NULL, holder = NULL, expires_at = clock_timestamp(), fence = nextval({S})"
+    "  FROM old WHERE l.name = old.name RETURNING l.name, l.fence),"
+    " r AS (DELETE FROM {R} WHERE name = $1 AND EXISTS (SELECT 1 FROM u)),"
+    " a AS (INSERT INTO {H} (name, by_holder, holder, mode, old_fence, new_fence)"
+    "  SELECT u.name, $3, old.holder, old.mode, old.fence, u.fence FROM u, old)"
     " SELECT count(*) FROM u, LATERAL (SELECT pg_notify($2, u.name)) n"};
+
+// Recorded force-releases, newest first. $1 name or NULL for all, $2 limit.
+inline constexpr Statement kForceReleaseHistory{"force_release_history",
+    "SELECT name, " DBLOCK_PG_US("at") ", by_holder, by_account, holder, mode, old_fence, new_fence FROM {H}"
+    " WHERE $1::text IS NULL OR name = $1 ORDER BY id DESC LIMIT $2::bigint"};
 
 // $1 name or NULL for all.
 inline constexpr Statement kList{"list",
@@ -467,7 +480,7 @@ inline constexpr Statement kShortIdleTimeout{"short_idle_timeout",
 inline constexpr const Statement* kPrepared[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kLeaveQueue,
     &kRenewExclusive, &kRenewReader, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
-    &kReleaseReader, &kForceRelease, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus, &kConfirmGrant,
+    &kReleaseReader, &kForceRelease, &kForceReleaseHistory, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus, &kConfirmGrant,
     &kTrySessionExclusive, &kTrySessionShared, &kWaitSessionExclusive, &kWaitSessionShared,
     &kUnlockSessionExclusive, &kUnlockSessionShared, &kVerifySession,
 };

@@ -104,12 +104,27 @@ inline constexpr Statement kShrinkSharedRow{"shrink_shared_row",
     " (SELECT max(expires_at_us) FROM {R} WHERE name = ?1 AND expires_at_us > {N}), 0)"
     " WHERE name = ?1 AND mode = 'shared'"};
 
-// Admin eviction: frees the row and bumps its fence. ?1 name.
+// Admin eviction, in one write transaction: read what is evicted, free the row with a new fence,
+// drop the readers, record it in {H}. ?1 name.
+// The live lease: mode, fence, holder (shared: the live readers' holders, sorted).
+inline constexpr Statement kForceReleaseTarget{"force_release_target",
+    "SELECT mode, fence, CASE WHEN mode = 'exclusive' THEN holder ELSE (SELECT group_concat(holder, ',') FROM"
+    " (SELECT holder FROM {R} WHERE name = ?1 AND expires_at_us > {N} ORDER BY holder)) END"
+    " FROM {L} WHERE name = ?1 AND expires_at_us > {N}"};
 inline constexpr Statement kForceRelease{"force_release",
     "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at_us = 0,"
     " fence = (SELECT value + 1 FROM {F} WHERE id = 1)"
-    " WHERE name = ?1 AND expires_at_us > {N}"};
+    " WHERE name = ?1 AND expires_at_us > {N} RETURNING fence"};
 inline constexpr Statement kForceReleaseReaders{"force_release_readers", "DELETE FROM {R} WHERE name = ?1"};
+// ?1 name, ?2 by (the forcing manager's holder string), ?3 evicted holder, ?4 mode, ?5 old fence,
+// ?6 new fence.
+inline constexpr Statement kRecordForceRelease{"record_force_release",
+    "INSERT INTO {H} (at_us, name, by_holder, holder, mode, old_fence, new_fence)"
+    " VALUES ({N}, ?1, ?2, ?3, ?4, ?5, ?6)"};
+// Recorded force-releases, newest first. ?1 name or NULL for all, ?2 limit.
+inline constexpr Statement kForceReleaseHistory{"force_release_history",
+    "SELECT name, at_us, by_holder, NULL, holder, mode, old_fence, new_fence FROM {H}"
+    " WHERE ?1 IS NULL OR name = ?1 ORDER BY id DESC LIMIT ?2"};
 
 // ?1 name or NULL for all.
 inline constexpr Statement kList{"list",
@@ -165,7 +180,8 @@ inline constexpr Statement kRollback{"rollback", "ROLLBACK"};
 inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireSharedRow, &kInsertReader, &kQueue, &kQueuePosition, &kLeaveQueue,
     &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseExpired,
-    &kReleaseReader, &kShrinkSharedRow, &kForceRelease, &kForceReleaseReaders, &kList, &kReapLeases,
+    &kReleaseReader, &kShrinkSharedRow, &kForceReleaseTarget, &kForceRelease, &kForceReleaseReaders, &kRecordForceRelease,
+    &kForceReleaseHistory, &kList, &kReapLeases,
     &kReapWaiters, &kReapReaders, &kGuardExclusive, &kGuardReader, &kSchemaVersionTableExists,
     &kSchemaVersion, &kRecordMigration,
 };

@@ -152,14 +152,48 @@ bool SqliteService::release(const LeaseKey& lease) {
   return held;
 }
 
-bool SqliteService::force_release(std::string_view name) {
+bool SqliteService::force_release(std::string_view name, std::string_view by) {
   auto c = borrow();
   WriteTxn tx(*c);
-  query(*c, sql::kForceRelease).bind(1, name).run();
-  const bool evicted = sqlite3_changes(c->db) > 0;
+  dblock::sql::Row evicted;  // mode, fence, holder
+  {
+    Query target = query(*c, sql::kForceReleaseTarget);
+    target.bind(1, name);
+    if (!target.step()) return false;  // nothing live: nothing to evict or record
+    for (int i = 0; i < 3; ++i) evicted.push_back(target.value(i));
+  }
+  std::int64_t new_fence = 0;
+  {
+    Query update = query(*c, sql::kForceRelease);
+    update.bind(1, name);
+    if (update.step()) new_fence = update.integer(0);
+  }
   query(*c, sql::kForceReleaseReaders).bind(1, name).run();
+  query(*c, sql::kRecordForceRelease)
+      .bind(1, name)
+      .bind(2, by)
+      .bind(3, evicted[2])
+      .bind(4, evicted[0])
+      .bind(5, evicted[1])
+      .bind(6, new_fence)
+      .run();
   tx.commit();
-  return evicted;
+  return true;
+}
+
+std::vector<ForceReleaseRecord> SqliteService::force_releases(std::optional<std::string_view> name,
+                                                              std::size_t limit) {
+  auto c = borrow();
+  Query q = query(*c, sql::kForceReleaseHistory);
+  if (name) q.bind(1, *name); else q.bind_null(1);
+  q.bind(2, static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000)));
+  std::vector<ForceReleaseRecord> out;
+  while (q.step()) {
+    dblock::sql::Row row;
+    for (int i = 0; i < q.columns(); ++i) row.push_back(q.value(i));
+    out.push_back(dblock::sql::force_release_record(row));
+  }
+  return out;
 }
 
 std::vector<LeaseInfo> SqliteService::list(std::optional<std::string_view> name) {

@@ -24,6 +24,7 @@ class SqliteService final : public LeaseService,
                             public FairQueue,
                             public HolderProbe,
                             public Maintenance,
+                            public AuditLog,
                             public SqlFeatures {
  public:
   explicit SqliteService(Options options);
@@ -36,12 +37,13 @@ class SqliteService final : public LeaseService,
   // The row expires on SQLite's clock within the drift margin of the engine's safe-until:
   // nothing to drop early.
   void lease_lost(const LeaseKey&) noexcept override {}
-  bool force_release(std::string_view name) override;
+  bool force_release(std::string_view name, std::string_view by) override;
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
   FairQueue* fair_queue() noexcept override { return this; }
   HolderProbe* holder_probe() noexcept override { return this; }
   Maintenance* maintenance() noexcept override { return this; }
+  AuditLog* audit_log() noexcept override { return this; }
   SqlFeatures* sql_features() noexcept override { return this; }
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
@@ -53,6 +55,8 @@ class SqliteService final : public LeaseService,
   void migrate(bool create) override;
   int schema_version() override;
   std::size_t reap(std::size_t batch) override;
+
+  std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
   bool run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
                                const std::function<void(Transaction&)>& body) override;
