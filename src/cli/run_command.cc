@@ -375,18 +375,33 @@ class Supervisor {
       return rc == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
     }
     int status = wait_for_child();
+    const Clock::time_point ended_at = Clock::now();
+    const std::optional<Clock::time_point> safe_at_end = lock_.safe_until();
     child_.reaped();  // its pid may be reused: never signal it again
     int child_exit = exit_status_of(status);
+    // The lease was still safe when COMMAND ended: whatever happens to it from now on did not
+    // happen while COMMAND ran.
+    const bool held_to_the_end = safe_at_end && *safe_at_end > ended_at;
 
     // A loss noticed only now (the child finished first) still counts: COMMAND did not hold the
     // lock for all of its run.
     drain_lost_pipe();
-    if (!lost_ && lock_.lost()) {
+    if (!lost_ && lock_.lost() && !held_to_the_end) {
       note_lost("lost (noticed when COMMAND ended)", /*act=*/false);
     }
     ReleaseResult released = finish_release();
     if (!lost_ && released == ReleaseResult::kAlreadyLost) {
-      note_lost("the backend no longer had the lock when it was released", /*act=*/false);
+      if (held_to_the_end && Clock::now() >= *safe_at_end) {
+        // The release reached the backend only after the lease's safe time: it found the lease
+        // expired, which says nothing about the time COMMAND ran.
+        std::fprintf(stderr,
+                     "dblock: warning: the release of '%s' reached the backend only after the lease expired; "
+                     "COMMAND had ended inside the lease (%s left)\n",
+                     terminal_text(o_.key).c_str(),
+                     format_duration(std::chrono::duration_cast<milliseconds>(*safe_at_end - ended_at)).c_str());
+      } else {
+        note_lost("the backend no longer had the lock when it was released", /*act=*/false);
+      }
     }
     if (lost_) {
       if (o_.on_lost == OnLost::kIgnore) {

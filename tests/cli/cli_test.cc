@@ -775,6 +775,35 @@ TEST_CASE("URLs: malformed exits 64 / unopenable exits 69 / passwords are never 
 }
 
 #ifdef DBLOCK_TEST_HAVE_SQLITE3
+// COMMAND ends with most of its lease left, then the release cannot reach the database until the
+// lease has expired there (another process holds SQLite's write lock): a late release, not a loss.
+TEST_CASE("a release that arrives after the lease expired is a warning when COMMAND ended inside it",
+          "[cli][sqlite]") {
+  Cli cli;
+  const std::string ready = cli.dir.file("ready"), go = cli.dir.file("go");
+  auto holder = cli.start({"run", "--key", "late", "--ttl", "2s", "--", "sh", "-c",
+                           "touch \"$1\"; while [ ! -e \"$2\" ]; do sleep 0.01; done; exit 3", "sh", ready, go});
+  REQUIRE(eventually([&] { return fs::exists(ready); }, milliseconds(15'000)));
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(cli.dir.file("x.db").c_str(), &db) == SQLITE_OK);
+  sqlite3_busy_timeout(db, 5000);
+  REQUIRE(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  const auto blocked_at = Clock::now();
+  { std::ofstream(go).put('x'); }
+  // Past the lease's expiry on SQLite's clock (2 s after its last renewal at the latest), within
+  // dblock's 5 s busy timeout.
+  std::this_thread::sleep_for(milliseconds(3'000));
+  REQUIRE(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  std::optional<int> code = holder->wait(milliseconds(15'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(code.has_value());
+  CHECK(seconds_since(blocked_at) >= 3.0);
+  CHECK(*code == 3);  // COMMAND's own status, not 70
+  CHECK(holder->err().find("after the lease expired") != std::string::npos);
+  CHECK(holder->err().find("lost while COMMAND was running") == std::string::npos);
+}
+
 TEST_CASE("a database whose schema is newer than this dblock exits 78", "[cli][sqlite]") {
   Cli cli;  // schema created
   sqlite3* db = nullptr;
