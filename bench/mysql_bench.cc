@@ -282,7 +282,7 @@ std::string quote_ident(const std::string& name) { return "`" + name + "`"; }
 void drop_prefix(sql::Connection& c, const std::string& prefix) {
   run_sql(c, "DROP TABLE IF EXISTS " + quote_ident(prefix + "readers") + ", " + quote_ident(prefix + "waiters") + ", " +
                  quote_ident(prefix + "leases") + ", " + quote_ident(prefix + "schema_version") + ", " +
-                 quote_ident(prefix + "fence"));  // DROP TABLE drops a sequence too
+                 quote_ident(prefix + "force_releases") + ", " + quote_ident(prefix + "fence"));  // and the sequence
 }
 
 void drop_everything(sql::Connection& c) {

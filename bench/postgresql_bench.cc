@@ -279,7 +279,8 @@ std::string scalar(pqxx::connection& c, const std::string& sql) {
 // Drops a dblock schema created with `prefix` (all of its objects; nothing else).
 void drop_prefix(pqxx::connection& c, const std::string& prefix) {
   run_sql(c, "DROP TABLE IF EXISTS " + quote_ident(prefix + "leases") + ", " + quote_ident(prefix + "readers") + ", " +
-                 quote_ident(prefix + "waiters") + ", " + quote_ident(prefix + "schema_version"));
+                 quote_ident(prefix + "waiters") + ", " + quote_ident(prefix + "schema_version") + ", " +
+                 quote_ident(prefix + "force_releases"));
   run_sql(c, "DROP SEQUENCE IF EXISTS " + quote_ident(prefix + "fence_seq"));
 }
 
