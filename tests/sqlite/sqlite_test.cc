@@ -5,8 +5,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -307,6 +309,100 @@ TEST_CASE("sqlite: session locks and row locks are reported unsupported", "[sqli
   } catch (const UnsupportedError& e) {
     CHECK(std::string(e.what()).find("sqlite") != std::string::npos);
   }
+}
+
+// A lease held by a manager on `url`, and the moment its loss was reported.
+struct WatchedLease {
+  explicit WatchedLease(const std::string& url, const std::string& name) {
+    ManagerOptions options;
+    options.reaper = false;
+    manager = dblock::open(url, options);
+    AcquireOptions acquire;
+    acquire.ttl = 3s;  // renewed every second
+    acquire.on_lost = [this](const LostLease&) {
+      std::lock_guard<std::mutex> lock(mutex);
+      lost_at = std::chrono::steady_clock::now();
+      changed.notify_all();
+    };
+    lease = manager->try_acquire(name, acquire);
+    REQUIRE(lease);
+  }
+  // How long after `since` the loss was reported; nullopt if not within `limit`.
+  std::optional<std::chrono::steady_clock::duration> lost_after(std::chrono::steady_clock::time_point since,
+                                                                std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!changed.wait_for(lock, limit, [&] { return lost_at.has_value(); })) return std::nullopt;
+    return *lost_at - since;
+  }
+
+  std::unique_ptr<LockManager> manager;
+  std::optional<Lease> lease;
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::optional<std::chrono::steady_clock::time_point> lost_at;
+};
+
+void remove_database(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+TEST_CASE("sqlite: a deleted lock file loses its leases at the next renewal; a new file's fences are above",
+          "[sqlite][files]") {
+  TempDir dir;
+  const std::string path = dir.file("gone.db"), url = "sqlite://" + path;
+  WatchedLease held(url, "k");
+  const auto removed_at = std::chrono::steady_clock::now();
+  remove_database(path);
+
+  ManagerOptions options;
+  options.reaper = false;
+  auto newcomer = dblock::open(url, options);  // a new, empty file at the same path
+  auto taken = newcomer->try_acquire("k");
+  REQUIRE(taken);
+  CHECK(taken->fence() > held.lease->fence());  // the new file's counter starts at 0; the clock floor lifts it
+
+  const auto lost_after = held.lost_after(removed_at, 5s);
+  REQUIRE(lost_after);
+  CHECK(*lost_after < 2500ms);  // one renewal interval (TTL/3 = 1 s), not the TTL
+  CHECK(held.lease->lost());
+  CHECK_THROWS_WITH(held.manager->try_acquire("other"), Catch::Contains("deleted or replaced"));
+  CHECK(held.lease->release() != ReleaseResult::kReleased);
+  CHECK(newcomer->inspect("k"));
+}
+
+TEST_CASE("sqlite: a lock file replaced by an older copy loses its leases; fences stay above the old file's",
+          "[sqlite][files]") {
+  TempDir dir;
+  const std::string path = dir.file("live.db"), url = "sqlite://" + path, copy = dir.file("copy.db");
+  ManagerOptions options;
+  options.reaper = false;
+  auto earlier = dblock::open(url, options);
+  REQUIRE(earlier->try_acquire("before-the-copy"));
+  {  // a consistent copy of the file as it is now (the backup API reads through the WAL)
+    sqlite3* from = nullptr;
+    sqlite3* to = nullptr;
+    REQUIRE(sqlite3_open(path.c_str(), &from) == SQLITE_OK);
+    REQUIRE(sqlite3_open(copy.c_str(), &to) == SQLITE_OK);
+    sqlite3_backup* backup = sqlite3_backup_init(to, "main", from, "main");
+    REQUIRE(backup != nullptr);
+    CHECK(sqlite3_backup_step(backup, -1) == SQLITE_DONE);
+    sqlite3_backup_finish(backup);
+    sqlite3_close(to);
+    sqlite3_close(from);
+  }
+  WatchedLease held(url, "k");  // fence above the copy's counter
+  const auto replaced_at = std::chrono::steady_clock::now();
+  for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(path + suffix);
+  std::filesystem::rename(copy, path);  // the copy knows nothing of "k"
+
+  auto newcomer = dblock::open(url, options);
+  auto taken = newcomer->try_acquire("k");
+  REQUIRE(taken);
+  CHECK(taken->fence() > held.lease->fence());  // not the copy's counter + 1
+  const auto lost_after = held.lost_after(replaced_at, 5s);
+  REQUIRE(lost_after);
+  CHECK(*lost_after < 2500ms);
+  CHECK_THROWS_AS(held.manager->try_acquire("other"), ConnectionError);
 }
 
 TEST_CASE("sqlite: unopenable file is a ConnectionError", "[sqlite][input]") {

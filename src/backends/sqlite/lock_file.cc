@@ -63,4 +63,10 @@ std::string resolve_directory(const std::string& path) {
   return (std::filesystem::path(resolved) / p.filename()).string();
 }
 
+std::optional<FileIdentity> file_identity(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino};
+}
+
 }  // namespace dblock::sqlite

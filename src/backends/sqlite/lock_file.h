@@ -2,6 +2,9 @@
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_H_
 
+#include <sys/types.h>
+
+#include <optional>
 #include <string>
 
 namespace dblock::sqlite {
@@ -17,6 +20,17 @@ void prepare_lock_file(const std::string& path, bool create_directories);
 // gets, refuses only a link at the file's own name. `path` itself when the directory cannot be
 // resolved (the open then reports why).
 std::string resolve_directory(const std::string& path);
+
+// Which file a name leads to: its device and inode.
+struct FileIdentity {
+  dev_t device = 0;
+  ino_t inode = 0;
+  friend bool operator==(const FileIdentity&, const FileIdentity&) = default;
+};
+
+// The identity of what `path` names now, never through a symbolic link at the name; nullopt when
+// nothing is there (deleted, or moved away).
+std::optional<FileIdentity> file_identity(const std::string& path);
 
 }  // namespace dblock::sqlite
 

@@ -24,14 +24,15 @@ inline constexpr const char* kNow = "CAST((julianday('now') - 2440587.5) * 86400
   " AND w.owner_secret <> ?2 AND (?5 IS NULL OR w.ticket < ?5))"
 
 // ?1 name, ?2 secret, ?3 holder, ?4 ttl_us, ?5 ticket. One statement: the fence comes from the
-// counter row and the trigger writes it back. Takes over an expired row; refuses a live one.
+// counter row, floored at {N} (so that a file that replaces another at the same path issues fences
+// above the old file's), and the trigger writes it back. Takes over an expired row; refuses a live one.
 // Acquired iff sqlite3_changes() == 1; the issued fence and expiry are handed to the connection by
 // dblock_issued_fence()/dblock_issued_expiry() (application functions that return their argument
 // unchanged). Not RETURNING: SQLite buffers RETURNING rows in an ephemeral b-tree whose page cache
 // is allocated and freed per statement, which costs more than the statement itself on this path.
 inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
-    " SELECT ?1, ?2, ?3, 'exclusive', dblock_issued_fence(value + 1), {N}, dblock_issued_expiry({N} + ?4), 0"
+    " SELECT ?1, ?2, ?3, 'exclusive', dblock_issued_fence(max(value + 1, {N})), {N}, dblock_issued_expiry({N} + ?4), 0"
     " FROM {F} WHERE id = 1"
     DBLOCK_SQLITE_NO_EARLIER_WAITER
     " ON CONFLICT (name) DO UPDATE SET owner_secret = excluded.owner_secret, holder = excluded.holder,"
@@ -43,7 +44,7 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
 // Followed by kInsertReader in the same transaction.
 inline constexpr Statement kAcquireSharedRow{"acquire_shared_row",
     "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
-    " SELECT ?1, NULL, NULL, 'shared', value + 1, {N}, {N} + ?4, 0 FROM {F} WHERE id = 1"
+    " SELECT ?1, NULL, NULL, 'shared', max(value + 1, {N}), {N}, {N} + ?4, 0 FROM {F} WHERE id = 1"
     DBLOCK_SQLITE_NO_EARLIER_WAITER
     " ON CONFLICT (name) DO UPDATE SET owner_secret = NULL, holder = NULL, mode = 'shared',"
     " fence = excluded.fence,"
@@ -113,7 +114,7 @@ inline constexpr Statement kForceReleaseTarget{"force_release_target",
     " FROM {L} WHERE name = ?1 AND expires_at_us > {N}"};
 inline constexpr Statement kForceRelease{"force_release",
     "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at_us = 0,"
-    " fence = (SELECT value + 1 FROM {F} WHERE id = 1)"
+    " fence = (SELECT max(value + 1, {N}) FROM {F} WHERE id = 1)"
     " WHERE name = ?1 AND expires_at_us > {N} RETURNING fence"};
 inline constexpr Statement kForceReleaseReaders{"force_release_readers", "DELETE FROM {R} WHERE name = ?1"};
 // ?1 name, ?2 by (the forcing manager's holder string), ?3 evicted holder, ?4 mode, ?5 old fence,

@@ -108,10 +108,13 @@ void SqliteService::run_guarded(std::string_view name, std::int64_t fence, const
     rollback(*c);
     throw;
   }
-  if (!held) {
+  const bool file_replaced = held && !file_is_ours();  // then the lease and this write are in an orphan
+  if (!held || file_replaced) {
     rollback(*c);
     throw LeaseLostError("sqlite: lease '" + std::string(name) + "' with fence " + std::to_string(fence) +
-                             " is no longer held; guarded write rolled back",
+                             (file_replaced ? " was held in a file since deleted or replaced at " + options_.path
+                                            : std::string(" is no longer held")) +
+                             "; guarded write rolled back",
                          "sqlite");
   }
   run_body_and_commit(*c, body);

@@ -50,6 +50,19 @@ SqliteService::SqliteService(Options options)
   prepare_lock_file(options_.path, options_.create_directories);
   open_path_ = resolve_directory(options_.path);
   borrow();  // a bad path fails at open(), not at first use
+  const std::optional<FileIdentity> opened = file_identity(open_path_);
+  if (!opened) throw ConnectionError("sqlite: " + options_.path + " disappeared while it was being opened", "sqlite");
+  identity_ = *opened;
+}
+
+bool SqliteService::file_is_ours() const { return file_identity(open_path_) == identity_; }
+
+void SqliteService::require_our_file() const {
+  if (file_is_ours()) return;
+  throw ConnectionError("sqlite: " + options_.path +
+                            " was deleted or replaced after this manager opened it; the leases held in it are lost "
+                            "(open a new manager to use the file now at that path)",
+                        "sqlite");
 }
 
 SqliteService::Borrowed SqliteService::borrow() {
@@ -102,7 +115,10 @@ AcquireResult SqliteService::take(Connection& c, const AcquireRequest& request, 
 AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
   auto c = borrow();
   AcquireResult result = take(*c, request, 0);
-  if (result.acquired) return result;
+  if (result.acquired) {
+    require_our_file();
+    return result;
+  }
   std::int64_t remaining_us = 0;
   Query q = query(*c, sql::kRemaining);
   q.bind(1, request.name);
@@ -112,8 +128,9 @@ AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
 }
 
 RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
-  auto c = borrow();
   RenewResult result;
+  if (!file_is_ours()) return result;  // not renewed: the lease is lost now, not at its expiry
+  auto c = borrow();
   if (lease.mode == LockMode::kExclusive) {
     Query q = query(*c, sql::kRenewExclusive);
     q.bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(ttl));
@@ -132,6 +149,7 @@ RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
 }
 
 bool SqliteService::release(const LeaseKey& lease) {
+  if (!file_is_ours()) return false;  // the lease was in a file the path no longer names: lost
   auto c = borrow();
   if (lease.mode == LockMode::kExclusive) {
     query(*c, sql::kReleaseExclusive).bind(1, lease.name).bind(2, *lease.secret).run();
@@ -217,6 +235,7 @@ FairQueue::Attempt SqliteService::attempt_in_line(const AcquireRequest& request,
   out.result = take(*c, request, place.ticket);
   if (out.result.acquired) {
     if (place.ticket != 0) query(*c, sql::kLeaveQueue).bind(1, request.name).bind(2, *request.secret).run();
+    require_our_file();
     return out;
   }
   {

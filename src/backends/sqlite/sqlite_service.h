@@ -15,6 +15,7 @@
 #include "dblock/capabilities.h"
 #include "dblock/sqlite/sqlite.h"
 #include "dblock/sql/features.h"
+#include "lock_file.h"
 #include "pool.h"
 #include "statement.h"
 
@@ -78,10 +79,16 @@ class SqliteService final : public LeaseService,
   int read_schema_version(Connection& c);
   // Runs `body` in the transaction open on `c` and commits; rolls back if anything throws.
   void run_body_and_commit(Connection& c, const std::function<void(Transaction&)>& body);
+  // True while the path still names the file this service opened (not deleted, moved away or
+  // replaced). Leases live in that file: on another one they mean nothing.
+  bool file_is_ours() const;
+  // Throws ConnectionError unless file_is_ours(): an acquire is reported only on the file opened.
+  void require_our_file() const;
 
   // Constant after construction.
   const Options options_;
   std::string open_path_;  // options_.path with its directory resolved; set before the first open
+  FileIdentity identity_;  // of the file at open_path_ when this service opened it
   const dblock::sql::Registry registry_;
 
   dblock::sql::Pool<Connection> pool_;
