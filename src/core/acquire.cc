@@ -83,13 +83,16 @@ class Acquirer {
 
   std::optional<Lease> run() {
     if (!try_once_) enter();
-    for (;;) {
-      if (attempt()) {
+    for (int faults = 0;;) {
+      if (riding_faults(faults, [this] { return attempt(); })) {
         acquired_ = true;
         return core_.publish(state_);
       }
       if (try_once_ || SteadyClock::now() >= deadline_) return std::nullopt;
-      wait_turn();
+      riding_faults(faults, [this] {
+        wait_turn();
+        return true;
+      });
     }
   }
 
@@ -102,6 +105,33 @@ class Acquirer {
     if (events_ != nullptr) {
       events_->subscribe(state_->name);
       subscribed_ = true;
+    }
+  }
+
+  // A fault that may pass while the caller is still willing to wait: the service unreachable,
+  // restarting, out of connections or disk, busy, or the outcome of the attempt unknown (attempts
+  // are idempotent: one that took the name is found its own by the next).
+  static bool transient(const Error& e) {
+    return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
+           dynamic_cast<const InDoubtError*>(&e) != nullptr;
+  }
+
+  // `step()` (an attempt, or a wait for the turn); while waiting, a transient fault is retried after
+  // a pause (50 ms doubling to 800 ms, jittered, never past the deadline) until the deadline, then
+  // rethrown: the error that kept the waiter from acquiring. `faults` counts the faults in a row.
+  template <typename Step>
+  bool riding_faults(int& faults, Step step) {
+    for (;;) {
+      try {
+        const bool result = step();
+        faults = 0;
+        return result;
+      } catch (const Error& e) {
+        if (try_once_ || !transient(e) || SteadyClock::now() >= deadline_) throw;
+        const auto pause = jittered(milliseconds(50) * (1 << std::min(faults++, 4)));
+        std::uint64_t seen = core_.board_.generation(state_->name);
+        core_.board_.wait(state_->name, seen, std::min(deadline_, SteadyClock::now() + pause));
+      }
     }
   }
 

@@ -945,6 +945,34 @@ TEST_CASE("destroying a manager releases its leases and marks them lost", "[leas
   CHECK(other->try_acquire("orphan"));
 }
 
+TEST_CASE("a waiter rides over a restart of the server within its wait", "[lease][conformance][faults]") {
+  if (!context().restart) return;  // SQLite: no server
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  AcquireOptions short_ttl;
+  short_ttl.ttl = 2s;
+  auto held = holder->try_acquire("restarted", short_ttl);
+  REQUIRE(held);
+  auto waiting = open_manager({}, prefix);
+  std::optional<Lease> got;
+  std::string error;
+  const auto start = SteadyClock::now();
+  std::thread waiter([&] {
+    try {
+      got = waiting->acquire("restarted", 60s);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  context().restart();  // the waiter's attempts fail meanwhile: refused, shutting down, starting up
+  held->release();      // released, or lost if the restart outlasted its safe time: free either way
+  waiter.join();
+  INFO(error << " after " << std::chrono::duration_cast<milliseconds>(SteadyClock::now() - start).count() << " ms");
+  REQUIRE(got);
+  CHECK(got->fence() > held->fence());
+  CHECK(SteadyClock::now() - start < 30s);
+}
+
 TEST_CASE("a queued waiter goes first: try_acquire of a free name fails while it waits", "[lease][conformance]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);

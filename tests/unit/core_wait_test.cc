@@ -320,5 +320,53 @@ TEST_CASE("wait: destroying the manager ends its waits with a usage error", "[un
   CHECK(holder_service->queued("k") == 0);  // it left the line on the way out
 }
 
+TEST_CASE("wait: a waiter rides over transient faults of the service until its deadline", "[unit][wait][faults]") {
+  using Fault = MemoryService::Fault;
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+
+  // Unreachable three times, then up: the wait goes on and acquires.
+  service->fail_attempts(3, Fault::kUnreachable);
+  auto start = SteadyClock::now();
+  auto lease = manager->acquire("k", 10s);
+  REQUIRE(lease);
+  CHECK(service->calls(Op::kInLine) == 4);
+  CHECK(SteadyClock::now() - start < 5s);  // 50 + 100 + 200 ms of pauses, jittered
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+
+  // An attempt whose outcome is unknown is repeated (attempts are idempotent).
+  service->fail_attempts(1, Fault::kInDoubt);
+  lease = manager->acquire("k", 10s);
+  REQUIRE(lease);
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+
+  // A fault that outlasts the wait: the error that kept it from acquiring, at the deadline.
+  service->fail_attempts(1'000'000, Fault::kUnreachable);
+  start = SteadyClock::now();
+  CHECK_THROWS_AS(manager->acquire("k", 600ms), ConnectionError);
+  const auto took = SteadyClock::now() - start;
+  CHECK(took >= 600ms);
+  CHECK(took < 600ms + 2s);
+
+  // A single attempt is not a wait: the fault is reported at once.
+  start = SteadyClock::now();
+  CHECK_THROWS_AS(manager->try_acquire("k"), ConnectionError);
+  CHECK(SteadyClock::now() - start < 500ms);
+  service->fail_attempts(0);
+}
+
+TEST_CASE("wait: a fault that waiting cannot cure is reported at once", "[unit][wait][faults]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  service->fail_attempts(1, MemoryService::Fault::kPermission);
+  const auto start = SteadyClock::now();
+  CHECK_THROWS_AS(manager->acquire("k", 10s), PermissionError);
+  CHECK(SteadyClock::now() - start < 1s);
+  CHECK(service->calls(Op::kInLine) == 1);
+  CHECK(manager->acquire("k", 10s));
+}
+
 }  // namespace
 }  // namespace dblock::testing

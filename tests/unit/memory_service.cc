@@ -96,14 +96,28 @@ AcquireResult MemoryService::take_locked(const AcquireRequest& request, std::int
   return result;
 }
 
+void MemoryService::maybe_fail_attempt() {
+  if (failing_attempts_.fetch_sub(1) <= 0) {
+    failing_attempts_.fetch_add(1);
+    return;
+  }
+  switch (fault_kind_.load()) {
+    case Fault::kUnreachable: throw ConnectionError("memory: connection refused (injected)", "memory");
+    case Fault::kInDoubt: throw InDoubtError("memory: reply lost (injected)", "memory");
+    case Fault::kPermission: throw PermissionError("memory: permission denied (injected)", "memory");
+  }
+}
+
 AcquireResult MemoryService::try_acquire(const AcquireRequest& request) {
   enter(Op::kTryAcquire);
+  maybe_fail_attempt();
   std::lock_guard<std::mutex> lock(store_->mutex);
   return take_locked(request, 0, MemoryClock::now());
 }
 
 FairQueue::Attempt MemoryService::attempt_in_line(const AcquireRequest& request, const Place& place) {
   enter(Op::kInLine);
+  maybe_fail_attempt();
   std::lock_guard<std::mutex> lock(store_->mutex);
   const auto now = MemoryClock::now();
   const std::string name(request.name), secret = request.secret->hex();

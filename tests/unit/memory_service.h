@@ -98,6 +98,12 @@ class MemoryService final : public LeaseService,
   void set_renew_delay(std::chrono::milliseconds delay) { renew_delay_ms_ = delay.count(); }
   void refuse_renewals(bool on) { refuse_renewals_ = on; }
   void fail_renewals(bool on) { fail_renewals_ = on; }
+  // The next `count` acquire attempts (try_acquire, attempt_in_line) throw `kind` of error.
+  enum class Fault { kUnreachable, kInDoubt, kPermission };
+  void fail_attempts(int count, Fault kind = Fault::kUnreachable) {
+    fault_kind_ = kind;
+    failing_attempts_ = count;
+  }
   void drop_events(bool on) { drop_events_ = on; }  // this client hears no event (missed wake-ups)
   // A refused attempt in line reports one waiter more ahead and the name free: what a queue join
   // reports when its snapshot showed a waiter that has acquired and released since.
@@ -186,6 +192,9 @@ class MemoryService final : public LeaseService,
   std::atomic<std::int64_t> renew_delay_ms_{0};
   std::atomic<bool> refuse_renewals_{false};
   std::atomic<bool> fail_renewals_{false};
+  std::atomic<int> failing_attempts_{0};
+  std::atomic<Fault> fault_kind_{Fault::kUnreachable};
+  void maybe_fail_attempt();
   std::atomic<bool> drop_events_{false};
   std::atomic<bool> phantom_waiter_{false};
   std::atomic<int> calls_[static_cast<int>(Op::kCount)] = {};
