@@ -14,6 +14,8 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
+constexpr milliseconds kMaxCallTime{30'000};  // see Acquirer::call_deadline_for_wait
+
 milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl) {
   const milliseconds ttl = options.ttl.count() == 0 ? default_ttl : options.ttl;
   if (ttl <= milliseconds::zero()) throw UsageError("TTL must be positive, got " + std::to_string(ttl.count()) + " ms");
@@ -61,6 +63,8 @@ class Acquirer {
   }
 
   ~Acquirer() {
+    // Clean-up is given the least time a call gets, whatever is left of the wait.
+    const CallDeadlineScope call(SteadyClock::now());
     if (in_line_ && !acquired_) {
       try {
         queue_->leave(state_->name, state_->secret);
@@ -135,8 +139,10 @@ class Acquirer {
     }
   }
 
-  // One attempt: a grant the last wait brought, else the service (in line when it queues).
+  // One attempt: a grant the last wait brought, else the service (in line when it queues). Every
+  // service call in it is bounded by the caller's deadline (at least kMinCallTime).
   bool attempt() {
+    const CallDeadlineScope call(call_deadline_for_wait());
     if (!try_once_) wait_.generation = core_.board_.generation(state_->name);
     SteadyClock::time_point sent_at = SteadyClock::now();
     std::optional<AcquireResult> granted = take_grant(sent_at);
@@ -194,7 +200,15 @@ class Acquirer {
     s.next_renew = sent_at + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));
   }
 
+  // The deadline of one service call of this wait: the caller's, but no call of a very long wait
+  // (kWaitForever) blocks on a dead connection for more than kMaxCallTime.
+  SteadyClock::time_point call_deadline_for_wait() const {
+    const auto now = SteadyClock::now();
+    return deadline_ - now > kMaxCallTime ? now + kMaxCallTime : deadline_;
+  }
+
   void wait_turn() {
+    const CallDeadlineScope call(call_deadline_for_wait());
     for (const auto& strategy : core_.wait_strategies_) {
       if (strategy->wait(wait_) == WaitResult::kAttempt) return;
     }

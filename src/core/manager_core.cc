@@ -97,6 +97,7 @@ void ManagerCore::shutdown() noexcept {
   for (auto& state : still_held) {
     state->lost.store(true, std::memory_order_release);
     try {
+      const CallDeadlineScope deadline(state->safe_until());
       service_->release(state->key());
     } catch (const Error& e) {
       report(e);
@@ -142,6 +143,7 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
   }
   ReleaseResult result;
   try {
+    const CallDeadlineScope deadline(state->safe_until());
     const bool released = service_->release(state->key());
     result = released && !locally_lost ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
   } catch (const Error& e) {

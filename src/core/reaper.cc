@@ -55,6 +55,9 @@ void Reaper::loop() {
 bool Reaper::pass() {
   for (int i = 0; i < kMaxBatchesPerPass; ++i) {
     const auto started = SteadyClock::now();
+    // A batch is short: it is given the least time a call gets, so that a stalled connection never
+    // keeps the reaper (and a shutdown joining it) waiting long.
+    const CallDeadlineScope call(started);
     if (maintenance_.reap(batch_) < batch_) return true;
     const auto took = std::clamp<SteadyClock::duration>(SteadyClock::now() - started, std::chrono::milliseconds(1),
                                                         std::chrono::seconds(1));

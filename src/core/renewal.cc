@@ -16,6 +16,7 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
   const SteadyClock::time_point sent_at = SteadyClock::now();
   RenewResult result;
   try {
+    const CallDeadlineScope deadline(state->safe_until());  // after it, the renewal is moot
     result = service_->renew(state->key(), state->ttl);
   } catch (const Error& e) {
     report(e);

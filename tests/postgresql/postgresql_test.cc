@@ -2,6 +2,9 @@
 // Needs DBLOCK_TEST_POSTGRESQL_URL (ctest's fixture starts a throwaway server and sets it); without
 // it every case fails, unless DBLOCK_TEST_SKIP_POSTGRESQL=1 says this run opted out.
 #include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <future>
 
 #include <algorithm>
 #include <condition_variable>
@@ -880,6 +883,115 @@ TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[p
 }  // namespace dblock::testing
 
 namespace dblock::testing {
+
+// tcp_relay (tests/support) in front of the test server: pause() stalls every connection through
+// it without closing any, as a dead network path or a stopped server does.
+class Relay {
+ public:
+  Relay() : child_({DBLOCK_TCP_RELAY, std::to_string(parse_url(context().url).hosts.at(0).port)}) {
+    const std::optional<std::string> line = child_.read_line(10s);
+    REQUIRE(line);
+    REQUIRE(line->rfind("port ", 0) == 0);
+    port_ = std::stoi(line->substr(5));
+  }
+  ~Relay() { resume(); }
+  // The test URL through the relay.
+  std::string url() const {
+    const Url base = parse_url(context().url);
+    return "postgresql://" + base.user + "@127.0.0.1:" + std::to_string(port_) + "/" + base.path;
+  }
+  void pause() { child_.signal(SIGUSR1); }
+  void resume() { child_.signal(SIGUSR2); }
+
+ private:
+  Child child_;
+  int port_ = 0;
+};
+
+std::unique_ptr<LockManager> open_through(const Relay& relay, const std::string& prefix) {
+  ManagerOptions options;
+  options.table_prefix = prefix;
+  options.reaper = false;
+  return dblock::open(relay.url(), options);
+}
+
+// Runs `fn` in a thread; how long it took, or nullopt when it had not returned within `limit`
+// (then `unstick` runs, so that it can, and the thread is joined).
+std::optional<std::chrono::steady_clock::duration> timed(const std::function<void()>& fn, std::chrono::seconds limit,
+                                                         const std::function<void()>& unstick) {
+  const auto start = std::chrono::steady_clock::now();
+  auto done = std::async(std::launch::async, fn);
+  if (done.wait_for(limit) != std::future_status::ready) {
+    unstick();
+    done.get();
+    return std::nullopt;
+  }
+  done.get();
+  return std::chrono::steady_clock::now() - start;
+}
+
+TEST_CASE("postgresql: on a stalled connection the lease is lost at its safe time and the manager closes in time",
+          "[postgresql][faults][deadline]") {
+  Relay relay;
+  auto manager = open_through(relay, unique_prefix());
+  std::mutex mutex;
+  std::optional<std::chrono::steady_clock::time_point> lost_at;
+  AcquireOptions options;
+  options.ttl = 3s;
+  options.on_lost = [&](const LostLease&) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lost_at = std::chrono::steady_clock::now();
+  };
+  auto lease = manager->try_acquire("stalled", options);
+  REQUIRE(lease);
+  const auto safe_until = lease->safe_until();
+  relay.pause();
+  // The renewal blocked on the stalled connection ends at the lease's safe time: the loss is
+  // reported then, not when the network comes back.
+  const auto reported = timed(
+      [&] {
+        while (true) {
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (lost_at) return;
+          }
+          std::this_thread::sleep_for(20ms);
+        }
+      },
+      15s, [&] { relay.resume(); });
+  REQUIRE(reported);
+  CHECK(*lost_at < safe_until + 2500ms);
+  // Closing the manager waits on no blocked call for longer than a call's deadline.
+  const auto closed = timed([&] { lease.reset(), manager.reset(); }, 15s, [&] { relay.resume(); });
+  REQUIRE(closed);
+  CHECK(*closed < 3s);
+}
+
+TEST_CASE("postgresql: on a stalled connection a wait ends at its deadline", "[postgresql][faults][deadline]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto held = holder->try_acquire("busy");
+  REQUIRE(held);
+  Relay relay;
+  auto waiter = open_through(relay, prefix);  // connected before the stall
+  relay.pause();
+  std::string error;
+  const auto waited = timed(
+      [&] {
+        try {
+          waiter->acquire("busy", 2s);
+        } catch (const ConnectionError& e) {
+          error = e.what();
+        }
+      },
+      20s, [&] { relay.resume(); });
+  REQUIRE(waited);
+  INFO(error);
+  CHECK(*waited < 2s + 2500ms);  // the wait, and at most the least time a call is given
+  CHECK(error.find("deadline") != std::string::npos);
+  relay.resume();
+  waiter.reset();
+}
 
 TEST_CASE("postgresql: a read-only monitoring role lists leases with the documented grants", "[postgresql][privileges]") {
   const std::string prefix = unique_prefix();

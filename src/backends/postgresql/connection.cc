@@ -46,7 +46,9 @@ Value to_value(const pqxx::field& f) {
 }
 
 bool broken(Connection& c, const std::exception& e) noexcept {
-  return is_connection_failure(e) || !c.conn || !c.conn->is_open();
+  // A ConnectionError of ours: the call's deadline shut the socket down.
+  return is_connection_failure(e) || dynamic_cast<const ConnectionError*>(&e) != nullptr || !c.conn ||
+         !c.conn->is_open();
 }
 
 Context::Context(Options options)
@@ -59,10 +61,30 @@ Context::Context(Options options)
   connections_.pool().put(connect());  // fail at open(), not at first use
 }
 
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The connection string for a connect made now within `deadline`.
+std::string conninfo_within(const std::string& conninfo, SteadyClock::time_point deadline) {
+  if (deadline == SteadyClock::time_point::max()) return conninfo;
+  const auto left = std::chrono::ceil<std::chrono::seconds>(deadline - SteadyClock::now());
+  if (left <= std::chrono::seconds::zero()) {
+    throw ConnectionError("postgresql: connect: the call's deadline passed before a connection was made", kServiceName,
+                          "08006");
+  }
+  if (left >= std::chrono::seconds(5)) return conninfo;
+  // The last of repeated keywords counts; libpq takes values below 2 as 2.
+  return conninfo + " connect_timeout=" + std::to_string(left.count());
+}
+
+}  // namespace
+
 std::unique_ptr<Connection> Context::connect() const {
   auto c = std::make_unique<Connection>();
+  const std::string conninfo = conninfo_within(options_.conninfo, call_deadline());
   try {
-    c->conn = std::make_unique<pqxx::connection>(options_.conninfo);
+    c->conn = std::make_unique<pqxx::connection>(conninfo);
     c->conn->inhibit_reactivation(true);
     pqxx::nontransaction tx(*c->conn);
     pqxx::row hello = tx.exec1(text(sql::kHello));
@@ -79,10 +101,18 @@ std::unique_ptr<Connection> Context::connect() const {
 }
 
 pqxx::result Context::exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const {
-  pqxx::nontransaction tx(*c.conn);
-  auto ptrs = params.pointers();
-  if (options_.prepared) return tx.exec_prepared(statement.name, pqxx::prepare::make_dynamic_params(ptrs));
-  return tx.exec_params(registry_.text(statement), pqxx::prepare::make_dynamic_params(ptrs));
+  const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.conn->sock(), call_deadline());
+  try {
+    pqxx::nontransaction tx(*c.conn);
+    auto ptrs = params.pointers();
+    if (options_.prepared) return tx.exec_prepared(statement.name, pqxx::prepare::make_dynamic_params(ptrs));
+    return tx.exec_params(registry_.text(statement), pqxx::prepare::make_dynamic_params(ptrs));
+  } catch (const std::exception& e) {
+    if (!watch.fired()) throw;
+    throw ConnectionError(std::string("postgresql: ") + statement.name +
+                              ": no reply before the call's deadline; the connection was dropped (" + e.what() + ")",
+                          kServiceName, "08006");
+  }
 }
 
 }  // namespace dblock::postgresql

@@ -19,6 +19,7 @@
 #include "dblock/postgresql/postgresql.h"
 #include "dblock/sql/features.h"
 #include "retry.h"
+#include "socket_deadlines.h"
 #include "statement.h"
 
 namespace dblock::postgresql {
@@ -123,10 +124,12 @@ class Context {
   // Pooled connections for lease statements, with the retry and in-doubt policy.
   dblock::sql::Connections<Connection>& connections() { return connections_; }
 
-  // A new connection: not a standby, reconnection off, kPrepared statements registered.
+  // A new connection: not a standby, reconnection off, kPrepared statements registered. Within
+  // dblock::call_deadline() (libpq's connect_timeout, at least 2 s, when less than 5 s are left).
   std::unique_ptr<Connection> connect() const;
   // Runs a registered statement in autocommit: prepared by name (unless Options::prepared is
-  // false), else as text.
+  // false), else as text. Bounded by dblock::call_deadline(): when it passes first, the
+  // connection's socket is shut down and the call fails with a ConnectionError.
   pqxx::result exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const;
   // The rendered text of a registered statement.
   const std::string& text(const dblock::sql::Statement& statement) const { return registry_.text(statement); }
@@ -134,6 +137,7 @@ class Context {
  private:
   const Options options_;
   const dblock::sql::Registry registry_;
+  mutable dblock::sql::SocketDeadlines deadlines_;  // thread-safe
   dblock::sql::Connections<Connection> connections_;
 };
 

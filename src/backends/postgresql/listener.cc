@@ -1,5 +1,7 @@
 #include "listener.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <random>
 #include <vector>
@@ -54,6 +56,10 @@ void NotifyListener::unsubscribe(std::string_view name) {
   if (it != subscribed_.end() && --it->second == 0) subscribed_.erase(it);
 }
 
+namespace {
+constexpr std::chrono::seconds kSetupTime{2};
+}  // namespace
+
 void NotifyListener::loop() {
   struct Receiver final : pqxx::notification_receiver {
     Receiver(pqxx::connection& c, const std::string& channel, NotifyListener& l)
@@ -68,16 +74,29 @@ void NotifyListener::loop() {
       if (stop_) return;
     }
     try {
-      pqxx::connection c(conninfo_);
+      // Connecting and the LISTEN statements are bounded (kSetupTime each), so that a stalled
+      // path never keeps the listener, or a shutdown waiting for it, blocked: waiters poll
+      // meanwhile. The last of repeated conninfo keywords counts.
+      pqxx::connection c(conninfo_ + " connect_timeout=" + std::to_string(kSetupTime.count()));
       c.inhibit_reactivation(true);
-      Receiver shared(c, channel_, *this);       // "whoever is first", old versions, force-releases
-      Receiver own(c, wake_channel_, *this);     // releases that name this instance's waiters
+      std::optional<Receiver> shared, own;
+      {
+        const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.sock(),
+                                                        std::chrono::steady_clock::now() + kSetupTime);
+        shared.emplace(c, channel_, *this);    // "whoever is first", old versions, force-releases
+        own.emplace(c, wake_channel_, *this);  // releases that name this instance's waiters
+      }
       failures = 0;
       dispatch_all();
       while (true) {
         {
           std::lock_guard<std::mutex> lock(mutex_);
-          if (stop_) return;
+          if (stop_) {
+            // The receivers' destructors send UNLISTEN: on a stalled path that would block, so
+            // the socket goes first (the statements then fail at once; pqxx reports, not throws).
+            ::shutdown(c.sock(), SHUT_RDWR);
+            return;
+          }
         }
         c.await_notification(0, 100'000);  // bounded, so shutdown is noticed within 100 ms
       }

@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "dblock/capabilities.h"
+#include "socket_deadlines.h"
 
 namespace dblock::postgresql {
 
@@ -69,6 +70,7 @@ class NotifyListener final : public WakeEvents {
   Listener on_event_;                 // GUARDED_BY(mutex_)
   std::map<std::string, int> subscribed_;  // GUARDED_BY(mutex_)
   bool stop_ = false;                  // GUARDED_BY(mutex_)
+  dblock::sql::SocketDeadlines deadlines_;  // bounds the LISTEN setup on a stalled connection
   std::thread thread_;
 };
 

@@ -1,0 +1,24 @@
+// The deadline of the service call in progress on this thread (dblock/service.h).
+#include <algorithm>
+
+#include "dblock/service.h"
+
+namespace dblock {
+namespace {
+
+thread_local std::chrono::steady_clock::time_point current = std::chrono::steady_clock::time_point::max();
+
+}  // namespace
+
+std::chrono::steady_clock::time_point call_deadline() noexcept { return current; }
+
+CallDeadlineScope::CallDeadlineScope(std::chrono::steady_clock::time_point deadline) noexcept : previous_(current) {
+  const auto now = std::chrono::steady_clock::now();
+  // Saturating: time_point::max() stays max().
+  const auto floor = deadline == std::chrono::steady_clock::time_point::max() ? deadline : now + kMinCallTime;
+  current = std::max(deadline, floor);
+}
+
+CallDeadlineScope::~CallDeadlineScope() { current = previous_; }
+
+}  // namespace dblock

@@ -1,0 +1,66 @@
+// Deadlines for blocking calls on sockets a client library owns (libpq): a call registers its
+// connection's socket with the deadline of the call (dblock::call_deadline()); when the deadline
+// passes first, the socket is shut down (shutdown(2), both directions), so the library's blocked
+// read or write returns an error at once and the connection is dropped. The descriptor itself is
+// never closed here: it stays the library's. Internal.
+//
+// Thread-safe. One background thread per SocketDeadlines, started at the first watch.
+#ifndef DBLOCK_SRC_SQL_SOCKET_DEADLINES_H_
+#define DBLOCK_SRC_SQL_SOCKET_DEADLINES_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <thread>
+
+namespace dblock::sql {
+
+class SocketDeadlines {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  SocketDeadlines() = default;
+  ~SocketDeadlines();
+  SocketDeadlines(const SocketDeadlines&) = delete;
+  SocketDeadlines& operator=(const SocketDeadlines&) = delete;
+
+  // Watches `fd` until the Watch ends; shuts it down if `deadline` passes first. `fired()` tells
+  // whether it did. No-op for deadline == TimePoint::max() or fd < 0.
+  class Watch {
+   public:
+    Watch(SocketDeadlines& owner, int fd, TimePoint deadline);
+    ~Watch();
+    Watch(const Watch&) = delete;
+    Watch& operator=(const Watch&) = delete;
+    bool fired() const;
+
+   private:
+    SocketDeadlines* owner_ = nullptr;  // null: nothing watched
+    std::uint64_t id_ = 0;
+  };
+
+ private:
+  struct Entry {
+    int fd;
+    TimePoint deadline;
+    bool fired = false;
+  };
+  std::uint64_t add(int fd, TimePoint deadline);
+  bool remove(std::uint64_t id);  // returns whether it fired
+  bool fired(std::uint64_t id);
+  void run();
+
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::uint64_t, Entry> entries_;  // GUARDED_BY(mutex_)
+  std::uint64_t next_id_ = 1;               // GUARDED_BY(mutex_)
+  bool stopping_ = false;                   // GUARDED_BY(mutex_)
+  TimePoint wake_at_ = TimePoint::min();    // GUARDED_BY(mutex_): when the thread wakes next
+  std::thread thread_;                      // started under mutex_ at the first add
+};
+
+}  // namespace dblock::sql
+
+#endif  // DBLOCK_SRC_SQL_SOCKET_DEADLINES_H_
