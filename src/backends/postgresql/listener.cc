@@ -1,7 +1,5 @@
 #include "listener.h"
 
-#include <sys/socket.h>
-
 #include <algorithm>
 #include <random>
 #include <vector>
@@ -89,14 +87,19 @@ void NotifyListener::loop() {
       failures = 0;
       dispatch_all();
       while (true) {
+        bool stopping;
         {
           std::lock_guard<std::mutex> lock(mutex_);
-          if (stop_) {
-            // The receivers' destructors send UNLISTEN: on a stalled path that would block, so
-            // the socket goes first (the statements then fail at once; pqxx reports, not throws).
-            ::shutdown(c.sock(), SHUT_RDWR);
-            return;
-          }
+          stopping = stop_;
+        }
+        if (stopping) {
+          // The receivers' destructors send UNLISTEN, which would block on a stalled path: bounded
+          // like the setup (a failed one is reported by pqxx, not thrown).
+          const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.sock(),
+                                                          std::chrono::steady_clock::now() + kSetupTime);
+          own.reset();
+          shared.reset();
+          return;
         }
         c.await_notification(0, 100'000);  // bounded, so shutdown is noticed within 100 ms
       }
