@@ -126,25 +126,11 @@ struct RenewResult {
 };
 
 // The deadline of the service call the engine is making on this thread (steady_clock): for an
-// attempt, the caller's wait (at least kMinCallTime from its start); for a renewal or a release,
-// the lease's safe-until (likewise). time_point::max() outside such a call. A service bounds its
-// blocking I/O by it and fails the call (ConnectionError) once it passes, dropping the connection.
-// Set by the engine (CallDeadlineScope); services only read it.
+// attempt, the caller's wait; for a renewal or a release, the lease's safe-until; for clean-up, a
+// short grace. Never less than 2 s from the call's start; time_point::max() outside such a call.
+// A service bounds its blocking I/O by it and fails the call (ConnectionError) once it passes,
+// dropping the connection. Set by the engine around each call; services only read it.
 std::chrono::steady_clock::time_point call_deadline() noexcept;
-
-// Sets call_deadline() on this thread for its lifetime (then restores the previous one).
-class CallDeadlineScope {
- public:
-  // The least a call is given, even when the caller's deadline is nearer: time to be answered.
-  static constexpr std::chrono::milliseconds kMinCallTime{2000};
-  explicit CallDeadlineScope(std::chrono::steady_clock::time_point deadline) noexcept;
-  ~CallDeadlineScope();
-  CallDeadlineScope(const CallDeadlineScope&) = delete;
-  CallDeadlineScope& operator=(const CallDeadlineScope&) = delete;
-
- private:
-  std::chrono::steady_clock::time_point previous_;
-};
 
 // One acquisition, as the engine names it in every later call about it.
 struct LeaseKey {

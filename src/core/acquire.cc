@@ -2,6 +2,7 @@
 // service grants it or the deadline passes, then publish it to the renewal thread.
 #include <algorithm>
 
+#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
 #include "internal.h"
@@ -304,7 +305,7 @@ Lease ManagerCore::publish(const std::shared_ptr<LeaseState>& state) {
   // thread (it may already have marked the lease lost), so it must not be read here.
   if (shutting_down) {
     try {
-      service_->release(state->key());
+      release_on_service(state);
     } catch (...) {
     }
     throw UsageError("LockManager is shutting down");

@@ -1,7 +1,7 @@
 // The deadline of the service call in progress on this thread (dblock/service.h).
-#include <algorithm>
+#include "call_deadline.h"
 
-#include "dblock/service.h"
+#include <algorithm>
 
 namespace dblock {
 namespace {
@@ -12,13 +12,16 @@ thread_local std::chrono::steady_clock::time_point current = std::chrono::steady
 
 std::chrono::steady_clock::time_point call_deadline() noexcept { return current; }
 
+namespace detail {
+
 CallDeadlineScope::CallDeadlineScope(std::chrono::steady_clock::time_point deadline) noexcept : previous_(current) {
-  const auto now = std::chrono::steady_clock::now();
   // Saturating: time_point::max() stays max().
-  const auto floor = deadline == std::chrono::steady_clock::time_point::max() ? deadline : now + kMinCallTime;
+  const auto floor =
+      deadline == std::chrono::steady_clock::time_point::max() ? deadline : std::chrono::steady_clock::now() + kMinCallTime;
   current = std::max(deadline, floor);
 }
 
 CallDeadlineScope::~CallDeadlineScope() { current = previous_; }
 
+}  // namespace detail
 }  // namespace dblock

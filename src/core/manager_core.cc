@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
 #include "internal.h"
@@ -97,8 +98,7 @@ void ManagerCore::shutdown() noexcept {
   for (auto& state : still_held) {
     state->lost.store(true, std::memory_order_release);
     try {
-      const CallDeadlineScope deadline(state->safe_until());
-      service_->release(state->key());
+      release_on_service(state);
     } catch (const Error& e) {
       report(e);
     } catch (...) {
@@ -127,6 +127,11 @@ void ManagerCore::remove_active_locked(const std::shared_ptr<LeaseState>& state)
   if (v.empty()) active_.erase(it);
 }
 
+bool ManagerCore::release_on_service(const std::shared_ptr<LeaseState>& state) {
+  const CallDeadlineScope deadline(state->safe_until());
+  return service_->release(state->key());
+}
+
 ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state) {
   bool locally_lost;
   {
@@ -143,8 +148,7 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
   }
   ReleaseResult result;
   try {
-    const CallDeadlineScope deadline(state->safe_until());
-    const bool released = service_->release(state->key());
+    const bool released = release_on_service(state);
     result = released && !locally_lost ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
   } catch (const Error& e) {
     report(e);

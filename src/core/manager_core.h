@@ -84,6 +84,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   void check_session(const std::shared_ptr<SessionState>& state);
 
   // --- manager_core.cc ---
+  // The service's release of `state`, bounded by its safe-until (at least the least time a call
+  // gets). Throws what the service throws.
+  bool release_on_service(const std::shared_ptr<LeaseState>& state);
   // Marks `state` lost (once), drops it from the active set, tells the service and runs the
   // callback on this thread.
   void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason);

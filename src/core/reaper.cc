@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "call_deadline.h"
 #include "internal.h"
 
 namespace dblock::detail {

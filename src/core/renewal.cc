@@ -3,6 +3,7 @@
 // session locks.
 #include <algorithm>
 
+#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "manager_core.h"
 
