@@ -162,7 +162,8 @@ class Maintenance {
 class AuditLog {
  public:
   virtual ~AuditLog() = default;
-  // Newest first, at most `limit`; of every name, or of `name` only.
+  // Newest first, at most `limit` (the engine passes at most 1 000 000); of every name, or of
+  // `name` only.
   virtual std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "dblock/lock_manager.h"
 
+#include <algorithm>
+
 #include "dblock/errors.h"
 #include "manager_core.h"
 
@@ -14,6 +16,8 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds w
   if (wait > std::chrono::hours(24 * 365 * 100)) return std::chrono::steady_clock::time_point::max();
   return now + wait;
 }
+
+constexpr std::size_t kMaxHistoryRows = 1'000'000;  // fits every dialect's LIMIT parameter
 
 [[noreturn]] void unsupported(const LeaseService& service, const std::string& what) {
   const std::string name(service.name());
@@ -71,7 +75,7 @@ std::vector<ForceReleaseRecord> LockManager::force_release_history(std::optional
   if (name) validate_lock_name(*name);
   AuditLog* log = core_->service().audit_log();
   if (log == nullptr) unsupported(core_->service(), "a record of force-releases");
-  return log->force_releases(name, limit);
+  return log->force_releases(name, std::min<std::size_t>(limit, kMaxHistoryRows));
 }
 
 std::size_t LockManager::reap(std::size_t max_rows) {

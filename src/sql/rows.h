@@ -28,6 +28,15 @@ std::string printable(std::string text);
 // (free or expired) as zero.
 std::chrono::milliseconds remaining_ms(std::int64_t us);
 
+// Each of `rows` made into a T by `parse` (lease_info, force_release_record).
+template <class T>
+std::vector<T> parse_rows(const Rows& rows, T (*parse)(const Row&)) {
+  std::vector<T> out;
+  out.reserve(rows.size());
+  for (const Row& row : rows) out.push_back(parse(row));
+  return out;
+}
+
 // One row of every dialect's list statement: name, mode, holder, fence, acquired_at_us,
 // expires_at_us, expires_in_us, renewals, live readers, readers' holders.
 LeaseInfo lease_info(const Row& row);

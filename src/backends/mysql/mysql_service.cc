@@ -206,11 +206,8 @@ std::vector<ForceReleaseRecord> MysqlService::force_releases(std::optional<std::
   if (name) check_name(*name);
   return context_.connections().idempotent([&](Connection& c) {
     const Rows rows = context_.query(c, sql::kForceReleaseHistory,
-                                     {{"name", std::string(name.value_or(""))},
-                                      {"limit", static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000))}});
-    std::vector<ForceReleaseRecord> out;
-    for (const Row& row : rows) out.push_back(dblock::sql::force_release_record(row));
-    return out;
+                                     {{"name", std::string(name.value_or(""))}, {"limit", static_cast<std::int64_t>(limit)}});
+    return dblock::sql::parse_rows(rows, &dblock::sql::force_release_record);
   });
 }
 
@@ -218,9 +215,7 @@ std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) 
   return context_.connections().idempotent([&](Connection& c) {
     const Rows rows =
         name ? context_.query(c, sql::kListOne, {{"name", std::string(*name)}}) : context_.query(c, sql::kListAll, {});
-    std::vector<LeaseInfo> out;
-    for (const Row& row : rows) out.push_back(dblock::sql::lease_info(row));
-    return out;
+    return dblock::sql::parse_rows(rows, &dblock::sql::lease_info);
   });
 }
 

@@ -45,6 +45,17 @@ Value to_value(const pqxx::field& f) {
   }
 }
 
+std::vector<std::vector<Value>> rows_of(const pqxx::result& r) {
+  std::vector<std::vector<Value>> rows;
+  rows.reserve(r.size());
+  for (const auto& row : r) {
+    std::vector<Value> out;
+    for (const auto& f : row) out.push_back(to_value(f));
+    rows.push_back(std::move(out));
+  }
+  return rows;
+}
+
 bool broken(Connection& c, const std::exception& e) noexcept {
   // A ConnectionError of ours: the call's deadline shut the socket down.
   return is_connection_failure(e) || dynamic_cast<const ConnectionError*>(&e) != nullptr || !c.conn ||

@@ -104,6 +104,8 @@ dblock::sql::Placeholders tables(const std::string& prefix);
 
 // A result field as a dblock Value (integers, floats, booleans as 0/1, the rest as text).
 Value to_value(const pqxx::field& f);
+// A whole result as rows of Values.
+std::vector<std::vector<Value>> rows_of(const pqxx::result& r);
 
 struct Connection {
   std::unique_ptr<pqxx::connection> conn;

@@ -182,14 +182,8 @@ std::vector<ForceReleaseRecord> PostgresService::force_releases(std::optional<st
   return context_.connections().idempotent([&](Connection& c) {
     Params p;
     if (name) p.add(*name); else p.add_null();
-    p.add(static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000)));
-    std::vector<ForceReleaseRecord> out;
-    for (const auto& r : exec(c, sql::kForceReleaseHistory, p)) {
-      dblock::sql::Row row;
-      for (const auto& f : r) row.push_back(to_value(f));
-      out.push_back(dblock::sql::force_release_record(row));
-    }
-    return out;
+    p.add(static_cast<std::int64_t>(limit));
+    return dblock::sql::parse_rows(rows_of(exec(c, sql::kForceReleaseHistory, p)), &dblock::sql::force_release_record);
   });
 }
 
@@ -197,13 +191,7 @@ std::vector<LeaseInfo> PostgresService::list(std::optional<std::string_view> nam
   return context_.connections().idempotent([&](Connection& c) {
     Params p;
     if (name) p.add(*name); else p.add_null();
-    std::vector<LeaseInfo> out;
-    for (const auto& r : exec(c, sql::kList, p)) {
-      dblock::sql::Row row;
-      for (const auto& f : r) row.push_back(to_value(f));
-      out.push_back(dblock::sql::lease_info(row));
-    }
-    return out;
+    return dblock::sql::parse_rows(rows_of(exec(c, sql::kList, p)), &dblock::sql::lease_info);
   });
 }
 

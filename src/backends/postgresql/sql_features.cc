@@ -44,14 +44,7 @@ std::int64_t PgTransaction::execute(std::string_view sql, const std::vector<Valu
 }
 
 std::vector<std::vector<Value>> PgTransaction::query(std::string_view sql, const std::vector<Value>& params) {
-  pqxx::result r = run(sql, params);
-  std::vector<std::vector<Value>> rows;
-  for (const auto& row : r) {
-    std::vector<Value> out;
-    for (const auto& f : row) out.push_back(to_value(f));
-    rows.push_back(std::move(out));
-  }
-  return rows;
+  return rows_of(run(sql, params));
 }
 
 pqxx::result PgTransaction::run(std::string_view sql, const std::vector<Value>& params) {

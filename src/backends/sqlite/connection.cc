@@ -216,6 +216,16 @@ std::string Query::text(int column) const {
            : std::string();
 }
 
+std::vector<std::vector<Value>> Query::rows() {
+  std::vector<std::vector<Value>> out;
+  while (step()) {
+    std::vector<Value> row;
+    for (int i = 0; i < columns(); ++i) row.push_back(value(i));
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 Value Query::value(int column) const {
   switch (sqlite3_column_type(stmt_, column)) {
     case SQLITE_INTEGER: return sqlite3_column_int64(stmt_, column);

@@ -78,6 +78,8 @@ class Query {
   std::string text(int column) const;
   Value value(int column) const;
   int columns() const { return sqlite3_column_count(stmt_); }
+  // Steps to the end; every row as Values.
+  std::vector<std::vector<Value>> rows();
 
  private:
   void check(int rc);

@@ -30,13 +30,7 @@ class SqliteTransaction final : public Transaction {
     Owned stmt(prepare(sql));
     Query q(c_, stmt.get());
     bind_all(q, params);
-    std::vector<std::vector<Value>> rows;
-    while (q.step()) {
-      std::vector<Value> row;
-      for (int i = 0; i < q.columns(); ++i) row.push_back(q.value(i));
-      rows.push_back(std::move(row));
-    }
-    return rows;
+    return q.rows();
   }
 
  private:

@@ -204,27 +204,15 @@ std::vector<ForceReleaseRecord> SqliteService::force_releases(std::optional<std:
   auto c = borrow();
   Query q = query(*c, sql::kForceReleaseHistory);
   if (name) q.bind(1, *name); else q.bind_null(1);
-  q.bind(2, static_cast<std::int64_t>(std::min<std::size_t>(limit, 1'000'000)));
-  std::vector<ForceReleaseRecord> out;
-  while (q.step()) {
-    dblock::sql::Row row;
-    for (int i = 0; i < q.columns(); ++i) row.push_back(q.value(i));
-    out.push_back(dblock::sql::force_release_record(row));
-  }
-  return out;
+  q.bind(2, static_cast<std::int64_t>(limit));
+  return dblock::sql::parse_rows(q.rows(), &dblock::sql::force_release_record);
 }
 
 std::vector<LeaseInfo> SqliteService::list(std::optional<std::string_view> name) {
   auto c = borrow();
   Query q = query(*c, sql::kList);
   if (name) q.bind(1, *name); else q.bind_null(1);
-  std::vector<LeaseInfo> out;
-  while (q.step()) {
-    dblock::sql::Row row;
-    for (int i = 0; i < q.columns(); ++i) row.push_back(q.value(i));
-    out.push_back(dblock::sql::lease_info(row));
-  }
-  return out;
+  return dblock::sql::parse_rows(q.rows(), &dblock::sql::lease_info);
 }
 
 // ---- the queue and the probe ----
