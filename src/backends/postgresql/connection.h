@@ -135,6 +135,8 @@ class Context {
   pqxx::result exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const;
   // The rendered text of a registered statement.
   const std::string& text(const dblock::sql::Statement& statement) const { return registry_.text(statement); }
+  // The watchdog of the service's sockets (exec and the LISTEN connection).
+  dblock::sql::SocketDeadlines& deadlines() const { return deadlines_; }
 
  private:
   const Options options_;

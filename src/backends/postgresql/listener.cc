@@ -16,13 +16,15 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 }  // namespace
 
-NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm)
+NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm,
+                               dblock::sql::SocketDeadlines& deadlines)
     : conninfo_(std::move(conninfo)),
       channel_(std::move(channel)),
       grant_tag_(grant_tag),
       confirm_(std::move(confirm)),
       wake_slot_(static_cast<int>(std::random_device{}() % 1024)),
-      wake_channel_(channel_ + "_" + std::to_string(wake_slot_)) {}
+      wake_channel_(channel_ + "_" + std::to_string(wake_slot_)),
+      deadlines_(deadlines) {}
 
 NotifyListener::~NotifyListener() {
   {
@@ -55,7 +57,14 @@ void NotifyListener::unsubscribe(std::string_view name) {
 }
 
 namespace {
-constexpr std::chrono::seconds kSetupTime{2};
+
+// LISTEN and UNLISTEN on a stalled path would block: each step on the connection is bounded.
+constexpr std::chrono::seconds kStepTime{2};
+
+dblock::sql::SocketDeadlines::Watch bounded_step(dblock::sql::SocketDeadlines& deadlines, pqxx::connection& c) {
+  return dblock::sql::SocketDeadlines::Watch(deadlines, c.sock(), std::chrono::steady_clock::now() + kStepTime);
+}
+
 }  // namespace
 
 void NotifyListener::loop() {
@@ -72,15 +81,14 @@ void NotifyListener::loop() {
       if (stop_) return;
     }
     try {
-      // Connecting and the LISTEN statements are bounded (kSetupTime each), so that a stalled
+      // Connecting and the LISTEN statements are bounded (kStepTime each), so that a stalled
       // path never keeps the listener, or a shutdown waiting for it, blocked: waiters poll
       // meanwhile. The last of repeated conninfo keywords counts.
-      pqxx::connection c(conninfo_ + " connect_timeout=" + std::to_string(kSetupTime.count()));
+      pqxx::connection c(conninfo_ + " connect_timeout=" + std::to_string(kStepTime.count()));
       c.inhibit_reactivation(true);
       std::optional<Receiver> shared, own;
       {
-        const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.sock(),
-                                                        std::chrono::steady_clock::now() + kSetupTime);
+        const auto step = bounded_step(deadlines_, c);
         shared.emplace(c, channel_, *this);    // "whoever is first", old versions, force-releases
         own.emplace(c, wake_channel_, *this);  // releases that name this instance's waiters
       }
@@ -93,10 +101,8 @@ void NotifyListener::loop() {
           stopping = stop_;
         }
         if (stopping) {
-          // The receivers' destructors send UNLISTEN, which would block on a stalled path: bounded
-          // like the setup (a failed one is reported by pqxx, not thrown).
-          const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.sock(),
-                                                          std::chrono::steady_clock::now() + kSetupTime);
+          // The receivers' destructors send UNLISTEN (a failed one is reported by pqxx, not thrown).
+          const auto step = bounded_step(deadlines_, c);
           own.reset();
           shared.reset();
           return;

@@ -34,7 +34,9 @@ class NotifyListener final : public WakeEvents {
 
   // `channel`: the shared channel every instance listens on; this instance also listens on
   // channel + "_" + wake_slot(). `grant_tag`: the tag a grant's lease carries.
-  NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm);
+  // `deadlines` bounds the LISTEN connection's setup and teardown; it outlives the listener.
+  NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm,
+                 dblock::sql::SocketDeadlines& deadlines);
   ~NotifyListener() override;
 
   const std::string& channel() const { return channel_; }
@@ -70,7 +72,7 @@ class NotifyListener final : public WakeEvents {
   Listener on_event_;                 // GUARDED_BY(mutex_)
   std::map<std::string, int> subscribed_;  // GUARDED_BY(mutex_)
   bool stop_ = false;                  // GUARDED_BY(mutex_)
-  dblock::sql::SocketDeadlines deadlines_;  // bounds the LISTEN setup on a stalled connection
+  dblock::sql::SocketDeadlines& deadlines_;
   std::thread thread_;
 };
 

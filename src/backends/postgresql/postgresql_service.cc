@@ -36,7 +36,8 @@ PostgresService::PostgresService(Options options)
       listener_(context_.options().conninfo, context_.options().table_prefix + "release", kViaQueue,
                 [this](std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed) {
                   return confirm_grant(name, secret, claimed);
-                }),
+                },
+                context_.deadlines()),
       session_locks_(context_),
       sql_features_(context_) {}
 
