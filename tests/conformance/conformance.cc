@@ -57,6 +57,15 @@ std::string digest_hex(const OwnerSecret& secret) {
   return first.hex();
 }
 
+OwnerSecret secret_from_hex(const std::string& hex) {
+  REQUIRE(hex.size() == 32);
+  OwnerSecret out;
+  for (std::size_t i = 0; i < out.bytes.size(); ++i) {
+    out.bytes[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
+  }
+  return out;
+}
+
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix) {
   options.table_prefix = prefix;
   return dblock::open(context().url, std::move(options));
@@ -1018,15 +1027,6 @@ TEST_CASE("a bystander holding the migration lock blocks no open of a current sc
   CHECK(waited < 30s);
 }
 
-OwnerSecret from_hex(const std::string& hex) {
-  REQUIRE(hex.size() == 32);
-  OwnerSecret out;
-  for (std::size_t i = 0; i < out.bytes.size(); ++i) {
-    out.bytes[i] = static_cast<std::uint8_t>(std::stoi(hex.substr(2 * i, 2), nullptr, 16));
-  }
-  return out;
-}
-
 TEST_CASE("the tables hold digests of owner secrets, and a digest acts as no owner", "[lease][conformance][secret]") {
   REQUIRE(context().stored_owner);
   const std::string prefix = unique_prefix();
@@ -1038,7 +1038,7 @@ TEST_CASE("the tables hold digests of owner secrets, and a digest acts as no own
   REQUIRE(service.attempt("x", LockMode::kExclusive, owner, 30s).acquired);
   CHECK(stored("leases", "x") == digest_hex(owner));
   // Someone who read the row presents what it read: no renewal, no release, and the owner still holds.
-  const OwnerSecret read_back = from_hex(stored("leases", "x"));
+  const OwnerSecret read_back = secret_from_hex(stored("leases", "x"));
   CHECK_FALSE(service.renew("x", LockMode::kExclusive, read_back, 30s).renewed);
   CHECK_FALSE(service.release("x", LockMode::kExclusive, read_back));
   CHECK(service.renew("x", LockMode::kExclusive, owner, 30s).renewed);
@@ -1052,7 +1052,7 @@ TEST_CASE("the tables hold digests of owner secrets, and a digest acts as no own
     const OwnerSecret reader = OwnerSecret::generate();
     REQUIRE(service.attempt("s", LockMode::kShared, reader, 30s).acquired);
     CHECK(stored("readers", "s") == digest_hex(reader));
-    CHECK_FALSE(service.release("s", LockMode::kShared, from_hex(stored("readers", "s"))));
+    CHECK_FALSE(service.release("s", LockMode::kShared, secret_from_hex(stored("readers", "s"))));
     CHECK(service.release("s", LockMode::kShared, reader));
   }
   CHECK(service.release("x", LockMode::kExclusive, owner));

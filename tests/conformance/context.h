@@ -50,6 +50,8 @@ Context server_context(std::string backend, const char* url_var, const char* ski
 
 // What every service's tables store for `secret` (its digest), as lowercase hex.
 std::string digest_hex(const OwnerSecret& secret);
+// The 16 bytes that 32 hex digits (a stored owner value) spell, as a secret a test presents.
+OwnerSecret secret_from_hex(const std::string& hex);
 
 // A table prefix no other test (or test process) uses: "t<pid>_<n>_".
 std::string unique_prefix();

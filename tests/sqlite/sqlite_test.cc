@@ -242,11 +242,7 @@ TEST_CASE("sqlite: upgrading to schema 2 keeps held leases their owners'", "[sql
   CHECK_FALSE(manager->try_acquire("held-by-old"));
   ServiceDriver driver(*manager);
   CHECK(driver.renew("held-by-old", LockMode::kExclusive, old_secret, std::chrono::hours(1)).renewed);
-  OwnerSecret shown;
-  for (std::size_t i = 0; i < shown.bytes.size(); ++i) {
-    shown.bytes[i] = static_cast<std::uint8_t>(std::stoi(stored.substr(2 * i, 2), nullptr, 16));
-  }
-  CHECK_FALSE(driver.renew("held-by-old", LockMode::kExclusive, shown, std::chrono::hours(1)).renewed);
+  CHECK_FALSE(driver.renew("held-by-old", LockMode::kExclusive, secret_from_hex(stored), std::chrono::hours(1)).renewed);
   CHECK(driver.release("held-by-old", LockMode::kExclusive, old_secret));
 }
 
