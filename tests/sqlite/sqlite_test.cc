@@ -347,8 +347,16 @@ TEST_CASE("sqlite: a deleted lock file loses its leases at the next renewal; a n
   TempDir dir;
   const std::string path = dir.file("gone.db"), url = "sqlite://" + path;
   WatchedLease held(url, "k");
+  // Two more leases of the holder, renewed only after 10 s: the release and the guarded write
+  // below find the file gone themselves, not through a refused renewal.
+  auto released = held.manager->try_acquire("released");
+  auto guarded = held.manager->try_acquire("guarded");
+  REQUIRE(released);
+  REQUIRE(guarded);
   const auto removed_at = std::chrono::steady_clock::now();
   remove_database(path);
+  CHECK(released->release() == ReleaseResult::kAlreadyLost);
+  CHECK_THROWS_AS(held.manager->run_guarded(*guarded, [](Transaction&) {}), LeaseLostError);
 
   ManagerOptions options;
   options.reaper = false;

@@ -368,5 +368,56 @@ TEST_CASE("wait: a fault that waiting cannot cure is reported at once", "[unit][
   CHECK(manager->acquire("k", 10s));
 }
 
+TEST_CASE("wait: every service call carries its deadline", "[unit][wait][deadline]") {
+  using TimePoint = std::chrono::steady_clock::time_point;
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  // `deadline` within [before, after] + offset: the engine took "now" somewhere in between.
+  auto between = [](TimePoint deadline, TimePoint before, TimePoint after, std::chrono::milliseconds offset) {
+    return deadline >= before + offset && deadline <= after + offset;
+  };
+
+  // A single attempt gets the least time a call is given.
+  auto before = SteadyClock::now();
+  auto lease = manager->try_acquire("k");
+  auto after = SteadyClock::now();
+  REQUIRE(lease);
+  CHECK(between(service->last_deadline(Op::kTryAcquire), before, after, 2s));
+  // A release gets the lease's safe-until.
+  const TimePoint safe = lease->safe_until();
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  CHECK(service->last_deadline(Op::kRelease) == safe);
+
+  // An attempt of a wait gets the wait's deadline; of a wait without end, 30 s at most.
+  before = SteadyClock::now();
+  lease = manager->acquire("k", 10s);
+  after = SteadyClock::now();
+  REQUIRE(lease);
+  CHECK(between(service->last_deadline(Op::kInLine), before, after, 10s));
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  before = SteadyClock::now();
+  lease = manager->acquire("k", kWaitForever);
+  after = SteadyClock::now();
+  REQUIRE(lease);
+  CHECK(between(service->last_deadline(Op::kInLine), before, after, 30s));
+
+  // A renewal gets the safe-until it extends: 30 s ahead here, not the 2 s floor.
+  ManagerOptions eager;
+  eager.renew_interval = 50ms;
+  MemoryService* renewing = nullptr;
+  auto renewer = rig.open({}, eager, &renewing);
+  auto renewed = renewer->try_acquire("r");
+  REQUIRE(renewed);
+  const TimePoint first_safe = renewed->safe_until();
+  REQUIRE(eventually([&] { return renewing->calls(Op::kRenew) >= 1; }));
+  const TimePoint renew_deadline = renewing->last_deadline(Op::kRenew);
+  CHECK(renew_deadline >= first_safe);  // the safe-until of the renewal's time: only grows
+  CHECK(renew_deadline <= renewed->safe_until());
+
+  // Outside a call the engine sets none.
+  CHECK(call_deadline() == TimePoint::max());
+}
+
 }  // namespace
 }  // namespace dblock::testing

@@ -116,6 +116,11 @@ class MemoryService final : public LeaseService,
 
   // ---- observations ----
   int calls(Op op) const { return calls_[static_cast<int>(op)].load(); }
+  // dblock::call_deadline() as the last call of `op` saw it.
+  std::chrono::steady_clock::time_point last_deadline(Op op) const {
+    std::lock_guard<std::mutex> record(record_mutex_);
+    return deadlines_[static_cast<int>(op)];
+  }
   std::vector<LostRecord> lost_leases() const;  // lease_lost() calls
   std::vector<std::uint32_t> released_tags() const;
   // The `by` of every force_release call, in order.
@@ -204,6 +209,7 @@ class MemoryService final : public LeaseService,
   std::vector<LostRecord> lost_;          // GUARDED_BY(record_mutex_)
   std::vector<std::uint32_t> released_;   // GUARDED_BY(record_mutex_)
   std::vector<std::string> forced_by_;    // GUARDED_BY(record_mutex_)
+  std::chrono::steady_clock::time_point deadlines_[static_cast<int>(Op::kCount)] = {};  // GUARDED_BY(record_mutex_)
 
   std::mutex dispatch_mutex_;  // held while the listener runs
   std::mutex events_mutex_;
