@@ -1,7 +1,9 @@
 #include "connection.h"
 
 #include <algorithm>
+#include <chrono>
 #include <thread>
+#include <tuple>
 
 #include "dblock/errors.h"
 #include "error_map.h"
@@ -38,6 +40,13 @@ void issued_expiry(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_value(ctx, argv[0]);
 }
 
+// dblock_fence_floor(): the system clock (CLOCK_REALTIME, the clock SQLite's 'now' reads) in
+// microseconds since the Unix epoch; SQLite's own 'now' has millisecond resolution.
+void fence_floor(sqlite3_context* ctx, int, sqlite3_value**) {
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  sqlite3_result_int64(ctx, std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+}
+
 // dblock_owner_digest(secret): what the tables store for an owner secret (owner_digest.h); the
 // migration that replaced stored secrets by their digests uses it. NULL stays NULL.
 void owner_digest_of(sqlite3_context* ctx, int, sqlite3_value** argv) {
@@ -57,9 +66,11 @@ void register_functions(Connection& c) {
                                              SQLITE_UTF8 | SQLITE_DIRECTONLY | SQLITE_DETERMINISTIC, nullptr,
                                              &owner_digest_of, nullptr, nullptr, nullptr);
   if (digest_rc != SQLITE_OK) throw_error(digest_rc, c.db, "registering SQL function");
-  for (auto [name, fn] : {std::pair{"dblock_issued_fence", &issued_fence}, std::pair{"dblock_issued_expiry", &issued_expiry}}) {
+  for (auto [name, args, fn] : {std::tuple{"dblock_issued_fence", 1, &issued_fence},
+                                std::tuple{"dblock_issued_expiry", 1, &issued_expiry},
+                                std::tuple{"dblock_fence_floor", 0, &fence_floor}}) {
     // DIRECTONLY: callable from our statements only, never from triggers or views.
-    int rc = sqlite3_create_function_v2(c.db, name, 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c, fn, nullptr, nullptr,
+    int rc = sqlite3_create_function_v2(c.db, name, args, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c, fn, nullptr, nullptr,
                                         nullptr);
     if (rc != SQLITE_OK) throw_error(rc, c.db, "registering SQL function");
   }

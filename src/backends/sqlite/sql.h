@@ -1,7 +1,9 @@
 // The SQLite dialect of the lease statements. "{L}", "{R}", "{W}", "{F}" and "{V}" stand for the
 // quoted leases, readers, waiters, fence-counter and schema-version tables (prefix validated, then quoted); "{N}" for the current time in
 // microseconds since the Unix epoch on SQLite's clock. SQLite evaluates 'now' once per statement,
-// so every {N} in one statement is the same instant.
+// so every {N} in one statement is the same instant. That clock ticks in milliseconds; fences are
+// floored at dblock_fence_floor() instead, the same system clock read in microseconds (see
+// kAcquireExclusive).
 //
 // Parameters are numbered (?1, ?2, ...) and always bound, never spliced. Every statement dblock
 // runs on SQLite is here; kAll lists those prepared once per connection.
@@ -24,15 +26,18 @@ inline constexpr const char* kNow = "CAST((julianday('now') - 2440587.5) * 86400
   " AND w.owner_secret <> ?2 AND (?5 IS NULL OR w.ticket < ?5))"
 
 // ?1 name, ?2 secret, ?3 holder, ?4 ttl_us, ?5 ticket. One statement: the fence comes from the
-// counter row, floored at {N} (so that a file that replaces another at the same path issues fences
-// above the old file's), and the trigger writes it back. Takes over an expired row; refuses a live one.
+// counter row, floored at the system clock in microseconds (so that a file that replaces another
+// at the same path issues fences above the old file's: every write transaction takes longer than a
+// microsecond, so the old file's last fence is below the clock when the new file issues its first;
+// a millisecond floor would repeat a fence issued within the same millisecond), and the trigger
+// writes it back. Takes over an expired row; refuses a live one.
 // Acquired iff sqlite3_changes() == 1; the issued fence and expiry are handed to the connection by
 // dblock_issued_fence()/dblock_issued_expiry() (application functions that return their argument
 // unchanged). Not RETURNING: SQLite buffers RETURNING rows in an ephemeral b-tree whose page cache
 // is allocated and freed per statement, which costs more than the statement itself on this path.
 inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
-    " SELECT ?1, ?2, ?3, 'exclusive', dblock_issued_fence(max(value + 1, {N})), {N}, dblock_issued_expiry({N} + ?4), 0"
+    " SELECT ?1, ?2, ?3, 'exclusive', dblock_issued_fence(max(value + 1, dblock_fence_floor())), {N}, dblock_issued_expiry({N} + ?4), 0"
     " FROM {F} WHERE id = 1"
     DBLOCK_SQLITE_NO_EARLIER_WAITER
     " ON CONFLICT (name) DO UPDATE SET owner_secret = excluded.owner_secret, holder = excluded.holder,"
@@ -44,7 +49,7 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
 // Followed by kInsertReader in the same transaction.
 inline constexpr Statement kAcquireSharedRow{"acquire_shared_row",
     "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
-    " SELECT ?1, NULL, NULL, 'shared', max(value + 1, {N}), {N}, {N} + ?4, 0 FROM {F} WHERE id = 1"
+    " SELECT ?1, NULL, NULL, 'shared', max(value + 1, dblock_fence_floor()), {N}, {N} + ?4, 0 FROM {F} WHERE id = 1"
     DBLOCK_SQLITE_NO_EARLIER_WAITER
     " ON CONFLICT (name) DO UPDATE SET owner_secret = NULL, holder = NULL, mode = 'shared',"
     " fence = excluded.fence,"
@@ -114,7 +119,7 @@ inline constexpr Statement kForceReleaseTarget{"force_release_target",
     " FROM {L} WHERE name = ?1 AND expires_at_us > {N}"};
 inline constexpr Statement kForceRelease{"force_release",
     "UPDATE {L} SET owner_secret = NULL, holder = NULL, expires_at_us = 0,"
-    " fence = (SELECT max(value + 1, {N}) FROM {F} WHERE id = 1)"
+    " fence = (SELECT max(value + 1, dblock_fence_floor()) FROM {F} WHERE id = 1)"
     " WHERE name = ?1 AND expires_at_us > {N} RETURNING fence"};
 inline constexpr Statement kForceReleaseReaders{"force_release_readers", "DELETE FROM {R} WHERE name = ?1"};
 // ?1 name, ?2 by (the forcing manager's holder string), ?3 evicted holder, ?4 mode, ?5 old fence,
