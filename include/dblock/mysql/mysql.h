@@ -73,9 +73,10 @@ struct Options {
   std::string database;
   std::string table_prefix = "dblock_";  // validated like ManagerOptions::table_prefix
 
-  // Client timeouts in seconds. connect: default 5 (0: the client library's default). read/write:
-  // default 0 = none (a read timeout shorter than the longest wait would break blocking GET_LOCK
-  // waits, which are bounded by the caller's wait instead).
+  // Client timeouts in seconds. connect: default 5, shortened to what is left of a call's
+  // deadline. read/write: default 0 = none (a read timeout shorter than the longest wait would
+  // break blocking GET_LOCK waits, which are bounded by the caller's wait instead). Lease calls are
+  // bounded by their deadlines without them (docs/backends/mysql.md, "Call deadlines").
   int connect_timeout_s = 5;
   int read_timeout_s = 0;
   int write_timeout_s = 0;

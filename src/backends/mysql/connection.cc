@@ -9,10 +9,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <mutex>
 
 #include "dblock/errors.h"
 #include "error_map.h"
 #include "internal.h"
+#include "opened_socket.h"
 #include "sql.h"
 
 namespace dblock::mysql {
@@ -224,35 +226,84 @@ Context::Context(Options options)
   connections_.pool().put(connect());  // fail at open(), not at first use
 }
 
+namespace {
+
+// OPT_CONNECT_TIMEOUT (whole seconds, at least 1) within `deadline` and the configured one.
+using SteadyClock = std::chrono::steady_clock;
+
+int connect_seconds_within(SteadyClock::time_point deadline, int configured) {
+  if (deadline == SteadyClock::time_point::max()) return configured;
+  const auto left = std::chrono::ceil<std::chrono::seconds>(deadline - SteadyClock::now());
+  if (left <= std::chrono::seconds::zero()) {
+    throw ConnectionError("mysql: connect: the call's deadline passed before a connection was made", kServiceName,
+                          "08S01");
+  }
+  return static_cast<int>(std::clamp<std::int64_t>(left.count(), 1, std::max(configured, 1)));
+}
+
+}  // namespace
+
+void Context::open_socket(Connection& c) const {
+  ::sql::ConnectOptionsMap options = connect_options_;
+  options["OPT_CONNECT_TIMEOUT"] = connect_seconds_within(call_deadline(), options_.connect_timeout_s);
+  dblock::sql::SocketPeer peer;
+  if (options_.socket.empty()) {
+    peer.tcp_port = options_.port;
+  } else {
+    peer.unix_path = options_.socket;
+  }
+  // This process's connects one at a time, so that they never make each other's sockets ambiguous.
+  static std::mutex connecting;
+  const std::lock_guard<std::mutex> lock(connecting);
+  c.socket = dblock::sql::socket_opened_by([&] { c.conn.reset(driver()->connect(options)); }, peer);
+}
+
 std::unique_ptr<Connection> Context::connect() const {
   auto c = std::make_unique<Connection>();
   c->prepared.resize(registry_.size());
   try {
-    ::sql::ConnectOptionsMap options = connect_options_;
-    c->conn.reset(driver()->connect(options));
-    c->plain.reset(c->conn->createStatement());
-    std::unique_ptr<::sql::ResultSet> rs(c->plain->executeQuery(sql::kHello.text));
-    const Rows rows = fetch_all(*rs);
-    const Row& row = rows.at(0);
-    const std::string version = dblock::sql::as_string(row.at(0));
-    c->id = dblock::sql::as_int(row[1]);
-    int major = 0, minor = 0;
-    std::sscanf(version.c_str(), "%d.%d", &major, &minor);
-    if (version.find("MariaDB") == std::string::npos || major < 10 || (major == 10 && minor < 6)) {
-      throw UnsupportedError("mysql: the server is " + version +
-                                 "; this backend needs MariaDB >= 10.6 (it relies on INSERT/DELETE ... RETURNING, "
-                                 "prepared compound statements and SKIP LOCKED)",
-                             kServiceName);
-    }
-    if (dblock::sql::as_int(row[3]) != 0) {
-      throw ConnectionError("mysql: the server is read-only (a replica?); dblock acquires only on the primary",
-                            kServiceName);
-    }
-    c->plain->execute(sql::kSessionSetup.text);
+    open_socket(*c);
   } catch (...) {
     rethrow_translated("connect");
   }
+  within_deadline(*c, "connect", [&] {
+    try {
+      c->plain.reset(c->conn->createStatement());
+      std::unique_ptr<::sql::ResultSet> rs(c->plain->executeQuery(sql::kHello.text));
+      const Rows rows = fetch_all(*rs);
+      const Row& row = rows.at(0);
+      const std::string version = dblock::sql::as_string(row.at(0));
+      c->id = dblock::sql::as_int(row[1]);
+      int major = 0, minor = 0;
+      std::sscanf(version.c_str(), "%d.%d", &major, &minor);
+      if (version.find("MariaDB") == std::string::npos || major < 10 || (major == 10 && minor < 6)) {
+        throw UnsupportedError("mysql: the server is " + version +
+                                   "; this backend needs MariaDB >= 10.6 (it relies on INSERT/DELETE ... RETURNING, "
+                                   "prepared compound statements and SKIP LOCKED)",
+                               kServiceName);
+      }
+      if (dblock::sql::as_int(row[3]) != 0) {
+        throw ConnectionError("mysql: the server is read-only (a replica?); dblock acquires only on the primary",
+                              kServiceName);
+      }
+      c->plain->execute(sql::kSessionSetup.text);
+    } catch (...) {
+      rethrow_translated("connect");
+    }
+  });
   return c;
+}
+
+void Context::within_deadline(Connection& c, const char* what, const std::function<void()>& call) const {
+  const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.socket, call_deadline());
+  try {
+    call();
+  } catch (const std::exception& e) {
+    if (!watch.fired()) throw;
+    throw ConnectionError(std::string("mysql: ") + what +
+                              ": no reply before the call's deadline; the connection was dropped (" + e.what() + ")",
+                          kServiceName, "08S01");
+  }
 }
 
 ::sql::PreparedStatement& Context::bound(Connection& c, const dblock::sql::Statement& statement,
@@ -270,18 +321,24 @@ std::unique_ptr<Connection> Context::connect() const {
 }
 
 Rows Context::query(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
-  ::sql::PreparedStatement& ps = bound(c, statement, args);
-  std::unique_ptr<::sql::ResultSet> rs(ps.executeQuery());
-  Rows rows = fetch_all(*rs);
-  rs.reset();
-  drain(ps);
+  Rows rows;
+  within_deadline(c, statement.name, [&] {
+    ::sql::PreparedStatement& ps = bound(c, statement, args);
+    std::unique_ptr<::sql::ResultSet> rs(ps.executeQuery());
+    rows = fetch_all(*rs);
+    rs.reset();
+    drain(ps);
+  });
   return rows;
 }
 
 std::int64_t Context::update(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
-  ::sql::PreparedStatement& ps = bound(c, statement, args);
-  const std::int64_t n = ps.executeUpdate();
-  drain(ps);
+  std::int64_t n = 0;
+  within_deadline(c, statement.name, [&] {
+    ::sql::PreparedStatement& ps = bound(c, statement, args);
+    n = ps.executeUpdate();
+    drain(ps);
+  });
   return n;
 }
 

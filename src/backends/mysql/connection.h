@@ -14,6 +14,7 @@
 #include <cppconn/statement.h>
 
 #include <chrono>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@
 #include "dblock/sql/features.h"
 #include "retry.h"
 #include "rows.h"
+#include "socket_deadlines.h"
 #include "statement.h"
 
 namespace dblock::mysql {
@@ -44,6 +46,7 @@ struct Connection {
   // Declared first, destroyed last: statements are closed before their connection.
   std::unique_ptr<::sql::Connection> conn;
   std::int64_t id = 0;  // CONNECTION_ID() at connect
+  int socket = -1;      // the library's socket (opened_socket.h), -1 when it could not be told
   std::unique_ptr<::sql::Statement> plain;
   std::vector<std::unique_ptr<::sql::PreparedStatement>> prepared;  // by Registry index
   // Application statements (Transaction, row locks, compare-and-set), most recently used first.
@@ -80,9 +83,10 @@ class Context {
   dblock::sql::Connections<Connection>& connections() { return connections_; }
 
   // A new connection: a writable MariaDB >= 10.6, READ COMMITTED, UTC. Throws ConnectionError,
-  // UnsupportedError.
+  // UnsupportedError. Made within call_deadline() (connect_timeout shortened to what is left).
   std::unique_ptr<Connection> connect() const;
-  // Runs a registered statement, binding its parameters by name.
+  // Runs a registered statement, binding its parameters by name. Bounded by call_deadline(): a
+  // call still unanswered then has its connection's socket shut down and throws ConnectionError.
   Rows query(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
   std::int64_t update(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
   // The application statement `text`, prepared on `c` (cached, most recently used first).
@@ -94,11 +98,16 @@ class Context {
     std::vector<std::string> params;  // parameter name per `?`, in order
   };
   ::sql::PreparedStatement& bound(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
+  // Runs `call` on `c` with c's socket watched until call_deadline(); a call cut there throws
+  // ConnectionError naming `what`.
+  void within_deadline(Connection& c, const char* what, const std::function<void()>& call) const;
+  void open_socket(Connection& c) const;
 
   const Options options_;
   const dblock::sql::Registry registry_;
   const std::vector<Positional> positional_;  // by Registry index
   ::sql::ConnectOptionsMap connect_options_;
+  mutable dblock::sql::SocketDeadlines deadlines_;  // before connections_: outlives every call
   dblock::sql::Connections<Connection> connections_;
 };
 
