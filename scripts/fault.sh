@@ -65,8 +65,8 @@ fi
 faults_for() {
   case "$1" in
     sqlite) echo "none client-kill client-stop writer-kill" ;;
-    postgresql) echo "none client-kill client-stop session-kill server-restart server-stop pgbouncer" ;;
-    mariadb) echo "none client-kill client-stop session-kill server-restart server-stop" ;;
+    postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall pgbouncer" ;;
+    mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall" ;;
   esac
 }
 

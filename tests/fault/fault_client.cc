@@ -11,6 +11,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -209,17 +210,24 @@ int run(const Args& a) {
   acquire_options.ttl = milliseconds(a.ttl_ms);
   say("ready");
 
+  // C records: every lease call with the latest return its deadline allows (the oracle checks it).
+  auto log_call = [&log](const char* what, std::int64_t t_call, std::int64_t bound, const std::string& outcome) {
+    log.line(std::string("C ") + what + " " + s(t_call) + " " + s(mono_ns()) + " " + s(bound) + " " + outcome);
+  };
   for (std::int64_t k = 1; !stop.load(); ++k) {
     acquire_options.on_lost = [&log, k](const LostLease&) { log.line("L " + s(k) + " " + s(mono_ns())); };
     const std::int64_t t_call = mono_ns();
+    const std::int64_t acquire_bound = t_call + std::int64_t{a.wait_ms + kCallFloorMs} * 1'000'000;
     std::optional<Lease> lease;
     try {
       lease = manager->acquire(a.name, milliseconds(a.wait_ms), acquire_options);
     } catch (const std::exception& e) {
+      log_call("acquire", t_call, acquire_bound, error_class(e));
       log.line("E " + s(mono_ns()) + " acquire " + error_class(e));
       std::this_thread::sleep_for(20ms);  // back-off while the backend is failing
       continue;
     }
+    log_call("acquire", t_call, acquire_bound, lease ? "ok" : "none");
     if (!lease) {
       log.line("T " + s(mono_ns()));
       continue;
@@ -283,14 +291,19 @@ int run(const Args& a) {
     const std::int64_t safe_until = to_mono_ns(lease->safe_until());
     const bool lost = lease->lost();
     say("out " + s(k));
+    const std::int64_t release_bound = std::max(safe_until, mono_ns() + kCallFloorMs * 1'000'000);
+    const std::int64_t t_release = mono_ns();
     ReleaseResult result = lease->release();
+    log_call("release", t_release, release_bound, token(result));
     log.line("R " + s(k) + " " + s(t_end) + " " + s(mono_ns()) + " " + token(result) + " " + s(safe_until) + " " +
              (lost ? "1" : "0"));
     // Again while the other clients keep the pooler busy (that is when a pooler is hard to spot).
     if (a.check_session_refused && k % 4 == 0) check_session_refused();
     pause(a.gap_ms);
   }
+  const std::int64_t t_close = mono_ns();
   manager.reset();
+  log_call("close", t_close, t_close + kCloseBoundMs * 1'000'000, "ok");
   log.line("END " + s(mono_ns()));
   say("bye");
   return 0;

@@ -98,6 +98,13 @@ std::optional<LogLine> parse_log_line(std::string_view line) {
   return out;
 }
 
+const std::vector<std::string>& fault_kinds() {
+  static const std::vector<std::string> kinds = {"none",           "client-kill", "client-stop", "session-kill",
+                                                 "server-restart", "server-stop", "relay-stall", "pgbouncer",
+                                                 "writer-kill"};
+  return kinds;
+}
+
 std::string error_class(const std::exception& e) {
   if (dynamic_cast<const UnsupportedError*>(&e)) return "UnsupportedError";
   if (dynamic_cast<const UsageError*>(&e)) return "UsageError";

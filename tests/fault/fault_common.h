@@ -25,6 +25,9 @@ std::int64_t mono_ns();
 // A steady_clock time point on the same scale as mono_ns().
 std::int64_t to_mono_ns(std::chrono::steady_clock::time_point t);
 
+// Every fault a run can inject (docs/fault-harness.md, "Faults"), in the report's order.
+const std::vector<std::string>& fault_kinds();
+
 enum class Dialect { kSqlite, kPostgresql, kMysql };
 // From the URL scheme ("sqlite", "postgresql", "mysql"/"mariadb"). Throws UsageError otherwise.
 Dialect dialect_of(std::string_view url);
@@ -71,6 +74,10 @@ ResourceSql resource_sql(Dialect d, const std::string& prefix);
 //   E t where class                              other error (acquire, open, ...)
 //   S t refused|granted|unsupported|error        session-lock check behind a transaction pooler
 //   B t class                                    background error reported by the manager
+//   C what t_call t_ret bound outcome             a lease call (acquire | release | close) returned;
+//                                                bound: the latest return its deadline allows
+//                                                (kCallFloorMs included); outcome: ok | none | the
+//                                                error class
 //   END t
 struct LogLine {
   std::string type;
@@ -78,6 +85,12 @@ struct LogLine {
 };
 // Splits a line; nullopt when empty.
 std::optional<LogLine> parse_log_line(std::string_view line);
+
+// The least time dblock gives one service call (its deadline is never nearer than this from the
+// call's start): a lease call may return this long after its own deadline.
+inline constexpr std::int64_t kCallFloorMs = 2000;
+// How long after a closing manager's last call may still be running it takes at most to close.
+inline constexpr std::int64_t kCloseBoundMs = 3000;
 
 // Exception class name for the log ("ConnectionError", "LeaseLostError", ...).
 std::string error_class(const std::exception& e);

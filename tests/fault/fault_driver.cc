@@ -44,9 +44,14 @@
 #include "dblock/url.h"
 #include "fault_common.h"
 #include "oracle.h"
+#include "process.h"
+#include "report.h"
 
 #ifndef DBLOCK_SOURCE_DIR
 #define DBLOCK_SOURCE_DIR "."
+#endif
+#ifndef DBLOCK_TCP_RELAY
+#define DBLOCK_TCP_RELAY "tcp_relay"
 #endif
 
 namespace dblock::fault {
@@ -60,8 +65,6 @@ constexpr std::int64_t kMs = 1'000'000;  // ns
 volatile sig_atomic_t g_interrupted = 0;
 void on_signal(int) { g_interrupted = 1; }
 
-const std::vector<std::string> kFaults = {"none",         "client-kill",    "client-stop", "session-kill",
-                                          "server-restart", "server-stop", "pgbouncer",   "writer-kill"};
 
 struct Args {
   std::string fault = "none";
@@ -71,6 +74,7 @@ struct Args {
   std::string state;      // server state dir (restart, stop)
   std::string server_script;
   std::string client_path;
+  std::string relay_path = DBLOCK_TCP_RELAY;  // relay-stall: tests/support/tcp_relay
   std::string work;
   std::string results;  // append the RESULT line here
   int clients = 4;
@@ -88,11 +92,12 @@ struct Args {
                "usage: fault_driver run --fault KIND --seed N [--url URL] [--admin-url URL] [--state DIR]\n"
                "                        [--server-script PATH] [--clients K] [--seconds S] [--max-acquisitions M]\n"
                "                        [--ttl-ms T] [--client PATH] [--work DIR] [--results FILE] [--keep]\n"
-               "                        [--sabotage --expect-violation]\n"
+               "                        [--relay PATH] [--sabotage --expect-violation]\n"
                "       fault_driver report FILE...\n"
                "       fault_driver selftest\n"
                "       fault_driver schemes\n"
-               "KIND: none client-kill client-stop session-kill server-restart server-stop pgbouncer writer-kill\n",
+               "KIND: none client-kill client-stop session-kill server-restart server-stop relay-stall pgbouncer\n"
+               "      writer-kill\n",
                why.c_str());
   std::exit(64);
 }
@@ -276,6 +281,9 @@ class Run {
   void server_restart();
   void server_freeze();
   void server_thaw();
+  void start_relay();
+  void relay_pause();
+  void relay_resume();
 
   double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
   std::int64_t ttl_ns() const { return std::int64_t{a_.ttl_ms} * kMs; }
@@ -310,6 +318,9 @@ class Run {
   std::vector<pid_t> frozen_pids_;
   std::int64_t thaw_at_ = 0;
   std::vector<pid_t> watchdogs_;
+  std::unique_ptr<dblock::testing::Child> relay_;  // relay-stall: between the clients and the server
+  bool relay_paused_ = false;
+  std::int64_t resume_at_ = 0;
 };
 
 Run::~Run() {
@@ -665,6 +676,39 @@ void Run::server_thaw() {
   note("server-cont");
 }
 
+// relay-stall: the clients reach the server through tcp_relay, which the driver pauses (every
+// connection stalls, none is closed: a dead path or a stopped peer) for 1.5-2.5 TTL at a time.
+void Run::start_relay() {
+  const Url url = parse_url(a_.url);
+  if (url.hosts.empty() || url.hosts[0].port == 0) throw UsageError("relay-stall needs a URL with host:port");
+  relay_ = std::make_unique<dblock::testing::Child>(
+      std::vector<std::string>{a_.relay_path, std::to_string(url.hosts[0].port)});
+  const std::optional<std::string> line = relay_->read_line(10'000ms);
+  if (!line || line->rfind("port ", 0) != 0) throw std::runtime_error("tcp_relay did not start (" + a_.relay_path + ")");
+  const std::string server_at = url.hosts[0].host + ":" + std::to_string(url.hosts[0].port);
+  const std::size_t at = a_.url.find(server_at);
+  if (at == std::string::npos) throw UsageError("relay-stall: cannot find " + server_at + " in the URL");
+  a_.url.replace(at, server_at.size(), "127.0.0.1:" + line->substr(5));
+  note("relay on " + line->substr(5) + " for " + server_at);
+}
+
+void Run::relay_pause() {
+  const auto hold = milliseconds(static_cast<std::int64_t>(uniform(1.5, 2.5) * a_.ttl_ms));
+  relay_->signal(SIGUSR1);
+  relay_paused_ = true;
+  resume_at_ = mono_ns() + hold.count() * kMs;
+  events_.push_back({FaultEvent::kRelayPause, mono_ns(), 0, 0, 0});
+  note("relay-pause for " + s(hold.count()) + " ms");
+}
+
+void Run::relay_resume() {
+  if (!relay_paused_) return;
+  relay_->signal(SIGUSR2);
+  relay_paused_ = false;
+  events_.push_back({FaultEvent::kRelayResume, mono_ns(), 0, 0, 0});
+  note("relay-resume");
+}
+
 // One step of the fault schedule; called whenever a timer may have expired or a client spoke.
 void Run::step_faults() {
   const std::int64_t now = mono_ns();
@@ -673,6 +717,10 @@ void Run::step_faults() {
 
   if (server_frozen_ && now >= thaw_at_) {
     server_thaw();
+    schedule_next(1.0, 2.0);
+  }
+  if (relay_paused_ && now >= resume_at_) {
+    relay_resume();
     schedule_next(1.0, 2.0);
   }
   if (stopped_client_ && now >= cont_at_) {
@@ -716,7 +764,9 @@ void Run::step_faults() {
     armed_ = false;
     schedule_next(0.2, 0.5);
   }
-  if (next_at_ == 0 || now < next_at_ || armed_ || target_ || stopped_client_ || server_frozen_) return;
+  if (next_at_ == 0 || now < next_at_ || armed_ || target_ || stopped_client_ || server_frozen_ || relay_paused_) {
+    return;
+  }
 
   next_at_ = 0;
   if (f == "client-kill" || f == "pgbouncer" || f == "client-stop" || f == "writer-kill") {
@@ -747,6 +797,8 @@ void Run::step_faults() {
     schedule_next(2.0, 4.0);
   } else if (f == "server-stop") {
     server_freeze();
+  } else if (f == "relay-stall") {
+    relay_pause();
   }
 }
 
@@ -759,6 +811,7 @@ void Run::stop_all_clients() {
     stopped_client_ = 0;
   }
   server_thaw();
+  relay_resume();
   for (auto& [id, c] : clients_) {
     if (!c.alive || c.in_fd < 0) continue;
     (void)!write(c.in_fd, "stop\n", 5);
@@ -806,7 +859,8 @@ int Run::execute() {
   dialect_ = dialect_of(a_.url);
   const bool pg = dialect_ == Dialect::kPostgresql;
   const std::string& f = a_.fault;
-  if ((f == "session-kill" || f == "server-restart" || f == "server-stop") && dialect_ == Dialect::kSqlite) {
+  if ((f == "session-kill" || f == "server-restart" || f == "server-stop" || f == "relay-stall") &&
+      dialect_ == Dialect::kSqlite) {
     usage(f + " needs a server backend");
   }
   if (f == "pgbouncer" && !pg) usage("pgbouncer needs a postgresql URL (the pooler's)");
@@ -819,6 +873,7 @@ int Run::execute() {
   prefix_ = "fault" + s(getpid() % 100000) + "_" + s(static_cast<std::int64_t>(a_.seed % 100000)) + "_";
   run_tag_ = "dbf" + s(getpid() % 100000) + "s" + s(static_cast<std::int64_t>(a_.seed % 100000));
   if (a_.admin_url.empty()) a_.admin_url = a_.url;
+  if (f == "relay-stall") start_relay();  // the clients' URL only: setup and the oracle go direct
   sql_ = resource_sql(dialect_, prefix_);
   driver_log_.open(a_.work + "/driver.log");
 
@@ -854,7 +909,7 @@ int Run::execute() {
   while (!g_interrupted && mono_ns() < end && (a_.max_acquisitions <= 0 || acquisitions_seen_ < a_.max_acquisitions)) {
     std::int64_t wake = end;
     for (std::int64_t t : {next_at_, act_at_ * (target_ != 0), arm_deadline_ * armed_, cont_at_ * (stopped_client_ != 0),
-                           thaw_at_ * server_frozen_}) {
+                           thaw_at_ * server_frozen_, resume_at_ * relay_paused_}) {
       if (t > 0) wake = std::min(wake, t);
     }
     std::vector<pollfd> fds;
@@ -939,6 +994,8 @@ int Run::execute() {
                 (long long)fig.session_not_refused, (long long)fig.session_refused, (long long)fig.session_unchecked);
   }
   std::printf("  client crashes                  %lld\n", (long long)crashes_);
+  std::printf("  lease calls over their deadline %lld, waits given up early %lld (%lld calls; latest %.0f ms vs its bound)\n",
+              (long long)fig.overdue_calls, (long long)fig.early_giveups, (long long)fig.calls, fig.worst_call_ms);
   std::printf("reported:\n");
   std::printf("  believed-hold overlaps          %lld, total %.1f ms%s\n", (long long)fig.overlaps, fig.overlap_ms,
               in.baseline ? " (must be 0 without faults)" : "");
@@ -979,7 +1036,8 @@ int Run::execute() {
          << " duplicate_fences=" << fig.duplicate_fences << " restart_regressions=" << fig.restart_regressions
          << " wrong_owner_effects=" << fig.wrong_owner_effects << " probes=" << fig.probes
          << " safe_overlaps=" << fig.safe_overlaps << " session_not_refused=" << fig.session_not_refused
-         << " client_crashes=" << crashes_ << " overlaps=" << fig.overlaps << " overlap_ms=" << fmt(fig.overlap_ms)
+         << " client_crashes=" << crashes_ << " overdue_calls=" << fig.overdue_calls
+         << " early_giveups=" << fig.early_giveups << " worst_call_ms=" << fmt(fig.worst_call_ms, 0) << " overlaps=" << fig.overlaps << " overlap_ms=" << fmt(fig.overlap_ms)
          << " kills=" << fig.kills << " kills_in_hold=" << fig.kills_in_hold << " unrecovered=" << fig.unrecovered
          << " in_doubt_releases=" << fig.in_doubt_releases << " already_lost_releases=" << fig.already_lost_releases
          << " rejected_guard=" << fig.rejected_guard << " write_errors=" << fig.write_errors
@@ -1000,120 +1058,6 @@ int Run::execute() {
     return verdict == "violation" ? 0 : 1;
   }
   return verdict == "ok" ? 0 : (verdict == "violation" ? 1 : 2);
-}
-
-// ---- report ------------------------------------------------------------------------------------
-
-std::map<std::string, std::string> parse_result(const std::string& line) {
-  std::map<std::string, std::string> kv;
-  std::istringstream in(line);
-  std::string tok;
-  in >> tok;  // RESULT
-  while (in >> tok) {
-    auto eq = tok.find('=');
-    if (eq != std::string::npos) kv[tok.substr(0, eq)] = tok.substr(eq + 1);
-  }
-  return kv;
-}
-
-std::string seed_list(std::vector<long long> seeds) {
-  std::sort(seeds.begin(), seeds.end());
-  seeds.erase(std::unique(seeds.begin(), seeds.end()), seeds.end());
-  std::string out;
-  for (std::size_t i = 0; i < seeds.size();) {
-    std::size_t j = i;
-    while (j + 1 < seeds.size() && seeds[j + 1] == seeds[j] + 1) ++j;
-    out += (out.empty() ? "" : ",") + std::to_string(seeds[i]) + (j > i ? "–" + std::to_string(seeds[j]) : "");
-    i = j + 1;
-  }
-  return out;
-}
-
-int report(const std::vector<std::string>& files) {
-  std::vector<std::map<std::string, std::string>> rows;
-  for (const auto& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      std::fprintf(stderr, "fault_driver report: cannot read %s\n", file.c_str());
-      return 2;
-    }
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("RESULT ", 0) == 0) rows.push_back(parse_result(line));
-    }
-  }
-  const std::vector<std::string> backends = {"sqlite", "postgresql", "mariadb"};
-  std::map<std::string, std::string> servers;
-  std::set<std::string> ttls, clients, dblock_versions;
-  for (auto& r : rows) {
-    servers[r["backend"]] = r["server"];
-    ttls.insert(r["ttl_ms"]);
-    clients.insert(r["clients"]);
-    dblock_versions.insert(r["dblock"]);
-  }
-  auto joined = [](const std::set<std::string>& v) {
-    std::string out;
-    for (const auto& x : v) out += (out.empty() ? "" : "/") + x;
-    return out;
-  };
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof(date), "%Y-%m-%d", std::gmtime(&now));
-  std::printf("Fault-injection figures, %s (UTC), dblock %s, TTL %s ms, %s client processes per run.  \n", date,
-              joined(dblock_versions).c_str(), joined(ttls).c_str(), joined(clients).c_str());
-  std::string versions;
-  for (const auto& b : backends) {
-    if (servers.count(b)) versions += (versions.empty() ? "" : ", ") + b + " " + servers[b];
-  }
-  std::printf("Servers: %s.\n\n", versions.c_str());
-  std::printf("| backend | fault | runs (seeds) | acquisitions | acked writes | faults | stale writes accepted | "
-              "acked lost / doubled | fence regressions | wrong-owner effects | other safety checks | "
-              "believed-hold overlaps (n, ms) | recovery p50 / p99 / max (ms) | in-doubt releases | "
-              "guard rejections | leases lost | verdict |\n");
-  std::printf("|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
-  int bad = 0;
-  for (const auto& b : backends) {
-    for (const auto& f : kFaults) {
-      std::vector<std::map<std::string, std::string>*> group;
-      for (auto& r : rows) {
-        if (r["backend"] == b && r["fault"] == f) group.push_back(&r);
-      }
-      if (group.empty()) continue;
-      auto sum = [&](const char* key) {
-        long long v = 0;
-        for (auto* r : group) v += std::atoll((*r)[key].c_str());
-        return v;
-      };
-      double overlap_ms = 0;
-      std::vector<long long> seeds;
-      std::vector<double> recovery;
-      std::map<std::string, int> verdicts;
-      for (auto* r : group) {
-        overlap_ms += std::atof((*r)["overlap_ms"].c_str());
-        seeds.push_back(std::atoll((*r)["seed"].c_str()));
-        ++verdicts[(*r)["verdict"]];
-        std::istringstream rec((*r)["recovery_ms"]);
-        for (std::string x; std::getline(rec, x, ',');) {
-          if (x != "-" && !x.empty()) recovery.push_back(std::atof(x.c_str()));
-        }
-      }
-      const long long other = sum("phantom_ops") + sum("rejected_committed") + sum("guard_bypass") +
-                              sum("resource_mismatch") + sum("duplicate_fences") + sum("safe_overlaps") +
-                              sum("session_not_refused") + sum("client_crashes");
-      std::string verdict;
-      for (const auto& [v, n] : verdicts) verdict += (verdict.empty() ? "" : ", ") + std::to_string(n) + " " + v;
-      if (verdicts.size() != 1 || !verdicts.count("ok")) ++bad;
-      std::string rec = recovery.empty() ? "—"
-                                         : fmt(percentile(recovery, 50), 0) + " / " + fmt(percentile(recovery, 99), 0) +
-                                               " / " + fmt(percentile(recovery, 100), 0);
-      std::printf("| %s | %s | %zu (%s) | %lld | %lld | %lld | %lld | %lld / %lld | %lld | %lld | %lld | %lld, %.0f | %s | %lld | %lld | %lld | %s |\n",
-                  b.c_str(), f.c_str(), group.size(), seed_list(seeds).c_str(), sum("acquisitions"), sum("acked"),
-                  sum("faults"), sum("stale_writes"), sum("lost_acks"), sum("doubled"),
-                  sum("fence_regressions") + sum("restart_regressions"), sum("wrong_owner_effects"), other,
-                  sum("overlaps"), overlap_ms, rec.c_str(), sum("in_doubt_releases"), sum("rejected_guard"),
-                  sum("lost_callbacks"), verdict.c_str());
-    }
-  }
-  return bad == 0 ? 0 : 1;
 }
 
 Args parse_run(int argc, char** argv) {
@@ -1137,12 +1081,13 @@ Args parse_run(int argc, char** argv) {
     else if (k == "--seconds") a.seconds = std::stod(next());
     else if (k == "--max-acquisitions") a.max_acquisitions = std::stol(next());
     else if (k == "--ttl-ms") a.ttl_ms = std::stoi(next());
+    else if (k == "--relay") a.relay_path = next();
     else if (k == "--keep") a.keep = true;
     else if (k == "--sabotage") a.sabotage = true;
     else if (k == "--expect-violation") a.expect_violation = true;
     else usage("unknown argument " + k);
   }
-  if (std::find(kFaults.begin(), kFaults.end(), a.fault) == kFaults.end()) usage("unknown fault " + a.fault);
+  if (std::find(fault_kinds().begin(), fault_kinds().end(), a.fault) == fault_kinds().end()) usage("unknown fault " + a.fault);
   if (a.clients < 2 || a.clients > 64) usage("--clients must be in 2..64");
   if (a.ttl_ms < 100) usage("--ttl-ms must be >= 100");
   if (a.seconds <= 0 || a.seconds > 3600) usage("--seconds must be in (0, 3600]");

@@ -61,6 +61,8 @@ const char* to_string(FaultEvent::Kind kind) {
     case FaultEvent::kServerStop: return "server-stop";
     case FaultEvent::kServerCont: return "server-cont";
     case FaultEvent::kEndKill: return "end-kill";
+    case FaultEvent::kRelayPause: return "relay-pause";
+    case FaultEvent::kRelayResume: return "relay-resume";
   }
   return "?";
 }
@@ -179,6 +181,12 @@ ClientLog parse_client_log(int client, std::istream& in) {
         ++log.session_checks[f[1]];
         t = n[0];
       }
+    } else if (ty == "C") {
+      ok = f.size() >= 5 && nums({1, 2, 3});
+      if (ok) {
+        log.calls.push_back(LeaseCall{f[0], n[1], n[2], n[3], f[4]});
+        t = n[2];
+      }
     } else if (ty == "END") {
       ok = nums({0});
       if (ok) {
@@ -224,9 +232,46 @@ std::vector<std::string> Figures::violations(bool baseline) const {
   check(safe_overlaps, "safe_overlaps");
   check(session_not_refused, "session_not_refused");
   check(client_crashes, "client_crashes");
+  check(overdue_calls, "overdue_calls");
+  check(early_giveups, "early_giveups");
   if (baseline) check(overlaps, "baseline_overlaps");
   return out;
 }
+
+namespace {
+
+// Every lease call returns by its bound (plus a second of scheduling slack), unless its own
+// process was stopped meanwhile; a wait never ends early with an error it rides over.
+void check_calls(const OracleInput& in, Figures& fig) {
+  constexpr std::int64_t kSlackNs = 1'000'000'000;
+  constexpr std::int64_t kFloorNs = kCallFloorMs * 1'000'000;
+  bool any = false;
+  for (const auto& c : in.clients) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> stopped;  // [stop, cont] of this client
+    for (const auto& e : in.events) {
+      if (e.client != c.client) continue;
+      if (e.kind == FaultEvent::kClientStop) stopped.emplace_back(e.t, INT64_MAX);
+      if (e.kind == FaultEvent::kClientCont && !stopped.empty()) stopped.back().second = e.t;
+    }
+    for (const auto& call : c.calls) {
+      ++fig.calls;
+      const bool was_stopped = std::any_of(stopped.begin(), stopped.end(), [&](const auto& s) {
+        return s.first < call.t_ret && s.second > call.t_call;
+      });
+      if (was_stopped) continue;
+      const double late_ms = static_cast<double>(call.t_ret - call.bound) / 1e6;
+      fig.worst_call_ms = any ? std::max(fig.worst_call_ms, late_ms) : late_ms;
+      any = true;
+      if (call.t_ret > call.bound + kSlackNs) ++fig.overdue_calls;
+      const bool transient = call.outcome == "ConnectionError" || call.outcome == "InDoubtError";
+      if (call.what == "acquire" && transient && call.t_ret < call.bound - kFloorNs - kSlackNs / 10) {
+        ++fig.early_giveups;
+      }
+    }
+  }
+}
+
+}  // namespace
 
 Figures evaluate(const OracleInput& in) {
   Figures fig;
@@ -253,7 +298,8 @@ Figures evaluate(const OracleInput& in) {
   }
   fig.acquisitions = static_cast<std::int64_t>(acqs.size());
   for (const auto& e : in.events) {
-    if (e.kind != FaultEvent::kClientCont && e.kind != FaultEvent::kServerCont && e.kind != FaultEvent::kEndKill) {
+    if (e.kind != FaultEvent::kClientCont && e.kind != FaultEvent::kServerCont && e.kind != FaultEvent::kEndKill &&
+        e.kind != FaultEvent::kRelayResume) {
       ++fig.faults;
     }
   }
@@ -386,6 +432,7 @@ Figures evaluate(const OracleInput& in) {
       }
     }
   }
+  check_calls(in, fig);
   return fig;
 }
 
@@ -435,6 +482,25 @@ std::vector<std::string> oracle_selftest() {
     Figures f = evaluate(clean_history());
     expect(f.violations(true).empty(), "clean history reported violations");
     expect(f.acquisitions == 2 && f.acked == 2 && f.ops == 2 && f.probes == 1, "clean history counts");
+  }
+  {  // lease calls: one returned 2 s after its bound; a wait gave up early on a ConnectionError;
+     // a stopped client's late return and a wait that ended with an error at its deadline are fine
+    auto in = clean_history();
+    in.clients[0] = parse_text(1, "START 1 11 50\n"
+                                  "C release 1000000000 5000000000 3000000000 released\n"
+                                  "C acquire 1000000000 1500000000 6000000000 ConnectionError\n"
+                                  "C acquire 1000000000 4100000000 6000000000 ConnectionError\n"
+                                  "END 6000000000\n");
+    in.clients[1] = parse_text(2, "START 2 12 50\n"
+                                  "C acquire 1000000000 9000000000 3000000000 ok\n"
+                                  "END 9000000000\n");
+    in.events = {{FaultEvent::kClientStop, 2000000000, 0, 2, 0}, {FaultEvent::kClientCont, 8000000000, 0, 2, 0}};
+    in.ops.clear();
+    in.resource_last_fence = 0;
+    in.resource_value = 0;
+    in.baseline = false;
+    Figures f = evaluate(in);
+    expect(f.calls == 4 && f.overdue_calls == 1 && f.early_giveups == 1, "lease calls past their bounds not counted");
   }
   {  // stale write accepted: commit order 2 then 1
     auto in = clean_history();

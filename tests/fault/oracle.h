@@ -39,8 +39,17 @@ struct WriteAttempt {
   std::int64_t fence = 0;  // from the acquisition
 };
 
+// A lease call (acquire, release, close) as a client logged it (C record).
+struct LeaseCall {
+  std::string what;
+  std::int64_t t_call = 0, t_ret = 0;
+  std::int64_t bound = 0;  // the latest return its deadline allows
+  std::string outcome;     // ok | none | released | ... | the error class
+};
+
 struct ClientLog {
   int client = 0;
+  std::vector<LeaseCall> calls;
   std::vector<Acquisition> acquisitions;
   std::vector<WriteAttempt> writes;
   std::int64_t probes = 0, probe_effects = 0, probe_errors = 0;
@@ -65,7 +74,10 @@ struct OpRow {
 
 // What the driver did, on mono_ns().
 struct FaultEvent {
-  enum Kind { kClientKill, kClientStop, kClientCont, kSessionKill, kServerRestart, kServerStop, kServerCont, kEndKill };
+  enum Kind {
+    kClientKill, kClientStop, kClientCont, kSessionKill, kServerRestart, kServerStop, kServerCont, kEndKill,
+    kRelayPause, kRelayResume
+  };
   Kind kind = kClientKill;
   std::int64_t t = 0;
   std::int64_t t_end = 0;  // kServerRestart: server back up
@@ -104,6 +116,8 @@ struct Figures {
   std::int64_t safe_overlaps = 0;          // holds clipped at safe-until that overlap (safe-until must be conservative)
   std::int64_t session_not_refused = 0;    // a session lock granted behind a transaction pooler
   std::int64_t client_crashes = 0;         // set by the driver: a client exited without being killed
+  std::int64_t overdue_calls = 0;          // a lease call returned over a second after its bound (client not stopped)
+  std::int64_t early_giveups = 0;          // a wait ended with a transient error before its deadline
   // Reported.
   std::int64_t overlaps = 0;               // believed holds [acquire returned, release called] intersecting
   double overlap_ms = 0;
@@ -115,6 +129,8 @@ struct Figures {
   std::int64_t lost_callbacks = 0, lost_at_release = 0, lost_flag_at_write = 0, expired_on_return = 0;
   std::int64_t probes = 0, probe_errors = 0, not_acquired = 0, errors = 0, background_errors = 0;
   std::int64_t session_refused = 0, session_unchecked = 0, malformed = 0;  // unchecked: errors
+  std::int64_t calls = 0;                  // lease calls checked against their bounds
+  double worst_call_ms = 0;                // the latest return relative to its bound (negative: early; 0: no calls)
 
   // Names of the violated invariants (empty: safe).
   std::vector<std::string> violations(bool baseline) const;

@@ -2,7 +2,8 @@
 // stdout) and forwards every connection to 127.0.0.1:TARGET_PORT. SIGUSR1 pauses it: it stops
 // reading from both sides but keeps every socket open, as a stalled network path or a stopped
 // peer does (the kernel still acknowledges what is sent, nothing comes back). SIGUSR2 resumes.
-// Runs until killed.
+// Runs until killed, or until the process that started it is gone (checked every 50 ms), so that
+// a relay never outlives its test.
 //
 //   tcp_relay TARGET_PORT
 #include <arpa/inet.h>
@@ -81,9 +82,11 @@ int main(int argc, char** argv) {
   resume_action.sa_handler = [](int) { paused = 0; };
   ::sigaction(SIGUSR1, &pause_action, nullptr);
   ::sigaction(SIGUSR2, &resume_action, nullptr);
+  const pid_t parent = ::getppid();
   const int listener = listen_socket();
   std::vector<Pair> pairs;
   for (;;) {
+    if (::getppid() != parent) return 0;
     std::vector<pollfd> fds{{listener, POLLIN, 0}};
     if (!paused) {
       for (const Pair& p : pairs) {
