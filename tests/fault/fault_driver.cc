@@ -677,7 +677,7 @@ void Run::server_thaw() {
 }
 
 // relay-stall: the clients reach the server through tcp_relay, which the driver pauses (every
-// connection stalls, none is closed: a dead path or a stopped peer) for 1.5-2.5 TTL at a time.
+// connection stalls, none is closed: a dead path or a stopped peer) for 4-5 s at a time.
 void Run::start_relay() {
   const Url url = parse_url(a_.url);
   if (url.hosts.empty() || url.hosts[0].port == 0) throw UsageError("relay-stall needs a URL with host:port");
@@ -693,7 +693,10 @@ void Run::start_relay() {
 }
 
 void Run::relay_pause() {
-  const auto hold = milliseconds(static_cast<std::int64_t>(uniform(1.5, 2.5) * a_.ttl_ms));
+  // 4-5 s, and at least 1.5-2.5 TTL: longer than a call's least time (2 s) plus the oracle's slack
+  // (1 s), so that a call the stall is not cut from at its deadline shows as overdue.
+  const auto hold = milliseconds(static_cast<std::int64_t>(
+      std::max(uniform(1.5, 2.5) * a_.ttl_ms, uniform(4000, 5000))));
   relay_->signal(SIGUSR1);
   relay_paused_ = true;
   resume_at_ = mono_ns() + hold.count() * kMs;

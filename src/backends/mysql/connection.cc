@@ -228,33 +228,42 @@ Context::Context(Options options)
 
 namespace {
 
-// OPT_CONNECT_TIMEOUT (whole seconds, at least 1) within `deadline` and the configured one.
 using SteadyClock = std::chrono::steady_clock;
 
+// OPT_CONNECT_TIMEOUT for a connect that must end by `deadline`: whole seconds, rounded down so
+// that it ends by the deadline, at least 1 (the least libmariadb takes), at most `configured`.
 int connect_seconds_within(SteadyClock::time_point deadline, int configured) {
-  if (deadline == SteadyClock::time_point::max()) return configured;
-  const auto left = std::chrono::ceil<std::chrono::seconds>(deadline - SteadyClock::now());
-  if (left <= std::chrono::seconds::zero()) {
-    throw ConnectionError("mysql: connect: the call's deadline passed before a connection was made", kServiceName,
-                          "08S01");
-  }
+  const auto left = std::chrono::floor<std::chrono::seconds>(deadline - SteadyClock::now());
   return static_cast<int>(std::clamp<std::int64_t>(left.count(), 1, std::max(configured, 1)));
+}
+
+[[noreturn]] void connect_deadline_passed(const char* while_what) {
+  throw ConnectionError(std::string("mysql: connect: the call's deadline passed ") + while_what, kServiceName, "08S01");
 }
 
 }  // namespace
 
 void Context::open_socket(Connection& c) const {
+  // A connect outside a call (beacons, session locks) is given its configured timeout.
+  SteadyClock::time_point deadline = call_deadline();
+  if (deadline == SteadyClock::time_point::max()) {
+    deadline = SteadyClock::now() + std::chrono::seconds(std::max(options_.connect_timeout_s, 1));
+  }
+  if (deadline <= SteadyClock::now()) connect_deadline_passed("before a connection was made");
   ::sql::ConnectOptionsMap options = connect_options_;
-  options["OPT_CONNECT_TIMEOUT"] = connect_seconds_within(call_deadline(), options_.connect_timeout_s);
+  options["OPT_CONNECT_TIMEOUT"] = connect_seconds_within(deadline, options_.connect_timeout_s);
   dblock::sql::SocketPeer peer;
   if (options_.socket.empty()) {
     peer.tcp_port = options_.port;
   } else {
     peer.unix_path = options_.socket;
   }
-  // This process's connects one at a time, so that they never make each other's sockets ambiguous.
-  static std::mutex connecting;
-  const std::lock_guard<std::mutex> lock(connecting);
+  // This process's connects one at a time, so that they never make each other's sockets
+  // ambiguous; each holds the lock for at most its connect timeout, and none waits for it past
+  // its own deadline.
+  static std::timed_mutex connecting;
+  std::unique_lock<std::timed_mutex> lock(connecting, std::defer_lock);
+  if (!lock.try_lock_until(deadline)) connect_deadline_passed("while another connect to the server was under way");
   c.socket = dblock::sql::socket_opened_by([&] { c.conn.reset(driver()->connect(options)); }, peer);
 }
 
