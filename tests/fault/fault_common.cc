@@ -99,9 +99,9 @@ std::optional<LogLine> parse_log_line(std::string_view line) {
 }
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kinds = {"none",           "client-kill", "client-stop", "session-kill",
-                                                 "server-restart", "server-stop", "relay-stall", "pgbouncer",
-                                                 "writer-kill"};
+  static const std::vector<std::string> kinds = {"none",        "client-kill", "client-stop",    "session-kill",
+                                                 "server-restart", "server-stop", "relay-stall", "conn-full",
+                                                 "pgbouncer",   "writer-kill", "disk-full"};
   return kinds;
 }
 

@@ -43,8 +43,8 @@
 
 #include "dblock/url.h"
 #include "fault_common.h"
+#include "interruptions.h"
 #include "oracle.h"
-#include "process.h"
 #include "report.h"
 
 #ifndef DBLOCK_SOURCE_DIR
@@ -96,8 +96,8 @@ struct Args {
                "       fault_driver report FILE...\n"
                "       fault_driver selftest\n"
                "       fault_driver schemes\n"
-               "KIND: none client-kill client-stop session-kill server-restart server-stop relay-stall pgbouncer\n"
-               "      writer-kill\n",
+               "KIND: none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full\n"
+               "      pgbouncer writer-kill disk-full\n",
                why.c_str());
   std::exit(64);
 }
@@ -116,6 +116,9 @@ std::string self_dir() {
   if (n <= 0) return ".";
   return std::filesystem::path(std::string(buf, static_cast<std::size_t>(n))).parent_path().string();
 }
+
+// disk-full: the SQLite file on the tmpfs the fault mounts on <work>/db.
+std::string disk_full_url(const std::string& work) { return "sqlite://" + work + "/db/fault.db"; }
 
 // ---- processes ---------------------------------------------------------------------------------
 
@@ -277,13 +280,13 @@ class Run {
   void schedule_next(double lo_ttl, double hi_ttl);
   void step_faults();
   Client* random_client(bool only_in_cs);
-  void session_kill();
+  void session_kill(bool all = false);
+  void stop_clients(bool stop);  // SIGSTOP (or SIGCONT) every running client, as client-stop events
   void server_restart();
   void server_freeze();
   void server_thaw();
-  void start_relay();
-  void relay_pause();
-  void relay_resume();
+  void interrupt();
+  void restore();
 
   double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
   std::int64_t ttl_ns() const { return std::int64_t{a_.ttl_ms} * kMs; }
@@ -318,9 +321,9 @@ class Run {
   std::vector<pid_t> frozen_pids_;
   std::int64_t thaw_at_ = 0;
   std::vector<pid_t> watchdogs_;
-  std::unique_ptr<dblock::testing::Child> relay_;  // relay-stall: between the clients and the server
-  bool relay_paused_ = false;
-  std::int64_t resume_at_ = 0;
+  std::unique_ptr<Interruption> interruption_;  // relay-stall, conn-full, disk-full
+  bool interrupted_ = false;
+  std::int64_t restore_at_ = 0;
 };
 
 Run::~Run() {
@@ -565,14 +568,23 @@ void Run::schedule_next(double lo_ttl, double hi_ttl) {
   next_at_ = mono_ns() + static_cast<std::int64_t>(uniform(lo_ttl, hi_ttl) * static_cast<double>(ttl_ns()));
 }
 
-void Run::session_kill() {
+void Run::stop_clients(bool stop) {
+  for (auto& [id, c] : clients_) {
+    if (!c.alive || c.stopped == stop) continue;
+    kill(c.pid, stop ? SIGSTOP : SIGCONT);
+    c.stopped = stop;
+    events_.push_back({stop ? FaultEvent::kClientStop : FaultEvent::kClientCont, mono_ns(), 0, c.id, 0});
+  }
+}
+
+void Run::session_kill(bool all) {
   Url url = parse_url(a_.admin_url);
   const std::string host = url.hosts.empty() ? "127.0.0.1" : url.hosts[0].host;
   int terminated = 0;
   if (dialect_ == Dialect::kPostgresql) {
     std::string names;
     for (auto& [id, c] : clients_) {
-      if (!c.alive || std::uniform_int_distribution<int>(0, 1)(rng_) == 0) continue;
+      if (!c.alive || (!all && std::uniform_int_distribution<int>(0, 1)(rng_) == 0)) continue;
       names += (names.empty() ? "'" : ", '") + run_tag_ + "_c" + s(id) + "'";
     }
     if (names.empty()) {
@@ -608,15 +620,15 @@ void Run::session_kill() {
     }
     std::istringstream ids(out);
     std::string kills;
-    std::vector<std::string> all;
-    for (std::string id; ids >> id;) all.push_back(id);
-    for (const auto& id : all) {
-      if (std::uniform_int_distribution<int>(0, 1)(rng_) == 0) continue;
+    std::vector<std::string> found;
+    for (std::string id; ids >> id;) found.push_back(id);
+    for (const auto& id : found) {
+      if (!all && std::uniform_int_distribution<int>(0, 1)(rng_) == 0) continue;
       kills += "KILL CONNECTION " + id + "; ";
       ++terminated;
     }
-    if (kills.empty() && !all.empty()) {
-      kills = "KILL CONNECTION " + all[std::uniform_int_distribution<std::size_t>(0, all.size() - 1)(rng_)] + "; ";
+    if (kills.empty() && !found.empty()) {
+      kills = "KILL CONNECTION " + found[std::uniform_int_distribution<std::size_t>(0, found.size() - 1)(rng_)] + "; ";
       terminated = 1;
     }
     if (!kills.empty()) {
@@ -676,40 +688,21 @@ void Run::server_thaw() {
   note("server-cont");
 }
 
-// relay-stall: the clients reach the server through tcp_relay, which the driver pauses (every
-// connection stalls, none is closed: a dead path or a stopped peer) for 4-5 s at a time.
-void Run::start_relay() {
-  const Url url = parse_url(a_.url);
-  if (url.hosts.empty() || url.hosts[0].port == 0) throw UsageError("relay-stall needs a URL with host:port");
-  relay_ = std::make_unique<dblock::testing::Child>(
-      std::vector<std::string>{a_.relay_path, std::to_string(url.hosts[0].port)});
-  const std::optional<std::string> line = relay_->read_line(10'000ms);
-  if (!line || line->rfind("port ", 0) != 0) throw std::runtime_error("tcp_relay did not start (" + a_.relay_path + ")");
-  const std::string server_at = url.hosts[0].host + ":" + std::to_string(url.hosts[0].port);
-  const std::size_t at = a_.url.find(server_at);
-  if (at == std::string::npos) throw UsageError("relay-stall: cannot find " + server_at + " in the URL");
-  a_.url.replace(at, server_at.size(), "127.0.0.1:" + line->substr(5));
-  note("relay on " + line->substr(5) + " for " + server_at);
+void Run::interrupt() {
+  const auto hold = interruption_->hold(milliseconds(a_.ttl_ms), uniform(0.0, 1.0));
+  const std::string what = interruption_->begin();
+  interrupted_ = true;
+  restore_at_ = mono_ns() + hold.count() * kMs;
+  events_.push_back({FaultEvent::kInterrupt, mono_ns(), 0, 0, 0});
+  note(what + " for " + s(hold.count()) + " ms");
 }
 
-void Run::relay_pause() {
-  // 4-5 s, and at least 1.5-2.5 TTL: longer than a call's least time (2 s) plus the oracle's slack
-  // (1 s), so that a call the stall is not cut from at its deadline shows as overdue.
-  const auto hold = milliseconds(static_cast<std::int64_t>(
-      std::max(uniform(1.5, 2.5) * a_.ttl_ms, uniform(4000, 5000))));
-  relay_->signal(SIGUSR1);
-  relay_paused_ = true;
-  resume_at_ = mono_ns() + hold.count() * kMs;
-  events_.push_back({FaultEvent::kRelayPause, mono_ns(), 0, 0, 0});
-  note("relay-pause for " + s(hold.count()) + " ms");
-}
-
-void Run::relay_resume() {
-  if (!relay_paused_) return;
-  relay_->signal(SIGUSR2);
-  relay_paused_ = false;
-  events_.push_back({FaultEvent::kRelayResume, mono_ns(), 0, 0, 0});
-  note("relay-resume");
+void Run::restore() {
+  if (!interrupted_) return;
+  interruption_->end();
+  interrupted_ = false;
+  events_.push_back({FaultEvent::kRestore, mono_ns(), 0, 0, 0});
+  note("restored");
 }
 
 // One step of the fault schedule; called whenever a timer may have expired or a client spoke.
@@ -722,8 +715,8 @@ void Run::step_faults() {
     server_thaw();
     schedule_next(1.0, 2.0);
   }
-  if (relay_paused_ && now >= resume_at_) {
-    relay_resume();
+  if (interrupted_ && now >= restore_at_) {
+    restore();
     schedule_next(1.0, 2.0);
   }
   if (stopped_client_ && now >= cont_at_) {
@@ -767,7 +760,7 @@ void Run::step_faults() {
     armed_ = false;
     schedule_next(0.2, 0.5);
   }
-  if (next_at_ == 0 || now < next_at_ || armed_ || target_ || stopped_client_ || server_frozen_ || relay_paused_) {
+  if (next_at_ == 0 || now < next_at_ || armed_ || target_ || stopped_client_ || server_frozen_ || interrupted_) {
     return;
   }
 
@@ -800,8 +793,8 @@ void Run::step_faults() {
     schedule_next(2.0, 4.0);
   } else if (f == "server-stop") {
     server_freeze();
-  } else if (f == "relay-stall") {
-    relay_pause();
+  } else if (interruption_) {
+    interrupt();
   }
 }
 
@@ -814,7 +807,7 @@ void Run::stop_all_clients() {
     stopped_client_ = 0;
   }
   server_thaw();
-  relay_resume();
+  restore();
   for (auto& [id, c] : clients_) {
     if (!c.alive || c.in_fd < 0) continue;
     (void)!write(c.in_fd, "stop\n", 5);
@@ -862,11 +855,14 @@ int Run::execute() {
   dialect_ = dialect_of(a_.url);
   const bool pg = dialect_ == Dialect::kPostgresql;
   const std::string& f = a_.fault;
-  if ((f == "session-kill" || f == "server-restart" || f == "server-stop" || f == "relay-stall") &&
+  if ((f == "session-kill" || f == "server-restart" || f == "server-stop" || f == "relay-stall" || f == "conn-full") &&
       dialect_ == Dialect::kSqlite) {
     usage(f + " needs a server backend");
   }
   if (f == "pgbouncer" && !pg) usage("pgbouncer needs a postgresql URL (the pooler's)");
+  if (f == "disk-full" && (dialect_ != Dialect::kSqlite || a_.url != disk_full_url(a_.work))) {
+    usage("disk-full runs on SQLite in the work directory (no --url)");
+  }
   if ((f == "server-restart" || f == "server-stop") && a_.state.empty()) usage(f + " needs --state");
   if (f == "pgbouncer" && a_.url.find("prepared=") == std::string::npos) a_.url = with_param(a_.url, "prepared", "0");
   if (a_.server_script.empty()) {
@@ -876,7 +872,14 @@ int Run::execute() {
   prefix_ = "fault" + s(getpid() % 100000) + "_" + s(static_cast<std::int64_t>(a_.seed % 100000)) + "_";
   run_tag_ = "dbf" + s(getpid() % 100000) + "s" + s(static_cast<std::int64_t>(a_.seed % 100000));
   if (a_.admin_url.empty()) a_.admin_url = a_.url;
-  if (f == "relay-stall") start_relay();  // the clients' URL only: setup and the oracle go direct
+  // The clients' URL only changes: setup and the oracle connect directly.
+  if (f == "relay-stall") interruption_ = relay_stall(a_.url, a_.relay_path);
+  if (f == "conn-full") {
+    interruption_ = connections_full(a_.admin_url, prefix_,
+                                     {[this] { stop_clients(true), session_kill(true); }, [this] { stop_clients(false); }});
+  }
+  if (f == "disk-full") interruption_ = disk_full(a_.work + "/db");  // before the file is made
+  if (interruption_) a_.url = interruption_->client_url(a_.url);
   sql_ = resource_sql(dialect_, prefix_);
   driver_log_.open(a_.work + "/driver.log");
 
@@ -912,7 +915,7 @@ int Run::execute() {
   while (!g_interrupted && mono_ns() < end && (a_.max_acquisitions <= 0 || acquisitions_seen_ < a_.max_acquisitions)) {
     std::int64_t wake = end;
     for (std::int64_t t : {next_at_, act_at_ * (target_ != 0), arm_deadline_ * armed_, cont_at_ * (stopped_client_ != 0),
-                           thaw_at_ * server_frozen_, resume_at_ * relay_paused_}) {
+                           thaw_at_ * server_frozen_, restore_at_ * interrupted_}) {
       if (t > 0) wake = std::min(wake, t);
     }
     std::vector<pollfd> fds;
@@ -1137,7 +1140,10 @@ int main(int argc, char** argv) {
   } else {
     std::filesystem::create_directories(args.work);
   }
-  if (args.url.empty()) {
+  if (args.url.empty() && args.fault == "disk-full") {
+    std::filesystem::create_directories(args.work + "/db");
+    args.url = disk_full_url(args.work);
+  } else if (args.url.empty()) {
     args.url = "sqlite://" + args.work + "/fault.db";
   }
   int rc = 2;

@@ -61,8 +61,8 @@ const char* to_string(FaultEvent::Kind kind) {
     case FaultEvent::kServerStop: return "server-stop";
     case FaultEvent::kServerCont: return "server-cont";
     case FaultEvent::kEndKill: return "end-kill";
-    case FaultEvent::kRelayPause: return "relay-pause";
-    case FaultEvent::kRelayResume: return "relay-resume";
+    case FaultEvent::kInterrupt: return "interrupt";
+    case FaultEvent::kRestore: return "restore";
   }
   return "?";
 }
@@ -299,7 +299,7 @@ Figures evaluate(const OracleInput& in) {
   fig.acquisitions = static_cast<std::int64_t>(acqs.size());
   for (const auto& e : in.events) {
     if (e.kind != FaultEvent::kClientCont && e.kind != FaultEvent::kServerCont && e.kind != FaultEvent::kEndKill &&
-        e.kind != FaultEvent::kRelayResume) {
+        e.kind != FaultEvent::kRestore) {
       ++fig.faults;
     }
   }

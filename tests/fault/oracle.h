@@ -76,7 +76,7 @@ struct OpRow {
 struct FaultEvent {
   enum Kind {
     kClientKill, kClientStop, kClientCont, kSessionKill, kServerRestart, kServerStop, kServerCont, kEndKill,
-    kRelayPause, kRelayResume
+    kInterrupt, kRestore  // relay-stall, conn-full, disk-full: taken away, given back
   };
   Kind kind = kClientKill;
   std::int64_t t = 0;

@@ -1,0 +1,177 @@
+#include "interruptions.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "dblock/dblock.h"
+#include "dblock/url.h"
+#include "process.h"
+
+namespace dblock::fault {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+
+std::chrono::milliseconds Interruption::hold(milliseconds ttl, double u) const {
+  return milliseconds(static_cast<std::int64_t>((1.5 + u) * static_cast<double>(ttl.count())));
+}
+
+namespace {
+
+class RelayStall : public Interruption {
+ public:
+  RelayStall(const std::string& url, const std::string& relay_path) {
+    const Url parsed = parse_url(url);
+    if (parsed.hosts.empty() || parsed.hosts[0].port == 0) throw UsageError("relay-stall needs a URL with host:port");
+    server_at_ = parsed.hosts[0].host + ":" + std::to_string(parsed.hosts[0].port);
+    relay_ = std::make_unique<dblock::testing::Child>(
+        std::vector<std::string>{relay_path, std::to_string(parsed.hosts[0].port)});
+    const std::optional<std::string> line = relay_->read_line(10'000ms);
+    if (!line || line->rfind("port ", 0) != 0) throw std::runtime_error("tcp_relay did not start (" + relay_path + ")");
+    relay_at_ = "127.0.0.1:" + line->substr(5);
+  }
+  std::string client_url(const std::string& url) const override {
+    const std::size_t at = url.find(server_at_);
+    if (at == std::string::npos) throw UsageError("relay-stall: cannot find " + server_at_ + " in " + url);
+    return url.substr(0, at) + relay_at_ + url.substr(at + server_at_.size());
+  }
+  milliseconds hold(milliseconds ttl, double u) const override {
+    // Longer than a client's wait (3 TTL) plus a call's least time (2 s) plus the oracle's slack
+    // (1 s): a call stuck until the path comes back shows as overdue, whatever it was doing.
+    return 3 * ttl + milliseconds(4000 + static_cast<std::int64_t>(1000 * u));
+  }
+  std::string begin() override {
+    relay_->signal(SIGUSR1);
+    paused_ = true;
+    return "relay-pause " + relay_at_;
+  }
+  void end() override {
+    if (!paused_) return;
+    relay_->signal(SIGUSR2);
+    paused_ = false;
+  }
+
+ private:
+  std::unique_ptr<dblock::testing::Child> relay_;  // killed when destroyed
+  std::string server_at_, relay_at_;
+  bool paused_ = false;
+};
+
+class ConnectionsFull : public Interruption {
+ public:
+  ConnectionsFull(std::string admin_url, std::string table_prefix, ClientHooks clients)
+      : admin_url_(std::move(admin_url)), table_prefix_(std::move(table_prefix)), clients_(std::move(clients)) {}
+  std::string begin() override {
+    // Full first; then, with the clients stopped, their sessions go and their slots are taken,
+    // so that they meet a full server when they go on.
+    fill();
+    for (int i = 0; i < 2 && !held_.empty(); ++i) held_.pop_back();  // room for the session killer
+    clients_.stop_and_disconnect();
+    const std::string refused = fill(500ms);  // sessions end a little after they are told to
+    clients_.resume();
+    return "conn-full " + std::to_string(held_.size()) + " connections; refused: " + refused;
+  }
+  void end() override {
+    // Closing a manager can take tens of milliseconds: close them 16 at a time.
+    constexpr std::size_t kClosers = 16;
+    std::vector<std::vector<std::unique_ptr<LockManager>>> parts(kClosers);
+    for (std::size_t i = 0; i < held_.size(); ++i) parts[i % kClosers].push_back(std::move(held_[i]));
+    held_.clear();
+    std::vector<std::thread> closers;
+    for (auto& part : parts) closers.emplace_back([part = std::move(part)]() mutable { part.clear(); });
+    for (auto& t : closers) t.join();
+  }
+
+ private:
+  // Opens managers until the server refuses one and `patience` has passed (or up to a cap far
+  // above any test server's max_connections); returns the last refusal.
+  std::string fill(milliseconds patience = 0ms) {
+    const auto until = std::chrono::steady_clock::now() + patience;
+    std::string refused = "none (stopped at the cap)";
+    ManagerOptions options;
+    options.table_prefix = table_prefix_;
+    options.reaper = false;
+    options.auto_migrate = false;  // the run's tables exist: each open is one connection and a version check
+    constexpr std::size_t kCap = 2000;
+    while (held_.size() < kCap) {
+      try {
+        held_.push_back(dblock::open(admin_url_, options));
+      } catch (const ConnectionError& e) {
+        refused = e.what();
+        std::replace(refused.begin(), refused.end(), '\n', ' ');
+        if (std::chrono::steady_clock::now() >= until) break;
+        std::this_thread::sleep_for(10ms);  // polls for slots being freed, bounded by `patience`
+      }
+    }
+    return refused;
+  }
+  std::string admin_url_, table_prefix_;
+  ClientHooks clients_;
+  std::vector<std::unique_ptr<LockManager>> held_;
+};
+
+class DiskFull : public Interruption {
+ public:
+  explicit DiskFull(std::string dir) : dir_(std::move(dir)) {
+    if (::mount("tmpfs", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=16m,mode=0700") != 0) {
+      throw std::runtime_error("disk-full: cannot mount a tmpfs on " + dir_ + " (" + std::strerror(errno) +
+                               "; the fault needs root)");
+    }
+  }
+  ~DiskFull() override {
+    end();
+    ::umount2(dir_.c_str(), MNT_DETACH);
+  }
+  std::string begin() override {
+    const std::string path = dir_ + "/filler";
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0) throw std::runtime_error("disk-full: cannot create " + path);
+    static const std::vector<char> block(64 * 1024, 'x');
+    std::size_t written = 0;
+    for (std::size_t i = 0; i < 1024; ++i) {  // 64 MiB at most: more than the tmpfs holds
+      const ssize_t n = ::write(fd, block.data(), block.size());
+      if (n <= 0) break;
+      written += static_cast<std::size_t>(n);
+    }
+    for (std::size_t chunk = 4096; chunk > 0; chunk /= 2) {  // the last pages too
+      while (::write(fd, block.data(), chunk) > 0) written += chunk;
+    }
+    ::close(fd);
+    filled_ = true;
+    return "disk-full " + std::to_string(written / 1024) + " KiB written";
+  }
+  void end() override {
+    if (!filled_) return;
+    ::unlink((dir_ + "/filler").c_str());
+    filled_ = false;
+  }
+
+ private:
+  std::string dir_;
+  bool filled_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Interruption> relay_stall(const std::string& url, const std::string& relay_path) {
+  return std::make_unique<RelayStall>(url, relay_path);
+}
+
+std::unique_ptr<Interruption> connections_full(const std::string& admin_url, const std::string& table_prefix,
+                                               ClientHooks clients) {
+  return std::make_unique<ConnectionsFull>(admin_url, table_prefix, std::move(clients));
+}
+
+std::unique_ptr<Interruption> disk_full(const std::string& dir) { return std::make_unique<DiskFull>(dir); }
+
+}  // namespace dblock::fault
