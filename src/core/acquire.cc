@@ -64,9 +64,11 @@ class Acquirer {
   }
 
   ~Acquirer() {
-    // Clean-up is given the least time a call gets, whatever is left of the wait.
+    // Clean-up is given the least time a call gets, whatever is left of the wait. A wait whose
+    // last step met a fault does not leave the line: the call would likely block on the same
+    // fault past the caller's deadline, and the entry expires by itself (queue_hold_).
     const CallDeadlineScope call(SteadyClock::now());
-    if (in_line_ && !acquired_) {
+    if (in_line_ && !acquired_ && !last_step_faulted_) {
       try {
         queue_->leave(state_->name, state_->secret);
       } catch (const Error& e) {
@@ -130,8 +132,10 @@ class Acquirer {
       try {
         const bool result = step();
         faults = 0;
+        last_step_faulted_ = false;
         return result;
       } catch (const Error& e) {
+        last_step_faulted_ = transient(e);
         if (try_once_ || !transient(e) || SteadyClock::now() >= deadline_) throw;
         const auto pause = jittered(milliseconds(50) * (1 << std::min(faults++, 4)));
         std::uint64_t seen = core_.board_.generation(state_->name);
@@ -229,6 +233,7 @@ class Acquirer {
   bool subscribed_ = false;
   bool in_line_ = false;
   bool acquired_ = false;
+  bool last_step_faulted_ = false;  // the last attempt or wait failed with a transient fault
 };
 
 std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::time_point deadline, bool try_once,

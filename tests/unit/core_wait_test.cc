@@ -356,6 +356,32 @@ TEST_CASE("wait: a waiter rides over transient faults of the service until its d
   service->fail_attempts(0);
 }
 
+TEST_CASE("wait: a wait ended by a fault leaves its queue entry to expire instead of calling again",
+          "[unit][wait][faults][deadline]") {
+  Rig rig;
+  auto manager = rig.open();
+  auto held = manager->try_acquire("k");
+  REQUIRE(held);
+  MemoryService* service = nullptr;  // the waiter's
+  auto waiter = rig.open({}, {}, &service);
+  std::atomic<bool> faulted{false};
+  std::thread waiting([&] {
+    try {
+      waiter->acquire("k", 1500ms);
+    } catch (const ConnectionError&) {
+      faulted = true;
+    }
+  });
+  REQUIRE(eventually([&] { return service->queued("k") == 1; }));
+  service->fail_attempts(1'000'000);  // from now on the service is unreachable
+  waiting.join();
+  service->fail_attempts(0);
+  CHECK(faulted);
+  // Leaving would be one more call on a service that just failed, past the caller's deadline.
+  CHECK(service->calls(Op::kLeave) == 0);
+  CHECK(service->queued("k") == 1);
+}
+
 TEST_CASE("wait: a fault that waiting cannot cure is reported at once", "[unit][wait][faults]") {
   Rig rig;
   MemoryService* service = nullptr;

@@ -249,7 +249,10 @@ void Context::open_socket(Connection& c) const {
   if (deadline == SteadyClock::time_point::max()) {
     deadline = SteadyClock::now() + std::chrono::seconds(std::max(options_.connect_timeout_s, 1));
   }
-  if (deadline <= SteadyClock::now()) connect_deadline_passed("before a connection was made");
+  // libmariadb's least connect timeout is a second: with less left, a connect could overrun.
+  if (deadline - SteadyClock::now() < std::chrono::seconds(1)) {
+    connect_deadline_passed("(or is less than a second away) before a connection was made");
+  }
   ::sql::ConnectOptionsMap options = connect_options_;
   options["OPT_CONNECT_TIMEOUT"] = connect_seconds_within(deadline, options_.connect_timeout_s);
   dblock::sql::SocketPeer peer;
