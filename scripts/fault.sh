@@ -64,9 +64,9 @@ if [[ -z "$backends" ]]; then
 fi
 faults_for() {
   case "$1" in
-    sqlite) echo "none client-kill client-stop writer-kill" ;;
-    postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall pgbouncer" ;;
-    mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall" ;;
+    sqlite) echo "none client-kill client-stop writer-kill disk-full" ;;
+    postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full pgbouncer" ;;
+    mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full" ;;
   esac
 }
 
