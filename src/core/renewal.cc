@@ -11,6 +11,8 @@ namespace dblock::detail {
 
 namespace {
 using std::chrono::milliseconds;
+// How long a session lock's periodic check may go unanswered before the session counts as gone.
+constexpr milliseconds kSessionCheckTime{5000};
 }  // namespace
 
 void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
@@ -90,6 +92,9 @@ void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
   {
     std::lock_guard<std::mutex> lock(state->handle_mutex);
     if (!state->handle) return;
+    // A check still unanswered after kSessionCheckTime finds the session gone: its connection is
+    // dropped, and the server ends the session's locks with it.
+    const CallDeadlineScope call(SteadyClock::now() + kSessionCheckTime);
     alive = state->handle->verify();
   }
   if (alive) return;

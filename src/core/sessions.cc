@@ -2,11 +2,24 @@
 // verified periodically by the renewal thread (renewal.cc), released here.
 #include <algorithm>
 
+#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
 #include "manager_core.h"
 
 namespace dblock::detail {
+
+namespace {
+
+// A session lock's own call deadline: its wait (which the service waits out server-side) and
+// the least time a call is given after it; none for a wait without end.
+SteadyClock::time_point session_wait_deadline(std::chrono::milliseconds wait) {
+  const auto now = SteadyClock::now();
+  if (wait >= std::chrono::hours(24 * 365)) return SteadyClock::time_point::max();
+  return now + std::max(wait, std::chrono::milliseconds::zero()) + CallDeadlineScope::kMinCallTime;
+}
+
+}  // namespace
 
 void throw_no_session_locks(const LeaseService& service) {
   const std::string name(service.name());
@@ -20,8 +33,11 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
   validate_lock_name(name);
   SessionLocks* locks = service_->session_locks();
   if (locks == nullptr) throw_no_session_locks(*service_);
-  std::unique_ptr<SessionLockHandle> handle =
-      locks->acquire_session_lock(name, options.mode, std::max(wait, std::chrono::milliseconds::zero()));
+  std::unique_ptr<SessionLockHandle> handle;
+  {
+    const CallDeadlineScope call(session_wait_deadline(wait));
+    handle = locks->acquire_session_lock(name, options.mode, std::max(wait, std::chrono::milliseconds::zero()));
+  }
   if (!handle) return std::nullopt;
   auto state = std::make_shared<SessionState>();
   state->name = std::string(name);
@@ -51,6 +67,7 @@ ReleaseResult ManagerCore::release_session(const std::shared_ptr<SessionState>& 
   std::lock_guard<std::mutex> lock(state->handle_mutex);
   ReleaseResult result = ReleaseResult::kAlreadyLost;
   if (state->handle && !state->lost.load()) {
+    const CallDeadlineScope call(SteadyClock::now());  // the least time a call is given
     try {
       result = state->handle->release() ? ReleaseResult::kReleased : ReleaseResult::kAlreadyLost;
     } catch (const Error& e) {

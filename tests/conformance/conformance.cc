@@ -1002,7 +1002,11 @@ class Relay {
     const std::string server_at = server().host + ":" + std::to_string(server().port);
     const std::size_t at = base.find(server_at);
     REQUIRE(at != std::string::npos);
-    return base.substr(0, at) + "127.0.0.1:" + std::to_string(port_) + base.substr(at + server_at.size());
+    std::string url = base.substr(0, at) + "127.0.0.1:" + std::to_string(port_) + base.substr(at + server_at.size());
+    if (!context().relay_params.empty()) {
+      url += (url.find('?') == std::string::npos ? "?" : "&") + context().relay_params;
+    }
+    return url;
   }
   void pause() { child_.signal(SIGUSR1); }
   void resume() { child_.signal(SIGUSR2); }
@@ -1099,6 +1103,54 @@ TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][confor
   CHECK(error.find("deadline") != std::string::npos);
   relay.resume();
   waiter.reset();
+}
+
+TEST_CASE("on a stalled connection a session lock is reported lost, and its waits and release end in time",
+          "[conformance][session][faults][deadline]") {
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
+  const std::string prefix = unique_prefix();
+  Relay relay;
+  auto manager = open_through(relay, prefix);
+  if (!manager->capabilities().session_locks) return;
+  std::atomic<bool> lost{false};
+  SessionLockOptions options;
+  options.on_lost = [&](const LostLease&) { lost = true; };
+  auto held = manager->session_lock("stalled-session", 0ms, options);
+  REQUIRE(held);
+  auto other = open_manager({}, prefix);  // direct: holds a second name while the path stalls
+  auto busy = other->session_lock("busy-session", 0ms);
+  REQUIRE(busy);
+  relay.pause();
+  // The periodic check (every second) that finds no answer within its 5 s reports the loss.
+  const auto reported = timed(
+      [&] {
+        const auto give_up = SteadyClock::now() + 20s;
+        while (!lost && SteadyClock::now() < give_up) std::this_thread::sleep_for(20ms);
+      },
+      30s, [&] { relay.resume(); });
+  REQUIRE(reported);
+  CHECK(lost);
+  CHECK(*reported < 8s);
+  // A wait for a held session lock on the stalled path ends at its wait + the least call time.
+  bool got = false;
+  const auto waited = timed(
+      [&] {
+        try {
+          got = manager->session_lock("busy-session", 2s).has_value();
+        } catch (const Error&) {  // the stalled connect: any error, so long as it comes in time
+        }
+      },
+      20s, [&] { relay.resume(); });
+  REQUIRE(waited);
+  CHECK_FALSE(got);
+  CHECK(*waited < 2s + 2500ms);
+  const auto released = timed([&] { held->release(); }, 15s, [&] { relay.resume(); });
+  REQUIRE(released);
+  CHECK(*released < 2500ms);
+  const auto closed = timed([&] { manager.reset(); }, 15s, [&] { relay.resume(); });
+  REQUIRE(closed);
+  CHECK(*closed < 3s);
+  relay.resume();
 }
 
 TEST_CASE("a queued waiter goes first: try_acquire of a free name fails while it waits", "[lease][conformance]") {

@@ -16,6 +16,7 @@ struct Context {
   std::string backend;        // "sqlite", "postgresql", ...
   std::string url;            // where every test connects; tests isolate themselves by table prefix
   bool over_tcp = false;  // the URL names a host and port (the stalled-connection cases put a relay there)
+  std::string relay_params;  // query parameters for a URL through that relay ("" for none)
   bool shared_leases = true;
   bool guard = true;
   bool accounts = true;  // the service records the database account of a force-release

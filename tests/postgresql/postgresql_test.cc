@@ -7,6 +7,7 @@
 #include <future>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <cstdio>
@@ -45,6 +46,7 @@ const Context& context() {
     Context c = server_context("postgresql", "DBLOCK_TEST_POSTGRESQL_URL", "DBLOCK_TEST_SKIP_POSTGRESQL",
                                "DBLOCK_TEST_PG_SCRIPT", "DBLOCK_TEST_PG_STATE", "fast");
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id bigint PRIMARY KEY, fence bigint)";
+    c.relay_params = "detect_pooler=0";  // the relay hides the client's socket, as a pooler would
     c.hold_migration_lock = [](const std::string& prefix) {
       auto bystander = std::make_shared<pqxx::connection>(conninfo());
       pqxx::nontransaction tx(*bystander);
@@ -879,6 +881,41 @@ TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[p
 }  // namespace dblock::testing
 
 namespace dblock::testing {
+
+TEST_CASE("postgresql: with listen=0 a waiting process holds one connection", "[postgresql][connections]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto held = holder->try_acquire("busy");
+  REQUIRE(held);
+  pqxx::connection admin(conninfo());
+  auto connections_of = [&](const std::string& application) {
+    pqxx::nontransaction tx(admin);
+    return tx.exec1("SELECT count(*) FROM pg_stat_activity WHERE application_name = " + tx.quote(application))[0]
+        .as<int>();
+  };
+  for (const bool listen : {true, false}) {
+    const std::string application = prefix + (listen ? "listening" : "polling");
+    ManagerOptions options;
+    options.table_prefix = prefix;
+    options.reaper = false;
+    const std::string url = context().url + (context().url.find('?') == std::string::npos ? "?" : "&") +
+                            "application_name=" + application + (listen ? "" : "&listen=0");
+    auto waiter = dblock::open(url, options);
+    std::atomic<bool> done{false};
+    std::thread waiting([&] {
+      CHECK_FALSE(waiter->acquire("busy", 2s));
+      done = true;
+    });
+    int most = 0;
+    for (int i = 0; i < 40 && !done; ++i) {  // samples during the 2 s wait
+      most = std::max(most, connections_of(application));
+      std::this_thread::sleep_for(50ms);
+    }
+    waiting.join();
+    INFO("listen=" << listen);
+    CHECK(most == (listen ? 2 : 1));
+  }
+}
 
 TEST_CASE("postgresql: a read-only monitoring role lists leases with the documented grants", "[postgresql][privileges]") {
   const std::string prefix = unique_prefix();

@@ -35,6 +35,9 @@ struct Options {
   // Named server-side prepared statements for the lease statements. Default true; set false when
   // the URL goes through a transaction-mode pooler that cannot keep them (pgbouncer < 1.21).
   bool prepared = true;
+  // Wake waiters by LISTEN/NOTIFY, on one connection per manager besides the pool. Default true;
+  // with false waiters poll (max_poll), and a waiting process needs one connection, not two.
+  bool listen = true;
 };
 
 // Connects (and checks the server is not a standby). Throws ConnectionError, UsageError.

@@ -69,6 +69,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   options.unlogged = params.boolean("unlogged");
   options.detect_pooler = params.boolean("detect_pooler").value_or(true);
   options.prepared = params.boolean("prepared").value_or(true);
+  options.listen = params.boolean("listen").value_or(true);
   // Every libpq connection parameter passes through; anything else is refused by finish().
   const auto passed = params.take_if([](std::string_view key) { return libpq_keywords().count(key) != 0; });
   bool timeout_given = false, name_given = false;

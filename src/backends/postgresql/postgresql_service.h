@@ -41,7 +41,7 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
   FairQueue* fair_queue() noexcept override { return this; }
-  WakeEvents* wake_events() noexcept override { return &listener_; }
+  WakeEvents* wake_events() noexcept override { return context_.options().listen ? &listener_ : nullptr; }
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
   SessionLocks* session_locks() noexcept override { return &session_locks_; }
