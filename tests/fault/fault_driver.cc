@@ -807,7 +807,13 @@ void Run::stop_all_clients() {
     stopped_client_ = 0;
   }
   server_thaw();
-  restore();
+  // relay-stall: the clients finish on a stalled path, so that their last calls and closing their
+  // managers are checked against their bounds too; every other interruption ends first.
+  if (interruption_ && interruption_->through_the_end()) {
+    if (!interrupted_) interrupt();
+  } else {
+    restore();
+  }
   for (auto& [id, c] : clients_) {
     if (!c.alive || c.in_fd < 0) continue;
     (void)!write(c.in_fd, "stop\n", 5);
@@ -849,6 +855,7 @@ void Run::stop_all_clients() {
     if (c.out_fd >= 0) close(c.out_fd);
     c.out_fd = -1;
   }
+  restore();
 }
 
 int Run::execute() {

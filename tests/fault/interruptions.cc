@@ -50,6 +50,7 @@ class RelayStall : public Interruption {
     // (1 s): a call stuck until the path comes back shows as overdue, whatever it was doing.
     return 3 * ttl + milliseconds(4000 + static_cast<std::int64_t>(1000 * u));
   }
+  bool through_the_end() const override { return true; }
   std::string begin() override {
     relay_->signal(SIGUSR1);
     paused_ = true;

@@ -26,6 +26,8 @@ class Interruption {
   virtual std::string begin() = 0;
   // Gives it back (no-op when not taken).
   virtual void end() = 0;
+  // Whether the clients finish the run with it taken away (the driver takes it before it stops them).
+  virtual bool through_the_end() const { return false; }
 };
 
 // relay-stall: starts tcp_relay (`relay_path`) in front of the server `url` names; begin() stops

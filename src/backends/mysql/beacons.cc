@@ -9,6 +9,8 @@ namespace dblock::mysql {
 
 namespace {
 using std::chrono::milliseconds;
+// What one round of beacon statements (and a connect for them) is given.
+constexpr milliseconds kCallTime{2000};
 using dblock::sql::as_int;
 using dblock::sql::is_null;
 }  // namespace
@@ -136,17 +138,21 @@ Beacons::Work Beacons::due_locked(SteadyClock::time_point now, SteadyClock::time
 Beacons::Done Beacons::run(const Work& work) {
   Done done;
   std::lock_guard<std::mutex> conn(conn_mutex_);
+  // Neither statement waits on the server (GET_LOCK(key, 0), RELEASE_LOCK): a round of them is
+  // bounded like any call, so that the thread, and the manager's shutdown joining it, never waits
+  // on a stalled connection for longer.
+  const auto deadline = SteadyClock::now() + kCallTime;
   try {
     if (!conn_) {
-      conn_ = context_.connect();
+      conn_ = context_.connect(deadline);
       connect_failures_ = 0;
     }
     for (const auto& name : work.drop) {
-      context_.query(*conn_, sql::kDropBeacon, {{"key", key(name)}});
+      context_.query(*conn_, sql::kDropBeacon, {{"key", key(name)}}, deadline);
       done.dropped.push_back(name);
     }
     for (const auto& name : work.take) {
-      Rows rows = context_.query(*conn_, sql::kTakeBeacon, {{"key", key(name)}});
+      Rows rows = context_.query(*conn_, sql::kTakeBeacon, {{"key", key(name)}}, deadline);
       done.taken.emplace_back(name, !rows.empty() && !is_null(rows[0][0]) && as_int(rows[0][0]) == 1);
     }
   } catch (...) {
@@ -194,7 +200,7 @@ void Beacons::loop() {
     // trips, and the first waiter gives the beacon only a short grace period to appear.
     std::lock_guard<std::mutex> conn(conn_mutex_);
     try {
-      conn_ = context_.connect();
+      conn_ = context_.connect(SteadyClock::now() + kCallTime);
     } catch (...) {
       // Retried when a beacon is due.
     }

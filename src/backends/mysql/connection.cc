@@ -243,9 +243,8 @@ int connect_seconds_within(SteadyClock::time_point deadline, int configured) {
 
 }  // namespace
 
-void Context::open_socket(Connection& c) const {
-  // A connect outside a call (beacons, session locks) is given its configured timeout.
-  SteadyClock::time_point deadline = call_deadline();
+void Context::open_socket(Connection& c, TimePoint deadline) const {
+  // A connect outside a call (session locks without a deadline) is given its configured timeout.
   if (deadline == SteadyClock::time_point::max()) {
     deadline = SteadyClock::now() + std::chrono::seconds(std::max(options_.connect_timeout_s, 1));
   }
@@ -270,15 +269,15 @@ void Context::open_socket(Connection& c) const {
   c.socket = dblock::sql::socket_opened_by([&] { c.conn.reset(driver()->connect(options)); }, peer);
 }
 
-std::unique_ptr<Connection> Context::connect() const {
+std::unique_ptr<Connection> Context::connect(TimePoint deadline) const {
   auto c = std::make_unique<Connection>();
   c->prepared.resize(registry_.size());
   try {
-    open_socket(*c);
+    open_socket(*c, deadline);
   } catch (...) {
     rethrow_translated("connect");
   }
-  within_deadline(*c, "connect", [&] {
+  within_deadline(*c, "connect", deadline, [&] {
     try {
       c->plain.reset(c->conn->createStatement());
       std::unique_ptr<::sql::ResultSet> rs(c->plain->executeQuery(sql::kHello.text));
@@ -306,8 +305,9 @@ std::unique_ptr<Connection> Context::connect() const {
   return c;
 }
 
-void Context::within_deadline(Connection& c, const char* what, const std::function<void()>& call) const {
-  const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.socket, call_deadline());
+void Context::within_deadline(Connection& c, const char* what, TimePoint deadline,
+                              const std::function<void()>& call) const {
+  const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.socket, deadline);
   try {
     call();
   } catch (const std::exception& e) {
@@ -332,9 +332,10 @@ void Context::within_deadline(Connection& c, const char* what, const std::functi
   return *slot;
 }
 
-Rows Context::query(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
+Rows Context::query(Connection& c, const dblock::sql::Statement& statement, const Args& args,
+                    TimePoint deadline) const {
   Rows rows;
-  within_deadline(c, statement.name, [&] {
+  within_deadline(c, statement.name, deadline, [&] {
     ::sql::PreparedStatement& ps = bound(c, statement, args);
     std::unique_ptr<::sql::ResultSet> rs(ps.executeQuery());
     rows = fetch_all(*rs);
@@ -346,7 +347,7 @@ Rows Context::query(Connection& c, const dblock::sql::Statement& statement, cons
 
 std::int64_t Context::update(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
   std::int64_t n = 0;
-  within_deadline(c, statement.name, [&] {
+  within_deadline(c, statement.name, call_deadline(), [&] {
     ::sql::PreparedStatement& ps = bound(c, statement, args);
     n = ps.executeUpdate();
     drain(ps);

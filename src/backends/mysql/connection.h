@@ -82,12 +82,19 @@ class Context {
   // Pooled connections for lease statements, with the retry and in-doubt policy.
   dblock::sql::Connections<Connection>& connections() { return connections_; }
 
+  using TimePoint = std::chrono::steady_clock::time_point;
+
   // A new connection: a writable MariaDB >= 10.6, READ COMMITTED, UTC. Throws ConnectionError,
-  // UnsupportedError. Made within call_deadline() (connect_timeout shortened to what is left).
-  std::unique_ptr<Connection> connect() const;
-  // Runs a registered statement, binding its parameters by name. Bounded by call_deadline(): a
-  // call still unanswered then has its connection's socket shut down and throws ConnectionError.
-  Rows query(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
+  // UnsupportedError. Made by `deadline` (connect_timeout shortened to what is left; max(): the
+  // configured connect_timeout).
+  std::unique_ptr<Connection> connect(TimePoint deadline) const;
+  std::unique_ptr<Connection> connect() const { return connect(call_deadline()); }
+  // Runs a registered statement, binding its parameters by name. Bounded by `deadline`: a call
+  // still unanswered then has its connection's socket shut down and throws ConnectionError.
+  Rows query(Connection& c, const dblock::sql::Statement& statement, const Args& args, TimePoint deadline) const;
+  Rows query(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
+    return query(c, statement, args, call_deadline());
+  }
   std::int64_t update(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
   // The application statement `text`, prepared on `c` (cached, most recently used first).
   ::sql::PreparedStatement& app_statement(Connection& c, std::string_view text) const;
@@ -98,10 +105,10 @@ class Context {
     std::vector<std::string> params;  // parameter name per `?`, in order
   };
   ::sql::PreparedStatement& bound(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
-  // Runs `call` on `c` with c's socket watched until call_deadline(); a call cut there throws
+  // Runs `call` on `c` with c's socket watched until `deadline`; a call cut there throws
   // ConnectionError naming `what`.
-  void within_deadline(Connection& c, const char* what, const std::function<void()>& call) const;
-  void open_socket(Connection& c) const;
+  void within_deadline(Connection& c, const char* what, TimePoint deadline, const std::function<void()>& call) const;
+  void open_socket(Connection& c, TimePoint deadline) const;
 
   const Options options_;
   const dblock::sql::Registry registry_;
