@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "manager_core.h"
 
@@ -111,7 +112,10 @@ bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::mi
 void LockManager::run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body) {
   if (!lease.held()) throw UsageError("run_guarded needs a held lease");
   // The service's check inside the transaction is the authority; the local lost() flag is not
-  // consulted (it can only be more pessimistic, never safer).
+  // consulted (it can only be more pessimistic, never safer). The whole transaction is one call,
+  // bounded by the lease's safe-until: the guard's row lock keeps renewals out until it ends, so
+  // the lease cannot be extended meanwhile.
+  const detail::CallDeadlineScope call(lease.safe_until());
   sql_of(core_->service(), "a guarded write").run_guarded(lease.name(), lease.fence(), lease.state_secret(), body);
 }
 

@@ -1105,6 +1105,42 @@ TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][confor
   waiter.reset();
 }
 
+TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time", "[conformance][faults][deadline]") {
+  if (!context().over_tcp || !context().guard) return;  // SQLite: no connection to stall
+  const std::string prefix = unique_prefix();
+  const std::string table = prefix + "guarded";
+  auto direct = open_manager({}, prefix);
+  auto setup = direct->try_acquire("setup");
+  REQUIRE(setup);
+  direct->run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
+  Relay relay;
+  auto manager = open_through(relay, prefix);
+  AcquireOptions options;
+  options.ttl = 3s;
+  auto lease = manager->try_acquire("guarded", options);
+  REQUIRE(lease);
+  const auto safe_until = lease->safe_until();
+  relay.pause();
+  bool committed = false;
+  const auto took = timed(
+      [&] {
+        try {
+          manager->run_guarded(*lease, [&](Transaction& tx) {
+            tx.execute(with_table(context().guard_insert, table), {std::int64_t{1}, lease->fence()});
+          });
+          committed = true;
+        } catch (const Error&) {  // cut at the deadline: connection dropped, write in doubt or lost
+        }
+      },
+      20s, [&] { relay.resume(); });
+  REQUIRE(took);
+  CHECK_FALSE(committed);
+  CHECK(SteadyClock::now() < safe_until + 2500ms);
+  relay.resume();
+  lease.reset();
+  manager.reset();
+}
+
 TEST_CASE("on a stalled connection a session lock is reported lost, and its waits and release end in time",
           "[conformance][session][faults][deadline]") {
   if (!context().over_tcp) return;  // SQLite: no connection to stall

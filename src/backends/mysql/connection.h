@@ -81,6 +81,8 @@ class Context {
   const Options& options() const { return options_; }
   // Pooled connections for lease statements, with the retry and in-doubt policy.
   dblock::sql::Connections<Connection>& connections() { return connections_; }
+  // The watchdog of every connection's socket (Connection::socket).
+  dblock::sql::SocketDeadlines& deadlines() const { return deadlines_; }
 
   using TimePoint = std::chrono::steady_clock::time_point;
 

@@ -88,6 +88,8 @@ void MySqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const
                                 const std::function<void(Transaction&)>& body) {
   check_name(name);
   auto c = context_.connections().pool().borrow();
+  // The whole transaction, the application's statements included, ends by the call's deadline.
+  const dblock::sql::SocketDeadlines::Watch watch(context_.deadlines(), c->socket, call_deadline());
   bool held = false;
   try {
     Rows rows = context_.query(*c, sql::kGuardBegin,

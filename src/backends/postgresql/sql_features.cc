@@ -90,6 +90,8 @@ bool PgSqlFeatures::run_in_transaction_lock(std::string_view name, std::chrono::
 void PgSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
                                 const std::function<void(Transaction&)>& body) {
   auto c = context_.connections().pool().borrow();
+  // The whole transaction, the application's statements included, ends by the call's deadline.
+  const dblock::sql::SocketDeadlines::Watch watch(context_.deadlines(), c->conn->sock(), call_deadline());
   std::optional<pqxx::work> tx;
   bool held = false;
   try {
