@@ -55,6 +55,8 @@ std::string digest_hex(const OwnerSecret& secret);
 // The 16 bytes that 32 hex digits (a stored owner value) spell, as a secret a test presents.
 OwnerSecret secret_from_hex(const std::string& hex);
 
+// `sql` with its "{T}" replaced by `table` (the guard statements of Context).
+std::string with_table(std::string sql, const std::string& table);
 // A table prefix no other test (or test process) uses: "t<pid>_<n>_".
 std::string unique_prefix();
 // Opens a manager on context().url with `options`; sets the table prefix if it is still the default.

@@ -1,0 +1,231 @@
+// The stalled-connection cases of the conformance suite (docs/design.md, "Conformance"): a TCP
+// relay the tests start between the service and its server stops forwarding without closing
+// anything, as a dead network path or a stopped server does, and every call must still end by its
+// deadline. Services without a network connection (SQLite) skip them.
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <atomic>
+#include <functional>
+#include <future>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "context.h"
+#include "process.h"
+
+namespace dblock::testing {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+// tcp_relay (tests/support) in front of the test server: pause() stalls every connection through
+// it without closing any, as a dead network path or a stopped server does.
+class Relay {
+ public:
+  Relay() : child_({DBLOCK_TCP_RELAY, std::to_string(server().port)}) {
+    const std::optional<std::string> line = child_.read_line(10s);
+    REQUIRE(line);
+    REQUIRE(line->rfind("port ", 0) == 0);
+    port_ = std::stoi(line->substr(5));
+  }
+  ~Relay() { resume(); }
+  // The test URL through the relay: its host:port replaced by the relay's.
+  std::string url() const {
+    const std::string& base = context().url;
+    const std::string server_at = server().host + ":" + std::to_string(server().port);
+    const std::size_t at = base.find(server_at);
+    REQUIRE(at != std::string::npos);
+    std::string url = base.substr(0, at) + "127.0.0.1:" + std::to_string(port_) + base.substr(at + server_at.size());
+    if (!context().relay_params.empty()) {
+      url += (url.find('?') == std::string::npos ? "?" : "&") + context().relay_params;
+    }
+    return url;
+  }
+  void pause() { child_.signal(SIGUSR1); }
+  void resume() { child_.signal(SIGUSR2); }
+
+ private:
+  static Url::Host server() { return parse_url(context().url).hosts.at(0); }
+
+  Child child_;
+  int port_ = 0;
+};
+
+std::unique_ptr<LockManager> open_through(const Relay& relay, const std::string& prefix) {
+  ManagerOptions options;
+  options.table_prefix = prefix;
+  options.reaper = false;
+  return dblock::open(relay.url(), options);
+}
+
+// Runs `fn` in a thread; how long it took, or nullopt when it had not returned within `limit`
+// (then `unstick` runs, so that it can, and the thread is joined).
+std::optional<std::chrono::steady_clock::duration> timed(const std::function<void()>& fn, std::chrono::seconds limit,
+                                                         const std::function<void()>& unstick) {
+  const auto start = std::chrono::steady_clock::now();
+  auto done = std::async(std::launch::async, fn);
+  if (done.wait_for(limit) != std::future_status::ready) {
+    unstick();
+    done.get();
+    return std::nullopt;
+  }
+  done.get();
+  return std::chrono::steady_clock::now() - start;
+}
+
+}  // namespace
+
+TEST_CASE("on a stalled connection the lease is lost at its safe time and the manager closes in time",
+          "[lease][conformance][faults][deadline]") {
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
+  Relay relay;
+  auto manager = open_through(relay, unique_prefix());
+  std::mutex mutex;
+  std::optional<std::chrono::steady_clock::time_point> lost_at;
+  AcquireOptions options;
+  options.ttl = 3s;
+  options.on_lost = [&](const LostLease&) {
+    std::lock_guard<std::mutex> lock(mutex);
+    lost_at = std::chrono::steady_clock::now();
+  };
+  auto lease = manager->try_acquire("stalled", options);
+  REQUIRE(lease);
+  const auto safe_until = lease->safe_until();
+  relay.pause();
+  // The renewal blocked on the stalled connection ends at the lease's safe time: the loss is
+  // reported then, not when the network comes back.
+  const auto reported = timed(
+      [&] {
+        while (true) {
+          {
+            std::lock_guard<std::mutex> lock(mutex);
+            if (lost_at) return;
+          }
+          std::this_thread::sleep_for(20ms);
+        }
+      },
+      15s, [&] { relay.resume(); });
+  REQUIRE(reported);
+  CHECK(*lost_at < safe_until + 2500ms);
+  // Closing the manager waits on no blocked call for longer than a call's deadline.
+  const auto closed = timed([&] { lease.reset(), manager.reset(); }, 15s, [&] { relay.resume(); });
+  REQUIRE(closed);
+  CHECK(*closed < 3s);
+}
+
+TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][conformance][faults][deadline]") {
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto held = holder->try_acquire("busy");
+  REQUIRE(held);
+  Relay relay;
+  auto waiter = open_through(relay, prefix);  // connected before the stall
+  relay.pause();
+  std::string error;
+  const auto waited = timed(
+      [&] {
+        try {
+          waiter->acquire("busy", 2s);
+        } catch (const ConnectionError& e) {
+          error = e.what();
+        }
+      },
+      20s, [&] { relay.resume(); });
+  REQUIRE(waited);
+  INFO(error);
+  CHECK(*waited < 2s + 2500ms);  // the wait, and at most the least time a call is given
+  CHECK(error.find("deadline") != std::string::npos);
+  relay.resume();
+  waiter.reset();
+}
+
+TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time", "[conformance][faults][deadline]") {
+  if (!context().over_tcp || !context().guard) return;  // SQLite: no connection to stall
+  const std::string prefix = unique_prefix();
+  const std::string table = prefix + "guarded";
+  auto direct = open_manager({}, prefix);
+  auto setup = direct->try_acquire("setup");
+  REQUIRE(setup);
+  direct->run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
+  Relay relay;
+  auto manager = open_through(relay, prefix);
+  AcquireOptions options;
+  options.ttl = 3s;
+  auto lease = manager->try_acquire("guarded", options);
+  REQUIRE(lease);
+  const auto safe_until = lease->safe_until();
+  relay.pause();
+  bool committed = false;
+  const auto took = timed(
+      [&] {
+        try {
+          manager->run_guarded(*lease, [&](Transaction& tx) {
+            tx.execute(with_table(context().guard_insert, table), {std::int64_t{1}, lease->fence()});
+          });
+          committed = true;
+        } catch (const Error&) {  // cut at the deadline: connection dropped, write in doubt or lost
+        }
+      },
+      20s, [&] { relay.resume(); });
+  REQUIRE(took);
+  CHECK_FALSE(committed);
+  CHECK(SteadyClock::now() < safe_until + 2500ms);
+  relay.resume();
+  lease.reset();
+  manager.reset();
+}
+
+TEST_CASE("on a stalled connection a session lock is reported lost, and its waits and release end in time",
+          "[conformance][session][faults][deadline]") {
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
+  const std::string prefix = unique_prefix();
+  Relay relay;
+  auto manager = open_through(relay, prefix);
+  if (!manager->capabilities().session_locks) return;
+  std::atomic<bool> lost{false};
+  SessionLockOptions options;
+  options.on_lost = [&](const LostLease&) { lost = true; };
+  auto held = manager->session_lock("stalled-session", 0ms, options);
+  REQUIRE(held);
+  auto other = open_manager({}, prefix);  // direct: holds a second name while the path stalls
+  auto busy = other->session_lock("busy-session", 0ms);
+  REQUIRE(busy);
+  relay.pause();
+  // The periodic check (every second) that finds no answer within its 5 s reports the loss.
+  const auto reported = timed(
+      [&] {
+        const auto give_up = SteadyClock::now() + 20s;
+        while (!lost && SteadyClock::now() < give_up) std::this_thread::sleep_for(20ms);
+      },
+      30s, [&] { relay.resume(); });
+  REQUIRE(reported);
+  CHECK(lost);
+  CHECK(*reported < 8s);
+  // A wait for a held session lock on the stalled path ends at its wait + the least call time.
+  bool got = false;
+  const auto waited = timed(
+      [&] {
+        try {
+          got = manager->session_lock("busy-session", 2s).has_value();
+        } catch (const Error&) {  // the stalled connect: any error, so long as it comes in time
+        }
+      },
+      20s, [&] { relay.resume(); });
+  REQUIRE(waited);
+  CHECK_FALSE(got);
+  CHECK(*waited < 2s + 2500ms);
+  const auto released = timed([&] { held->release(); }, 15s, [&] { relay.resume(); });
+  REQUIRE(released);
+  CHECK(*released < 2500ms);
+  const auto closed = timed([&] { manager.reset(); }, 15s, [&] { relay.resume(); });
+  REQUIRE(closed);
+  CHECK(*closed < 3s);
+  relay.resume();
+}
+
+}  // namespace dblock::testing
