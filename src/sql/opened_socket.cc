@@ -4,28 +4,37 @@
 #include <dirent.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <sys/un.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <string>
 
 namespace dblock::sql {
 
 namespace {
 
-// This process's sockets: inode -> descriptor.
-std::map<ino_t, int> open_sockets() {
-  std::map<ino_t, int> out;
+// This process's sockets: inode -> descriptor. Read from the links' names ("socket:[inode]"),
+// never through the descriptors themselves: those belong to other threads, which may close them
+// meanwhile (and ThreadSanitizer counts touching them as a race).
+std::map<unsigned long, int> open_sockets() {
+  std::map<unsigned long, int> out;
   DIR* dir = ::opendir("/proc/self/fd");
   if (dir == nullptr) return out;
   while (const dirent* entry = ::readdir(dir)) {
     char* end = nullptr;
     const long fd = std::strtol(entry->d_name, &end, 10);
     if (end == entry->d_name || *end != '\0') continue;
-    struct stat st;
-    if (::fstat(static_cast<int>(fd), &st) == 0 && S_ISSOCK(st.st_mode)) out.emplace(st.st_ino, static_cast<int>(fd));
+    char target[64];
+    const std::string link = std::string("/proc/self/fd/") + entry->d_name;
+    const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    unsigned long inode = 0;
+    if (std::sscanf(target, "socket:[%lu]", &inode) == 1) out.emplace(inode, static_cast<int>(fd));
   }
   ::closedir(dir);
   return out;
@@ -53,7 +62,7 @@ bool connected_to(int fd, const SocketPeer& peer) {
 }  // namespace
 
 int socket_opened_by(const std::function<void()>& connect, const SocketPeer& peer) {
-  const std::map<ino_t, int> before = open_sockets();
+  const std::map<unsigned long, int> before = open_sockets();
   connect();
   int found = -1;
   for (const auto& [inode, fd] : open_sockets()) {

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <condition_variable>
 #include <cstdio>
 #include <mutex>
 
@@ -261,11 +262,28 @@ void Context::open_socket(Connection& c, TimePoint deadline) const {
     peer.unix_path = options_.socket;
   }
   // This process's connects one at a time, so that they never make each other's sockets
-  // ambiguous; each holds the lock for at most its connect timeout, and none waits for it past
-  // its own deadline.
-  static std::timed_mutex connecting;
-  std::unique_lock<std::timed_mutex> lock(connecting, std::defer_lock);
-  if (!lock.try_lock_until(deadline)) connect_deadline_passed("while another connect to the server was under way");
+  // ambiguous; each holds its turn for at most its connect timeout, and none waits for it past
+  // its own deadline. (A flag under a mutex rather than std::timed_mutex, whose clock-based wait
+  // ThreadSanitizer does not follow.)
+  static std::mutex mutex;
+  static std::condition_variable turn_free;
+  static bool connecting = false;  // GUARDED_BY(mutex)
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    if (!turn_free.wait_until(lock, deadline, [] { return !connecting; })) {
+      connect_deadline_passed("while another connect to the server was under way");
+    }
+    connecting = true;
+  }
+  struct EndTurn {
+    ~EndTurn() {
+      {
+        const std::lock_guard<std::mutex> lock(mutex);
+        connecting = false;
+      }
+      turn_free.notify_one();
+    }
+  } end_turn;
   c.socket = dblock::sql::socket_opened_by([&] { c.conn.reset(driver()->connect(options)); }, peer);
 }
 
