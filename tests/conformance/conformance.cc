@@ -73,6 +73,13 @@ std::string with_table(std::string sql, const std::string& table) {
   return sql;
 }
 
+void create_guard_table(LockManager& manager, const std::string& table) {
+  auto setup = manager.try_acquire("setup");
+  REQUIRE(setup);
+  manager.run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
+  setup->release();
+}
+
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix) {
   options.table_prefix = prefix;
   return dblock::open(context().url, std::move(options));
@@ -713,10 +720,7 @@ TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "
   const std::string prefix = unique_prefix();
   const std::string table = prefix + "paused_guard";
   auto manager = open_manager({}, prefix);
-  auto setup = manager->try_acquire("setup");
-  REQUIRE(setup);
-  manager->run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
-  setup->release();
+  create_guard_table(*manager, table);
 
   Child holder({self_path(), "--child", "guarded", prefix, "paused-guard", "600", table});
   expect_line(holder, "acquired");

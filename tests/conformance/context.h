@@ -57,6 +57,9 @@ OwnerSecret secret_from_hex(const std::string& hex);
 
 // `sql` with its "{T}" replaced by `table` (the guard statements of Context).
 std::string with_table(std::string sql, const std::string& table);
+// Creates the guard cases' table `table` (Context::guard_create) in a guarded transaction of a
+// lease on "setup", which it takes and releases on `manager`.
+void create_guard_table(LockManager& manager, const std::string& table);
 // A table prefix no other test (or test process) uses: "t<pid>_<n>_".
 std::string unique_prefix();
 // Opens a manager on context().url with `options`; sets the table prefix if it is still the default.

@@ -149,9 +149,7 @@ TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time
   const std::string prefix = unique_prefix();
   const std::string table = prefix + "guarded";
   auto direct = open_manager({}, prefix);
-  auto setup = direct->try_acquire("setup");
-  REQUIRE(setup);
-  direct->run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
+  create_guard_table(*direct, table);
   Relay relay;
   auto manager = open_through(relay, prefix);
   AcquireOptions options;
