@@ -60,6 +60,15 @@ struct ManagerOptions {
   // it (one round trip each). Default 1 s; must be > 0.
   std::chrono::milliseconds session_check_interval{1'000};
 
+  // The bound on a call to the service that no wait and no lease bounds: opening (the schema check
+  // and migration), list, inspect, force_release, the force-release history, reap, migrate,
+  // schema_version, compare_and_set and read_version. Row-lock and transaction-lock transactions
+  // get their lock wait plus this, the application's statements and the commit included
+  // (with_locked_rows waiting on the server's default lock timeout gets this alone). A call still
+  // unanswered then fails with ConnectionError and its connection is dropped (a transaction rolls
+  // back; one cut during COMMIT is InDoubtError). Default 30 s; must be > 0.
+  std::chrono::milliseconds call_timeout{30'000};
+
   // Default for AcquireOptions::reentrant. Default false.
   bool reentrant = false;
 

@@ -18,6 +18,18 @@ std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds w
   return now + wait;
 }
 
+// The deadline of a call that waits `wait` and then has ManagerOptions::call_timeout more
+// (saturating: a wait without end stays without end).
+std::chrono::steady_clock::time_point bounded(const detail::ManagerCore& core,
+                                              std::chrono::milliseconds wait = std::chrono::milliseconds::zero()) {
+  const auto end = deadline_after(std::max(wait, std::chrono::milliseconds::zero()));
+  const auto more = core.options().call_timeout;
+  if (end == std::chrono::steady_clock::time_point::max() || std::chrono::steady_clock::time_point::max() - end <= more) {
+    return std::chrono::steady_clock::time_point::max();
+  }
+  return end + more;
+}
+
 constexpr std::size_t kMaxHistoryRows = 1'000'000;  // fits every dialect's LIMIT parameter
 
 [[noreturn]] void unsupported(const LeaseService& service, const std::string& what) {
@@ -57,10 +69,14 @@ std::optional<Lease> LockManager::acquire_until(std::string_view name,
   return core_->acquire(name, deadline, /*try_once=*/false, options);
 }
 
-std::vector<LeaseInfo> LockManager::list() { return core_->service().list(std::nullopt); }
+std::vector<LeaseInfo> LockManager::list() {
+  const detail::CallDeadlineScope call(bounded(*core_));
+  return core_->service().list(std::nullopt);
+}
 
 std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
   validate_lock_name(name);
+  const detail::CallDeadlineScope call(bounded(*core_));
   auto rows = core_->service().list(name);
   if (rows.empty()) return std::nullopt;
   return rows.front();
@@ -68,6 +84,7 @@ std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
 
 bool LockManager::force_release(std::string_view name) {
   validate_lock_name(name);
+  const detail::CallDeadlineScope call(bounded(*core_));
   return core_->service().force_release(name, core_->holder());
 }
 
@@ -76,6 +93,7 @@ std::vector<ForceReleaseRecord> LockManager::force_release_history(std::optional
   if (name) validate_lock_name(*name);
   AuditLog* log = core_->service().audit_log();
   if (log == nullptr) unsupported(core_->service(), "a record of force-releases");
+  const detail::CallDeadlineScope call(bounded(*core_));
   return log->force_releases(name, std::min<std::size_t>(limit, kMaxHistoryRows));
 }
 
@@ -87,6 +105,7 @@ std::size_t LockManager::reap(std::size_t max_rows) {
   // Bounded: every pass deletes rows or ends the loop.
   while (total < max_rows) {
     const std::size_t limit = std::min(batch, max_rows - total);
+    const detail::CallDeadlineScope call(bounded(*core_));
     const std::size_t n = maintenance->reap(limit);
     total += n;
     if (n < limit) break;
@@ -95,18 +114,25 @@ std::size_t LockManager::reap(std::size_t max_rows) {
 }
 
 void LockManager::migrate() {
-  if (Maintenance* maintenance = core_->service().maintenance()) maintenance->migrate(true);
+  Maintenance* maintenance = core_->service().maintenance();
+  if (maintenance == nullptr) return;
+  const detail::CallDeadlineScope call(bounded(*core_));
+  maintenance->migrate(true);
 }
 
 int LockManager::schema_version() {
   Maintenance* maintenance = core_->service().maintenance();
-  return maintenance == nullptr ? 0 : maintenance->schema_version();
+  if (maintenance == nullptr) return 0;
+  const detail::CallDeadlineScope call(bounded(*core_));
+  return maintenance->schema_version();
 }
 
 bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
                                           const std::function<void(Transaction&)>& body) {
   validate_lock_name(name);
-  return sql_of(core_->service(), "a transaction lock").run_in_transaction_lock(name, wait, body);
+  SqlFeatures& sql = sql_of(core_->service(), "a transaction lock");
+  const detail::CallDeadlineScope call(bounded(*core_, wait));
+  return sql.run_in_transaction_lock(name, wait, body);
 }
 
 void LockManager::run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body) {
@@ -120,12 +146,16 @@ void LockManager::run_guarded(const Lease& lease, const std::function<void(Trans
 }
 
 bool LockManager::compare_and_set(const VersionedUpdate& update) {
-  return sql_of(core_->service(), "optimistic compare-and-set").compare_and_set(update);
+  SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
+  const detail::CallDeadlineScope call(bounded(*core_));
+  return sql.compare_and_set(update);
 }
 
 std::optional<std::int64_t> LockManager::read_version(std::string_view table, std::string_view id_column,
                                                       const Value& id, std::string_view version_column) {
-  return sql_of(core_->service(), "optimistic compare-and-set").read_version(table, id_column, id, version_column);
+  SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
+  const detail::CallDeadlineScope call(bounded(*core_));
+  return sql.read_version(table, id_column, id, version_column);
 }
 
 std::optional<SessionLock> LockManager::session_lock(std::string_view name, std::chrono::milliseconds wait,
@@ -136,6 +166,9 @@ std::optional<SessionLock> LockManager::session_lock(std::string_view name, std:
 bool LockManager::with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
   RowLocks* rows = sql_of(core_->service(), "a row lock (SELECT ... FOR UPDATE)").row_locks();
   if (rows == nullptr) unsupported(core_->service(), "a row lock (SELECT ... FOR UPDATE)");
+  // Waiting on the server's default lock timeout (wait_timeout 0) gets call_timeout alone.
+  const bool waits = request.wait == RowLockWait::kWait;
+  const detail::CallDeadlineScope call(bounded(*core_, waits ? request.wait_timeout : std::chrono::milliseconds::zero()));
   return rows->run_with_locked_rows(request, body);
 }
 

@@ -28,6 +28,7 @@ ManagerOptions validated(ManagerOptions options) {
   if (options.session_check_interval <= milliseconds::zero()) {
     throw UsageError("session_check_interval must be positive");
   }
+  if (options.call_timeout <= milliseconds::zero()) throw UsageError("call_timeout must be positive");
   return options;
 }
 
@@ -55,7 +56,10 @@ ManagerCore::ManagerCore(std::unique_ptr<LeaseService> service, ManagerOptions o
 ManagerCore::~ManagerCore() { shutdown(); }
 
 void ManagerCore::start() {
-  if (Maintenance* maintenance = service_->maintenance()) maintenance->migrate(options_.auto_migrate);
+  if (Maintenance* maintenance = service_->maintenance()) {
+    const CallDeadlineScope call(std::chrono::steady_clock::now() + options_.call_timeout);
+    maintenance->migrate(options_.auto_migrate);
+  }
   if (WakeEvents* events = service_->wake_events()) {
     events->set_listener([this](const WakeEvents::Event& event) { on_event(event); });
   }

@@ -3,6 +3,9 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <string>
+
+#include "dblock/errors.h"
 
 namespace dblock::sql {
 
@@ -83,5 +86,12 @@ SocketDeadlines::Watch::~Watch() {
 }
 
 bool SocketDeadlines::Watch::fired() const { return owner_ != nullptr && owner_->fired(id_); }
+
+void throw_cut_call(const CutCall& call, const std::exception& library_error) {
+  throw ConnectionError(std::string(call.service) + ": " + call.what +
+                            ": no reply before the call's deadline; the connection was dropped (" +
+                            library_error.what() + ")",
+                        call.service, call.sqlstate);
+}
 
 }  // namespace dblock::sql

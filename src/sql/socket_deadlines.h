@@ -11,9 +11,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace dblock::sql {
 
@@ -60,6 +62,30 @@ class SocketDeadlines {
   TimePoint wake_at_ = TimePoint::min();    // GUARDED_BY(mutex_): when the thread wakes next
   std::thread thread_;                      // started under mutex_ at the first add
 };
+
+// Names a call that a watch may cut, for its error: "<service>: <what>: no reply before the call's
+// deadline; the connection was dropped (<the client library's error>)", with `sqlstate`.
+struct CutCall {
+  const char* service;
+  const char* what;
+  const char* sqlstate;
+};
+
+[[noreturn]] void throw_cut_call(const CutCall& call, const std::exception& library_error);
+
+// Runs `call` with `fd` watched until `deadline`. An error the watch caused becomes the
+// ConnectionError `cut` describes; every other error passes through unchanged.
+template <typename Call>
+decltype(auto) call_within(SocketDeadlines& deadlines, int fd, SocketDeadlines::TimePoint deadline, const CutCall& cut,
+                           Call&& call) {
+  const SocketDeadlines::Watch watch(deadlines, fd, deadline);
+  try {
+    return std::forward<Call>(call)();
+  } catch (const std::exception& e) {
+    if (!watch.fired()) throw;
+    throw_cut_call(cut, e);
+  }
+}
 
 }  // namespace dblock::sql
 

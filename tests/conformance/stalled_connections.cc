@@ -55,8 +55,8 @@ class Relay {
   int port_ = 0;
 };
 
-std::unique_ptr<LockManager> open_through(const Relay& relay, const std::string& prefix) {
-  ManagerOptions options;
+std::unique_ptr<LockManager> open_through(const Relay& relay, const std::string& prefix,
+                                          ManagerOptions options = {}) {
   options.table_prefix = prefix;
   options.reaper = false;
   return dblock::open(relay.url(), options);
@@ -224,6 +224,53 @@ TEST_CASE("on a stalled connection a session lock is reported lost, and its wait
   REQUIRE(closed);
   CHECK(*closed < 3s);
   relay.resume();
+}
+
+TEST_CASE("on a stalled connection admin calls and lock transactions end by call_timeout",
+          "[conformance][faults][deadline]") {
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
+  const std::string prefix = unique_prefix();
+  const std::string table = prefix + "rows";
+  auto direct = open_manager({}, prefix);
+  if (context().guard) create_guard_table(*direct, table);
+  Relay relay;
+  ManagerOptions options;
+  options.call_timeout = 2s;
+  auto manager = open_through(relay, prefix, options);
+  relay.pause();
+  // Each call is cut at its bound (call_timeout, or the lock wait + call_timeout) with an error;
+  // the next one reconnects through the stalled path and is cut in turn.
+  const auto ends_in_time = [&](const char* what, std::chrono::milliseconds bound, const std::function<void()>& call) {
+    INFO(what);
+    bool failed = false;
+    const auto took = timed(
+        [&] {
+          try {
+            call();
+          } catch (const Error&) {
+            failed = true;
+          }
+        },
+        20s, [&] { relay.resume(); });
+    REQUIRE(took);
+    CHECK(failed);
+    CHECK(*took < bound + 1500ms);
+  };
+  ends_in_time("list", 2s, [&] { manager->list(); });
+  ends_in_time("inspect", 2s, [&] { manager->inspect("k"); });
+  ends_in_time("force_release", 2s, [&] { manager->force_release("k"); });
+  ends_in_time("reap", 2s, [&] { manager->reap(10); });
+  ends_in_time("transaction lock", 1s + 2s,
+               [&] { manager->run_in_transaction_lock("k", 1s, [](Transaction&) {}); });
+  if (context().guard) {
+    RowLockRequest request;
+    request.table = table;
+    request.keys = {Value{std::int64_t{1}}};
+    request.wait_timeout = 1s;
+    ends_in_time("row lock", 1s + 2s, [&] { manager->with_locked_rows(request, [](Transaction&, const auto&) {}); });
+  }
+  relay.resume();
+  manager.reset();
 }
 
 }  // namespace dblock::testing

@@ -325,15 +325,7 @@ std::unique_ptr<Connection> Context::connect(TimePoint deadline) const {
 
 void Context::within_deadline(Connection& c, const char* what, TimePoint deadline,
                               const std::function<void()>& call) const {
-  const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.socket, deadline);
-  try {
-    call();
-  } catch (const std::exception& e) {
-    if (!watch.fired()) throw;
-    throw ConnectionError(std::string("mysql: ") + what +
-                              ": no reply before the call's deadline; the connection was dropped (" + e.what() + ")",
-                          kServiceName, "08S01");
-  }
+  dblock::sql::call_within(deadlines_, c.socket, deadline, {kServiceName, what, "08S01"}, call);
 }
 
 ::sql::PreparedStatement& Context::bound(Connection& c, const dblock::sql::Statement& statement,

@@ -83,6 +83,9 @@ class Context {
   dblock::sql::Connections<Connection>& connections() { return connections_; }
   // The watchdog of every connection's socket (Connection::socket).
   dblock::sql::SocketDeadlines& deadlines() const { return deadlines_; }
+  // Watches `c`'s socket until dblock::call_deadline() for the Watch's lifetime: for work spanning
+  // several statements (transactions, migrations), so the whole of it ends by the call's deadline.
+  dblock::sql::SocketDeadlines::Watch watch(Connection& c) const { return {deadlines_, c.socket, call_deadline()}; }
 
   using TimePoint = std::chrono::steady_clock::time_point;
 

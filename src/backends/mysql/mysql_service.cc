@@ -343,6 +343,7 @@ void MysqlService::migrate(bool create) {
   if (schema_current(create)) return;
   const Options& o = context_.options();
   auto c = context_.connections().pool().borrow();
+  const auto watch = context_.watch(*c);
   const std::string key = internal_key(o.database, o.table_prefix, "migrate", "");
   bool locked = false;
   try {

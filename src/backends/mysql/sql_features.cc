@@ -68,6 +68,7 @@ bool MySqlFeatures::run_in_transaction_lock(std::string_view name, std::chrono::
   check_name(name);
   const std::string key = lock_key(context_.options().database, name);
   auto c = context_.connections().pool().borrow();
+  const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   try {
     Rows rows = context_.query(*c, sql::kXactBegin, {{"key", key}, {"timeout_s", lock_seconds(wait)}});
     const Value& got = rows.at(0).at(0);
@@ -88,8 +89,7 @@ void MySqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const
                                 const std::function<void(Transaction&)>& body) {
   check_name(name);
   auto c = context_.connections().pool().borrow();
-  // The whole transaction, the application's statements included, ends by the call's deadline.
-  const dblock::sql::SocketDeadlines::Watch watch(context_.deadlines(), c->socket, call_deadline());
+  const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   bool held = false;
   try {
     Rows rows = context_.query(*c, sql::kGuardBegin,
@@ -114,6 +114,7 @@ bool MySqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
   const std::string statement =
       wait_bound(request) + dblock::sql::row_lock_query(request, &quote_identifier, "LOCK IN SHARE MODE", kServiceName);
   auto c = context_.connections().pool().borrow();
+  const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   std::vector<std::vector<Value>> rows;
   bool discarded = false;
   try {
@@ -144,6 +145,7 @@ bool MySqlFeatures::compare_and_set(const VersionedUpdate& update) {
   // from "lost the race", and reporting false would make the caller apply its change twice.
   return context_.connections().once(
       [&](Connection& c) {
+        const auto watch = context_.watch(c);
         MyTransaction t(context_, c);
         return t.execute(statement.sql, statement.params) == 1;
       },
@@ -154,6 +156,7 @@ std::optional<std::int64_t> MySqlFeatures::read_version(std::string_view table, 
                                                         const Value& id, std::string_view version_column) {
   const std::string statement = dblock::sql::read_version_query(table, id_column, version_column, &quote_identifier);
   return context_.connections().idempotent([&](Connection& c) -> std::optional<std::int64_t> {
+    const auto watch = context_.watch(c);
     MyTransaction t(context_, c);
     auto rows = t.query(statement, {id});
     if (rows.empty()) return std::nullopt;

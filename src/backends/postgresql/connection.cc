@@ -112,18 +112,14 @@ std::unique_ptr<Connection> Context::connect() const {
 }
 
 pqxx::result Context::exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const {
-  const dblock::sql::SocketDeadlines::Watch watch(deadlines_, c.conn->sock(), call_deadline());
-  try {
-    pqxx::nontransaction tx(*c.conn);
-    auto ptrs = params.pointers();
-    if (options_.prepared) return tx.exec_prepared(statement.name, pqxx::prepare::make_dynamic_params(ptrs));
-    return tx.exec_params(registry_.text(statement), pqxx::prepare::make_dynamic_params(ptrs));
-  } catch (const std::exception& e) {
-    if (!watch.fired()) throw;
-    throw ConnectionError(std::string("postgresql: ") + statement.name +
-                              ": no reply before the call's deadline; the connection was dropped (" + e.what() + ")",
-                          kServiceName, "08006");
-  }
+  return dblock::sql::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, statement.name, "08006"},
+                                  [&] {
+                                    pqxx::nontransaction tx(*c.conn);
+                                    auto ptrs = params.pointers();
+                                    auto dynamic = pqxx::prepare::make_dynamic_params(ptrs);
+                                    if (options_.prepared) return tx.exec_prepared(statement.name, dynamic);
+                                    return tx.exec_params(registry_.text(statement), dynamic);
+                                  });
 }
 
 }  // namespace dblock::postgresql

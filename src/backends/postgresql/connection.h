@@ -137,6 +137,11 @@ class Context {
   const std::string& text(const dblock::sql::Statement& statement) const { return registry_.text(statement); }
   // The watchdog of the service's sockets (exec and the LISTEN connection).
   dblock::sql::SocketDeadlines& deadlines() const { return deadlines_; }
+  // Watches `c`'s socket until dblock::call_deadline() for the Watch's lifetime: for statements
+  // run through pqxx directly (transactions, migrations), so they too end by the call's deadline.
+  dblock::sql::SocketDeadlines::Watch watch(Connection& c) const {
+    return {deadlines_, c.conn->sock(), call_deadline()};
+  }
 
  private:
   const Options options_;

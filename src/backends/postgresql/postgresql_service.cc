@@ -259,6 +259,7 @@ void PostgresService::migrate(bool create) {
   if (schema_current(create)) return;
   const std::int64_t key = advisory_key(context_.options().table_prefix + ":migrate");
   auto c = context_.connections().pool().borrow();
+  const auto watch = context_.watch(*c);
   try {
     pqxx::work tx(*c->conn);
     tx.exec_params(context_.text(sql::kSetLocalLockTimeout), std::to_string(kMigrationLockWait.count()) + "ms");
@@ -289,6 +290,7 @@ void PostgresService::migrate(bool create) {
 // `create`, throws SchemaError.
 bool PostgresService::schema_current(bool create) {
   return context_.connections().idempotent([&](Connection& c) {
+    const auto watch = context_.watch(c);
     pqxx::nontransaction tx(*c.conn);
     if (dblock::sql::migration_needed(kServiceName, "dblock tables are", read_schema_version(tx),
                                       dblock::sql::latest_migration(kMigrations), create)) {
@@ -302,6 +304,7 @@ TimeoutError PostgresService::migration_lock_timeout(std::int64_t key) {
   std::string holder = "a session this role cannot see";
   try {
     auto c = context_.connections().pool().borrow();
+    const auto watch = context_.watch(*c);
     pqxx::nontransaction tx(*c->conn);
     const pqxx::result r = tx.exec_params(context_.text(sql::kMigrationLockHolder), key);
     if (!r.empty()) {
@@ -338,6 +341,7 @@ std::vector<std::string> PostgresService::tables_to_switch(pqxx::transaction_bas
 
 int PostgresService::schema_version() {
   return context_.connections().idempotent([&](Connection& c) {
+    const auto watch = context_.watch(c);
     pqxx::nontransaction tx(*c.conn);
     return read_schema_version(tx);
   });

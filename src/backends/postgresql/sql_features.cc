@@ -61,6 +61,7 @@ pqxx::result PgTransaction::run(std::string_view sql, const std::vector<Value>& 
 bool PgSqlFeatures::run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
                                             const std::function<void(Transaction&)>& body) {
   auto c = context_.connections().pool().borrow();
+  const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   const std::int64_t key = advisory_key(name);
   std::optional<pqxx::work> tx;
   try {
@@ -90,8 +91,7 @@ bool PgSqlFeatures::run_in_transaction_lock(std::string_view name, std::chrono::
 void PgSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
                                 const std::function<void(Transaction&)>& body) {
   auto c = context_.connections().pool().borrow();
-  // The whole transaction, the application's statements included, ends by the call's deadline.
-  const dblock::sql::SocketDeadlines::Watch watch(context_.deadlines(), c->conn->sock(), call_deadline());
+  const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   std::optional<pqxx::work> tx;
   bool held = false;
   try {
@@ -119,6 +119,7 @@ bool PgSqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
   const std::string statement =
       dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", kServiceName);
   auto c = context_.connections().pool().borrow();
+  const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   std::optional<pqxx::work> tx;
   std::vector<std::vector<Value>> rows;
   try {
@@ -145,6 +146,7 @@ bool PgSqlFeatures::compare_and_set(const VersionedUpdate& update) {
   // report a conflict for our own write. The caller learns "in doubt" instead.
   return context_.connections().once(
       [&](Connection& c) {
+        const auto watch = context_.watch(c);
         pqxx::nontransaction tx(*c.conn);
         PgTransaction t(tx);
         return t.execute(statement.sql, statement.params) == 1;
@@ -157,6 +159,7 @@ std::optional<std::int64_t> PgSqlFeatures::read_version(std::string_view table, 
   const std::string statement =
       dblock::sql::read_version_query(table, id_column, version_column, &detail::quote_identifier);
   return context_.connections().idempotent([&](Connection& c) -> std::optional<std::int64_t> {
+    const auto watch = context_.watch(c);
     pqxx::nontransaction tx(*c.conn);
     PgTransaction t(tx);
     auto rows = t.query(statement, {id});
