@@ -43,8 +43,11 @@ class Lease : public detail::LockHandle<detail::LeaseState> {
   // Backend-clock expiry of the last successful acquire/renewal, as the backend reported it
   // (microseconds since the Unix epoch on the *backend's* clock; informational only).
   std::int64_t expires_at_us() const;
-  // Local, conservative deadline on steady_clock: the lease counts as lost after it whatever the
-  // renewal thread believes. Moves forward with each successful renewal.
+  // Local, conservative deadline: the lease counts as lost after it whatever the renewal thread
+  // believes. Moves forward with each successful renewal. Kept on CLOCK_BOOTTIME, which counts
+  // time the machine spent suspended (steady_clock does not: a client resumed after a suspend
+  // longer than its TTL would otherwise believe a lease safe that the service expired), and
+  // returned as a steady_clock point: now plus what is left, in the past once it has passed.
   std::chrono::steady_clock::time_point safe_until() const;
   // True once the lease is known lost or safe_until() has passed. Never goes back to false.
   bool lost() const;

@@ -33,7 +33,7 @@ struct ManagerOptions {
   std::chrono::milliseconds renew_interval{0};
 
   // Safety margin subtracted from safe-until to absorb clock-rate drift between this host and the
-  // backend: safe_until = (steady time the acquire was *sent*) + ttl - margin.
+  // backend: safe_until = (local time the acquire was *sent*) + ttl - margin.
   // 0 (default) means ttl / 100 + 2 ms (the margin the Redlock analysis uses).
   std::chrono::milliseconds drift_margin{0};
 

@@ -149,7 +149,7 @@ class Acquirer {
   bool attempt() {
     const CallDeadlineScope call(call_deadline_for_wait());
     if (!try_once_) wait_.generation = core_.board_.generation(state_->name);
-    SteadyClock::time_point sent_at = SteadyClock::now();
+    Instant sent_at = Instant::now();
     std::optional<AcquireResult> granted = take_grant(sent_at);
     last_sent_at_ = sent_at;
     AcquireResult result;
@@ -161,7 +161,7 @@ class Acquirer {
       result = in_line.result;
       if (in_line.ticket != 0) wait_.ticket = in_line.ticket;
       wait_.position = in_line.position;
-      wait_.refresh_at = sent_at + queue_hold_ / 3;
+      wait_.refresh_at = sent_at.steady + queue_hold_ / 3;
     } else {
       result = core_.service_->try_acquire(request_);
     }
@@ -178,7 +178,7 @@ class Acquirer {
   // refused, would otherwise have found the lease its own), so that attempt's send time is a safe
   // start for its time. An event is a claim anyone could send: the service confirms it first, and
   // the lease's time starts when the confirmation was sent (`sent_at`). Empty: attempt as usual.
-  std::optional<AcquireResult> take_grant(SteadyClock::time_point& sent_at) {
+  std::optional<AcquireResult> take_grant(Instant& sent_at) {
     if (!wait_.grant) return std::nullopt;
     const LeaseGrant claimed = *wait_.grant;
     wait_.grant.reset();
@@ -193,7 +193,7 @@ class Acquirer {
   }
 
   // What the acquisition tells the lease: its fence, its tag, safe-until and the first renewal.
-  void record(const AcquireResult& result, SteadyClock::time_point sent_at) {
+  void record(const AcquireResult& result, Instant sent_at) {
     LeaseState& s = *state_;
     // The service may hold the lease for less than the TTL (a grant until the waiter's queue entry
     // would have expired, a short session): safe-until from that, renewed at a third of it.
@@ -201,8 +201,8 @@ class Acquirer {
     s.fence = result.fence;
     s.tag = result.tag;
     s.expires_at_us.store(result.expires_at_us);
-    s.set_safe_until(sent_at + held_for - core_.drift_margin(held_for));
-    s.next_renew = sent_at + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));
+    s.set_safe_until(sent_at.boot + held_for - core_.drift_margin(held_for));
+    s.next_renew = sent_at.steady + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));
   }
 
   // The deadline of one service call of this wait: the caller's, but no call of a very long wait
@@ -228,7 +228,7 @@ class Acquirer {
   const milliseconds queue_hold_;
   AcquireRequest request_;
   WaitContext wait_;
-  SteadyClock::time_point last_sent_at_;
+  Instant last_sent_at_{};
   bool on_board_ = false;
   bool subscribed_ = false;
   bool in_line_ = false;

@@ -11,14 +11,15 @@
 #include <string>
 #include <thread>
 
+#include "boot_clock.h"
 #include "dblock/capabilities.h"
 #include "dblock/options.h"
 #include "dblock/service.h"
 
 namespace dblock::detail {
 
-// Every local deadline of the engine (waits, safe-until, renewal times) is on this clock.
-using SteadyClock = std::chrono::steady_clock;
+// Local deadlines: safe-until on BootClock (it counts suspended time), waits and renewal times
+// on SteadyClock (boot_clock.h).
 
 // One acquisition from the service, shared by the Lease handles of its (reentrant) holds and by
 // the renewal thread.
@@ -37,7 +38,7 @@ struct LeaseState {
 
   // Readable without the manager mutex; written under it.
   std::atomic<bool> lost{false};
-  std::atomic<std::int64_t> safe_until_ns{0};  // SteadyClock, nanoseconds since its epoch
+  std::atomic<std::int64_t> safe_until_ns{0};  // BootClock, nanoseconds since boot
   std::atomic<std::int64_t> expires_at_us{0};  // service clock
   std::atomic<int> holds{1};
 
@@ -49,15 +50,16 @@ struct LeaseState {
   // How every call to the service names this lease.
   LeaseKey key() const { return LeaseKey{name, mode, &secret, tag}; }
 
-  SteadyClock::time_point safe_until() const {
-    return SteadyClock::time_point(SteadyClock::duration(safe_until_ns.load(std::memory_order_acquire)));
+  BootClock::time_point safe_until() const {
+    return BootClock::time_point(BootClock::duration(safe_until_ns.load(std::memory_order_acquire)));
   }
-  void set_safe_until(SteadyClock::time_point t) {
-    safe_until_ns.store(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count(),
-                        std::memory_order_release);
+  // safe_until() on steady_clock, for waits and call deadlines (to_steady).
+  SteadyClock::time_point safe_until_steady() const { return to_steady(safe_until()); }
+  void set_safe_until(BootClock::time_point t) {
+    safe_until_ns.store(t.time_since_epoch().count(), std::memory_order_release);
   }
   bool is_lost() const {
-    return lost.load(std::memory_order_acquire) || SteadyClock::now() >= safe_until();
+    return lost.load(std::memory_order_acquire) || BootClock::now() >= safe_until();
   }
 };
 

@@ -132,7 +132,7 @@ void ManagerCore::remove_active_locked(const std::shared_ptr<LeaseState>& state)
 }
 
 bool ManagerCore::release_on_service(const std::shared_ptr<LeaseState>& state) {
-  const CallDeadlineScope deadline(state->safe_until());
+  const CallDeadlineScope deadline(state->safe_until_steady());
   return service_->release(state->key());
 }
 

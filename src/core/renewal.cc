@@ -16,10 +16,10 @@ constexpr milliseconds kSessionCheckTime{5000};
 }  // namespace
 
 void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
-  const SteadyClock::time_point sent_at = SteadyClock::now();
+  const Instant sent_at = Instant::now();
   RenewResult result;
   try {
-    const CallDeadlineScope deadline(state->safe_until());  // after it, the renewal is moot
+    const CallDeadlineScope deadline(state->safe_until_steady());  // after it, the renewal is moot
     result = service_->renew(state->key(), state->ttl);
   } catch (const Error& e) {
     report(e);
@@ -39,15 +39,16 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
   // have been told it was lost.
   if (state->is_lost()) return;
   state->expires_at_us.store(result.expires_at_us);
-  const auto safe = sent_at + held_for - drift_margin(held_for);
+  const auto safe = sent_at.boot + held_for - drift_margin(held_for);
   if (safe > state->safe_until()) state->set_safe_until(safe);
-  state->next_renew = sent_at + std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
+  state->next_renew = sent_at.steady + std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
 }
 
 void ManagerCore::renewal_loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stopping_) {
     const auto now = SteadyClock::now();
+    const auto boot_now = BootClock::now();
     auto next = now + std::chrono::seconds(1);
     std::vector<std::pair<std::shared_ptr<LeaseState>, std::string>> lost;
     std::vector<std::shared_ptr<LeaseState>> due;
@@ -55,12 +56,12 @@ void ManagerCore::renewal_loop() {
       for (auto& state : states) {
         if (!state->lost_reason.empty()) {
           lost.emplace_back(state, state->lost_reason);
-        } else if (now >= state->safe_until()) {
+        } else if (boot_now >= state->safe_until()) {
           lost.emplace_back(state, "safe-until passed without a successful renewal");
         } else if (now >= state->next_renew) {
           due.push_back(state);
         } else {
-          next = std::min({next, state->next_renew, state->safe_until()});
+          next = std::min({next, state->next_renew, now + (state->safe_until() - boot_now)});
         }
       }
     }

@@ -7,6 +7,7 @@
 #include <string>
 #include <thread>
 
+#include "boot_clock.h"
 #include "core_rig.h"
 
 namespace dblock::testing {
@@ -146,6 +147,29 @@ TEST_CASE("core: failing renewals end at safe-until, before the service's expiry
   CHECK(std::chrono::steady_clock::now() >= lease->safe_until());
   CHECK(lease->lost());
   REQUIRE(service->lost_leases().size() == 1);
+}
+
+TEST_CASE("core: time suspended counts against safe-until; a suspend longer than the TTL loses the lease",
+          "[unit][core][lost][clock]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  LostReasons reasons;
+  AcquireOptions options;
+  options.ttl = 3s;
+  options.on_lost = reasons.callback();
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  REQUIRE_FALSE(lease->lost());
+  // The machine "sleeps" 5 s: the boot clock moves on, steady_clock does not.
+  struct Resume {
+    ~Resume() { detail::add_suspended_time_for_testing(-5s); }
+  } resume;
+  detail::add_suspended_time_for_testing(5s);
+  CHECK(lease->lost());
+  CHECK(lease->safe_until() < std::chrono::steady_clock::now());
+  REQUIRE(eventually([&] { return reasons.count() == 1; }));
+  CHECK(reasons.last().find("safe-until") != std::string::npos);
 }
 
 TEST_CASE("core: a renewal answered after safe-until does not resurrect the lease", "[unit][core][lost]") {
