@@ -1,6 +1,7 @@
 -- dblock SQLite schema: the current full schema (what migrations/sqlite/ adds up to; a test checks).
--- "{{prefix}}" stands for the table prefix (default dblock_). Times are microseconds since the
--- Unix epoch on SQLite's clock (julianday('now') in SQL).
+-- "{{prefix}}" stands for the table prefix (default dblock_). Expiries, tickets and acquired_at_us
+-- are microseconds on the lock file's clock (the clock table below); applied_at_us and at_us are
+-- microseconds since the Unix epoch on the writer's system clock.
 
 CREATE TABLE "{{prefix}}schema_version" (
   version       INTEGER PRIMARY KEY NOT NULL,
@@ -87,3 +88,14 @@ CREATE TABLE "{{prefix}}force_releases" (
   new_fence INTEGER NOT NULL
 );
 CREATE INDEX "{{prefix}}force_releases_name" ON "{{prefix}}force_releases" (name, id);
+
+-- The lock file's clock: time = base_us + the machine's CLOCK_BOOTTIME in microseconds, for the
+-- boot named by boot_id. Wall-clock steps do not move it. The first process of a new boot moves
+-- the base above every time stored in the file, so rows of an earlier boot count as expired;
+-- '' (never set): the first process starts the scale at its wall clock.
+CREATE TABLE "{{prefix}}clock" (
+  id      INTEGER PRIMARY KEY NOT NULL CHECK (id = 1),
+  boot_id TEXT    NOT NULL,
+  base_us INTEGER NOT NULL
+);
+INSERT INTO "{{prefix}}clock" (id, boot_id, base_us) VALUES (1, '', 0);

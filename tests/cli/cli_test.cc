@@ -537,6 +537,71 @@ TEST_CASE("a SIGKILLed holder is replaced after its TTL / not before", "[cli][sq
 }
 
 // ---------------------------------------------------------------------------------------------
+// 2b. Wall-clock steps. A process run under libfaketime sees its wall clock (and its C library's
+// other clocks) an hour off, as after an NTP step, a manual `date` or a VM's clock resync: a
+// SQLite lease must not care.
+
+// `argv` run under faketime with the wall clock `offset` ("+1h", "-1h").
+std::vector<std::string> faked(const std::string& offset, std::vector<std::string> argv) {
+  const std::string faketime = DBLOCK_FAKETIME_PATH;
+  REQUIRE_FALSE(faketime.empty());  // the faketime package is not installed (apt-get install faketime)
+  // Under AddressSanitizer the preload comes before its runtime; tell it that is intended.
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  const std::string asan_options = std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0";
+  argv.insert(argv.begin(), {"/usr/bin/env", "ASAN_OPTIONS=" + asan_options, faketime, "-f", offset});
+  return argv;
+}
+
+TEST_CASE("a process whose wall clock is an hour ahead does not take over a live lease", "[cli][sqlite][clock]") {
+  Cli cli;
+  auto holder = cli.start({"run", "--key", "clk", "--ttl", "30s", "--", "sleep", "60"});
+  REQUIRE(eventually([&] { return cli.held("clk"); }, milliseconds(15'000)));
+  Result ahead = cli.exec(faked("+1h", cli.argv({"run", "--key", "clk", "--wait", "0", "--", "touch", cli.dir.file("ran")})));
+  INFO(ahead);
+  CHECK(ahead.code == kNotAcquired);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  CHECK_FALSE(holder->poll().has_value());  // the holder runs on, never told it lost anything
+  holder->signal(SIGTERM);
+  CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
+TEST_CASE("a holder whose wall clock is an hour behind keeps its lease from the others", "[cli][sqlite][clock]") {
+  Cli cli;
+  Process::Options group;
+  group.new_group = true;
+  Process holder(faked("-1h", cli.argv({"run", "--key", "clk", "--ttl", "30s", "--", "sleep", "60"})),
+                 cli.dir.next_log_prefix(), group);
+  const bool held = eventually([&] { return cli.held("clk"); }, milliseconds(15'000));
+  INFO("holder exit " << holder.poll().value_or(-1) << ", stderr: " << holder.err());
+  REQUIRE(held);
+  Result now = cli.run({"run", "--key", "clk", "--wait", "0", "--", "touch", cli.dir.file("ran")});
+  INFO(now);
+  CHECK(now.code == kNotAcquired);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  holder.signal_all(SIGTERM);  // faketime runs dblock as its child: the whole group
+  CHECK(holder.wait(milliseconds(10'000)).has_value());
+}
+
+TEST_CASE("a crashed holder whose wall clock was an hour ahead is replaced after its TTL", "[cli][sqlite][clock]") {
+  Cli cli;
+  Process::Options group;
+  group.new_group = true;
+  Process holder(faked("+1h", cli.argv({"run", "--key", "clk", "--ttl", "2s", "--", "sleep", "60"})),
+                 cli.dir.next_log_prefix(), group);
+  const bool held = eventually([&] { return cli.held("clk"); }, milliseconds(15'000));
+  INFO("holder exit " << holder.poll().value_or(-1) << ", stderr: " << holder.err());
+  REQUIRE(held);
+  holder.signal_all(SIGKILL);
+  const auto killed_at = Clock::now();
+  REQUIRE(holder.wait(milliseconds(5'000)).has_value());
+  // Its lease ends with its TTL, not an hour later.
+  Result late = cli.run({"run", "--key", "clk", "--wait", "10s", "--", "true"});
+  INFO(late);
+  CHECK(late.code == 0);
+  CHECK(seconds_since(killed_at) < 2.0 + 3.0);
+}
+
+// ---------------------------------------------------------------------------------------------
 // 3. Not acquired within --wait.
 
 TEST_CASE("run on a held key exits 75: at once with --wait 0 / after the wait otherwise", "[cli][sqlite]") {

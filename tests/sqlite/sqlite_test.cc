@@ -246,6 +246,52 @@ TEST_CASE("sqlite: upgrading to schema 2 keeps held leases their owners'", "[sql
   CHECK(driver.release("held-by-old", LockMode::kExclusive, old_secret));
 }
 
+// Expiries are on the lock file's clock: the machine's boot clock plus a base kept per boot in the
+// file. A file whose clock names another boot (the machine rebooted since) moves the base above
+// every stored time: a lease written in the earlier boot, however far its expiry, is free.
+TEST_CASE("sqlite: leases of an earlier boot count as expired", "[sqlite][clock]") {
+  TempDir dir;
+  const std::string path = dir.file("boot.db");
+  ManagerOptions options;
+  options.reaper = false;
+  std::int64_t fence_before = 0;
+  {
+    auto manager = dblock::open("sqlite://" + path, options);
+    auto lease = manager->try_acquire("other");
+    REQUIRE(lease);
+    fence_before = lease->fence();
+  }
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(path.c_str(), &db) == SQLITE_OK);
+  // A lease of the earlier boot, an hour from expiring (a new file's scale starts at the wall clock).
+  const char* earlier_boot =
+      "UPDATE dblock_clock SET boot_id = 'an-earlier-boot';"
+      "INSERT INTO dblock_leases (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
+      " SELECT 'k', x'abababababababababababababababab', 'old', 'exclusive', value + 1, 0,"
+      " CAST((julianday('now') - 2440587.5) * 86400000000 AS INTEGER) + 3600000000, 0 FROM dblock_fence_counter;";
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, earlier_boot, nullptr, nullptr, &error);
+  INFO((error ? error : ""));
+  sqlite3_free(error);
+  REQUIRE(rc == SQLITE_OK);
+  sqlite3_close(db);
+
+  auto manager = dblock::open("sqlite://" + path, options);
+  CHECK_FALSE(manager->inspect("k"));
+  auto lease = manager->try_acquire("k");
+  REQUIRE(lease);
+  CHECK(lease->fence() > fence_before + 1);
+  // This boot's leases are live as usual, and list shows wall-clock times.
+  auto other = manager->try_acquire("other");
+  REQUIRE(other);
+  const std::optional<LeaseInfo> info = manager->inspect("k");
+  REQUIRE(info);
+  const auto wall_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::system_clock::now().time_since_epoch()).count();
+  CHECK(std::llabs(info->expires_at_us - (wall_us + 30'000'000)) < 2'000'000);
+  CHECK_FALSE(dblock::open("sqlite://" + path, options)->try_acquire("k"));
+}
+
 TEST_CASE("sqlite: concurrent first use migrates once", "[sqlite][schema]") {
   TempDir dir;
   const std::string url = "sqlite://" + dir.file("race.db");

@@ -7,6 +7,7 @@
 
 #include "dblock/errors.h"
 #include "error_map.h"
+#include "file_clock.h"
 #include "internal.h"
 #include "owner_digest.h"
 #include "sql.h"
@@ -40,11 +41,22 @@ void issued_expiry(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_value(ctx, argv[0]);
 }
 
-// dblock_fence_floor(): the system clock (CLOCK_REALTIME, the clock SQLite's 'now' reads) in
-// microseconds since the Unix epoch; SQLite's own 'now' has millisecond resolution.
-void fence_floor(sqlite3_context* ctx, int, sqlite3_value**) {
+// dblock_fence_floor() and dblock_wall_now(): the system clock (CLOCK_REALTIME) in microseconds
+// since the Unix epoch (SQLite's own 'now' has millisecond resolution). The floor of fences; the
+// time people read (list, inspect, the force-release record).
+void wall_now(sqlite3_context* ctx, int, sqlite3_value**) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   sqlite3_result_int64(ctx, std::chrono::duration_cast<std::chrono::microseconds>(now).count());
+}
+
+// dblock_now(): the lock file's clock (file_clock.h), on which every expiry is. Read at each use:
+// the uses in one statement are microseconds apart, which no statement depends on.
+void file_now(sqlite3_context* ctx, int, sqlite3_value**) {
+  const auto* c = static_cast<const Connection*>(sqlite3_user_data(ctx));
+  if (!c->clock_known) {
+    return sqlite3_result_error(ctx, "dblock: the lock file's clock is not set up (its schema is not migrated)", -1);
+  }
+  sqlite3_result_int64(ctx, c->clock_base_us + boot_time_us());
 }
 
 // dblock_owner_digest(secret): what the tables store for an owner secret (owner_digest.h); the
@@ -68,7 +80,9 @@ void register_functions(Connection& c) {
   if (digest_rc != SQLITE_OK) throw_error(digest_rc, c.db, "registering SQL function");
   for (auto [name, args, fn] : {std::tuple{"dblock_issued_fence", 1, &issued_fence},
                                 std::tuple{"dblock_issued_expiry", 1, &issued_expiry},
-                                std::tuple{"dblock_fence_floor", 0, &fence_floor}}) {
+                                std::tuple{"dblock_fence_floor", 0, &wall_now},
+                                std::tuple{"dblock_wall_now", 0, &wall_now},
+                                std::tuple{"dblock_now", 0, &file_now}}) {
     // DIRECTONLY: callable from our statements only, never from triggers or views.
     int rc = sqlite3_create_function_v2(c.db, name, args, SQLITE_UTF8 | SQLITE_DIRECTONLY, &c, fn, nullptr, nullptr,
                                         nullptr);

@@ -32,6 +32,10 @@ struct Connection {
   // Written by the dblock_issued_* SQL functions during sql::kAcquireExclusive.
   std::int64_t issued_fence = 0;
   std::int64_t issued_expiry = 0;
+  // The lock file's clock (file_clock.h): dblock_now() = clock_base_us + CLOCK_BOOTTIME. Unset
+  // until the file has its clock table; dblock_now() fails then.
+  bool clock_known = false;
+  std::int64_t clock_base_us = 0;
 
   Connection() = default;
   Connection(const Connection&) = delete;

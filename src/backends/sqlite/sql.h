@@ -1,9 +1,10 @@
-// The SQLite dialect of the lease statements. "{L}", "{R}", "{W}", "{F}" and "{V}" stand for the
-// quoted leases, readers, waiters, fence-counter and schema-version tables (prefix validated, then quoted); "{N}" for the current time in
-// microseconds since the Unix epoch on SQLite's clock. SQLite evaluates 'now' once per statement,
-// so every {N} in one statement is the same instant. That clock ticks in milliseconds; fences are
-// floored at dblock_fence_floor() instead, the same system clock read in microseconds (see
-// kAcquireExclusive).
+// The SQLite dialect of the lease statements. "{L}", "{R}", "{W}", "{F}", "{C}", "{V}" and "{H}"
+// stand for the quoted leases, readers, waiters, fence-counter, clock, schema-version and
+// force-release tables (prefix validated, then quoted); "{N}" for the lock file's clock,
+// dblock_now(): microseconds on a clock that wall-clock steps do not move (file_clock.h), on which
+// every expiry, ticket and acquired_at_us is. Fences are floored at dblock_fence_floor(), the
+// system clock in microseconds (see kAcquireExclusive); what people read is converted to the
+// system clock (dblock_wall_now()).
 //
 // Parameters are numbered (?1, ?2, ...) and always bound, never spliced. Every statement dblock
 // runs on SQLite is here; kAll lists those prepared once per connection.
@@ -16,7 +17,7 @@ namespace dblock::sqlite::sql {
 
 using dblock::sql::Statement;
 
-inline constexpr const char* kNow = "CAST((julianday('now') - 2440587.5) * 86400000000.0 AS INTEGER)";
+inline constexpr const char* kNow = "dblock_now()";
 
 // Queue check shared by both acquire statements: nobody who has waited longer (smaller ticket) is
 // still waiting. ?5 is the caller's ticket, NULL when it has not queued yet (then any live waiter
@@ -126,7 +127,7 @@ inline constexpr Statement kForceReleaseReaders{"force_release_readers", "DELETE
 // ?6 new fence.
 inline constexpr Statement kRecordForceRelease{"record_force_release",
     "INSERT INTO {H} (at_us, name, by_holder, holder, mode, old_fence, new_fence)"
-    " VALUES ({N}, ?1, ?2, ?3, ?4, ?5, ?6)"};
+    " VALUES (dblock_wall_now(), ?1, ?2, ?3, ?4, ?5, ?6)"};
 // Recorded force-releases, newest first. ?1 name or NULL for all, ?2 limit.
 inline constexpr Statement kForceReleaseHistory{"force_release_history",
     "SELECT name, at_us, by_holder, NULL, holder, mode, old_fence, new_fence FROM {H}"
@@ -134,7 +135,8 @@ inline constexpr Statement kForceReleaseHistory{"force_release_history",
 
 // ?1 name or NULL for all.
 inline constexpr Statement kList{"list",
-    "SELECT name, mode, holder, fence, acquired_at_us, expires_at_us, expires_at_us - {N}, renewals,"
+    "SELECT name, mode, holder, fence, acquired_at_us - {N} + dblock_wall_now(), expires_at_us - {N} + dblock_wall_now(),"
+    " expires_at_us - {N}, renewals,"
     " (SELECT count(*) FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N}),"
     " (SELECT group_concat(holder, ',') FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N})"
     " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name"};
@@ -163,11 +165,22 @@ inline constexpr Statement kFileTables{"file_tables",
     "SELECT count(*), count(*) FILTER (WHERE name LIKE '%schema\\_version' ESCAPE '\\' AND EXISTS ("
     "SELECT 1 FROM sqlite_master l WHERE l.type = 'table' AND l.name = substr(m.name, 1, length(m.name) - 14) || 'leases'))"
     " FROM sqlite_master m WHERE type = 'table' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'"};
-inline constexpr Statement kSchemaVersionTableExists{"schema_version_table_exists",
+// ?1 table name.
+inline constexpr Statement kTableExists{"table_exists",
     "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?1"};
 inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) FROM {V}"};
 inline constexpr Statement kRecordMigration{"record_migration",
-    "INSERT INTO {V} (version, name, applied_at_us) VALUES (?1, ?2, {N})"};
+    "INSERT INTO {V} (version, name, applied_at_us) VALUES (?1, ?2, dblock_wall_now())"};
+
+// The lock file's clock (file_clock.h): the boot its base belongs to, and the base.
+inline constexpr Statement kClockRead{"clock_read", "SELECT boot_id, base_us FROM {C} WHERE id = 1"};
+// The latest time stored in the file: a new boot's clock starts above it.
+inline constexpr Statement kClockLatest{"clock_latest",
+    "SELECT max(coalesce((SELECT max(expires_at_us) FROM {L}), 0), coalesce((SELECT max(acquired_at_us) FROM {L}), 0),"
+    " coalesce((SELECT max(expires_at_us) FROM {R}), 0), coalesce((SELECT max(until_us) FROM {W}), 0),"
+    " coalesce((SELECT max(ticket) FROM {W}), 0))"};
+// ?1 boot id, ?2 base.
+inline constexpr Statement kClockSet{"clock_set", "UPDATE {C} SET boot_id = ?1, base_us = ?2 WHERE id = 1"};
 
 // Connection set-up. WAL lets readers (list, inspect) proceed during writes; NORMAL sync is durable
 // against process crashes (the failure a lock must survive); see docs/backends/sqlite.md for power
@@ -188,8 +201,8 @@ inline constexpr const Statement* kAll[] = {
     &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseExpired,
     &kReleaseReader, &kShrinkSharedRow, &kForceReleaseTarget, &kForceRelease, &kForceReleaseReaders, &kRecordForceRelease,
     &kForceReleaseHistory, &kList, &kReapLeases,
-    &kReapWaiters, &kReapReaders, &kGuardExclusive, &kGuardReader, &kSchemaVersionTableExists,
-    &kSchemaVersion, &kRecordMigration,
+    &kReapWaiters, &kReapReaders, &kGuardExclusive, &kGuardReader, &kTableExists,
+    &kSchemaVersion, &kRecordMigration, &kClockRead, &kClockLatest, &kClockSet,
 };
 
 }  // namespace dblock::sqlite::sql

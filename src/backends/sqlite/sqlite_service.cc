@@ -5,6 +5,7 @@
 
 #include "dblock/errors.h"
 #include "error_map.h"
+#include "file_clock.h"
 #include "internal.h"
 #include "lock_file.h"
 #include "migration.h"
@@ -24,7 +25,9 @@ std::int64_t to_us(milliseconds d) { return d.count() * 1000; }
 
 dblock::sql::Placeholders tables(const std::string& prefix) {
   dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &detail::quote_identifier);
-  p.set('F', detail::quote_identifier(prefix + "fence_counter")).set('N', sql::kNow);
+  p.set('F', detail::quote_identifier(prefix + "fence_counter"))
+      .set('C', detail::quote_identifier(prefix + "clock"))
+      .set('N', sql::kNow);
   return p;
 }
 
@@ -68,6 +71,7 @@ void SqliteService::require_our_file() const {
 SqliteService::Borrowed SqliteService::borrow() {
   Borrowed c = pool_.borrow();
   c->busy_deadline = SteadyClock::now() + options_.busy_timeout;
+  if (!c->clock_known) sync_file_clock(*c, registry_, options_.table_prefix + "clock");
   return c;
 }
 
@@ -289,6 +293,7 @@ void SqliteService::migrate(bool create) {
     query(*c, sql::kRecordMigration).bind(1, static_cast<std::int64_t>(m.number)).bind(2, std::string_view(m.name)).run();
   }
   tx.commit();
+  sync_file_clock(*c, registry_, options_.table_prefix + "clock");
 }
 
 int SqliteService::schema_version() {
@@ -298,7 +303,7 @@ int SqliteService::schema_version() {
 
 int SqliteService::read_schema_version(Connection& c) {
   {
-    Query q = query(c, sql::kSchemaVersionTableExists);
+    Query q = query(c, sql::kTableExists);
     q.bind(1, std::string_view(options_.table_prefix + "schema_version"));
     if (!q.step() || q.integer(0) == 0) return 0;
   }

@@ -1,0 +1,83 @@
+#include "file_clock.h"
+
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+
+#include "dblock/errors.h"
+#include "sql.h"
+
+namespace dblock::sqlite {
+
+std::int64_t boot_time_us() noexcept {
+  timespec ts{};
+  syscall(SYS_clock_gettime, CLOCK_BOOTTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+}
+
+const std::string& boot_id() {
+  static const std::string id = [] {
+    std::ifstream in("/proc/sys/kernel/random/boot_id");
+    std::string line;
+    if (!std::getline(in, line) || line.empty()) {
+      throw ConnectionError(
+          "sqlite: cannot read /proc/sys/kernel/random/boot_id; the lock file's clock needs this machine's boot id",
+          "sqlite");
+    }
+    return line;
+  }();
+  return id;
+}
+
+namespace {
+
+struct ClockRow {
+  std::string boot;
+  std::int64_t base_us = 0;
+};
+
+ClockRow read_clock(Connection& c, const dblock::sql::Registry& registry) {
+  Query q = query(c, registry, sql::kClockRead);
+  if (!q.step()) throw SchemaError("sqlite: the lock file's clock row is missing", "sqlite");
+  return ClockRow{q.text(0), q.integer(1)};
+}
+
+// The first time of a new boot's scale: above every time stored in the file, and not below this
+// process's wall clock (so that times stay near the Unix epoch scale people read).
+std::int64_t restart_at(Connection& c, const dblock::sql::Registry& registry, const ClockRow& row) {
+  const std::int64_t wall_us =
+      std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  if (row.boot.empty()) return wall_us;  // never set: keep the wall-clock times already stored
+  std::int64_t latest = 0;
+  query(c, registry, sql::kClockLatest).fetch({&latest});
+  return std::max(wall_us, latest + 1);
+}
+
+}  // namespace
+
+void sync_file_clock(Connection& c, const dblock::sql::Registry& registry, const std::string& clock_table) {
+  {
+    Query exists = query(c, registry, sql::kTableExists);
+    exists.bind(1, std::string_view(clock_table));
+    if (!exists.step() || exists.integer(0) == 0) return;  // before the migration that adds it
+  }
+  ClockRow row = read_clock(c, registry);
+  if (row.boot != boot_id()) {
+    WriteTxn tx(c);
+    row = read_clock(c, registry);
+    if (row.boot != boot_id()) {
+      row.base_us = restart_at(c, registry, row) - boot_time_us();
+      row.boot = boot_id();
+      query(c, registry, sql::kClockSet).bind(1, std::string_view(row.boot)).bind(2, row.base_us).run();
+    }
+    tx.commit();
+  }
+  c.clock_base_us = row.base_us;
+  c.clock_known = true;
+}
+
+}  // namespace dblock::sqlite
