@@ -11,6 +11,8 @@
 //   ├── TimeoutError           an infrastructure wait (busy database) ran out; NOT "lock not acquired"
 //   ├── LeaseLostError         an operation needed a lease that is no longer held
 //   ├── InDoubtError           the outcome of a state-changing call is unknown (connection broke mid-call)
+//   ├── ClockJumpError         the service's clock moved unlike this host's between two renewals
+//                              (reported through on_background_error only)
 //   └── SchemaError            lock tables missing, or the database schema is newer than this library
 #ifndef DBLOCK_ERRORS_H_
 #define DBLOCK_ERRORS_H_
@@ -57,6 +59,14 @@ class ConnectionError : public Error {
 };
 
 class TimeoutError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The service's clock moved more, or less, than this host's between two renewals of a lease,
+// beyond what the round trips and the drift margin explain: it was stepped. The lease is in doubt
+// until the next renewal (made at once) confirms it. Passed to on_background_error; never thrown.
+class ClockJumpError : public Error {
  public:
   using Error::Error;
 };

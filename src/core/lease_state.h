@@ -8,10 +8,12 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "boot_clock.h"
+#include "clock_check.h"
 #include "dblock/capabilities.h"
 #include "dblock/options.h"
 #include "dblock/service.h"
@@ -46,6 +48,7 @@ struct LeaseState {
   bool finished = false;  // released, lost or shut down: no more renewals, no more callbacks
   SteadyClock::time_point next_renew;
   std::string lost_reason;  // set by a service's lost event; the renewal thread marks it lost
+  std::optional<ClockSample> last_renewal;  // the service's clock at the last renewal (renewal.cc)
 
   // How every call to the service names this lease.
   LeaseKey key() const { return LeaseKey{name, mode, &secret, tag}; }

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "dblock/capabilities.h"
+#include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/options.h"
 #include "dblock/service.h"
@@ -81,6 +82,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // --- renewal.cc ---
   void renewal_loop();
   void renew_one(const std::shared_ptr<LeaseState>& state);
+  std::optional<ClockJumpError> check_service_clock(LeaseState& state, const RenewResult& result,
+                                                    std::chrono::milliseconds held_for, const Instant& sent_at,
+                                                    const Instant& answered_at);
   void check_session(const std::shared_ptr<SessionState>& state);
 
   // --- manager_core.cc ---

@@ -2,6 +2,8 @@
 // safe-until passes, a renewal is refused or the service reports it lost, and checks held
 // session locks.
 #include <algorithm>
+#include <cstdio>
+#include <utility>
 
 #include "call_deadline.h"
 #include "dblock/errors.h"
@@ -32,16 +34,47 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
     mark_lost(state, "renewal refused by the backend (expired, taken over or force-released)");
     return;
   }
+  const Instant answered_at = Instant::now();
   const milliseconds held_for = std::min(state->ttl, std::chrono::duration_cast<milliseconds>(result.granted_for));
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (state->finished) return;
-  // A renewal that comes back after safe-until cannot resurrect the lease: the holder may already
-  // have been told it was lost.
-  if (state->is_lost()) return;
-  state->expires_at_us.store(result.expires_at_us);
-  const auto safe = sent_at.boot + held_for - drift_margin(held_for);
-  if (safe > state->safe_until()) state->set_safe_until(safe);
-  state->next_renew = sent_at.steady + std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
+  std::optional<ClockJumpError> jumped;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return;
+    // A renewal that comes back after safe-until cannot resurrect the lease: the holder may already
+    // have been told it was lost.
+    if (state->is_lost()) return;
+    state->expires_at_us.store(result.expires_at_us);
+    jumped = check_service_clock(*state, result, held_for, sent_at, answered_at);
+    if (jumped) {
+      // In doubt: this renewal extends nothing; the next one, at once, confirms or refutes it.
+      state->next_renew = answered_at.steady;
+    } else {
+      const auto safe = sent_at.boot + held_for - drift_margin(held_for);
+      if (safe > state->safe_until()) state->set_safe_until(safe);
+      state->next_renew = sent_at.steady + std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
+    }
+  }
+  if (jumped) report(*jumped);
+}
+
+// Compares how far the service's clock moved since the lease's last renewal with how far this
+// host's did (clock_check.h); records this renewal's reading. Called under mutex_.
+std::optional<ClockJumpError> ManagerCore::check_service_clock(LeaseState& state, const RenewResult& result,
+                                                               milliseconds held_for, const Instant& sent_at,
+                                                               const Instant& answered_at) {
+  if (result.expires_at_us == 0) return std::nullopt;  // the service reports no clock
+  const ClockSample sample{result.expires_at_us - std::chrono::duration_cast<std::chrono::microseconds>(held_for).count(),
+                           sent_at.boot, answered_at.boot};
+  const std::optional<ClockSample> before = std::exchange(state.last_renewal, sample);
+  if (!before) return std::nullopt;
+  const auto jump = clock_jump(*before, sample, drift_margin(held_for));
+  if (jump == std::chrono::microseconds::zero()) return std::nullopt;
+  char seconds[32];
+  std::snprintf(seconds, sizeof(seconds), "%+.3f", std::chrono::duration<double>(jump).count());
+  return ClockJumpError(std::string(service_->name()) + ": the service's clock moved " + seconds +
+                            " s against this host's between two renewals of '" + state.name +
+                            "' (stepped?); the lease is in doubt until the next renewal, made at once, confirms it",
+                        std::string(service_->name()));
 }
 
 void ManagerCore::renewal_loop() {

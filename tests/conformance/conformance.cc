@@ -45,6 +45,25 @@ Context server_context(std::string backend, const char* url_var, const char* ski
     const std::string cmd = env(script_var) + " restart " + env(state_var) + " " + restart_args;
     c.restart = [cmd] { REQUIRE(std::system(cmd.c_str()) == 0); };
   }
+  const std::string script = env(script_var);
+  const std::string url = c.url;
+  c.start_stepped_server = [script, url](const std::string& clock_file) {
+    REQUIRE_FALSE(script.empty());
+    const std::string port = env("DBLOCK_TEST_CLOCK_PORT");
+    REQUIRE_FALSE(port.empty());  // the run gives no port for a stepped-clock server
+    const Url::Host server = parse_url(url).hosts.at(0);
+    const std::string at = server.host + ":" + std::to_string(server.port);
+    const std::size_t where = url.find(at);
+    REQUIRE(where != std::string::npos);
+    Context::SteppedServer out;
+    out.url = url.substr(0, where) + "127.0.0.1:" + port + url.substr(where + at.size());
+    const std::string state = "/tmp/dblock-test-clock-" + port;
+    const std::string start = "DBLOCK_SERVER_CLOCK_FILE='" + clock_file + "' " + script + " start " + state + " " + port;
+    REQUIRE(std::system(start.c_str()) == 0);
+    const std::string stop = script + " stop " + state + " >/dev/null";
+    out.running = std::shared_ptr<void>(nullptr, [stop](void*) { std::system(stop.c_str()); });
+    return out;
+  };
   return c;
 }
 

@@ -26,6 +26,15 @@ struct Context {
   std::string guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
   // Restarts the backend server, keeping its data (SQLite: nothing to restart). May be empty.
   std::function<void()> restart;
+  // Starts a second server of this service whose wall clock is offset by what `clock_file` says
+  // (libfaketime's format, re-read at every reading: a test steps the clock by rewriting the file)
+  // and returns its URL; the server stops when `running` is released. Empty for a service without
+  // a server (SQLite).
+  struct SteppedServer {
+    std::string url;
+    std::shared_ptr<void> running;
+  };
+  std::function<SteppedServer(const std::string& clock_file)> start_stepped_server;
   // A bystander (any role that can connect) holding the service's migration lock for the tables of
   // `prefix` while `guard` lives; `named_as` is how the service's timeout error names it. Empty
   // when the service has no lock a bystander could take that way (SQLite's is its write lock).
@@ -46,7 +55,9 @@ const Context& context();
 
 // A context for a backend on a server the tests started: its URL from `url_var` (required: a run
 // without one fails, unless it opted out with `skip_var`), restarted with
-// "$<script_var> restart $<state_var> <restart_args>" when script_var is set.
+// "$<script_var> restart $<state_var> <restart_args>" when script_var is set. Its stepped-clock
+// server runs on port $DBLOCK_TEST_CLOCK_PORT (required when a case starts it), started by the same
+// script.
 Context server_context(std::string backend, const char* url_var, const char* skip_var, const char* script_var,
                        const char* state_var, const std::string& restart_args = "");
 

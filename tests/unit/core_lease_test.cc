@@ -6,8 +6,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "boot_clock.h"
+#include "clock_check.h"
 #include "core_rig.h"
 
 namespace dblock::testing {
@@ -170,6 +172,72 @@ TEST_CASE("core: time suspended counts against safe-until; a suspend longer than
   CHECK(lease->safe_until() < std::chrono::steady_clock::now());
   REQUIRE(eventually([&] { return reasons.count() == 1; }));
   CHECK(reasons.last().find("safe-until") != std::string::npos);
+}
+
+TEST_CASE("core: the service's clock is checked against this host's between renewals", "[unit][core][clock]") {
+  using detail::BootClock;
+  using detail::ClockSample;
+  using detail::clock_jump;
+  const BootClock::time_point t0{std::chrono::seconds(100)};
+  const ClockSample before{1'000'000, t0, t0 + 2ms};  // the service read its clock within [t0, t0 + 2 ms]
+  const auto tolerance = std::chrono::microseconds(3000);
+  // 10 s later on both clocks, within the two round trips: consistent.
+  CHECK(clock_jump(before, {11'000'000, t0 + 10s, t0 + 10s + 2ms}, tolerance).count() == 0);
+  CHECK(clock_jump(before, {11'003'000, t0 + 10s, t0 + 10s + 2ms}, tolerance).count() == 0);
+  CHECK(clock_jump(before, {10'997'000, t0 + 10s, t0 + 10s + 2ms}, tolerance).count() == 0);
+  // Stepped forward by 2 s: by what lies beyond the widest window (10 s + 2 ms) and the tolerance.
+  CHECK(clock_jump(before, {13'000'000, t0 + 10s, t0 + 10s + 2ms}, tolerance).count() == 2'000'000 - 2'000 - 3'000);
+  // Stepped back by 2 s: by what lies below the narrowest window (10 s - 2 ms) and the tolerance.
+  CHECK(clock_jump(before, {9'000'000, t0 + 10s, t0 + 10s + 2ms}, tolerance).count() == -(2'000'000 - 2'000 - 3'000));
+}
+
+TEST_CASE("core: a stepped service clock is reported, and the next renewal at once confirms the lease",
+          "[unit][core][clock]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  std::mutex mutex;
+  std::vector<std::string> jumps;
+  ManagerOptions manager_options;
+  manager_options.on_background_error = [&](const Error& e) {
+    if (dynamic_cast<const ClockJumpError*>(&e) == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    jumps.push_back(e.what());
+  };
+  auto manager = rig.open({}, manager_options, &service);
+  AcquireOptions options;
+  options.ttl = 900ms;  // renewed every 300 ms
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  REQUIRE(eventually([&] { return service->calls(Op::kRenew) >= 2; }));
+  const auto jump_count = [&] {
+    std::lock_guard<std::mutex> lock(mutex);
+    return jumps.size();
+  };
+  CHECK(jump_count() == 0);  // an unstepped clock is consistent
+  const int renewals = service->calls(Op::kRenew);
+  service->step_reported_clock(500ms);
+  REQUIRE(eventually([&] { return jump_count() == 1; }));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    INFO(jumps[0]);
+    CHECK(jumps[0].find("moved +0.") != std::string::npos);
+    CHECK(jumps[0].find("'k'") != std::string::npos);
+  }
+  // The confirming renewal follows at once (not 300 ms later), and is consistent.
+  REQUIRE(eventually([&] { return service->calls(Op::kRenew) >= renewals + 2; }, 150ms));
+  const auto until = std::chrono::steady_clock::now() + 700ms;
+  while (std::chrono::steady_clock::now() < until) {
+    REQUIRE_FALSE(lease->lost());
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(jump_count() == 1);
+  service->step_reported_clock(-800ms);  // back
+  REQUIRE(eventually([&] { return jump_count() == 2; }));
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    CHECK(jumps[1].find("moved -0.") != std::string::npos);
+  }
+  CHECK_FALSE(lease->lost());
 }
 
 TEST_CASE("core: a renewal answered after safe-until does not resurrect the lease", "[unit][core][lost]") {

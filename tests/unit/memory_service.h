@@ -98,6 +98,9 @@ class MemoryService final : public LeaseService,
   void set_renew_delay(std::chrono::milliseconds delay) { renew_delay_ms_ = delay.count(); }
   void refuse_renewals(bool on) { refuse_renewals_ = on; }
   void fail_renewals(bool on) { fail_renewals_ = on; }
+  // Steps the clock renewals report (RenewResult::expires_at_us) by `d`, as a server whose clock
+  // was stepped would; the service's own expiry keeps its clock.
+  void step_reported_clock(std::chrono::milliseconds d) { reported_clock_offset_us_ += d.count() * 1000; }
   // The next `count` acquire attempts (try_acquire, attempt_in_line) throw `kind` of error.
   enum class Fault { kUnreachable, kInDoubt, kPermission };
   void fail_attempts(int count, Fault kind = Fault::kUnreachable) {
@@ -197,6 +200,7 @@ class MemoryService final : public LeaseService,
   std::atomic<std::int64_t> renew_delay_ms_{0};
   std::atomic<bool> refuse_renewals_{false};
   std::atomic<bool> fail_renewals_{false};
+  std::atomic<std::int64_t> reported_clock_offset_us_{0};
   std::atomic<int> failing_attempts_{0};
   std::atomic<Fault> fault_kind_{Fault::kUnreachable};
   void maybe_fail_attempt();
