@@ -552,6 +552,20 @@ std::vector<std::string> faked(const std::string& offset, std::vector<std::strin
   return argv;
 }
 
+// `dblock run --key clk --ttl TTL -- sleep 60` under faketime `offset`, in its own process group
+// (faketime runs dblock as its child), once it holds clk.
+std::unique_ptr<Process> start_faked_holder(Cli& cli, const std::string& offset, const std::string& ttl) {
+  Process::Options group;
+  group.new_group = true;
+  auto holder = std::make_unique<Process>(
+      faked(offset, cli.argv({"run", "--key", "clk", "--ttl", ttl, "--", "sleep", "60"})), cli.dir.next_log_prefix(),
+      group);
+  const bool held = eventually([&] { return cli.held("clk"); }, milliseconds(15'000));
+  INFO("holder exit " << holder->poll().value_or(-1) << ", stderr: " << holder->err());
+  REQUIRE(held);
+  return holder;
+}
+
 TEST_CASE("a process whose wall clock is an hour ahead does not take over a live lease", "[cli][sqlite][clock]") {
   Cli cli;
   auto holder = cli.start({"run", "--key", "clk", "--ttl", "30s", "--", "sleep", "60"});
@@ -567,13 +581,8 @@ TEST_CASE("a process whose wall clock is an hour ahead does not take over a live
 
 TEST_CASE("a holder whose wall clock is an hour behind keeps its lease from the others", "[cli][sqlite][clock]") {
   Cli cli;
-  Process::Options group;
-  group.new_group = true;
-  Process holder(faked("-1h", cli.argv({"run", "--key", "clk", "--ttl", "30s", "--", "sleep", "60"})),
-                 cli.dir.next_log_prefix(), group);
-  const bool held = eventually([&] { return cli.held("clk"); }, milliseconds(15'000));
-  INFO("holder exit " << holder.poll().value_or(-1) << ", stderr: " << holder.err());
-  REQUIRE(held);
+  auto holder_process = start_faked_holder(cli, "-1h", "30s");
+  Process& holder = *holder_process;
   Result now = cli.run({"run", "--key", "clk", "--wait", "0", "--", "touch", cli.dir.file("ran")});
   INFO(now);
   CHECK(now.code == kNotAcquired);
@@ -584,13 +593,8 @@ TEST_CASE("a holder whose wall clock is an hour behind keeps its lease from the 
 
 TEST_CASE("a crashed holder whose wall clock was an hour ahead is replaced after its TTL", "[cli][sqlite][clock]") {
   Cli cli;
-  Process::Options group;
-  group.new_group = true;
-  Process holder(faked("+1h", cli.argv({"run", "--key", "clk", "--ttl", "2s", "--", "sleep", "60"})),
-                 cli.dir.next_log_prefix(), group);
-  const bool held = eventually([&] { return cli.held("clk"); }, milliseconds(15'000));
-  INFO("holder exit " << holder.poll().value_or(-1) << ", stderr: " << holder.err());
-  REQUIRE(held);
+  auto holder_process = start_faked_holder(cli, "+1h", "2s");
+  Process& holder = *holder_process;
   holder.signal_all(SIGKILL);
   const auto killed_at = Clock::now();
   REQUIRE(holder.wait(milliseconds(5'000)).has_value());
