@@ -66,7 +66,8 @@ struct ManagerOptions {
   // get their lock wait plus this, the application's statements and the commit included
   // (with_locked_rows waiting on the server's default lock timeout gets this alone). A call still
   // unanswered then fails with ConnectionError and its connection is dropped (a transaction rolls
-  // back; one cut during COMMIT is InDoubtError). Default 30 s; must be > 0.
+  // back; one cut during COMMIT is InDoubtError). Migrations (on open and migrate()) get at least
+  // ten minutes: their DDL may rebuild a table. Default 30 s; must be > 0 and at most a day.
   std::chrono::milliseconds call_timeout{30'000};
 
   // Default for AcquireOptions::reentrant. Default false.

@@ -49,6 +49,7 @@ struct LeaseState {
   SteadyClock::time_point next_renew;
   std::string lost_reason;  // set by a service's lost event; the renewal thread marks it lost
   std::optional<ClockSample> last_renewal;  // the service's clock at the last renewal (renewal.cc)
+  bool clock_in_doubt = false;  // the last renewal found the service's clock stepped
 
   // How every call to the service names this lease.
   LeaseKey key() const { return LeaseKey{name, mode, &secret, tag}; }

@@ -116,7 +116,7 @@ std::size_t LockManager::reap(std::size_t max_rows) {
 void LockManager::migrate() {
   Maintenance* maintenance = core_->service().maintenance();
   if (maintenance == nullptr) return;
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->migration_deadline());
   maintenance->migrate(true);
 }
 

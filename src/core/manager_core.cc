@@ -29,6 +29,7 @@ ManagerOptions validated(ManagerOptions options) {
     throw UsageError("session_check_interval must be positive");
   }
   if (options.call_timeout <= milliseconds::zero()) throw UsageError("call_timeout must be positive");
+  if (options.call_timeout > std::chrono::hours(24)) throw UsageError("call_timeout must be at most a day");
   return options;
 }
 
@@ -55,9 +56,13 @@ ManagerCore::ManagerCore(std::unique_ptr<LeaseService> service, ManagerOptions o
 
 ManagerCore::~ManagerCore() { shutdown(); }
 
+SteadyClock::time_point ManagerCore::migration_deadline() const {
+  return SteadyClock::now() + std::max<SteadyClock::duration>(options_.call_timeout, kMinMigrationTime);
+}
+
 void ManagerCore::start() {
   if (Maintenance* maintenance = service_->maintenance()) {
-    const CallDeadlineScope call(std::chrono::steady_clock::now() + options_.call_timeout);
+    const CallDeadlineScope call(migration_deadline());
     maintenance->migrate(options_.auto_migrate);
   }
   if (WakeEvents* events = service_->wake_events()) {

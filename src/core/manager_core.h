@@ -61,6 +61,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
 
   // Reports an error that has no caller. noexcept: swallows what the user callback throws.
   void report(const Error& error) noexcept;
+  // The deadline of a migration: ManagerOptions::call_timeout, at least kMinMigrationTime (DDL may
+  // rebuild a table; a migration cut half-way is rolled back and tried again by the next open).
+  static constexpr std::chrono::minutes kMinMigrationTime{10};
+  SteadyClock::time_point migration_deadline() const;
 
   LeaseService& service() { return *service_; }
   const ManagerOptions& options() const { return options_; }

@@ -45,13 +45,18 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
     if (state->is_lost()) return;
     state->expires_at_us.store(result.expires_at_us);
     jumped = check_service_clock(*state, result, held_for, sent_at, answered_at);
+    const auto interval = std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
     if (jumped) {
-      // In doubt: this renewal extends nothing; the next one, at once, confirms or refutes it.
-      state->next_renew = answered_at.steady;
+      // In doubt: this renewal extends nothing. The next one confirms or refutes it: at once after
+      // a first step; after the usual interval when the clock still disagrees (a service whose
+      // clock keeps disagreeing is not renewed in a tight loop; its leases end at safe-until).
+      state->next_renew = state->clock_in_doubt ? sent_at.steady + interval : answered_at.steady;
+      state->clock_in_doubt = true;
     } else {
+      state->clock_in_doubt = false;
       const auto safe = sent_at.boot + held_for - drift_margin(held_for);
       if (safe > state->safe_until()) state->set_safe_until(safe);
-      state->next_renew = sent_at.steady + std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
+      state->next_renew = sent_at.steady + interval;
     }
   }
   if (jumped) report(*jumped);

@@ -240,6 +240,34 @@ TEST_CASE("core: a stepped service clock is reported, and the next renewal at on
   CHECK_FALSE(lease->lost());
 }
 
+TEST_CASE("core: a service clock that keeps disagreeing ends the lease at safe-until, without a renewal storm",
+          "[unit][core][clock]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  std::atomic<int> jumps{0};
+  ManagerOptions manager_options;
+  manager_options.on_background_error = [&](const Error& e) {
+    if (dynamic_cast<const ClockJumpError*>(&e) != nullptr) ++jumps;
+  };
+  auto manager = rig.open({}, manager_options, &service);
+  LostReasons reasons;
+  AcquireOptions options;
+  options.ttl = 900ms;  // renewed every 300 ms
+  options.on_lost = reasons.callback();
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  REQUIRE(eventually([&] { return service->calls(Op::kRenew) >= 2; }));
+  const int renewals = service->calls(Op::kRenew);
+  service->step_reported_clock_each_renewal(500ms);
+  // No renewal confirms it, so nothing extends safe-until: lost within the TTL.
+  REQUIRE(eventually([&] { return reasons.count() == 1; }, 2s));
+  CHECK(reasons.last().find("safe-until") != std::string::npos);
+  CHECK(jumps >= 2);
+  // One immediate retry after the first step, then the usual interval: a handful of renewals in
+  // under a TTL, not a loop.
+  CHECK(service->calls(Op::kRenew) - renewals <= 6);
+}
+
 TEST_CASE("core: a renewal answered after safe-until does not resurrect the lease", "[unit][core][lost]") {
   Rig rig;
   MemoryService* service = nullptr;

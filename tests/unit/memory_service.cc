@@ -193,6 +193,7 @@ RenewResult MemoryService::renew(const LeaseKey& lease, milliseconds ttl) {
   const milliseconds granted = std::min(ttl, config_.max_grant);
   h->second.expires = now + granted;
   result.renewed = true;
+  reported_clock_offset_us_ += reported_clock_step_us_.load();
   result.expires_at_us = to_us(h->second.expires) + reported_clock_offset_us_.load();
   if (granted < ttl) result.granted_for = granted;
   return result;

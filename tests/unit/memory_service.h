@@ -101,6 +101,8 @@ class MemoryService final : public LeaseService,
   // Steps the clock renewals report (RenewResult::expires_at_us) by `d`, as a server whose clock
   // was stepped would; the service's own expiry keeps its clock.
   void step_reported_clock(std::chrono::milliseconds d) { reported_clock_offset_us_ += d.count() * 1000; }
+  // Steps it by `d` at every renewal from now on (a clock that keeps disagreeing).
+  void step_reported_clock_each_renewal(std::chrono::milliseconds d) { reported_clock_step_us_ = d.count() * 1000; }
   // The next `count` acquire attempts (try_acquire, attempt_in_line) throw `kind` of error.
   enum class Fault { kUnreachable, kInDoubt, kPermission };
   void fail_attempts(int count, Fault kind = Fault::kUnreachable) {
@@ -201,6 +203,7 @@ class MemoryService final : public LeaseService,
   std::atomic<bool> refuse_renewals_{false};
   std::atomic<bool> fail_renewals_{false};
   std::atomic<std::int64_t> reported_clock_offset_us_{0};
+  std::atomic<std::int64_t> reported_clock_step_us_{0};
   std::atomic<int> failing_attempts_{0};
   std::atomic<Fault> fault_kind_{Fault::kUnreachable};
   void maybe_fail_attempt();

@@ -13,10 +13,28 @@
 
 namespace dblock::sqlite {
 
+namespace {
+
+// This process's time namespace's CLOCK_BOOTTIME offset in microseconds (/proc/self/timens_offsets;
+// 0 without time namespaces). A container may run in its own time namespace, whose boot clock is
+// the machine's plus this offset; subtracting it gives every process of the machine one clock.
+std::int64_t namespace_boot_offset_us() {
+  std::ifstream in("/proc/self/timens_offsets");
+  std::string clock;
+  long long seconds = 0, nanoseconds = 0;
+  while (in >> clock >> seconds >> nanoseconds) {
+    if (clock == "boottime") return seconds * 1'000'000 + nanoseconds / 1000;
+  }
+  return 0;
+}
+
+}  // namespace
+
 std::int64_t boot_time_us() noexcept {
+  static const std::int64_t offset_us = namespace_boot_offset_us();
   timespec ts{};
   syscall(SYS_clock_gettime, CLOCK_BOOTTIME, &ts);
-  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000 - offset_us;
 }
 
 const std::string& boot_id() {

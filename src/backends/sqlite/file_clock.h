@@ -11,7 +11,9 @@
 //
 // CLOCK_BOOTTIME is read by a system call rather than through the C library's clock_gettime: the
 // kernel's value, the same for every process, even one run under a clock-faking preload
-// (libfaketime) that offsets the library's clocks.
+// (libfaketime) that offsets the library's clocks; a time namespace's boot-time offset is taken
+// off. One machine, one kernel: a file shared between machines or VMs (a network or shared
+// folder) is not supported, as SQLite's own locking is not.
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_FILE_CLOCK_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_FILE_CLOCK_H_
 
@@ -23,7 +25,7 @@
 
 namespace dblock::sqlite {
 
-// CLOCK_BOOTTIME in microseconds, from the kernel.
+// CLOCK_BOOTTIME in microseconds, from the kernel, without this process's time-namespace offset.
 std::int64_t boot_time_us() noexcept;
 
 // This boot's id (/proc/sys/kernel/random/boot_id), read once. Throws ConnectionError when the
