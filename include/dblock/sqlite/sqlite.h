@@ -2,8 +2,9 @@
 //
 // The database is one file shared by every process on the host. The backend opens it in WAL mode
 // with a busy handler, keeps a small pool of connections (one per concurrent caller) and never
-// shares a connection between threads. Expiry is computed in SQL from SQLite's clock (the local
-// system clock, read by the database engine inside the statement).
+// shares a connection between threads. Expiry is computed in SQL on the lock file's clock (the
+// machine's CLOCK_BOOTTIME plus a base the file keeps per boot, read inside the statement), which
+// wall-clock steps do not move.
 //
 // SQLite has no server: all processes must see the same file through a local file system
 // (WAL mode does not work over network file systems).

@@ -35,7 +35,7 @@ class SqliteService final : public LeaseService,
   AcquireResult try_acquire(const AcquireRequest& request) override;
   RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
   bool release(const LeaseKey& lease) override;
-  // The row expires on SQLite's clock within the drift margin of the engine's safe-until:
+  // The row expires on the lock file's clock within the drift margin of the engine's safe-until:
   // nothing to drop early.
   void lease_lost(const LeaseKey&) noexcept override {}
   bool force_release(std::string_view name, std::string_view by) override;
