@@ -42,7 +42,7 @@ struct Args {
   int client = 0;
   int ttl_ms = 1000;
   int wait_ms = 0;      // 0: 3 x TTL
-  int pre_ms = 5;       // max pause inside the hold before the write
+  int pre_ms = 5;       // max pause inside the hold before the write (sabotage: the pause)
   int post_ms = 10;     // max pause inside the hold after the write
   int tx_ms = 0;        // max pause inside the guarded write's transaction (between its statements)
   int gap_ms = 5;       // max pause between iterations
@@ -238,7 +238,14 @@ int run(const Args& a) {
              s(to_mono_ns(lease->safe_until())));
     say("cs " + s(k));
 
-    pause(a.pre_ms);
+    if (a.unfenced) {
+      // Sabotage: always the whole pause, so that a stop the driver lands just after "cs" (within
+      // 5 ms) falls before the unfenced write; a shorter random pause let all of a run's stops
+      // miss it now and then, and the run found no violation to prove the oracle with.
+      std::this_thread::sleep_for(milliseconds(a.pre_ms));
+    } else {
+      pause(a.pre_ms);
+    }
     if (a.probe_every > 0 && k % a.probe_every == 0) {
       // Wrong-owner probe: release and renew with secrets that do not own the lease. Each must
       // change nothing; while our lease is not lost() the backend must still show our fence.
