@@ -371,6 +371,28 @@ TEST_CASE("core: bad names and TTLs are refused before the service is asked", "[
   CHECK(service->calls(Op::kTryAcquire) == 0);
 }
 
+TEST_CASE("core: call_timeout must be positive and at most a day; migrations get ten minutes at least", "[unit][core][input]") {
+  Rig rig;
+  for (const std::chrono::milliseconds bad : {0ms, -1ms, std::chrono::milliseconds(std::chrono::hours(24)) + 1ms}) {
+    ManagerOptions options;
+    options.call_timeout = bad;
+    CHECK_THROWS_AS(rig.open({}, options), UsageError);
+  }
+  ManagerOptions day;
+  day.call_timeout = std::chrono::hours(24);
+  CHECK(rig.open({}, day) != nullptr);
+  // Migrations (on open and migrate()) get at least ten minutes, however short call_timeout is.
+  ManagerOptions brief;
+  brief.call_timeout = 1s;
+  MemoryService* service = nullptr;
+  const auto before = std::chrono::steady_clock::now();
+  auto manager = rig.open({}, brief, &service);
+  CHECK(service->last_deadline(Op::kMigrate) >= before + std::chrono::minutes(10));
+  manager->migrate();
+  CHECK(service->last_deadline(Op::kMigrate) >= before + std::chrono::minutes(10));
+  CHECK(service->calls(Op::kMigrate) == 2);
+}
+
 TEST_CASE("core: capabilities follow what the service provides", "[unit][core][capabilities]") {
   Rig rig;
   MemoryService::Config bare;
