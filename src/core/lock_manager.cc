@@ -10,24 +10,14 @@ namespace dblock {
 
 namespace {
 
+// When a wait of `wait` from now ends (a negative wait: now).
 std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds wait) {
   auto now = std::chrono::steady_clock::now();
+  if (wait < std::chrono::milliseconds::zero()) return now;
   if (wait == kWaitForever) return std::chrono::steady_clock::time_point::max();
   // Saturate instead of overflowing for absurdly long waits.
   if (wait > std::chrono::hours(24 * 365 * 100)) return std::chrono::steady_clock::time_point::max();
   return now + wait;
-}
-
-// The deadline of a call that waits `wait` and then has ManagerOptions::call_timeout more
-// (saturating: a wait without end stays without end).
-std::chrono::steady_clock::time_point bounded(const detail::ManagerCore& core,
-                                              std::chrono::milliseconds wait = std::chrono::milliseconds::zero()) {
-  const auto end = deadline_after(std::max(wait, std::chrono::milliseconds::zero()));
-  const auto more = core.options().call_timeout;
-  if (end == std::chrono::steady_clock::time_point::max() || std::chrono::steady_clock::time_point::max() - end <= more) {
-    return std::chrono::steady_clock::time_point::max();
-  }
-  return end + more;
 }
 
 constexpr std::size_t kMaxHistoryRows = 1'000'000;  // fits every dialect's LIMIT parameter
@@ -70,13 +60,13 @@ std::optional<Lease> LockManager::acquire_until(std::string_view name,
 }
 
 std::vector<LeaseInfo> LockManager::list() {
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
   return core_->service().list(std::nullopt);
 }
 
 std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
   validate_lock_name(name);
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
   auto rows = core_->service().list(name);
   if (rows.empty()) return std::nullopt;
   return rows.front();
@@ -84,7 +74,7 @@ std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
 
 bool LockManager::force_release(std::string_view name) {
   validate_lock_name(name);
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
   return core_->service().force_release(name, core_->holder());
 }
 
@@ -93,7 +83,7 @@ std::vector<ForceReleaseRecord> LockManager::force_release_history(std::optional
   if (name) validate_lock_name(*name);
   AuditLog* log = core_->service().audit_log();
   if (log == nullptr) unsupported(core_->service(), "a record of force-releases");
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
   return log->force_releases(name, std::min<std::size_t>(limit, kMaxHistoryRows));
 }
 
@@ -105,7 +95,7 @@ std::size_t LockManager::reap(std::size_t max_rows) {
   // Bounded: every pass deletes rows or ends the loop.
   while (total < max_rows) {
     const std::size_t limit = std::min(batch, max_rows - total);
-    const detail::CallDeadlineScope call(bounded(*core_));
+    const detail::CallDeadlineScope call(core_->call_timeout_after());
     const std::size_t n = maintenance->reap(limit);
     total += n;
     if (n < limit) break;
@@ -123,7 +113,7 @@ void LockManager::migrate() {
 int LockManager::schema_version() {
   Maintenance* maintenance = core_->service().maintenance();
   if (maintenance == nullptr) return 0;
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
   return maintenance->schema_version();
 }
 
@@ -131,7 +121,8 @@ bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::mi
                                           const std::function<void(Transaction&)>& body) {
   validate_lock_name(name);
   SqlFeatures& sql = sql_of(core_->service(), "a transaction lock");
-  const detail::CallDeadlineScope call(bounded(*core_, wait));
+  const auto waits_until = deadline_after(wait);
+  const detail::CallDeadlineScope call(core_->call_timeout_after(waits_until));
   return sql.run_in_transaction_lock(name, wait, body);
 }
 
@@ -147,14 +138,14 @@ void LockManager::run_guarded(const Lease& lease, const std::function<void(Trans
 
 bool LockManager::compare_and_set(const VersionedUpdate& update) {
   SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
   return sql.compare_and_set(update);
 }
 
 std::optional<std::int64_t> LockManager::read_version(std::string_view table, std::string_view id_column,
                                                       const Value& id, std::string_view version_column) {
   SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
-  const detail::CallDeadlineScope call(bounded(*core_));
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
   return sql.read_version(table, id_column, id, version_column);
 }
 
@@ -168,7 +159,8 @@ bool LockManager::with_locked_rows(const RowLockRequest& request, const RowsBody
   if (rows == nullptr) unsupported(core_->service(), "a row lock (SELECT ... FOR UPDATE)");
   // Waiting on the server's default lock timeout (wait_timeout 0) gets call_timeout alone.
   const bool waits = request.wait == RowLockWait::kWait;
-  const detail::CallDeadlineScope call(bounded(*core_, waits ? request.wait_timeout : std::chrono::milliseconds::zero()));
+  const auto waits_until = deadline_after(waits ? request.wait_timeout : std::chrono::milliseconds::zero());
+  const detail::CallDeadlineScope call(core_->call_timeout_after(waits_until));
   return rows->run_with_locked_rows(request, body);
 }
 

@@ -60,6 +60,14 @@ SteadyClock::time_point ManagerCore::migration_deadline() const {
   return SteadyClock::now() + std::max<SteadyClock::duration>(options_.call_timeout, kMinMigrationTime);
 }
 
+SteadyClock::time_point ManagerCore::call_timeout_after(SteadyClock::time_point end) const {
+  const auto more = options_.call_timeout;
+  if (end == SteadyClock::time_point::max() || SteadyClock::time_point::max() - end <= more) {
+    return SteadyClock::time_point::max();
+  }
+  return end + more;
+}
+
 void ManagerCore::start() {
   if (Maintenance* maintenance = service_->maintenance()) {
     const CallDeadlineScope call(migration_deadline());

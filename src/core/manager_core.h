@@ -65,6 +65,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // rebuild a table; a migration cut half-way is rolled back and tried again by the next open).
   static constexpr std::chrono::minutes kMinMigrationTime{10};
   SteadyClock::time_point migration_deadline() const;
+  // The deadline of a call that may wait until `end` and then has ManagerOptions::call_timeout
+  // more (saturating: time_point::max() stays max()). Admin calls wait for nothing: now.
+  SteadyClock::time_point call_timeout_after(SteadyClock::time_point end = SteadyClock::now()) const;
 
   LeaseService& service() { return *service_; }
   const ManagerOptions& options() const { return options_; }

@@ -273,4 +273,36 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
   manager.reset();
 }
 
+TEST_CASE("on a stalled path a new connection is given what is left of its call, not whole seconds",
+          "[conformance][faults][deadline]") {
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
+  Relay relay;
+  ManagerOptions options;
+  // Not whole seconds: libpq's own connect_timeout would have rounded this up to 5 s (counted on
+  // time()'s one-second ticks), overrunning by up to 0.9 s.
+  options.call_timeout = 4100ms;
+  auto manager = open_through(relay, unique_prefix(), options);
+  relay.pause();
+  // The first call is cut on its pooled connection, which is dropped; the second must connect
+  // through the stalled path (the relay answers TCP, never the server's greeting).
+  for (const char* call : {"first list", "second list"}) {
+    INFO(call);
+    std::string error;
+    const auto took = timed(
+        [&] {
+          try {
+            manager->list();
+          } catch (const ConnectionError& e) {
+            error = e.what();
+          }
+        },
+        20s, [&] { relay.resume(); });
+    REQUIRE(took);
+    CHECK(!error.empty());
+    CHECK(*took < 4100ms + 400ms);
+  }
+  relay.resume();
+  manager.reset();
+}
+
 }  // namespace dblock::testing

@@ -1007,8 +1007,9 @@ int Run::execute() {
                 (long long)fig.session_not_refused, (long long)fig.session_refused, (long long)fig.session_unchecked);
   }
   std::printf("  client crashes                  %lld\n", (long long)crashes_);
-  std::printf("  lease calls over their deadline %lld, waits given up early %lld (%lld calls; latest %.0f ms vs its bound)\n",
-              (long long)fig.overdue_calls, (long long)fig.early_giveups, (long long)fig.calls, fig.worst_call_ms);
+  std::printf("  lease calls over their deadline %lld, waits given up early %lld (%lld calls; latest %.0f ms vs its bound: %s)\n",
+              (long long)fig.overdue_calls, (long long)fig.early_giveups, (long long)fig.calls, fig.worst_call_ms,
+              fig.worst_call.empty() ? "none" : fig.worst_call.c_str());
   std::printf("reported:\n");
   std::printf("  believed-hold overlaps          %lld, total %.1f ms%s\n", (long long)fig.overlaps, fig.overlap_ms,
               in.baseline ? " (must be 0 without faults)" : "");

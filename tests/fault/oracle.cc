@@ -260,7 +260,10 @@ void check_calls(const OracleInput& in, Figures& fig) {
       });
       if (was_stopped) continue;
       const double late_ms = static_cast<double>(call.t_ret - call.bound) / 1e6;
-      fig.worst_call_ms = any ? std::max(fig.worst_call_ms, late_ms) : late_ms;
+      if (!any || late_ms > fig.worst_call_ms) {
+        fig.worst_call_ms = late_ms;
+        fig.worst_call = call.what + " by client " + std::to_string(c.client) + ": " + call.outcome;
+      }
       any = true;
       if (call.t_ret > call.bound + kSlackNs) ++fig.overdue_calls;
       const bool transient = call.outcome == "ConnectionError" || call.outcome == "InDoubtError";

@@ -131,6 +131,7 @@ struct Figures {
   std::int64_t session_refused = 0, session_unchecked = 0, malformed = 0;  // unchecked: errors
   std::int64_t calls = 0;                  // lease calls checked against their bounds
   double worst_call_ms = 0;                // the latest return relative to its bound (negative: early; 0: no calls)
+  std::string worst_call;                  // that call: "<what> by client <n>: <outcome>"
 
   // Names of the violated invariants (empty: safe).
   std::vector<std::string> violations(bool baseline) const;

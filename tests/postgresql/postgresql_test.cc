@@ -229,6 +229,33 @@ TEST_CASE("postgresql: unreachable server and wrong credentials are ConnectionEr
   }
 }
 
+TEST_CASE("postgresql: with several hosts, one that refuses, stalls or is a standby passes to the next",
+          "[postgresql][input][faults]") {
+  const Url::Host primary = parse_url(context().url).hosts.at(0);
+  const std::string at = "127.0.0.1:" + std::to_string(primary.port);
+  // A stalled host: the relay, paused, completes TCP handshakes and never answers.
+  Child relay({DBLOCK_TCP_RELAY, std::to_string(primary.port)});
+  const std::optional<std::string> line = relay.read_line(10s);
+  REQUIRE(line);
+  REQUIRE(line->rfind("port ", 0) == 0);
+  relay.signal(SIGUSR1);
+  const std::string standby = parse_url(env("DBLOCK_TEST_PG_STANDBY_URL")).hosts.at(0).host + ":" +
+                              std::to_string(parse_url(env("DBLOCK_TEST_PG_STANDBY_URL")).hosts.at(0).port);
+  const std::string stalled = "127.0.0.1:" + line->substr(5);
+  for (const std::string& first : {std::string("127.0.0.1:1"), stalled, standby}) {
+    INFO(first);
+    ManagerOptions options;
+    options.table_prefix = unique_prefix();
+    const auto start = std::chrono::steady_clock::now();
+    auto manager = dblock::open("postgresql://postgres@" + first + "," + at +
+                                    "/postgres?connect_timeout=2&target_session_attrs=read-write&detect_pooler=0",
+                                options);
+    CHECK(std::chrono::steady_clock::now() - start < 2s + 1500ms);  // the stalled host: its connect_timeout
+    CHECK(manager->try_acquire("multi-host"));
+  }
+  relay.signal(SIGUSR2);
+}
+
 TEST_CASE("postgresql: the fence comes from a sequence and survives UNLOGGED switching", "[postgresql]") {
   const std::string prefix = unique_prefix();
   std::int64_t last = 0;

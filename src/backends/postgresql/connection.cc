@@ -7,10 +7,6 @@
 #include "internal.h"
 #include "sql.h"
 
-// libpqxx 6 marks inhibit_reactivation deprecated (7.x removed reactivation altogether); on 6 it
-// is the only way to turn the silent reconnect off.
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-
 namespace dblock::postgresql {
 
 dblock::sql::Placeholders tables(const std::string& prefix) {
@@ -72,33 +68,15 @@ Context::Context(Options options)
   connections_.pool().put(connect());  // fail at open(), not at first use
 }
 
-namespace {
-
-using SteadyClock = std::chrono::steady_clock;
-
-// The connection string for a connect made now within `deadline`.
-std::string conninfo_within(const std::string& conninfo, SteadyClock::time_point deadline) {
-  if (deadline == SteadyClock::time_point::max()) return conninfo;
-  const auto left = std::chrono::ceil<std::chrono::seconds>(deadline - SteadyClock::now());
-  if (left <= std::chrono::seconds::zero()) {
-    throw ConnectionError("postgresql: connect: the call's deadline passed before a connection was made", kServiceName,
-                          "08006");
-  }
-  if (left >= std::chrono::seconds(5)) return conninfo;
-  // The last of repeated keywords counts; libpq takes values below 2 as 2.
-  return conninfo + " connect_timeout=" + std::to_string(left.count());
-}
-
-}  // namespace
-
 std::unique_ptr<Connection> Context::connect() const {
   auto c = std::make_unique<Connection>();
-  const std::string conninfo = conninfo_within(options_.conninfo, call_deadline());
   try {
-    c->conn = std::make_unique<pqxx::connection>(conninfo);
-    c->conn->inhibit_reactivation(true);
-    pqxx::nontransaction tx(*c->conn);
-    pqxx::row hello = tx.exec1(text(sql::kHello));
+    c->conn = connect_until(options_.conninfo, call_deadline());
+    const pqxx::row hello = dblock::sql::call_within(deadlines_, c->conn->sock(), call_deadline(),
+                                                     {kServiceName, "connect", "08006"}, [&] {
+                                                       pqxx::nontransaction tx(*c->conn);
+                                                       return tx.exec1(text(sql::kHello));
+                                                     });
     if (hello[0].as<bool>()) {
       throw ConnectionError("postgresql: the server is in recovery (a standby); dblock acquires only on the primary",
                             kServiceName);

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dblock/postgresql/postgresql.h"
+#include "bounded_connect.h"
 #include "dblock/sql/features.h"
 #include "retry.h"
 #include "socket_deadlines.h"
@@ -108,7 +109,7 @@ Value to_value(const pqxx::field& f);
 std::vector<std::vector<Value>> rows_of(const pqxx::result& r);
 
 struct Connection {
-  std::unique_ptr<pqxx::connection> conn;
+  std::unique_ptr<BoundedConnection> conn;
   int backend_pid = 0;  // pg_backend_pid() at connect: the server session this connection is on
 };
 
@@ -126,8 +127,8 @@ class Context {
   // Pooled connections for lease statements, with the retry and in-doubt policy.
   dblock::sql::Connections<Connection>& connections() { return connections_; }
 
-  // A new connection: not a standby, reconnection off, kPrepared statements registered. Within
-  // dblock::call_deadline() (libpq's connect_timeout, at least 2 s, when less than 5 s are left).
+  // A new connection: not a standby, reconnection off, kPrepared statements registered. Made and
+  // checked by dblock::call_deadline() (bounded_connect.h), to the millisecond.
   std::unique_ptr<Connection> connect() const;
   // Runs a registered statement in autocommit: prepared by name (unless Options::prepared is
   // false), else as text. Bounded by dblock::call_deadline(): when it passes first, the

@@ -5,9 +5,9 @@
 #include <vector>
 
 #include <pqxx/pqxx>
+#include <sys/socket.h>
 
-// libpqxx 6 marks inhibit_reactivation deprecated; on 6 it is the only way to turn it off.
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+#include "bounded_connect.h"
 
 namespace dblock::postgresql {
 
@@ -61,7 +61,7 @@ namespace {
 // LISTEN and UNLISTEN on a stalled path would block: each step on the connection is bounded.
 constexpr std::chrono::seconds kStepTime{2};
 
-dblock::sql::SocketDeadlines::Watch bounded_step(dblock::sql::SocketDeadlines& deadlines, pqxx::connection& c) {
+dblock::sql::SocketDeadlines::Watch bounded_step(dblock::sql::SocketDeadlines& deadlines, pqxx::connection_base& c) {
   return dblock::sql::SocketDeadlines::Watch(deadlines, c.sock(), std::chrono::steady_clock::now() + kStepTime);
 }
 
@@ -69,7 +69,7 @@ dblock::sql::SocketDeadlines::Watch bounded_step(dblock::sql::SocketDeadlines& d
 
 void NotifyListener::loop() {
   struct Receiver final : pqxx::notification_receiver {
-    Receiver(pqxx::connection& c, const std::string& channel, NotifyListener& l)
+    Receiver(pqxx::connection_base& c, const std::string& channel, NotifyListener& l)
         : pqxx::notification_receiver(c, channel), listener(l) {}
     void operator()(const std::string& payload, int) override { listener.dispatch(payload); }
     NotifyListener& listener;
@@ -83,9 +83,10 @@ void NotifyListener::loop() {
     try {
       // Connecting and the LISTEN statements are bounded (kStepTime each), so that a stalled
       // path never keeps the listener, or a shutdown waiting for it, blocked: waiters poll
-      // meanwhile. The last of repeated conninfo keywords counts.
-      pqxx::connection c(conninfo_ + " connect_timeout=" + std::to_string(kStepTime.count()));
-      c.inhibit_reactivation(true);
+      // meanwhile.
+      const std::unique_ptr<BoundedConnection> connection =
+          connect_until(conninfo_, std::chrono::steady_clock::now() + kStepTime);
+      pqxx::connection_base& c = *connection;
       std::optional<Receiver> shared, own;
       {
         const auto step = bounded_step(deadlines_, c);
@@ -101,8 +102,10 @@ void NotifyListener::loop() {
           stopping = stop_;
         }
         if (stopping) {
-          // The receivers' destructors send UNLISTEN (a failed one is reported by pqxx, not thrown).
-          const auto step = bounded_step(deadlines_, c);
+          // The server forgets a session's LISTENs with the session: no UNLISTEN is waited for
+          // (on a stalled path it would hold the shutdown up). The socket is shut down first, so
+          // the receivers' destructors fail theirs at once (pqxx reports it, does not throw).
+          ::shutdown(c.sock(), SHUT_RDWR);
           own.reset();
           shared.reset();
           return;

@@ -139,6 +139,7 @@ void PgSessionLocks::probe_pooler(Connection& c) {
       int local_port = -1;  // -1: a Unix socket
       if (local.ss_family == AF_INET) local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
       if (local.ss_family == AF_INET6) local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+      const auto watch = context_.watch(c);
       pqxx::nontransaction tx(*c.conn);
       pqxx::row seen = tx.exec1(context_.text(sql::kClientPort));
       const int server_port = seen[0].is_null() ? -1 : seen[0].as<int>();
@@ -150,8 +151,10 @@ void PgSessionLocks::probe_pooler(Connection& c) {
     rethrow_translated("pooler probe");
   }
   try {
-    pqxx::connection other(context_.options().conninfo);
-    pqxx::work hold(other);
+    const auto other = connect_until(context_.options().conninfo, call_deadline());
+    const auto watch_other = dblock::sql::SocketDeadlines::Watch(context_.deadlines(), other->sock(), call_deadline());
+    const auto watch_ours = context_.watch(c);
+    pqxx::work hold(*other);
     hold.exec(context_.text(sql::kShortIdleTimeout));
     hold.exec1(context_.text(sql::kBackendPid));
     pqxx::nontransaction tx(*c.conn);
