@@ -239,8 +239,10 @@ TEST_CASE("postgresql: with several hosts, one that refuses, stalls or is a stan
   REQUIRE(line);
   REQUIRE(line->rfind("port ", 0) == 0);
   relay.signal(SIGUSR1);
-  const std::string standby = parse_url(env("DBLOCK_TEST_PG_STANDBY_URL")).hosts.at(0).host + ":" +
-                              std::to_string(parse_url(env("DBLOCK_TEST_PG_STANDBY_URL")).hosts.at(0).port);
+  const std::string standby_url = env("DBLOCK_TEST_PG_STANDBY_URL");
+  REQUIRE_FALSE(standby_url.empty());
+  const Url::Host standby_host = parse_url(standby_url).hosts.at(0);
+  const std::string standby = standby_host.host + ":" + std::to_string(standby_host.port);
   const std::string stalled = "127.0.0.1:" + line->substr(5);
   for (const std::string& first : {std::string("127.0.0.1:1"), stalled, standby}) {
     INFO(first);

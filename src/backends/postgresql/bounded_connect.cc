@@ -12,8 +12,9 @@
 
 #include "dblock/errors.h"
 
-// libpqxx 6 marks inhibit_reactivation deprecated (7.x removed reactivation altogether); on 6 it
-// is the only way to turn the silent reconnect off.
+// libpqxx 6 marks activate and inhibit_reactivation deprecated (7.x removed reactivation
+// altogether); on 6 they are the only way to finish a deferred connect and to turn the silent
+// reconnect off.
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 
 namespace dblock::postgresql {
@@ -21,77 +22,98 @@ namespace dblock::postgresql {
 namespace {
 
 using SteadyClock = std::chrono::steady_clock;
+using PgConnPtr = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 
-// The deadline connect_until hands to the policy its connection constructs on this thread.
-thread_local SteadyClock::time_point t_deadline = SteadyClock::time_point::max();
+// What connect_until hands to the policy its connection constructs on this thread.
+struct Limits {
+  SteadyClock::time_point deadline = SteadyClock::time_point::max();
+  std::chrono::seconds per_host_cap{0};  // 0: none
+};
+thread_local Limits t_limits;
 
+// "a,b," is three entries, as libpq counts them ("" is the default).
 std::vector<std::string> split_commas(std::string_view s) {
   std::vector<std::string> out;
-  while (!s.empty()) {
+  while (true) {
     const std::size_t comma = s.find(',');
     out.emplace_back(s.substr(0, comma));
-    if (comma == std::string_view::npos) break;
+    if (comma == std::string_view::npos) return out;
     s.remove_prefix(comma + 1);
   }
-  return out;
 }
 
-// A connection string taken apart: the host, hostaddr and port lists, one entry per host, and
-// every other keyword as given.
+// A connection string taken apart: the host, hostaddr and port lists, and every other keyword.
 struct Conninfo {
-  std::vector<std::string> keys, values;
+  std::vector<std::pair<std::string, std::string>> others;
   std::vector<std::string> hosts, hostaddrs, ports;
-  std::chrono::seconds per_host{0};  // connect_timeout; 0: none
+  std::chrono::seconds per_host{0};  // connect_timeout, as libpq reads it; 0: none
+  bool prefer_standby = false;       // a preference across hosts: only libpq's own loop keeps it
 
-  // How many hosts to try one by one; 1 when the lists disagree (libpq then reports it).
+  // How many hosts to try one by one; 1 (libpq's own loop, within one budget) when there is at
+  // most one, when the lists disagree (libpq reports it) or under prefer-standby.
   std::size_t attempts() const {
     const std::size_t n = std::max({hosts.size(), hostaddrs.size(), std::size_t{1}});
     const bool agree = (hosts.empty() || hosts.size() == n) && (hostaddrs.empty() || hostaddrs.size() == n) &&
                        (ports.size() <= 1 || ports.size() == n);
-    return agree ? n : 1;
+    return agree && !prefer_standby ? n : 1;
   }
 };
 
-std::string joined(const std::vector<std::string>& list) {
-  std::string out;
-  for (const auto& s : list) out += (out.empty() ? "" : ",") + s;
-  return out;
-}
-
 Conninfo parse(const std::string& conninfo) {
-  char* error = nullptr;
-  PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
-  if (options == nullptr) {
-    const std::string message = error != nullptr ? error : "out of memory";
-    PQfreemem(error);
-    throw pqxx::broken_connection(message);
-  }
+  char* raw_error = nullptr;
+  const std::unique_ptr<PQconninfoOption, decltype(&PQconninfoFree)> options(
+      PQconninfoParse(conninfo.c_str(), &raw_error), &PQconninfoFree);
+  const std::unique_ptr<char, decltype(&PQfreemem)> error(raw_error, &PQfreemem);
+  // The parser's message may quote the string it failed on, password and all: not repeated.
+  if (!options) throw pqxx::broken_connection(error ? "malformed connection string" : "out of memory");
   Conninfo info;
-  for (const PQconninfoOption* o = options; o->keyword != nullptr; ++o) {
+  for (const PQconninfoOption* o = options.get(); o->keyword != nullptr; ++o) {
     if (o->val == nullptr) continue;
-    const std::string_view key = o->keyword;
+    const std::string_view key = o->keyword, value = o->val;
     if (key == "host") {
-      info.hosts = split_commas(o->val);
+      info.hosts = split_commas(value);
     } else if (key == "hostaddr") {
-      info.hostaddrs = split_commas(o->val);
+      info.hostaddrs = split_commas(value);
     } else if (key == "port") {
-      info.ports = split_commas(o->val);
+      info.ports = split_commas(value);
     } else {
       if (key == "connect_timeout") {
         // As libpq reads it: not positive is none, 1 is taken as 2.
-        info.per_host = std::chrono::seconds(std::max(0L, std::strtol(o->val, nullptr, 10)));
-        if (info.per_host == std::chrono::seconds(1)) info.per_host = std::chrono::seconds(2);
+        const long seconds = std::clamp(std::strtol(o->val, nullptr, 10), 0L, long{INT_MAX});
+        info.per_host = std::chrono::seconds(seconds == 1 ? 2 : seconds);
       }
-      info.keys.emplace_back(key);
-      info.values.emplace_back(o->val);
+      if (key == "target_session_attrs") info.prefer_standby = value == "prefer-standby";
+      info.others.emplace_back(key, value);
     }
   }
-  PQconninfoFree(options);
   return info;
+}
+
+std::string quoted(std::string_view value) {
+  std::string out = "'";
+  for (char c : value) {
+    if (c == '\\' || c == '\'') out += '\\';
+    out += c;
+  }
+  return out + "'";
+}
+
+// The connection string for the i-th host alone.
+std::string host_conninfo(const Conninfo& info, std::size_t i) {
+  std::string out;
+  for (const auto& [key, value] : info.others) out += key + "=" + quoted(value) + " ";
+  auto add = [&](const char* key, const std::vector<std::string>& list) {
+    if (!list.empty()) out += std::string(key) + "=" + quoted(list.size() == 1 ? list[0] : list[i]) + " ";
+  };
+  add("host", info.hosts);
+  add("hostaddr", info.hostaddrs);
+  add("port", info.ports);
+  return out;
 }
 
 // Waits until `fd` is ready for `events` or `until` passes (false).
 bool wait_socket(int fd, short events, SteadyClock::time_point until) {
+  if (fd < 0) return true;  // PQconnectPoll reports it
   while (true) {
     int timeout_ms = -1;
     if (until != SteadyClock::time_point::max()) {
@@ -111,71 +133,80 @@ std::string trimmed(const char* message) {
   return s;
 }
 
-// One host (the i-th of `info`) until `until`: the connection, or null with `error` set.
-PGconn* connect_host(const Conninfo& info, std::size_t i, bool one_by_one, SteadyClock::time_point until,
-                     std::string& error) {
-  std::vector<std::string> keys = info.keys, values = info.values;
-  auto add = [&](const char* key, const std::vector<std::string>& list, std::size_t at) {
-    if (list.empty()) return;
-    keys.emplace_back(key);
-    values.push_back(!one_by_one ? joined(list) : list.size() == 1 ? list[0] : list[at]);
-  };
-  add("host", info.hosts, i);
-  add("hostaddr", info.hostaddrs, i);
-  add("port", info.ports, i);
-  std::vector<const char*> k, v;
-  for (std::size_t j = 0; j < keys.size(); ++j) k.push_back(keys[j].c_str()), v.push_back(values[j].c_str());
-  k.push_back(nullptr), v.push_back(nullptr);
-
-  PGconn* c = PQconnectStartParams(k.data(), v.data(), 0);
-  if (c == nullptr) throw std::bad_alloc();
-  PostgresPollingStatusType status = PQstatus(c) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
+// Polls a started connect to its end. Each address libpq tries gets `per_host` (0: no limit), all
+// of them `deadline`. The connection, or null with `error` set.
+PGconn* finish_connect(PgConnPtr c, std::chrono::seconds per_host, SteadyClock::time_point deadline,
+                       std::string& error) {
+  std::string address;  // the one `until` counts for
+  SteadyClock::time_point until = deadline;
+  PostgresPollingStatusType status = PQstatus(c.get()) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
   while (status != PGRES_POLLING_OK) {
     if (status == PGRES_POLLING_FAILED) {
-      error = trimmed(PQerrorMessage(c));
-      PQfinish(c);
+      error = trimmed(PQerrorMessage(c.get()));
       return nullptr;
     }
-    if (!wait_socket(PQsocket(c), status == PGRES_POLLING_READING ? POLLIN : POLLOUT, until)) {
-      error = "no answer in time" + (info.hosts.size() > i ? " from " + info.hosts[i] : std::string());
-      PQfinish(c);
+    const std::string now_at = std::string(PQhost(c.get()) ? PQhost(c.get()) : "") + ":" +
+                               (PQport(c.get()) ? PQport(c.get()) : "") + "/" +
+                               (PQhostaddr(c.get()) ? PQhostaddr(c.get()) : "");
+    if (now_at != address) {
+      address = now_at;
+      until = per_host.count() > 0 ? std::min(deadline, SteadyClock::now() + per_host) : deadline;
+    }
+    if (!wait_socket(PQsocket(c.get()), status == PGRES_POLLING_READING ? POLLIN : POLLOUT, until)) {
+      error = "no answer in time from " + address;
       return nullptr;
     }
-    status = PQconnectPoll(c);
+    status = PQconnectPoll(c.get());
   }
+  return c.release();
+}
+
+PgConnPtr started(const std::string& conninfo) {
+  PgConnPtr c(PQconnectStart(conninfo.c_str()), &PQfinish);
+  if (!c) throw std::bad_alloc();
   return c;
 }
 
 }  // namespace
 
 BoundedConnect::BoundedConnect(const std::string& conninfo)
-    : pqxx::connectionpolicy(conninfo), deadline_(t_deadline) {}
+    : pqxx::connectionpolicy(conninfo), deadline_(t_limits.deadline), per_host_cap_(t_limits.per_host_cap) {}
 
+// libpqxx calls this from its constructor and again from activate(): the second call finds the
+// connection made.
 pqxx::connectionpolicy::handle BoundedConnect::do_startconnect(handle orig) {
   if (orig != nullptr) return orig;
   const Conninfo info = parse(options());
+  std::chrono::seconds per_host = info.per_host;
+  if (per_host_cap_.count() > 0) per_host = per_host.count() > 0 ? std::min(per_host, per_host_cap_) : per_host_cap_;
   const std::size_t attempts = info.attempts();
   std::string errors;
   for (std::size_t i = 0; i < attempts && SteadyClock::now() < deadline_; ++i) {
-    SteadyClock::time_point until = deadline_;
-    if (info.per_host.count() > 0) until = std::min(until, SteadyClock::now() + info.per_host);
+    // One host: the string as given, so that libpq reads it exactly as it would (empty values,
+    // environment defaults).
+    PgConnPtr c = started(attempts == 1 ? options() : host_conninfo(info, i));
     std::string error;
-    if (PGconn* c = connect_host(info, i, attempts > 1, until, error)) return c;
+    if (PGconn* made = finish_connect(std::move(c), per_host, deadline_, error)) return made;
     errors += (errors.empty() ? "" : "; ") + error;
   }
   if (SteadyClock::now() < deadline_) throw pqxx::broken_connection(errors);
-  throw ConnectionError("postgresql: connect: no connection before the call's deadline" +
+  throw ConnectionError("postgresql: connect: no connection before its deadline" +
                             (errors.empty() ? std::string() : " (" + errors + ")"),
                         "postgresql", "08006");
 }
 
-std::unique_ptr<BoundedConnection> connect_until(const std::string& conninfo, SteadyClock::time_point deadline) {
+bool BoundedConnect::is_ready(handle) const noexcept { return false; }
+
+std::unique_ptr<BoundedConnection> connect_until(const std::string& conninfo, SteadyClock::time_point deadline,
+                                                 std::chrono::seconds per_host_cap) {
   struct OnThisThread {
-    explicit OnThisThread(SteadyClock::time_point d) : previous(t_deadline) { t_deadline = d; }
-    ~OnThisThread() { t_deadline = previous; }
-    SteadyClock::time_point previous;
-  } scope(deadline);
-  auto c = std::make_unique<BoundedConnection>(conninfo);
+    explicit OnThisThread(Limits l) : previous(t_limits) { t_limits = l; }
+    ~OnThisThread() { t_limits = previous; }
+    Limits previous;
+  } scope({deadline, per_host_cap});
+  auto c = std::make_unique<BoundedConnection>(conninfo);  // connects (init() → do_startconnect)
+  // Finishes libpqxx's own set-up; a failure here destroys `c`, which closes the connection.
+  c->activate();
   c->inhibit_reactivation(true);
   return c;
 }

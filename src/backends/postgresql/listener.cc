@@ -81,11 +81,11 @@ void NotifyListener::loop() {
       if (stop_) return;
     }
     try {
-      // Connecting and the LISTEN statements are bounded (kStepTime each), so that a stalled
-      // path never keeps the listener, or a shutdown waiting for it, blocked: waiters poll
-      // meanwhile.
+      // Connecting (kStepTime for each address) and the LISTEN statements (kStepTime) are
+      // bounded, so that a stalled path never keeps the listener, or a shutdown waiting for it,
+      // blocked: waiters poll meanwhile.
       const std::unique_ptr<BoundedConnection> connection =
-          connect_until(conninfo_, std::chrono::steady_clock::now() + kStepTime);
+          connect_until(conninfo_, std::chrono::steady_clock::time_point::max(), kStepTime);
       pqxx::connection_base& c = *connection;
       std::optional<Receiver> shared, own;
       {
