@@ -3,7 +3,6 @@
 // anything, as a dead network path or a stopped server does, and every call must still end by its
 // deadline. Services without a network connection (SQLite) skip them.
 #include <catch2/catch.hpp>
-#include <signal.h>
 
 #include <atomic>
 #include <functional>
@@ -13,7 +12,7 @@
 #include <thread>
 
 #include "context.h"
-#include "process.h"
+#include "relay.h"
 
 namespace dblock::testing {
 
@@ -22,16 +21,10 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-// tcp_relay (tests/support) in front of the test server: pause() stalls every connection through
-// it without closing any, as a dead network path or a stopped server does.
+// tcp_relay in front of the test server, with the test URL through it.
 class Relay {
  public:
-  Relay() : child_({DBLOCK_TCP_RELAY, std::to_string(server().port)}) {
-    const std::optional<std::string> line = child_.read_line(10s);
-    REQUIRE(line);
-    REQUIRE(line->rfind("port ", 0) == 0);
-    port_ = std::stoi(line->substr(5));
-  }
+  Relay() : relay_(DBLOCK_TCP_RELAY, server().port) {}
   ~Relay() { resume(); }
   // The test URL through the relay: its host:port replaced by the relay's.
   std::string url() const {
@@ -39,20 +32,19 @@ class Relay {
     const std::string server_at = server().host + ":" + std::to_string(server().port);
     const std::size_t at = base.find(server_at);
     REQUIRE(at != std::string::npos);
-    std::string url = base.substr(0, at) + "127.0.0.1:" + std::to_string(port_) + base.substr(at + server_at.size());
+    std::string url = base.substr(0, at) + relay_.address() + base.substr(at + server_at.size());
     if (!context().relay_params.empty()) {
       url += (url.find('?') == std::string::npos ? "?" : "&") + context().relay_params;
     }
     return url;
   }
-  void pause() { child_.signal(SIGUSR1); }
-  void resume() { child_.signal(SIGUSR2); }
+  void pause() { relay_.pause(); }
+  void resume() { relay_.resume(); }
 
  private:
   static Url::Host server() { return parse_url(context().url).hosts.at(0); }
 
-  Child child_;
-  int port_ = 0;
+  TcpRelay relay_;
 };
 
 std::unique_ptr<LockManager> open_through(const Relay& relay, const std::string& prefix,

@@ -1,7 +1,6 @@
 #include "interruptions.h"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -15,7 +14,7 @@
 
 #include "dblock/dblock.h"
 #include "dblock/url.h"
-#include "process.h"
+#include "relay.h"
 
 namespace dblock::fault {
 
@@ -34,11 +33,8 @@ class RelayStall : public Interruption {
     const Url parsed = parse_url(url);
     if (parsed.hosts.empty() || parsed.hosts[0].port == 0) throw UsageError("relay-stall needs a URL with host:port");
     server_at_ = parsed.hosts[0].host + ":" + std::to_string(parsed.hosts[0].port);
-    relay_ = std::make_unique<dblock::testing::Child>(
-        std::vector<std::string>{relay_path, std::to_string(parsed.hosts[0].port)});
-    const std::optional<std::string> line = relay_->read_line(10'000ms);
-    if (!line || line->rfind("port ", 0) != 0) throw std::runtime_error("tcp_relay did not start (" + relay_path + ")");
-    relay_at_ = "127.0.0.1:" + line->substr(5);
+    relay_ = std::make_unique<dblock::testing::TcpRelay>(relay_path, parsed.hosts[0].port);
+    relay_at_ = relay_->address();
   }
   std::string client_url(const std::string& url) const override {
     const std::size_t at = url.find(server_at_);
@@ -52,18 +48,18 @@ class RelayStall : public Interruption {
   }
   bool through_the_end() const override { return true; }
   std::string begin() override {
-    relay_->signal(SIGUSR1);
+    relay_->pause();
     paused_ = true;
     return "relay-pause " + relay_at_;
   }
   void end() override {
     if (!paused_) return;
-    relay_->signal(SIGUSR2);
+    relay_->resume();
     paused_ = false;
   }
 
  private:
-  std::unique_ptr<dblock::testing::Child> relay_;  // killed when destroyed
+  std::unique_ptr<dblock::testing::TcpRelay> relay_;  // killed when destroyed
   std::string server_at_, relay_at_;
   bool paused_ = false;
 };

@@ -23,6 +23,7 @@
 #include "dblock/postgresql/interop.h"
 #include "dblock/postgresql/postgresql.h"
 #include "process.h"
+#include "relay.h"
 #include "service_driver.h"
 
 namespace dblock::testing {
@@ -234,16 +235,13 @@ TEST_CASE("postgresql: with several hosts, one that refuses, stalls or is a stan
   const Url::Host primary = parse_url(context().url).hosts.at(0);
   const std::string at = "127.0.0.1:" + std::to_string(primary.port);
   // A stalled host: the relay, paused, completes TCP handshakes and never answers.
-  Child relay({DBLOCK_TCP_RELAY, std::to_string(primary.port)});
-  const std::optional<std::string> line = relay.read_line(10s);
-  REQUIRE(line);
-  REQUIRE(line->rfind("port ", 0) == 0);
-  relay.signal(SIGUSR1);
+  TcpRelay relay(DBLOCK_TCP_RELAY, primary.port);
+  relay.pause();
   const std::string standby_url = env("DBLOCK_TEST_PG_STANDBY_URL");
   REQUIRE_FALSE(standby_url.empty());
   const Url::Host standby_host = parse_url(standby_url).hosts.at(0);
   const std::string standby = standby_host.host + ":" + std::to_string(standby_host.port);
-  const std::string stalled = "127.0.0.1:" + line->substr(5);
+  const std::string stalled = relay.address();
   for (const std::string& first : {std::string("127.0.0.1:1"), stalled, standby}) {
     INFO(first);
     ManagerOptions options;
@@ -255,7 +253,7 @@ TEST_CASE("postgresql: with several hosts, one that refuses, stalls or is a stan
     CHECK(std::chrono::steady_clock::now() - start < 2s + 1500ms);  // the stalled host: its connect_timeout
     CHECK(manager->try_acquire("multi-host"));
   }
-  relay.signal(SIGUSR2);
+  relay.resume();
 }
 
 TEST_CASE("postgresql: the fence comes from a sequence and survives UNLOGGED switching", "[postgresql]") {

@@ -1,0 +1,21 @@
+#include "relay.h"
+
+#include <signal.h>
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+
+namespace dblock::testing {
+
+TcpRelay::TcpRelay(const std::string& relay_path, int target_port)
+    : child_({relay_path, std::to_string(target_port)}) {
+  const std::optional<std::string> line = child_.read_line(std::chrono::seconds(10));
+  if (!line || line->rfind("port ", 0) != 0) throw std::runtime_error("tcp_relay did not start (" + relay_path + ")");
+  port_ = std::stoi(line->substr(5));
+}
+
+void TcpRelay::pause() { child_.signal(SIGUSR1); }
+void TcpRelay::resume() { child_.signal(SIGUSR2); }
+
+}  // namespace dblock::testing
