@@ -140,8 +140,9 @@ class Context {
   dblock::sql::SocketDeadlines& deadlines() const { return deadlines_; }
   // Watches `c`'s socket until dblock::call_deadline() for the Watch's lifetime: for statements
   // run through pqxx directly (transactions, migrations), so they too end by the call's deadline.
-  dblock::sql::SocketDeadlines::Watch watch(Connection& c) const {
-    return {deadlines_, c.conn->sock(), call_deadline()};
+  dblock::sql::SocketDeadlines::Watch watch(Connection& c) const { return watch(*c.conn); }
+  dblock::sql::SocketDeadlines::Watch watch(pqxx::connection_base& c) const {
+    return {deadlines_, c.sock(), call_deadline()};
   }
 
  private:

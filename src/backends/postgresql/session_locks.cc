@@ -152,7 +152,7 @@ void PgSessionLocks::probe_pooler(Connection& c) {
   }
   try {
     const auto other = connect_until(context_.options().conninfo, call_deadline());
-    const auto watch_other = dblock::sql::SocketDeadlines::Watch(context_.deadlines(), other->sock(), call_deadline());
+    const auto watch_other = context_.watch(*other);
     const auto watch_ours = context_.watch(c);
     pqxx::work hold(*other);
     hold.exec(context_.text(sql::kShortIdleTimeout));
