@@ -109,6 +109,23 @@ TEST_CASE("on a stalled connection the lease is lost at its safe time and the ma
   CHECK(*closed < 3s);
 }
 
+TEST_CASE("on a stalled connection a manager closing with a lease held ends by its safe time and one call more",
+          "[lease][conformance][faults][deadline]") {
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
+  Relay relay;
+  auto manager = open_through(relay, unique_prefix());
+  AcquireOptions options;
+  options.ttl = 3s;
+  auto lease = manager->try_acquire("held-at-close", options);
+  REQUIRE(lease);
+  relay.pause();
+  const auto safe_until = lease->safe_until();
+  // A renewal in flight ends by safe-until; the release then gets the least time a call is given.
+  const auto closed = timed([&] { lease.reset(), manager.reset(); }, 20s, [&] { relay.resume(); });
+  REQUIRE(closed);
+  CHECK(std::chrono::steady_clock::now() < safe_until + 2s + 1500ms);
+}
+
 TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][conformance][faults][deadline]") {
   if (!context().over_tcp) return;  // SQLite: no connection to stall
   const std::string prefix = unique_prefix();
