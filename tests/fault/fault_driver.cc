@@ -839,6 +839,7 @@ void Run::stop_all_clients() {
       int status = 0;
       if (waitpid(c.pid, &status, WNOHANG) == c.pid) {
         c.alive = false;
+        if (c.out_fd >= 0) read_client(c);  // its "bye" may have come after this round's read
         if (!c.said_bye && !killed_.count(id)) {
           ++crashes_;
           std::fprintf(stderr, "fault_driver: client %d exited at shutdown without finishing (status %d)\n", id, status);
