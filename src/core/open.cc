@@ -1,6 +1,10 @@
-// dblock::open(url): dispatches on the scheme to the backends compiled into this build.
-// Built into dblock::dblock (not dblock::core) so that the core never depends on a driver.
+// dblock::open(url): dispatches on the scheme to the backends compiled into this build, through
+// one table (a service adds a line). Built into dblock::dblock (not dblock::core) so that the core
+// never depends on a driver.
 #include "dblock/open.h"
+
+#include <algorithm>
+#include <initializer_list>
 
 #include "dblock/errors.h"
 #include "dblock/url.h"
@@ -13,41 +17,68 @@
 #ifdef DBLOCK_HAVE_MYSQL
 #include "dblock/mysql/mysql.h"
 #endif
+#ifdef DBLOCK_HAVE_REDIS
+#include "dblock/redis/redis.h"
+#endif
 
 namespace dblock {
 
-std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options) {
-  Url url = parse_url(url_text);
-  std::unique_ptr<LeaseService> service;
+namespace {
+
+using Factory = std::unique_ptr<LeaseService> (*)(const Url& url, const std::string& table_prefix);
+
+struct Scheme {
+  std::string_view name;
+  std::initializer_list<std::string_view> aliases;
+  Factory factory;
+};
+
+// Every scheme of this build, in the order available_schemes() lists them.
+const Scheme kSchemes[] = {
 #ifdef DBLOCK_HAVE_SQLITE
-  if (url.scheme == "sqlite") service = sqlite::make_service(url, options.table_prefix);
+    {"sqlite", {}, &sqlite::make_service},
 #endif
 #ifdef DBLOCK_HAVE_POSTGRESQL
-  if (url.scheme == "postgresql") service = postgresql::make_service(url, options.table_prefix);
+    {"postgresql", {"postgres"}, &postgresql::make_service},
 #endif
 #ifdef DBLOCK_HAVE_MYSQL
-  if (url.scheme == "mysql" || url.scheme == "mariadb") service = mysql::make_service(url, options.table_prefix);
+    {"mysql", {"mariadb"}, &mysql::make_service},
 #endif
-  if (!service) {
+#ifdef DBLOCK_HAVE_REDIS
+    {"redis", {}, &redis::make_service},
+#endif
+    {"", {}, nullptr},  // keeps the table non-empty in a build without backends
+};
+
+const Scheme* find_scheme(std::string_view scheme) {
+  for (const Scheme& s : kSchemes) {
+    if (s.factory == nullptr) continue;
+    if (s.name == scheme || std::find(s.aliases.begin(), s.aliases.end(), scheme) != s.aliases.end()) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options) {
+  Url url = parse_url(url_text);
+  const Scheme* scheme = find_scheme(url.scheme);
+  if (scheme == nullptr) {
     std::string known;
     for (const auto& s : available_schemes()) known += (known.empty() ? "" : ", ") + s;
     throw UsageError("unsupported URL scheme '" + url.scheme + "' (this build supports: " + known + ")");
   }
+  std::unique_ptr<LeaseService> service = scheme->factory(url, options.table_prefix);
   return std::make_unique<LockManager>(std::move(service), std::move(options));
 }
 
 std::vector<std::string> available_schemes() {
   std::vector<std::string> schemes;
-#ifdef DBLOCK_HAVE_SQLITE
-  schemes.push_back("sqlite");
-#endif
-#ifdef DBLOCK_HAVE_POSTGRESQL
-  schemes.push_back("postgresql");
-#endif
-#ifdef DBLOCK_HAVE_MYSQL
-  schemes.push_back("mysql");
-  schemes.push_back("mariadb");
-#endif
+  for (const Scheme& s : kSchemes) {
+    if (s.factory == nullptr) continue;
+    schemes.emplace_back(s.name);
+    for (std::string_view alias : s.aliases) schemes.emplace_back(alias);
+  }
   return schemes;
 }
 

@@ -181,7 +181,6 @@ Url parse_url(std::string_view text) {
     }
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
-  if (scheme == "postgres") scheme = "postgresql";
   url.scheme = scheme;
   std::string_view rest = text.substr(colon + 1);
 

@@ -1,0 +1,80 @@
+// One hiredis connection with deadlines, and a pool of them. Internal.
+//
+// hiredis 0.14's blocking context is not thread-safe and cannot be used again after a timeout or
+// an I/O error: a Connection is used by one thread at a time (the pool hands it out), and a
+// connection that failed is dropped, never returned. Sockets are made here, close-on-exec and
+// non-blocking during connect (so a connect ends by its deadline), then handed to hiredis.
+#ifndef DBLOCK_SRC_BACKENDS_REDIS_CONNECTION_H_
+#define DBLOCK_SRC_BACKENDS_REDIS_CONNECTION_H_
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/redis/redis.h"
+#include "reply.h"
+
+struct redisContext;
+
+namespace dblock::redis {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// A failed exchange: the connection is unusable. `sent` is false only when nothing can have
+// reached the server (the connect or the request's write failed before any byte went out).
+struct Broken {
+  std::string message;
+  bool sent = true;
+  bool timed_out = false;
+};
+
+class Connection {
+ public:
+  // Connects, authenticates and selects the database, all by `deadline` (and within
+  // options.connect_timeout for the TCP connect). Throws Broken (sent = false) when unreachable,
+  // ConnectionError for a refused password, PermissionError for a forbidden SELECT.
+  static std::unique_ptr<Connection> open(const Options& options, SteadyClock::time_point deadline);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Sends one command and reads its reply, by `deadline`. Throws Broken when the exchange fails
+  // or the deadline passes first. An error reply is returned, not thrown (Reply::error()).
+  Reply command(const std::vector<std::string_view>& args, SteadyClock::time_point deadline);
+
+  int fd() const;
+  redisContext* context() { return context_; }
+
+ private:
+  explicit Connection(redisContext* context) : context_(context) {}
+  redisContext* context_;
+};
+
+// Sockets of hiredis connections: connects `host`:`port` by `deadline`, returning a blocking,
+// close-on-exec socket with TCP_NODELAY. Throws Broken (sent = false).
+int connect_socket(const std::string& host, int port, SteadyClock::time_point deadline);
+
+// Idle connections for the service's calls. Thread-safe.
+class Pool {
+ public:
+  explicit Pool(Options options) : options_(std::move(options)) {}
+  const Options& options() const { return options_; }
+
+  // An idle connection, or a new one made by `deadline`; `fresh` is set when it is new.
+  std::unique_ptr<Connection> borrow(SteadyClock::time_point deadline, bool& fresh);
+  void give_back(std::unique_ptr<Connection> connection);
+  // Drops every idle connection (after a failure that may have broken them all: a restart).
+  void clear();
+
+ private:
+  const Options options_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(mutex_)
+};
+
+}  // namespace dblock::redis
+
+#endif  // DBLOCK_SRC_BACKENDS_REDIS_CONNECTION_H_

@@ -1,0 +1,66 @@
+// dblock/redis/redis.h: options from a redis:// URL, and the factory.
+#include <algorithm>
+
+#include "dblock/errors.h"
+#include "dblock/url.h"
+#include "redis_service.h"
+#include "url_params.h"
+
+namespace dblock::redis {
+
+namespace {
+
+void validate_prefix(std::string_view prefix) {
+  if (prefix.size() > 128) throw UsageError("redis: the prefix is longer than 128 bytes", kServiceName);
+  for (char c : prefix) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7F) throw UsageError("redis: the prefix contains a control character", kServiceName);
+    if (c == '{' || c == '}') {
+      throw UsageError("redis: the prefix contains '{' or '}' (they would change the key's cluster slot)",
+                       kServiceName);
+    }
+  }
+}
+
+int database_of(const std::string& path) {
+  if (path.empty()) return 0;
+  const bool digits = path.size() <= 5 && std::all_of(path.begin(), path.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (!digits || std::stoi(path) > 65535) {
+    throw UsageError("redis: the URL's path must be a database number (0-65535), as in redis://host:6379/0", kServiceName);
+  }
+  return std::stoi(path);
+}
+
+}  // namespace
+
+std::unique_ptr<LeaseService> make_service(const Options& options) {
+  validate_prefix(options.prefix);
+  if (options.host.empty()) throw UsageError("redis: no host", kServiceName);
+  if (options.port < 1 || options.port > 65535) throw UsageError("redis: port out of range", kServiceName);
+  if (options.database < 0 || options.database > 65535) throw UsageError("redis: database out of range", kServiceName);
+  if (options.connect_timeout <= std::chrono::milliseconds::zero()) {
+    throw UsageError("redis: connect_timeout must be positive", kServiceName);
+  }
+  return std::make_unique<RedisService>(options);
+}
+
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
+  Options options;
+  detail::UrlParams params(url, kServiceName);
+  options.prefix = params.text("prefix").value_or(table_prefix);
+  if (auto s = params.integer("connect_timeout", 1, 3600)) options.connect_timeout = std::chrono::seconds(*s);
+  options.listen = params.boolean("listen").value_or(true);
+  params.finish();
+  if (url.hosts.size() != 1) {
+    throw UsageError("redis: a redis:// URL names exactly one host (several independent masters: redlock://)",
+                     kServiceName);
+  }
+  options.host = url.hosts[0].host;
+  if (url.hosts[0].port != 0) options.port = url.hosts[0].port;
+  options.user = url.user;
+  options.password = url.password;
+  options.database = database_of(url.path);
+  return make_service(options);
+}
+
+}  // namespace dblock::redis

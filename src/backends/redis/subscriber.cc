@@ -1,0 +1,174 @@
+#include "subscriber.h"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "connection.h"
+
+namespace dblock::redis {
+
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+// Connecting and each write on the subscriber connection are bounded by kStepTime; a connection
+// that answers nothing (not even its PINGs) for kSilence is made again.
+constexpr std::chrono::seconds kStepTime{2};
+constexpr std::chrono::seconds kPingEvery{1};
+constexpr std::chrono::seconds kSilence{3};
+
+// Appends a command and writes it out (bounded by the socket's send timeout). False on failure.
+bool send(redisContext* c, const std::vector<std::string_view>& args) {
+  std::vector<const char*> argv;
+  std::vector<std::size_t> lengths;
+  for (const auto& a : args) {
+    argv.push_back(a.data());
+    lengths.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) return false;
+  int done = 0;
+  while (!done) {
+    if (redisBufferWrite(c, &done) != REDIS_OK) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+Subscriber::Subscriber(Options options, std::string channel, Confirm confirm)
+    : options_(std::move(options)), channel_(std::move(channel)), confirm_(std::move(confirm)) {}
+
+Subscriber::~Subscriber() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Subscriber::set_listener(Listener listener) {
+  {
+    std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    on_event_ = std::move(listener);
+    if (!on_event_ || thread_.joinable()) return;
+  }
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Subscriber::subscribe(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++subscribed_[std::string(name)];
+}
+
+void Subscriber::unsubscribe(std::string_view name) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = subscribed_.find(std::string(name));
+  if (it != subscribed_.end() && --it->second == 0) subscribed_.erase(it);
+}
+
+bool Subscriber::stopping() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stop_;
+}
+
+void Subscriber::loop() {
+  int failures = 0;
+  while (!stopping()) {
+    try {
+      const auto connection = Connection::open(options_, SteadyClock::now() + kStepTime);
+      failures = 0;
+      serve(*connection);
+    } catch (const Broken&) {
+    } catch (const std::exception&) {
+    }
+    // Waiters poll meanwhile; reconnect with a growing pause.
+    std::unique_lock<std::mutex> lock(mutex_);
+    const auto pause = milliseconds(std::min(2000, 100 << std::min(failures++, 4)));
+    if (cv_.wait_for(lock, pause, [this] { return stop_; })) return;
+  }
+}
+
+void Subscriber::serve(Connection& connection) {
+  redisContext* c = connection.context();
+  const auto step = std::chrono::duration_cast<microseconds>(kStepTime).count();
+  redisSetTimeout(c, timeval{static_cast<time_t>(step / 1'000'000), 0});
+  if (!send(c, {"SUBSCRIBE", channel_})) return;
+  auto last_heard = SteadyClock::now();
+  auto last_ping = last_heard;
+  while (!stopping()) {
+    pollfd p{connection.fd(), POLLIN, 0};
+    const int n = ::poll(&p, 1, 100);
+    if (n < 0 && errno != EINTR) return;
+    if (n > 0 && redisBufferRead(c) != REDIS_OK) return;
+    void* raw = nullptr;
+    while (true) {
+      if (redisGetReplyFromReader(c, &raw) != REDIS_OK) return;
+      if (raw == nullptr) break;
+      const Reply reply(static_cast<redisReply*>(raw));
+      last_heard = SteadyClock::now();
+      if (reply.size() >= 3 && reply[0].text() == "message") dispatch(reply[2].text());
+      if (reply.size() >= 2 && reply[0].text() == "subscribe") dispatch_all();
+    }
+    const auto now = SteadyClock::now();
+    if (now - last_heard > kSilence) return;
+    if (now - last_ping >= kPingEvery) {
+      if (!send(c, {"PING"})) return;
+      last_ping = now;
+    }
+  }
+}
+
+void Subscriber::dispatch(std::string_view payload) {
+  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
+  Listener listener;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listener = on_event_;
+  }
+  if (!listener) return;
+  const std::size_t sep = payload.find('\x1f');
+  Event event;
+  event.name = payload.substr(0, sep);
+  if (sep != std::string_view::npos) {
+    std::vector<std::int64_t> fields;
+    try {
+      for (std::size_t at = sep + 1; at <= payload.size();) {
+        const std::size_t end = std::min(payload.find('\x1f', at), payload.size());
+        fields.push_back(std::stoll(std::string(payload.substr(at, end - at))));
+        at = end + 1;
+      }
+    } catch (const std::exception&) {
+      fields.clear();
+    }
+    if (fields.size() == 1 || fields.size() == 4) event.next_ticket = fields[0];
+    if (fields.size() == 4 && fields[0] != 0 && fields[2] > 0) {
+      event.kind = Kind::kGranted;
+      event.grant = Grant{fields[0], fields[1], microseconds(fields[2]), fields[3], 0};
+    }
+  }
+  listener(event);
+}
+
+void Subscriber::dispatch_all() {
+  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
+  std::vector<std::string> names;
+  Listener listener;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listener = on_event_;
+    for (const auto& [name, count] : subscribed_) names.push_back(name);
+  }
+  if (!listener) return;
+  for (const auto& name : names) {
+    Event event;
+    event.name = name;
+    listener(event);
+  }
+}
+
+}  // namespace dblock::redis
