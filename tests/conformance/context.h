@@ -18,10 +18,9 @@ struct Context {
   bool over_tcp = false;  // the URL names a host and port (the stalled-connection cases put a relay there)
   std::string relay_params;  // query parameters for a URL through that relay ("" for none)
   bool shared_leases = true;
-  bool guard = true;
   bool accounts = true;  // the service records the database account of a force-release
   // Statement the guard test runs inside run_guarded to create/insert into its own table;
-  // "{T}" is replaced by the table name.
+  // "{T}" is replaced by the table name. Used only where the service has SQL features.
   std::string guard_create = "CREATE TABLE IF NOT EXISTS {T} (id INTEGER PRIMARY KEY, fence INTEGER)";
   std::string guard_insert = "INSERT INTO {T} (id, fence) VALUES (?, ?)";
   // Restarts the backend server, keeping its data (SQLite: nothing to restart). May be empty.
@@ -48,6 +47,9 @@ struct Context {
   // no such row or the column is NULL).
   std::function<std::string(const std::string& prefix, const std::string& table, const std::string& name)>
       stored_owner;
+  // What the service stores for `secret` (the owner column stored_owner reads), as lowercase hex.
+  // Empty: the first 128 bits of SHA-256 of the secret's 16 bytes, as the SQL services store it.
+  std::function<std::string(const OwnerSecret&)> digest;
 };
 
 // Defined by the backend's test binary.
@@ -61,9 +63,10 @@ const Context& context();
 Context server_context(std::string backend, const char* url_var, const char* skip_var, const char* script_var,
                        const char* state_var, const std::string& restart_args = "");
 
-// What every service's tables store for `secret` (its digest), as lowercase hex.
+// What the service stores for `secret` (its digest: Context::digest, or its default), as lowercase hex.
 std::string digest_hex(const OwnerSecret& secret);
-// The 16 bytes that 32 hex digits (a stored owner value) spell, as a secret a test presents.
+// The 16 bytes that the first 32 hex digits of `hex` (a stored owner value, at least 32 digits)
+// spell: the secret a reader who read the stored value presents.
 OwnerSecret secret_from_hex(const std::string& hex);
 
 // `sql` with its "{T}" replaced by `table` (the guard statements of Context).
@@ -71,6 +74,11 @@ std::string with_table(std::string sql, const std::string& table);
 // Creates the guard cases' table `table` (Context::guard_create) in a guarded transaction of a
 // lease on "setup", which it takes and releases on `manager`.
 void create_guard_table(LockManager& manager, const std::string& table);
+// The row locks of the service behind `manager` (nullptr: it has none, or no SQL features).
+RowLocks* row_locks_of(LockManager& manager);
+// For a service without SQL features: checks that run_guarded, given a lease `manager` holds,
+// throws UnsupportedError.
+void check_guard_unsupported(LockManager& manager);
 // A table prefix no other test (or test process) uses: "t<pid>_<n>_".
 std::string unique_prefix();
 // Opens a manager on context().url with `options`; sets the table prefix if it is still the default.

@@ -13,6 +13,7 @@
 
 #include "context.h"
 #include "relay.h"
+#include "test_access.h"
 
 namespace dblock::testing {
 
@@ -154,10 +155,14 @@ TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][confor
 }
 
 TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time", "[conformance][faults][deadline]") {
-  if (!context().over_tcp || !context().guard) return;  // SQLite: no connection to stall
+  if (!context().over_tcp) return;  // SQLite: no connection to stall
   const std::string prefix = unique_prefix();
   const std::string table = prefix + "guarded";
   auto direct = open_manager({}, prefix);
+  if (service_of(*direct).sql_features() == nullptr) {
+    check_guard_unsupported(*direct);
+    return;
+  }
   create_guard_table(*direct, table);
   Relay relay;
   auto manager = open_through(relay, prefix);
@@ -193,7 +198,10 @@ TEST_CASE("on a stalled connection a session lock is reported lost, and its wait
   const std::string prefix = unique_prefix();
   Relay relay;
   auto manager = open_through(relay, prefix);
-  if (!manager->capabilities().session_locks) return;
+  if (service_of(*manager).session_locks() == nullptr) {
+    CHECK_THROWS_AS(manager->session_lock("stalled-session", 0ms), UnsupportedError);
+    return;
+  }
   std::atomic<bool> lost{false};
   SessionLockOptions options;
   options.on_lost = [&](const LostLease&) { lost = true; };
@@ -241,7 +249,10 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
   const std::string prefix = unique_prefix();
   const std::string table = prefix + "rows";
   auto direct = open_manager({}, prefix);
-  if (context().guard) create_guard_table(*direct, table);
+  const bool reaps = service_of(*direct).maintenance() != nullptr;
+  const bool transaction_locks = service_of(*direct).sql_features() != nullptr;
+  const bool row_locks = row_locks_of(*direct) != nullptr;
+  if (row_locks) create_guard_table(*direct, table);
   Relay relay;
   ManagerOptions options;
   options.call_timeout = 2s;
@@ -268,15 +279,27 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
   ends_in_time("list", 2s, [&] { manager->list(); });
   ends_in_time("inspect", 2s, [&] { manager->inspect("k"); });
   ends_in_time("force_release", 2s, [&] { manager->force_release("k"); });
-  ends_in_time("reap", 2s, [&] { manager->reap(10); });
-  ends_in_time("transaction lock", 1s + 2s,
-               [&] { manager->run_in_transaction_lock("k", 1s, [](Transaction&) {}); });
-  if (context().guard) {
-    RowLockRequest request;
-    request.table = table;
-    request.keys = {Value{std::int64_t{1}}};
-    request.wait_timeout = 1s;
-    ends_in_time("row lock", 1s + 2s, [&] { manager->with_locked_rows(request, [](Transaction&, const auto&) {}); });
+  // A capability the service lacks makes no call: reap() returns 0, the others throw UnsupportedError.
+  if (reaps) {
+    ends_in_time("reap", 2s, [&] { manager->reap(10); });
+  } else {
+    CHECK(manager->reap(10) == 0);
+  }
+  const auto transaction_lock = [&] { manager->run_in_transaction_lock("k", 1s, [](Transaction&) {}); };
+  if (transaction_locks) {
+    ends_in_time("transaction lock", 1s + 2s, transaction_lock);
+  } else {
+    CHECK_THROWS_AS(transaction_lock(), UnsupportedError);
+  }
+  RowLockRequest request;
+  request.table = table;
+  request.keys = {Value{std::int64_t{1}}};
+  request.wait_timeout = 1s;
+  const auto row_lock = [&] { manager->with_locked_rows(request, [](Transaction&, const auto&) {}); };
+  if (row_locks) {
+    ends_in_time("row lock", 1s + 2s, row_lock);
+  } else {
+    CHECK_THROWS_AS(row_lock(), UnsupportedError);
   }
   relay.resume();
   manager.reset();

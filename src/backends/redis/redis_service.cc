@@ -16,6 +16,9 @@ std::string_view secret_bytes(const OwnerSecret& secret) {
   return std::string_view(reinterpret_cast<const char*>(secret.bytes.data()), secret.bytes.size());
 }
 
+// The most lease_lost() waits for the server.
+constexpr milliseconds kLeaseLostBound{500};
+
 std::string_view mode_arg(LockMode mode) { return mode == LockMode::kExclusive ? "x" : "s"; }
 
 std::string number(std::int64_t n) { return std::to_string(n); }
@@ -105,10 +108,11 @@ Reply RedisService::eval_on(Connection& c, const Script& script, const std::vect
 }
 
 Reply RedisService::eval(const Script& script, const std::vector<std::string>& keys,
-                         const std::vector<std::string_view>& args, Repeat repeat) {
+                         const std::vector<std::string_view>& args, Repeat repeat,
+                         std::optional<SteadyClock::time_point> deadline) {
   return with_connection(
-      [&](Connection& c, SteadyClock::time_point deadline) { return eval_on(c, script, keys, args, deadline); },
-      repeat);
+      [&](Connection& c, SteadyClock::time_point by) { return eval_on(c, script, keys, args, by); }, repeat,
+      deadline);
 }
 
 // ---- leases ----
@@ -153,20 +157,23 @@ RenewResult RedisService::renew(const LeaseKey& lease, milliseconds ttl) {
   return result;
 }
 
-bool RedisService::release_script(const LeaseKey& lease, bool latch) {
+bool RedisService::release_script(const LeaseKey& lease, bool latch,
+                                  std::optional<SteadyClock::time_point> deadline) {
   const LockKeys k = keys(lease.name);
   const std::string channel = release_channel(options_.prefix);
   const Reply r = eval(release_, {k.lease, k.fence, k.queue, k.queue_info, k.latch},
                        {secret_bytes(*lease.secret), mode_arg(lease.mode), channel, lease.name, latch ? "1" : "0"},
-                       latch ? Repeat::kSafe : Repeat::kInDoubt);
+                       latch ? Repeat::kSafe : Repeat::kInDoubt, deadline);
   return r.integer() != 0;  // 2: released by the first try, whose reply was lost
 }
 
-bool RedisService::release(const LeaseKey& lease) { return release_script(lease, true); }
+bool RedisService::release(const LeaseKey& lease) { return release_script(lease, true, std::nullopt); }
 
 void RedisService::lease_lost(const LeaseKey& lease) noexcept {
   try {
-    release_script(lease, false);
+    // Called on the renewal thread with no deadline of its own: a short one, so that a stalled
+    // connection delays neither the owner's on_lost nor the other leases' renewals.
+    release_script(lease, false, SteadyClock::now() + kLeaseLostBound);
   } catch (const std::exception&) {
     // Best effort: the key expires on the server by itself.
   }

@@ -70,13 +70,14 @@ class RedisService final : public LeaseService, public FairQueue, public AuditLo
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
   // Runs `script` by the call's deadline on a pooled connection, repeating as `repeat` allows.
   Reply eval(const Script& script, const std::vector<std::string>& keys, const std::vector<std::string_view>& args,
-             Repeat repeat);
+             Repeat repeat, std::optional<SteadyClock::time_point> deadline = std::nullopt);
   Reply eval_on(Connection& c, const Script& script, const std::vector<std::string>& keys,
                 const std::vector<std::string_view>& args, SteadyClock::time_point deadline);
   // One call's exchange with the pool; `f(connection, deadline)`. Translates Broken.
+  // `deadline`: the call's (deadline_now()) unless given.
   template <typename F>
-  auto with_connection(F&& f, Repeat repeat);
-  bool release_script(const LeaseKey& lease, bool latch);
+  auto with_connection(F&& f, Repeat repeat, std::optional<SteadyClock::time_point> deadline = std::nullopt);
+  bool release_script(const LeaseKey& lease, bool latch, std::optional<SteadyClock::time_point> deadline);
   // Checks the server (master, noeviction) and loads the scripts, on the first connection.
   void check_server_and_load(Connection& c, SteadyClock::time_point deadline);
   std::vector<LeaseInfo> describe(const std::vector<std::string>& lease_keys, bool foreign_too);
@@ -95,8 +96,8 @@ inline SteadyClock::time_point deadline_now() {
 }
 
 template <typename F>
-auto RedisService::with_connection(F&& f, Repeat repeat) {
-  const auto deadline = deadline_now();
+auto RedisService::with_connection(F&& f, Repeat repeat, std::optional<SteadyClock::time_point> given) {
+  const auto deadline = given.value_or(deadline_now());
   for (int round = 0;; ++round) {
     bool fresh = false;
     try {

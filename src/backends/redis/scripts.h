@@ -65,7 +65,7 @@ local function latest_expiry(key, st)
   if st == 's' then
     local all = redis.call('HGETALL', key)
     for i = 1, #all, 2 do
-      if string.sub(all[i], 1, 2) == 'r:' then latest = math.max(latest, reader_fields(all[i + 1])) end
+      if string.sub(all[i], 1, 2) == 'r:' then latest = math.max(latest, (reader_fields(all[i + 1]))) end
     end
   end
   return latest
@@ -291,6 +291,7 @@ else
       holders[#holders + 1] = h
     end
   end
+  table.sort(holders)
   evicted = table.concat(holders, ',')
 end
 redis.call('DEL', KEYS[1])
@@ -332,6 +333,7 @@ for _, key in ipairs(KEYS) do
         end
       end
     end
+    table.sort(names)
     holder, holders = table.concat(names, ','), #names
   elseif st == 'foreign' or st == 'alien' then
     kind, holders = (st == 'foreign') and 2 or 3, 1
