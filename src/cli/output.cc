@@ -262,8 +262,10 @@ std::string lease_text(const LeaseInfo& info) {
   out += "mode:        " + std::string(mode_name(info.mode)) + "\n";
   out += "holder:      " + terminal_text(info.holder) + "\n";
   out += "fence:       " + std::to_string(info.fence) + "\n";
-  out += "acquired at: " + iso_utc(info.acquired_at_us) + " (backend clock)\n";
-  out += "expires at:  " + iso_utc(info.expires_at_us) + " (backend clock)\n";
+  // A time of 0: the service does not know it (another client's lock on Redis).
+  const auto when = [](std::int64_t us) { return us == 0 ? std::string("unknown") : iso_utc(us) + " (backend clock)"; };
+  out += "acquired at: " + when(info.acquired_at_us) + "\n";
+  out += "expires at:  " + when(info.expires_at_us) + "\n";
   out += "expires in:  " + expires_in_text(info) + "\n";
   out += "renewals:    " + std::to_string(info.renewals) + "\n";
   out += "holders:     " + std::to_string(info.holders) + "\n";
