@@ -113,12 +113,14 @@ class TempDir {
   int count_ = 0;
 };
 
-// A started process. Its stdin is /dev/null; stdout and stderr go to files.
+// A started process. Its stdin is /dev/null (or a pipe this side writes); stdout and stderr go to
+// files.
 class Process {
  public:
   struct Options {
     bool new_group = false;                      // own process group (pgid == pid)
     std::map<std::string, std::string> env;      // added to (or replacing in) a cleaned environment
+    bool stdin_pipe = false;                     // stdin is a pipe: write_stdin(), close_stdin()
   };
 
   Process(const std::vector<std::string>& argv, const std::string& log_prefix, const Options& options)
@@ -145,7 +147,14 @@ class Process {
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    int in[2] = {-1, -1};
+    if (options.stdin_pipe) {
+      // Both ends close-on-exec: no other child inherits them; dup2 clears the flag on fd 0.
+      if (::pipe2(in, O_CLOEXEC) != 0) FAIL("pipe2: " << std::strerror(errno));
+      posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    } else {
+      posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    }
     posix_spawn_file_actions_addopen(&actions, 1, out_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, 2, err_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawnattr_t attr;
@@ -163,6 +172,10 @@ class Process {
     int rc = ::posix_spawnp(&pid_, argp[0], &actions, &attr, argp.data(), envp.data());
     posix_spawnattr_destroy(&attr);
     posix_spawn_file_actions_destroy(&actions);
+    if (in[0] >= 0) {
+      ::close(in[0]);
+      stdin_ = in[1];
+    }
     if (rc != 0) {
       pid_ = -1;
       FAIL("posix_spawnp " << argv[0] << ": " << std::strerror(rc));
@@ -171,6 +184,7 @@ class Process {
   Process(const Process&) = delete;
   Process& operator=(const Process&) = delete;
   ~Process() {
+    close_stdin();
     if (pid_ > 0 && !status_) {
       signal_all(SIGKILL);
       int status = 0;
@@ -206,9 +220,42 @@ class Process {
   std::string out() const { return read_file(out_path_); }
   std::string err() const { return read_file(err_path_); }
 
+  // With Options::stdin_pipe: writes `text` to the process's stdin (whole, or returns false; a
+  // process that has ended gives EPIPE, not SIGPIPE: the tests run with SIGPIPE at its default, so
+  // the write is made with the signal blocked and any pending one consumed).
+  bool write_stdin(const std::string& text) {
+    if (stdin_ < 0) return false;
+    sigset_t pipe_set, old;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_set, &old);
+    std::size_t done = 0;
+    bool ok = true;
+    while (done < text.size()) {
+      ssize_t n = ::write(stdin_, text.data() + done, text.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) {
+        ok = false;
+        break;
+      }
+      done += static_cast<std::size_t>(n);
+    }
+    if (!ok && errno == EPIPE) {
+      const timespec zero{0, 0};
+      ::sigtimedwait(&pipe_set, nullptr, &zero);
+    }
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return ok;
+  }
+  void close_stdin() {
+    if (stdin_ >= 0) ::close(stdin_);
+    stdin_ = -1;
+  }
+
  private:
   std::string out_path_;
   std::string err_path_;
+  int stdin_ = -1;  // write end of the stdin pipe
   bool group_ = false;
   pid_t pid_ = -1;
   std::optional<int> status_;
@@ -1514,4 +1561,314 @@ TEST_CASE("MariaDB: COMMAND inherits no descriptor of dblock's (lease and sessio
   Cli cli(/*migrate=*/true, mysql_url());
   check_command_isolated(cli, {"--key", unique_key("fds")});
   check_command_isolated(cli, {"--key", unique_key("fds-session"), "--mode", "session"});
+}
+
+// ---------------------------------------------------------------------------------------------
+// Redis: ctest's `cli_redis` runs these (`cli_test [redis]`) against its fixture's server. Redis
+// has no schema (no migrate); each case keeps to names of its own (unique_key) on the shared
+// server. The mixed-fleet case runs Debian's python3-redis as /usr/bin/python3 (the `python3` on
+// PATH may be another interpreter without the module).
+
+namespace {
+
+std::string redis_url() {
+  const char* url = std::getenv("DBLOCK_TEST_REDIS_URL");
+  if (url == nullptr || url[0] == '\0') {
+    FAIL("DBLOCK_TEST_REDIS_URL is not set: run through ctest (cli_redis starts a server)");
+  }
+  return url;
+}
+
+// Host and port of a "redis://HOST:PORT[/DB][?...]" URL without user info (the fixture's).
+std::pair<std::string, std::string> redis_host_port(const std::string& url) {
+  const std::string scheme = "redis://";
+  REQUIRE(url.rfind(scheme, 0) == 0);
+  std::string authority = url.substr(scheme.size());
+  authority = authority.substr(0, authority.find_first_of("/?"));
+  const std::size_t colon = authority.rfind(':');
+  if (colon == std::string::npos) return {authority, "6379"};
+  return {authority.substr(0, colon), authority.substr(colon + 1)};
+}
+
+// `redis-cli -h HOST -p PORT args...` against the fixture's server (raw output, one reply element
+// a line).
+Result redis_cli(Cli& cli, const std::vector<std::string>& args) {
+  const auto [host, port] = redis_host_port(redis_url());
+  std::vector<std::string> argv = {"redis-cli", "-h", host, "-p", port};
+  argv.insert(argv.end(), args.begin(), args.end());
+  Result r = cli.exec(argv, milliseconds(15'000));
+  INFO(r);
+  REQUIRE(r.code == 0);
+  return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+bool all_digits(const std::string& s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// redis-py's Lock, as another application of a mixed fleet uses it: argv is MODE PORT NAME.
+//   hold: acquire(blocking=False) with timeout=30; print "held"; wait for a line on stdin;
+//         release; print "released"
+//   take-and-exit: acquire with timeout=2 and exit without releasing (the PX ends it)
+//   try: print what acquire(blocking=False) with timeout=5 returns (releasing it when True)
+constexpr const char* kPythonLock = R"PY(
+import sys
+import redis
+mode, port, name = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+r = redis.Redis(host='127.0.0.1', port=port, socket_timeout=10)
+if mode == 'hold':
+    lock = r.lock(name, timeout=30)
+    if not lock.acquire(blocking=False):
+        print('busy', flush=True)
+        sys.exit(3)
+    print('held', flush=True)
+    sys.stdin.readline()
+    lock.release()
+    print('released', flush=True)
+elif mode == 'take-and-exit':
+    lock = r.lock(name, timeout=2)
+    if not lock.acquire(blocking=False):
+        print('busy', flush=True)
+        sys.exit(3)
+    print('held', flush=True)
+elif mode == 'try':
+    lock = r.lock(name, timeout=5)
+    got = lock.acquire(blocking=False)
+    print(got, flush=True)
+    if got:
+        lock.release()
+else:
+    sys.exit(64)
+)PY";
+
+std::vector<std::string> python_lock(const std::string& mode, const std::string& name) {
+  return {"/usr/bin/python3", "-c", kPythonLock, mode, redis_host_port(redis_url()).second, name};
+}
+
+}  // namespace
+
+TEST_CASE("Redis: list and inspect show a running holder; release --force evicts it and the run exits 70",
+          "[.][redis][cli]") {
+  Cli cli(/*migrate=*/false, redis_url());
+  const std::string key = unique_key("evict");
+  auto [holder, command] = start_sleeper(cli, {"--key", key, "--ttl", "1s", "--on-lost", "term"});
+  const std::string holder_pid = ":" + std::to_string(holder->pid()) + ":";  // "<host>:<pid>:<instance>"
+
+  Result list = cli.run({"list", "--json"});
+  INFO(list);
+  REQUIRE(list.code == 0);
+  std::optional<std::string> entry = list_entry(list.out, key);
+  REQUIRE(entry.has_value());
+  const std::int64_t fence = json_int(*entry, "fence").value_or(0);
+  CHECK(fence > 0);
+  CHECK(json_str(*entry, "mode") == "exclusive");
+  CHECK(json_int(*entry, "holders") == 1);
+  CHECK(json_str(*entry, "holder").value_or("").find(holder_pid) != std::string::npos);
+  CHECK(json_int(*entry, "expires_in_us").value_or(-1) > 0);
+  CHECK(json_int(*entry, "expires_in_us").value_or(1'000'000'000) <= 1'000'000);
+  // The lease is the hash "dblock_<key>" (the default prefix), with the same fence.
+  CHECK(redis_cli(cli, {"HGET", "dblock_" + key, "fence"}).out == std::to_string(fence) + "\n");
+
+  std::optional<std::string> info = cli.inspect(key);
+  REQUIRE(info.has_value());
+  CHECK(json_int(*info, "fence") == fence);
+  CHECK(json_str(*info, "holder") == json_str(*entry, "holder"));
+  Result text = cli.run({"inspect", key});
+  INFO(text);
+  CHECK(text.code == 0);
+  CHECK(text.out.find("fence:       " + std::to_string(fence)) != std::string::npos);
+
+  Result evict = cli.run({"release", "--force", key});
+  const auto evicted_at = Clock::now();
+  INFO(evict);
+  REQUIRE(evict.code == 0);
+  CHECK(evict.out.find("evicted") != std::string::npos);
+  std::optional<int> code = holder->wait(milliseconds(10'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == kLeaseLost);
+  CHECK(seconds_since(evicted_at) < 3.0);  // renewals every TTL/3 find it gone
+  CHECK(holder->err().find("lost") != std::string::npos);
+  CHECK(eventually([&, command = command] { return !process_runs(command); }, milliseconds(5'000)));
+  CHECK_FALSE(cli.held(key));
+
+  Result history = cli.run({"list", "--history", "--json"});
+  INFO(history);
+  REQUIRE(history.code == 0);
+  std::optional<std::string> record = list_entry(history.out, key);
+  REQUIRE(record.has_value());
+  CHECK(json_int(*record, "old_fence") == fence);
+  CHECK(json_int(*record, "new_fence").value_or(0) > fence);
+  CHECK(json_str(*record, "evicted") == json_str(*entry, "holder"));
+  CHECK(json_str(*record, "by").value_or("").find('@') != std::string::npos);
+  CHECK(json_str(*record, "mode") == "exclusive");
+  Result history_table = cli.run({"list", "--history"});
+  CHECK(history_table.out.rfind("AT", 0) == 0);
+  CHECK(history_table.out.find(key) != std::string::npos);
+}
+
+TEST_CASE("Redis: COMMAND inherits no descriptor of dblock's; --mode session is a usage error",
+          "[.][redis][cli]") {
+  Cli cli(/*migrate=*/false, redis_url());
+  check_command_isolated(cli, {"--key", unique_key("fds")});
+
+  // Redis has no session locks: refused before anything is acquired or run.
+  const std::string key = unique_key("session");
+  Result session = cli.run({"run", "--key", key, "--mode", "session", "--", "touch", cli.dir.file("ran")});
+  INFO(session);
+  CHECK(session.code == kUsage);
+  CHECK(session.err.find("session locks") != std::string::npos);
+  CHECK(session.err.find("not supported by the redis backend") != std::string::npos);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  CHECK_FALSE(cli.held(key));
+}
+
+TEST_CASE("Redis: a forged PUBLISH of a grant never starts a waiter's COMMAND", "[.][redis][cli]") {
+  Cli cli(/*migrate=*/false, redis_url());
+  const std::string key = unique_key("forged");
+  const std::string marker = cli.dir.file("marker");
+  auto [holder, command] = start_sleeper(cli, {"--key", key});
+  std::optional<std::string> held = cli.inspect(key);
+  REQUIRE(held.has_value());
+  const std::optional<std::int64_t> fence = json_int(*held, "fence");
+
+  auto waiter = cli.start({"run", "--key", key, "--wait", "20s", "--", "sh", "-c", "touch \"$1\"", "sh", marker});
+  // The waiter's place in line: member = its owner digest, score = its ticket.
+  const std::string queue = "{dblock_" + key + "}:q";
+  std::vector<std::string> line;
+  const bool queued = eventually(
+      [&] {
+        line = lines_of(redis_cli(cli, {"ZRANGE", queue, "0", "0", "WITHSCORES"}).out);
+        return !line.empty();
+      },
+      milliseconds(10'000), milliseconds(10));
+  INFO("waiter stderr: " << waiter->err());
+  REQUIRE(queued);
+  REQUIRE(line.size() == 2);
+  REQUIRE(all_digits(line[1]));  // a well-formed ticket: the forgery below is a plausible grant
+
+  // What a real grant to that waiter would say (scripts.h, hand_on), sent by a bystander.
+  const char sep = '\x1f';
+  const std::string payload = key + sep + line[1] + sep + "999" + sep + "30000000" + sep + "99999999999999999";
+  int receivers = 0;
+  for (int i = 0; i < 10; ++i) {
+    const std::vector<std::int64_t> n =
+        read_numbers(redis_cli(cli, {"PUBLISH", "{dblock_}:release", payload}).out);
+    REQUIRE(n.size() == 1);
+    receivers = std::max(receivers, static_cast<int>(n[0]));
+    std::this_thread::sleep_for(milliseconds(100));  // ~1 s of forgeries, each given time to act on
+  }
+  CHECK(receivers >= 1);  // the waiter's subscriber heard them
+  CHECK_FALSE(fs::exists(marker));
+  CHECK_FALSE(waiter->poll().has_value());
+  CHECK_FALSE(holder->poll().has_value());
+  std::optional<std::string> still = cli.inspect(key);
+  REQUIRE(still.has_value());
+  CHECK(json_int(*still, "fence") == fence);
+  CHECK(json_str(*still, "holder") == json_str(*held, "holder"));
+
+  // The real release hands the lease on: the waiter runs COMMAND.
+  holder->signal(SIGTERM);
+  CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
+  std::optional<int> code = waiter->wait(milliseconds(10'000));
+  INFO("waiter stderr: " << waiter->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == 0);
+  CHECK(fs::exists(marker));
+}
+
+TEST_CASE("Redis: a mixed fleet with redis-py's Lock on the same key (prefix \"\")", "[.][redis][cli]") {
+  // With an empty prefix dblock's lease for NAME is the key NAME, which redis-py's Lock(r, NAME) uses.
+  Cli cli(/*migrate=*/false, redis_url() + "?prefix=");
+  const std::string queue_of = "}:q";
+
+  SECTION("dblock waits for a redis-py holder and gets the lock when it releases") {
+    const std::string key = unique_key("py-holds");
+    Process::Options options;
+    options.stdin_pipe = true;
+    options.new_group = true;
+    Process python(python_lock("hold", key), cli.dir.next_log_prefix(), options);
+    const bool held = eventually([&] { return python.out().find("held") != std::string::npos; }, milliseconds(15'000));
+    INFO("python stdout: " << python.out() << "\npython stderr: " << python.err());
+    REQUIRE(held);
+    CHECK(redis_cli(cli, {"TYPE", key}).out == "string\n");
+
+    Result busy = cli.run({"run", "--key", key, "--wait", "0", "--", "touch", cli.dir.file("ran")});
+    INFO(busy);
+    CHECK(busy.code == kNotAcquired);
+    CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+    CHECK(redis_cli(cli, {"TYPE", key}).out == "string\n");  // never overwritten
+
+    const auto started = Clock::now();
+    auto waiter = cli.start({"run", "--key", key, "--wait", "10s", "--", "touch", cli.dir.file("ran")});
+    // Waiting, in line (redis-py publishes nothing: dblock finds the key gone when it polls).
+    const bool queued = eventually(
+        [&] { return !lines_of(redis_cli(cli, {"ZRANGE", "{" + key + queue_of, "0", "-1"}).out).empty(); },
+        milliseconds(5'000), milliseconds(10));
+    INFO("waiter stderr: " << waiter->err());
+    REQUIRE(queued);
+    CHECK_FALSE(waiter->poll().has_value());
+    CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+
+    REQUIRE(python.write_stdin("release\n"));
+    const auto released_at = Clock::now();
+    CHECK(python.wait(milliseconds(10'000)) == 0);
+    CHECK(python.out().find("released") != std::string::npos);
+    std::optional<int> code = waiter->wait(milliseconds(12'000));
+    REQUIRE(code.has_value());
+    CHECK(*code == 0);
+    CHECK(fs::exists(cli.dir.file("ran")));
+    CHECK(seconds_since(released_at) < 3.0);
+    CHECK(seconds_since(started) < 8.0);  // well within --wait 10s
+  }
+
+  SECTION("dblock waits for a redis-py lock's PX to end when its holder died") {
+    const std::string key = unique_key("py-expires");
+    Result python = cli.exec(python_lock("take-and-exit", key), milliseconds(15'000));
+    INFO(python);
+    REQUIRE(python.code == 0);
+    REQUIRE(python.out == "held\n");
+    const std::vector<std::int64_t> pttl = read_numbers(redis_cli(cli, {"PTTL", key}).out);
+    REQUIRE(pttl.size() == 1);
+    INFO("PTTL left when dblock starts: " << pttl[0] << " ms");
+    REQUIRE(pttl[0] > 1'000);  // a dead holder's lock, still live for more than 1 s
+
+    Result run = cli.run({"run", "--key", key, "--wait", "10s", "--", "touch", cli.dir.file("ran")});
+    INFO(run);
+    CHECK(run.code == 0);
+    CHECK(fs::exists(cli.dir.file("ran")));
+    CHECK(run.seconds >= 1.0);
+    CHECK(run.seconds < 10.0);
+    CHECK(redis_cli(cli, {"EXISTS", key}).out == "0\n");  // released by dblock in turn
+  }
+
+  SECTION("redis-py's Lock cannot take a name dblock holds, and can once dblock is done") {
+    const std::string key = unique_key("dblock-holds");
+    auto [holder, command] = start_sleeper(cli, {"--key", key});
+    CHECK(redis_cli(cli, {"TYPE", key}).out == "hash\n");  // the lease is the key NAME itself
+
+    Result refused = cli.exec(python_lock("try", key), milliseconds(15'000));
+    INFO(refused);
+    CHECK(refused.code == 0);
+    CHECK(refused.out == "False\n");
+    CHECK(cli.held(key));
+    CHECK(redis_cli(cli, {"TYPE", key}).out == "hash\n");
+
+    holder->signal(SIGTERM);
+    REQUIRE(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
+    Result taken = cli.exec(python_lock("try", key), milliseconds(15'000));
+    INFO(taken);
+    CHECK(taken.code == 0);
+    CHECK(taken.out == "True\n");
+  }
 }

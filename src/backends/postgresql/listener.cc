@@ -12,7 +12,6 @@
 namespace dblock::postgresql {
 
 namespace {
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
 }  // namespace
 
@@ -20,10 +19,10 @@ NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::u
                                dblock::sql::SocketDeadlines& deadlines)
     : conninfo_(std::move(conninfo)),
       channel_(std::move(channel)),
-      grant_tag_(grant_tag),
       confirm_(std::move(confirm)),
       wake_slot_(static_cast<int>(std::random_device{}() % 1024)),
       wake_channel_(channel_ + "_" + std::to_string(wake_slot_)),
+      fanout_(grant_tag),
       deadlines_(deadlines) {}
 
 NotifyListener::~NotifyListener() {
@@ -36,24 +35,7 @@ NotifyListener::~NotifyListener() {
 }
 
 void NotifyListener::set_listener(Listener listener) {
-  {
-    std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    on_event_ = std::move(listener);
-    if (!on_event_ || thread_.joinable()) return;
-  }
-  thread_ = std::thread([this] { loop(); });
-}
-
-void NotifyListener::subscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++subscribed_[std::string(name)];
-}
-
-void NotifyListener::unsubscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = subscribed_.find(std::string(name));
-  if (it != subscribed_.end() && --it->second == 0) subscribed_.erase(it);
+  if (fanout_.set_listener(std::move(listener)) && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
 }
 
 namespace {
@@ -71,7 +53,7 @@ void NotifyListener::loop() {
   struct Receiver final : pqxx::notification_receiver {
     Receiver(pqxx::connection_base& c, const std::string& channel, NotifyListener& l)
         : pqxx::notification_receiver(c, channel), listener(l) {}
-    void operator()(const std::string& payload, int) override { listener.dispatch(payload); }
+    void operator()(const std::string& payload, int) override { listener.fanout_.dispatch(payload); }
     NotifyListener& listener;
   };
   int failures = 0;
@@ -94,7 +76,7 @@ void NotifyListener::loop() {
         own.emplace(c, wake_channel_, *this);  // releases that name this instance's waiters
       }
       failures = 0;
-      dispatch_all();
+      fanout_.dispatch_all();
       while (true) {
         bool stopping;
         {
@@ -118,54 +100,6 @@ void NotifyListener::loop() {
       const auto pause = milliseconds(std::min(2000, 100 << std::min(failures++, 4)));
       if (cv_.wait_for(lock, pause, [this] { return stop_; })) return;
     }
-  }
-}
-
-void NotifyListener::dispatch(const std::string& payload) {
-  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
-  Listener listener;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    listener = on_event_;
-  }
-  if (!listener) return;
-  const std::size_t sep = payload.find('\x1f');
-  Event event;
-  event.name = std::string_view(payload).substr(0, sep);
-  if (sep != std::string::npos) {
-    std::vector<std::int64_t> fields;
-    try {
-      for (std::size_t at = sep + 1; at <= payload.size();) {
-        const std::size_t end = std::min(payload.find('\x1f', at), payload.size());
-        fields.push_back(std::stoll(payload.substr(at, end - at)));
-        at = end + 1;
-      }
-    } catch (const std::exception&) {
-      fields.clear();
-    }
-    if (fields.size() == 1 || fields.size() == 4) event.next_ticket = fields[0];
-    if (fields.size() == 4 && fields[0] != 0 && fields[2] > 0) {
-      event.kind = Kind::kGranted;
-      event.grant = Grant{fields[0], fields[1], microseconds(fields[2]), fields[3], grant_tag_};
-    }
-  }
-  listener(event);
-}
-
-void NotifyListener::dispatch_all() {
-  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
-  std::vector<std::string> names;
-  Listener listener;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    listener = on_event_;
-    for (const auto& [name, count] : subscribed_) names.push_back(name);
-  }
-  if (!listener) return;
-  for (const auto& name : names) {
-    Event event;
-    event.name = name;
-    listener(event);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <vector>
 
 #include "connection.h"
@@ -51,24 +52,7 @@ Subscriber::~Subscriber() {
 }
 
 void Subscriber::set_listener(Listener listener) {
-  {
-    std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
-    std::lock_guard<std::mutex> lock(mutex_);
-    on_event_ = std::move(listener);
-    if (!on_event_ || thread_.joinable()) return;
-  }
-  thread_ = std::thread([this] { loop(); });
-}
-
-void Subscriber::subscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  ++subscribed_[std::string(name)];
-}
-
-void Subscriber::unsubscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = subscribed_.find(std::string(name));
-  if (it != subscribed_.end() && --it->second == 0) subscribed_.erase(it);
+  if (fanout_.set_listener(std::move(listener)) && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
 }
 
 bool Subscriber::stopping() {
@@ -111,8 +95,8 @@ void Subscriber::serve(Connection& connection) {
       if (raw == nullptr) break;
       const Reply reply(static_cast<redisReply*>(raw));
       last_heard = SteadyClock::now();
-      if (reply.size() >= 3 && reply[0].text() == "message") dispatch(reply[2].text());
-      if (reply.size() >= 2 && reply[0].text() == "subscribe") dispatch_all();
+      if (reply.size() >= 3 && reply[0].text() == "message") fanout_.dispatch(reply[2].text());
+      if (reply.size() >= 2 && reply[0].text() == "subscribe") fanout_.dispatch_all();
     }
     const auto now = SteadyClock::now();
     if (now - last_heard > kSilence) return;
@@ -120,54 +104,6 @@ void Subscriber::serve(Connection& connection) {
       if (!send(c, {"PING"})) return;
       last_ping = now;
     }
-  }
-}
-
-void Subscriber::dispatch(std::string_view payload) {
-  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
-  Listener listener;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    listener = on_event_;
-  }
-  if (!listener) return;
-  const std::size_t sep = payload.find('\x1f');
-  Event event;
-  event.name = payload.substr(0, sep);
-  if (sep != std::string_view::npos) {
-    std::vector<std::int64_t> fields;
-    try {
-      for (std::size_t at = sep + 1; at <= payload.size();) {
-        const std::size_t end = std::min(payload.find('\x1f', at), payload.size());
-        fields.push_back(std::stoll(std::string(payload.substr(at, end - at))));
-        at = end + 1;
-      }
-    } catch (const std::exception&) {
-      fields.clear();
-    }
-    if (fields.size() == 1 || fields.size() == 4) event.next_ticket = fields[0];
-    if (fields.size() == 4 && fields[0] != 0 && fields[2] > 0) {
-      event.kind = Kind::kGranted;
-      event.grant = Grant{fields[0], fields[1], microseconds(fields[2]), fields[3], 0};
-    }
-  }
-  listener(event);
-}
-
-void Subscriber::dispatch_all() {
-  std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
-  std::vector<std::string> names;
-  Listener listener;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    listener = on_event_;
-    for (const auto& [name, count] : subscribed_) names.push_back(name);
-  }
-  if (!listener) return;
-  for (const auto& name : names) {
-    Event event;
-    event.name = name;
-    listener(event);
   }
 }
 

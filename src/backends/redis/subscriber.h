@@ -1,11 +1,7 @@
 // The Redis service's wake events: one subscriber connection per service, owned by its thread,
-// on the prefix's release channel. Internal.
-//
-// Payloads (fields separated by \x1f; lock names never contain control characters):
-// "<name>\x1f<ticket>" names the waiter whose turn it is (it attempts itself); a grant adds
-// "\x1f<fence>\x1f<granted us>\x1f<expiry us>" (scripts.h, hand_on). Anything else wakes every
-// waiter of the name without naming one. Any client can PUBLISH: a grant is a claim, which the
-// waiter confirms (confirm_grant) before it counts as the lease.
+// on the prefix's release channel. Internal. The payloads are EventFanout's (event_fanout.h), sent
+// by the release scripts (scripts.h, hand_on); any client can PUBLISH one, so a grant counts only
+// once confirm_grant has read the lease.
 //
 // hiredis 0.14 kills a context whose read times out, so the subscriber never sets one: it polls
 // its socket (100 ms, so a shutdown is noticed) and PINGs the server every second; a connection
@@ -18,7 +14,6 @@
 
 #include <condition_variable>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -26,6 +21,7 @@
 
 #include "dblock/capabilities.h"
 #include "dblock/redis/redis.h"
+#include "event_fanout.h"
 
 namespace dblock::redis {
 
@@ -40,8 +36,8 @@ class Subscriber final : public WakeEvents {
   ~Subscriber() override;
 
   void set_listener(Listener listener) override;
-  void subscribe(std::string_view name) override;
-  void unsubscribe(std::string_view name) override;
+  void subscribe(std::string_view name) override { fanout_.subscribe(name); }
+  void unsubscribe(std::string_view name) override { fanout_.unsubscribe(name); }
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
                                           const LeaseGrant& claimed) override {
     return confirm_(name, secret, claimed);
@@ -52,20 +48,15 @@ class Subscriber final : public WakeEvents {
   // One connection's life: subscribes, then reads until it fails or the subscriber stops.
   void serve(Connection& c);
   bool stopping();
-  void dispatch(std::string_view payload);
-  // After (re)subscribing: events may have been missed, so every subscribed name is told to look.
-  void dispatch_all();
 
   const Options options_;
   const std::string channel_;
   const Confirm confirm_;
 
-  std::mutex dispatch_mutex_;  // held while the listener runs; taken before mutex_
+  detail::EventFanout fanout_{0};
   std::mutex mutex_;
   std::condition_variable cv_;
-  Listener on_event_;                      // GUARDED_BY(mutex_)
-  std::map<std::string, int> subscribed_;  // GUARDED_BY(mutex_)
-  bool stop_ = false;                      // GUARDED_BY(mutex_)
+  bool stop_ = false;  // GUARDED_BY(mutex_)
   std::thread thread_;
 };
 
