@@ -115,6 +115,11 @@ Connection::~Connection() { redisFree(context_); }
 int Connection::fd() const { return context_->fd; }
 
 Reply Connection::command(const std::vector<std::string_view>& args, SteadyClock::time_point deadline) {
+  send(args, deadline);
+  return receive(deadline);
+}
+
+void Connection::send(const std::vector<std::string_view>& args, SteadyClock::time_point deadline) {
   if (SteadyClock::now() >= deadline) throw Broken{"redis: the call's deadline passed before it was sent", false, true};
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
@@ -123,16 +128,29 @@ Reply Connection::command(const std::vector<std::string_view>& args, SteadyClock
     lengths.push_back(a.size());
   }
   redisSetTimeout(context_, time_left(deadline));
-  void* reply = redisCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data());
-  if (reply == nullptr) {
-    const int error = errno;
-    const bool timed_out = context_->err == REDIS_ERR_IO &&
-                           (error == EAGAIN || error == EWOULDBLOCK ||
-                            std::string_view(context_->errstr) == std::strerror(EAGAIN));
-    throw Broken{timed_out ? "redis: no reply by the call's deadline" : "redis: " + std::string(context_->errstr),
-                 true, timed_out};
+  if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
+    throw Broken{"redis: out of memory for a command", false};
   }
+  for (int done = 0; !done;) {
+    if (redisBufferWrite(context_, &done) != REDIS_OK) throw failure();
+  }
+}
+
+Reply Connection::receive(SteadyClock::time_point deadline) {
+  redisSetTimeout(context_, time_left(deadline));
+  void* reply = nullptr;
+  if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) throw failure();
   return Reply(static_cast<redisReply*>(reply));
+}
+
+// The context's I/O error as Broken (a timeout is told apart: hiredis reports it as EAGAIN).
+Broken Connection::failure() const {
+  const int error = errno;
+  const bool timed_out = context_->err == REDIS_ERR_IO &&
+                         (error == EAGAIN || error == EWOULDBLOCK ||
+                          std::string_view(context_->errstr) == std::strerror(EAGAIN));
+  return Broken{timed_out ? "redis: no reply by the call's deadline" : "redis: " + std::string(context_->errstr), true,
+                timed_out};
 }
 
 std::unique_ptr<Connection> Pool::borrow(SteadyClock::time_point deadline, bool& fresh) {

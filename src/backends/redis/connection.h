@@ -45,11 +45,17 @@ class Connection {
   // or the deadline passes first. An error reply is returned, not thrown (Reply::error()).
   Reply command(const std::vector<std::string_view>& args, SteadyClock::time_point deadline);
 
+  // The two halves of command(), so that calls to several servers overlap: send writes the
+  // command out by `deadline`, receive reads its reply by `deadline`. Both throw Broken.
+  void send(const std::vector<std::string_view>& args, SteadyClock::time_point deadline);
+  Reply receive(SteadyClock::time_point deadline);
+
   int fd() const;
   redisContext* context() { return context_; }
 
  private:
   explicit Connection(redisContext* context) : context_(context) {}
+  Broken failure() const;
   redisContext* context_;
 };
 

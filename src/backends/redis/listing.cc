@@ -46,7 +46,7 @@ LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::
 std::vector<LeaseInfo> RedisService::describe(const std::vector<std::string>& lease_keys, bool foreign_too) {
   std::vector<LeaseInfo> out;
   if (lease_keys.empty()) return out;
-  const Reply r = eval(describe_, lease_keys, {}, Repeat::kSafe);
+  const Reply r = node_.eval(node_.scripts().describe, lease_keys, {}, Repeat::kSafe);
   const std::int64_t now_us = r[0].integer();
   for (std::size_t i = 0; i < lease_keys.size(); ++i) {
     const std::size_t at = 1 + i * kDescribeFields;
@@ -65,7 +65,7 @@ std::vector<LeaseInfo> RedisService::list(std::optional<std::string_view> name) 
   std::string cursor = "0";
   do {
     std::vector<std::string> batch;
-    const Reply page = with_connection(
+    const Reply page = node_.with_connection(
         [&](Connection& c, SteadyClock::time_point deadline) {
           return check_reply(c.command({"SCAN", cursor, "MATCH", match, "COUNT", kScanCount}, deadline), "SCAN");
         },
@@ -112,7 +112,7 @@ std::vector<ForceReleaseRecord> RedisService::force_releases(std::optional<std::
   const std::string key = audit_key(options_.prefix);
   std::string end = "+";
   while (out.size() < limit) {
-    const Reply page = with_connection(
+    const Reply page = node_.with_connection(
         [&](Connection& c, SteadyClock::time_point deadline) {
           return check_reply(c.command({"XREVRANGE", key, end, "-", "COUNT", "1000"}, deadline), "XREVRANGE");
         },

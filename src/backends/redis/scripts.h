@@ -138,10 +138,10 @@ end
 local function hand_on(K1, K2, q, qi, now, channel, name)
   local waiters = live_waiters(q, qi, now, true)
   local first = waiters[1]
-  if not first then return end
+  if not first then return false end
   if first[4] ~= 'x' then
     redis.call('PUBLISH', channel, name .. '\31' .. str(first[2]))
-    return
+    return true
   end
   local fence = next_number(K2, now)
   local exp = math.min(first[3], now + first[5])
@@ -151,6 +151,7 @@ local function hand_on(K1, K2, q, qi, now, channel, name)
   leave_line(q, qi, first[1])
   redis.call('PUBLISH', channel, name .. '\31' .. str(first[2]) .. '\31' .. str(fence) .. '\31' ..
              str(exp - now) .. '\31' .. str(exp))
+  return true
 end
 )LUA";
 
@@ -213,29 +214,33 @@ redis.call('PEXPIRE', KEYS[4], keep)
 return {0, remaining, ticket, ahead_of(waiters, d, ticket)}
 )LUA";
 
-// KEYS: K1. ARGV: secret, ttl_us, mode. Returns {1, exp_us} or {0}.
+// KEYS: K1. ARGV: secret, ttl_us, mode. Returns {1, exp_us, fence} or {0}.
 inline constexpr std::string_view kRenew = R"LUA(
 local now = now_us()
 local d = redis.sha1hex(ARGV[1])
 local exp = now + tonumber(ARGV[2])
 local st = state(KEYS[1], now, false)
+local fence = 0
 if ARGV[3] == 'x' then
   if st ~= 'x' or redis.call('HGET', KEYS[1], 'owner') ~= d then return {0} end
   redis.call('HSET', KEYS[1], 'exp', str(exp))
   redis.call('HINCRBY', KEYS[1], 'ren', 1)
+  fence = tonumber(redis.call('HGET', KEYS[1], 'fence'))
 else
   if st ~= 's' then return {0} end
   local mine = redis.call('HGET', KEYS[1], 'r:' .. d)
   if not mine then return {0} end
-  local old, fence, acq, ren, h = reader_fields(mine)
+  local old, f, acq, ren, h = reader_fields(mine)
   if old <= now then return {0} end
+  fence = f
   redis.call('HSET', KEYS[1], 'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(acq) .. '|' .. str(ren + 1) .. '|' .. h)
 end
 expire_at(KEYS[1], exp)
-return {1, exp}
+return {1, exp, fence}
 )LUA";
 
-// KEYS: K1 K2 K3 K4 K5. ARGV: secret, mode, channel, name, latch ("1": record the release).
+// KEYS: K1 K2 K3 K4 K5. ARGV: secret, mode, channel, name, latch ("1": record the release),
+// announce ("1": publish the name when the release handed it to nobody, for waiters not in line).
 // Returns 1 released, 2 released by an earlier call (a retry after a lost reply), 0 not held.
 inline constexpr std::string_view kRelease = R"LUA(
 local now = now_us()
@@ -264,7 +269,10 @@ if ARGV[5] == '1' then
   redis.call('PEXPIRE', KEYS[5], 30000)
 end
 leave_line(KEYS[3], KEYS[4], d)
-if redis.call('EXISTS', KEYS[1]) == 0 then hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, ARGV[3], ARGV[4]) end
+if redis.call('EXISTS', KEYS[1]) == 0 and not hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, ARGV[3], ARGV[4]) and
+   ARGV[6] == '1' then
+  redis.call('PUBLISH', ARGV[3], ARGV[4])
+end
 return 1
 )LUA";
 
@@ -376,6 +384,19 @@ local d = redis.sha1hex(ARGV[1])
 if state(KEYS[1], now, false) ~= 'x' or redis.call('HGET', KEYS[1], 'owner') ~= d then return {} end
 local exp = tonumber(redis.call('HGET', KEYS[1], 'exp'))
 return {tonumber(redis.call('HGET', KEYS[1], 'fence')), exp, exp - now}
+)LUA";
+
+// KEYS: K1 K2. ARGV: secret, fence. Redlock's second round: this secret's exclusive lease takes
+// the fence chosen across the nodes, and the counter is raised to it, so that any later majority
+// (which shares a node with this one) draws a greater fence. Returns 1, or 0 when not held.
+inline constexpr std::string_view kRaiseFence = R"LUA(
+local now = now_us()
+local d = redis.sha1hex(ARGV[1])
+if state(KEYS[1], now, false) ~= 'x' or redis.call('HGET', KEYS[1], 'owner') ~= d then return 0 end
+local fence = tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], 'fence', str(fence))
+if tonumber(redis.call('GET', KEYS[2]) or '0') < fence then redis.call('SET', KEYS[2], str(fence)) end
+return 1
 )LUA";
 
 }  // namespace dblock::redis::scripts
