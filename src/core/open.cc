@@ -46,6 +46,7 @@ const Scheme kSchemes[] = {
 #endif
 #ifdef DBLOCK_HAVE_REDIS
     {"redis", {}, &redis::make_service},
+    {"redlock", {}, &redis::make_redlock_service},
 #endif
     {"", {}, nullptr},  // keeps the table non-empty in a build without backends
 };

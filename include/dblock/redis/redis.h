@@ -27,6 +27,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dblock/service.h"
 
@@ -57,6 +58,15 @@ std::unique_ptr<LeaseService> make_service(const Options& options);
 // From a parsed redis:// URL: redis://[user:password@]host[:port][/db]?prefix=...&connect_timeout=S
 // &listen=0. The prefix defaults to `table_prefix`.
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
+
+// Redlock over 3 or 5 independent masters (README, "Redlock"): `nodes` differ in host, port,
+// credentials and database; prefix, connect_timeout and listen are the first node's. Exclusive
+// leases only. Throws as make_service(), for any node, and UsageError for another number of nodes.
+std::unique_ptr<LeaseService> make_redlock_service(const std::vector<Options>& nodes);
+
+// From a parsed redlock:// URL: redlock://[user:password@]h1:p1,h2:p2,h3:p3[/db]?prefix=...
+// (3 or 5 hosts; the credentials and database apply to every node).
+std::unique_ptr<LeaseService> make_redlock_service(const Url& url, const std::string& table_prefix);
 
 }  // namespace redis
 }  // namespace dblock

@@ -1,9 +1,9 @@
-// RedisService's read-only admin calls: list/inspect (SCAN, never KEYS) and the force-release
-// history (the audit stream).
+#include "listing.h"
+
 #include <algorithm>
 
 #include "dblock/errors.h"
-#include "redis_service.h"
+#include "keys.h"
 
 namespace dblock::redis {
 
@@ -11,6 +11,7 @@ namespace {
 
 // How many keys one SCAN step asks for, and the most one describe script reads.
 constexpr const char* kScanCount = "500";
+constexpr std::size_t kDescribeBatch = 500;
 
 // `text` with the glob characters of SCAN's MATCH escaped.
 std::string glob_escaped(std::string_view text) {
@@ -39,53 +40,6 @@ LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::
   return info;
 }
 
-}  // namespace
-
-// Describes `lease_keys` in one script call. Another client's string is listed when
-// `foreign_too` (a named inspect, or a prefix that only dblock uses).
-std::vector<LeaseInfo> RedisService::describe(const std::vector<std::string>& lease_keys, bool foreign_too) {
-  std::vector<LeaseInfo> out;
-  if (lease_keys.empty()) return out;
-  const Reply r = node_.eval(node_.scripts().describe, lease_keys, {}, Repeat::kSafe);
-  const std::int64_t now_us = r[0].integer();
-  for (std::size_t i = 0; i < lease_keys.size(); ++i) {
-    const std::size_t at = 1 + i * kDescribeFields;
-    const std::int64_t kind = r[at].integer();
-    if (kind == 1 || (kind == 2 && foreign_too)) {
-      out.push_back(lease_info(r, at, lease_keys[i].substr(options_.prefix.size()), now_us));
-    }
-  }
-  return out;
-}
-
-std::vector<LeaseInfo> RedisService::list(std::optional<std::string_view> name) {
-  if (name) return describe({keys(*name).lease}, true);
-  const std::string match = glob_escaped(options_.prefix) + "*";
-  std::vector<LeaseInfo> out;
-  std::string cursor = "0";
-  do {
-    std::vector<std::string> batch;
-    const Reply page = node_.with_connection(
-        [&](Connection& c, SteadyClock::time_point deadline) {
-          return check_reply(c.command({"SCAN", cursor, "MATCH", match, "COUNT", kScanCount}, deadline), "SCAN");
-        },
-        Repeat::kSafe);
-    cursor = std::string(page[0].text());
-    for (std::size_t i = 0; i < page[1].size(); ++i) {
-      const std::string_view key = page[1][i].text();
-      if (!key.empty() && key.front() != '{') batch.emplace_back(key);  // companions begin with '{'
-    }
-    auto described = describe(batch, !options_.prefix.empty());
-    std::move(described.begin(), described.end(), std::back_inserter(out));
-  } while (cursor != "0");
-  std::sort(out.begin(), out.end(), [](const LeaseInfo& a, const LeaseInfo& b) { return a.name < b.name; });
-  out.erase(std::unique(out.begin(), out.end(), [](const LeaseInfo& a, const LeaseInfo& b) { return a.name == b.name; }),
-            out.end());
-  return out;
-}
-
-namespace {
-
 std::string field(const ReplyView& fields, std::string_view name) {
   for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
     if (fields[i].text() == name) return std::string(fields[i + 1].text());
@@ -105,14 +59,63 @@ ForceReleaseRecord record_of(const ReplyView& fields) {
   return r;
 }
 
+void describe_batch(Node& node, const std::vector<std::string>& keys, std::string_view prefix, bool foreign_too,
+                    std::vector<LeaseInfo>& out) {
+  const Reply r = node.eval(node.scripts().describe, keys, {}, Repeat::kSafe);
+  const std::int64_t now_us = r[0].integer();
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const std::size_t at = 1 + i * kDescribeFields;
+    const std::int64_t kind = r[at].integer();
+    if (kind == 1 || (kind == 2 && foreign_too)) out.push_back(lease_info(r, at, keys[i].substr(prefix.size()), now_us));
+  }
+}
+
 }  // namespace
 
-std::vector<ForceReleaseRecord> RedisService::force_releases(std::optional<std::string_view> name, std::size_t limit) {
+std::vector<std::string> scan_lease_keys(Node& node, std::string_view prefix) {
+  const std::string match = glob_escaped(prefix) + "*";
+  std::vector<std::string> out;
+  std::string cursor = "0";
+  do {
+    const Reply page = node.with_connection(
+        [&](Connection& c, SteadyClock::time_point deadline) {
+          return check_reply(c.command({"SCAN", cursor, "MATCH", match, "COUNT", kScanCount}, deadline), "SCAN");
+        },
+        Repeat::kSafe);
+    cursor = std::string(page[0].text());
+    for (std::size_t i = 0; i < page[1].size(); ++i) {
+      const std::string_view key = page[1][i].text();
+      if (!key.empty() && key.front() != '{') out.emplace_back(key);  // companions begin with '{'
+    }
+  } while (cursor != "0");
+  return out;
+}
+
+std::vector<LeaseInfo> describe(Node& node, const std::vector<std::string>& lease_keys, std::string_view prefix,
+                                bool foreign_too) {
+  std::vector<LeaseInfo> out;
+  for (std::size_t at = 0; at < lease_keys.size(); at += kDescribeBatch) {
+    const auto end = lease_keys.begin() + static_cast<std::ptrdiff_t>(std::min(lease_keys.size(), at + kDescribeBatch));
+    describe_batch(node, std::vector<std::string>(lease_keys.begin() + static_cast<std::ptrdiff_t>(at), end), prefix,
+                   foreign_too, out);
+  }
+  return out;
+}
+
+void sort_by_name(std::vector<LeaseInfo>& leases) {
+  std::sort(leases.begin(), leases.end(), [](const LeaseInfo& a, const LeaseInfo& b) { return a.name < b.name; });
+  leases.erase(std::unique(leases.begin(), leases.end(),
+                           [](const LeaseInfo& a, const LeaseInfo& b) { return a.name == b.name; }),
+               leases.end());
+}
+
+std::vector<ForceReleaseRecord> read_audit(Node& node, std::string_view prefix, std::optional<std::string_view> name,
+                                           std::size_t limit) {
   std::vector<ForceReleaseRecord> out;
-  const std::string key = audit_key(options_.prefix);
+  const std::string key = audit_key(prefix);
   std::string end = "+";
   while (out.size() < limit) {
-    const Reply page = node_.with_connection(
+    const Reply page = node.with_connection(
         [&](Connection& c, SteadyClock::time_point deadline) {
           return check_reply(c.command({"XREVRANGE", key, end, "-", "COUNT", "1000"}, deadline), "XREVRANGE");
         },

@@ -1,13 +1,25 @@
 #include "node.h"
 
+#include <openssl/sha.h>
+
 #include "scripts.h"
 
 namespace dblock::redis {
 
 namespace {
 
-Script script(const char* name, std::string_view body) {
-  return Script{name, std::string(scripts::kPrelude).append(body), {}};
+Script script(const char* name, std::string_view body) { return Script(name, std::string(scripts::kPrelude).append(body)); }
+
+std::string sha1_hex(const std::string& text) {
+  unsigned char digest[SHA_DIGEST_LENGTH];
+  SHA1(reinterpret_cast<const unsigned char*>(text.data()), text.size(), digest);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  }
+  return out;
 }
 
 // "key:value" lines of INFO; "" when absent.
@@ -31,6 +43,9 @@ std::vector<std::string_view> evalsha_argv(const Script& script, const std::stri
 
 }  // namespace
 
+Script::Script(const char* name_in, std::string text_in)
+    : name(name_in), text(std::move(text_in)), sha(sha1_hex(text)) {}
+
 ScriptSet::ScriptSet()
     : acquire(script("acquire", scripts::kAcquire)),
       renew(script("renew", scripts::kRenew)),
@@ -42,18 +57,25 @@ ScriptSet::ScriptSet()
       confirm(script("confirm", scripts::kConfirm)),
       raise_fence(script("raise-fence", scripts::kRaiseFence)) {}
 
-Node::Node(Options options, SteadyClock::time_point deadline) : pool_(std::move(options)) {
-  with_connection(
-      [&](Connection& c, SteadyClock::time_point by) {
-        check_server_and_load(c, by);
-        return 0;
-      },
-      Repeat::kSafe, deadline);
+Node::Node(Options options, SteadyClock::time_point deadline, bool tolerate_unreachable) : pool_(std::move(options)) {
+  try {
+    with_connection([](Connection&, SteadyClock::time_point) { return 0; }, Repeat::kSafe, deadline);
+  } catch (const ConnectionError&) {
+    if (!tolerate_unreachable) throw;
+  }
+}
+
+void Node::ensure_checked(Connection& c, SteadyClock::time_point deadline) {
+  if (checked_.load()) return;
+  std::lock_guard<std::mutex> lock(check_mutex_);
+  if (checked_.load()) return;
+  check_server(c, deadline);
+  checked_.store(true);
 }
 
 std::string Node::address() const { return options().host + ":" + std::to_string(options().port); }
 
-void Node::check_server_and_load(Connection& c, SteadyClock::time_point deadline) {
+void Node::check_server(Connection& c, SteadyClock::time_point deadline) {
   const Reply info = check_reply(c.command({"INFO"}, deadline), "INFO");
   const std::string policy = info_field(info.text(), "maxmemory_policy");
   if (!policy.empty() && policy != "noeviction") {
@@ -64,11 +86,6 @@ void Node::check_server_and_load(Connection& c, SteadyClock::time_point deadline
   if (info_field(info.text(), "role") == "slave") {
     throw UsageError("redis: " + address() + " is a replica; dblock needs a master (a replica's keys follow another server)",
                      kServiceName);
-  }
-  for (Script* s : {&scripts_.acquire, &scripts_.renew, &scripts_.release, &scripts_.force_release,
-                    &scripts_.describe, &scripts_.position, &scripts_.leave, &scripts_.confirm,
-                    &scripts_.raise_fence}) {
-    s->sha = std::string(check_reply(c.command({"SCRIPT", "LOAD", s->text}, deadline), "SCRIPT LOAD").text());
   }
 }
 
@@ -98,6 +115,7 @@ std::optional<Node::Sent> Node::send(const Script& script, std::vector<std::stri
     Sent sent{nullptr, &script, std::move(keys), std::move(args)};
     bool fresh = false;
     sent.connection = pool_.borrow(deadline, fresh);
+    ensure_checked(*sent.connection, deadline);
     const std::string key_count = std::to_string(sent.keys.size());
     const std::vector<std::string_view> views(sent.args.begin(), sent.args.end());
     sent.connection->send(evalsha_argv(script, key_count, sent.keys, views), deadline);

@@ -6,6 +6,8 @@
 #define DBLOCK_SRC_BACKENDS_REDIS_NODE_H_
 
 #include <algorithm>
+#include <atomic>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,8 +21,10 @@
 
 namespace dblock::redis {
 
-// A script of scripts.h, with the prelude, and its SHA once loaded.
+// A script of scripts.h, with the prelude, and its SHA-1 (what EVALSHA names it by; a server that
+// does not know it yet answers NOSCRIPT and is sent the text, which it then keeps).
 struct Script {
+  Script(const char* name, std::string text);
   const char* name;
   std::string text;
   std::string sha;
@@ -52,9 +56,11 @@ inline std::string_view mode_arg(LockMode mode) { return mode == LockMode::kExcl
 
 class Node {
  public:
-  // Connects, checks the server (a master with maxmemory-policy noeviction) and loads the scripts,
-  // by `deadline`. Throws as make_service() documents.
-  Node(Options options, SteadyClock::time_point deadline);
+  // Connects and checks the server (a master with maxmemory-policy noeviction) by `deadline`.
+  // Throws as make_service() documents; with `tolerate_unreachable`, a node that cannot be reached
+  // is checked on its first call instead (Redlock opens while a minority is down).
+  Node(Options options, SteadyClock::time_point deadline, bool tolerate_unreachable = false);
+  bool checked() const { return checked_.load(); }
 
   const Options& options() const { return pool_.options(); }
   const ScriptSet& scripts() const { return scripts_; }
@@ -85,10 +91,14 @@ class Node {
  private:
   Reply eval_on(Connection& c, const Script& script, const std::vector<std::string>& keys,
                 const std::vector<std::string_view>& args, SteadyClock::time_point deadline);
-  void check_server_and_load(Connection& c, SteadyClock::time_point deadline);
+  void check_server(Connection& c, SteadyClock::time_point deadline);
+  // Before a call on a node not checked yet: checks it on `c`. Throws as check_server().
+  void ensure_checked(Connection& c, SteadyClock::time_point deadline);
 
   Pool pool_;
-  ScriptSet scripts_;
+  const ScriptSet scripts_;
+  std::mutex check_mutex_;
+  std::atomic<bool> checked_{false};
 };
 
 template <typename F>
@@ -98,6 +108,7 @@ auto Node::with_connection(F&& f, Repeat repeat, std::optional<SteadyClock::time
     bool fresh = false;
     try {
       std::unique_ptr<Connection> c = pool_.borrow(deadline, fresh);
+      ensure_checked(*c, deadline);
       auto result = f(*c, deadline);
       pool_.give_back(std::move(c));
       return result;

@@ -4,6 +4,7 @@
 #include "dblock/errors.h"
 #include "dblock/url.h"
 #include "redis_service.h"
+#include "redlock_service.h"
 #include "url_params.h"
 
 namespace dblock::redis {
@@ -31,9 +32,7 @@ int database_of(const std::string& path) {
   return std::stoi(path);
 }
 
-}  // namespace
-
-std::unique_ptr<LeaseService> make_service(const Options& options) {
+void validate(const Options& options) {
   validate_prefix(options.prefix);
   if (options.host.empty()) throw UsageError("redis: no host", kServiceName);
   if (options.port < 1 || options.port > 65535) throw UsageError("redis: port out of range", kServiceName);
@@ -41,26 +40,57 @@ std::unique_ptr<LeaseService> make_service(const Options& options) {
   if (options.connect_timeout <= std::chrono::milliseconds::zero()) {
     throw UsageError("redis: connect_timeout must be positive", kServiceName);
   }
-  return std::make_unique<RedisService>(options);
 }
 
-std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
+// The options a redis:// or redlock:// URL gives every node (all but the host and port).
+Options common_options(const Url& url, const std::string& table_prefix) {
   Options options;
   detail::UrlParams params(url, kServiceName);
   options.prefix = params.text("prefix").value_or(table_prefix);
   if (auto s = params.integer("connect_timeout", 1, 3600)) options.connect_timeout = std::chrono::seconds(*s);
   options.listen = params.boolean("listen").value_or(true);
   params.finish();
+  options.user = url.user;
+  options.password = url.password;
+  options.database = database_of(url.path);
+  return options;
+}
+
+Options at(Options options, const Url::Host& host) {
+  options.host = host.host;
+  if (host.port != 0) options.port = host.port;
+  return options;
+}
+
+}  // namespace
+
+std::unique_ptr<LeaseService> make_service(const Options& options) {
+  validate(options);
+  return std::make_unique<RedisService>(options);
+}
+
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
+  const Options options = common_options(url, table_prefix);
   if (url.hosts.size() != 1) {
     throw UsageError("redis: a redis:// URL names exactly one host (several independent masters: redlock://)",
                      kServiceName);
   }
-  options.host = url.hosts[0].host;
-  if (url.hosts[0].port != 0) options.port = url.hosts[0].port;
-  options.user = url.user;
-  options.password = url.password;
-  options.database = database_of(url.path);
-  return make_service(options);
+  return make_service(at(options, url.hosts[0]));
+}
+
+std::unique_ptr<LeaseService> make_redlock_service(const std::vector<Options>& nodes) {
+  if (nodes.size() != 3 && nodes.size() != 5) {
+    throw UsageError("redlock: needs 3 or 5 independent masters, not " + std::to_string(nodes.size()), kServiceName);
+  }
+  for (const Options& node : nodes) validate(node);
+  return std::make_unique<RedlockService>(nodes);
+}
+
+std::unique_ptr<LeaseService> make_redlock_service(const Url& url, const std::string& table_prefix) {
+  const Options options = common_options(url, table_prefix);
+  std::vector<Options> nodes;
+  for (const Url::Host& host : url.hosts) nodes.push_back(at(options, host));
+  return make_redlock_service(nodes);
 }
 
 }  // namespace dblock::redis

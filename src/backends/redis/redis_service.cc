@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
-#include "scripts.h"
+#include "listing.h"
 
 namespace dblock::redis {
 
@@ -21,7 +21,7 @@ std::string number(std::int64_t n) { return std::to_string(n); }
 
 RedisService::RedisService(Options options) : options_(std::move(options)), node_(options_, deadline_now()) {
   if (options_.listen) {
-    subscriber_.emplace(options_, release_channel(options_.prefix),
+    events_.emplace(std::vector<Options>{options_}, release_channel(options_.prefix),
                         [this](std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed) {
                           return confirm_grant(name, secret, claimed);
                         });
@@ -128,6 +128,21 @@ std::optional<LeaseGrant> RedisService::confirm_grant(std::string_view name, con
   grant.granted_for = microseconds(r[2].integer());
   grant.tag = 0;
   return grant;
+}
+
+// ---- admin ----
+
+std::vector<LeaseInfo> RedisService::list(std::optional<std::string_view> name) {
+  if (name) return describe(node_, {keys(*name).lease}, options_.prefix, true);
+  // With prefix "" other strings in the database cannot be told from other clients' locks.
+  std::vector<LeaseInfo> out = describe(node_, scan_lease_keys(node_, options_.prefix), options_.prefix,
+                                        !options_.prefix.empty());
+  sort_by_name(out);
+  return out;
+}
+
+std::vector<ForceReleaseRecord> RedisService::force_releases(std::optional<std::string_view> name, std::size_t limit) {
+  return read_audit(node_, options_.prefix, name, limit);
 }
 
 // ---- the line ----

@@ -42,7 +42,7 @@ class RedisService final : public LeaseService, public FairQueue, public AuditLo
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
   FairQueue* fair_queue() noexcept override { return this; }
-  WakeEvents* wake_events() noexcept override { return subscriber_ ? &*subscriber_ : nullptr; }
+  WakeEvents* wake_events() noexcept override { return events_ ? &*events_ : nullptr; }
   AuditLog* audit_log() noexcept override { return this; }
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
@@ -58,11 +58,10 @@ class RedisService final : public LeaseService, public FairQueue, public AuditLo
   LockKeys keys(std::string_view name) const;
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
   bool release_script(const LeaseKey& lease, bool latch, std::optional<SteadyClock::time_point> deadline);
-  std::vector<LeaseInfo> describe(const std::vector<std::string>& lease_keys, bool foreign_too);
 
   const Options options_;
   Node node_;
-  std::optional<Subscriber> subscriber_;
+  std::optional<Events> events_;
 };
 
 }  // namespace dblock::redis

@@ -39,9 +39,6 @@ bool send(redisContext* c, const std::vector<std::string_view>& args) {
 
 }  // namespace
 
-Subscriber::Subscriber(Options options, std::string channel, Confirm confirm)
-    : options_(std::move(options)), channel_(std::move(channel)), confirm_(std::move(confirm)) {}
-
 Subscriber::~Subscriber() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -51,8 +48,18 @@ Subscriber::~Subscriber() {
   if (thread_.joinable()) thread_.join();
 }
 
-void Subscriber::set_listener(Listener listener) {
-  if (fanout_.set_listener(std::move(listener)) && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
+void Subscriber::start() { thread_ = std::thread([this] { loop(); }); }
+
+Events::Events(const std::vector<Options>& nodes, const std::string& channel, Confirm confirm)
+    : confirm_(std::move(confirm)) {
+  for (const Options& node : nodes) subscribers_.push_back(std::make_unique<Subscriber>(node, channel, fanout_));
+}
+
+void Events::set_listener(Listener listener) {
+  if (!fanout_.set_listener(std::move(listener))) return;
+  std::call_once(started_, [this] {
+    for (auto& s : subscribers_) s->start();
+  });
 }
 
 bool Subscriber::stopping() {

@@ -1,12 +1,12 @@
-// The Redis service's wake events: one subscriber connection per service, owned by its thread,
-// on the prefix's release channel. Internal. The payloads are EventFanout's (event_fanout.h), sent
-// by the release scripts (scripts.h, hand_on); any client can PUBLISH one, so a grant counts only
-// once confirm_grant has read the lease.
+// The Redis services' wake events (Events): one subscriber connection per node, each owned by its
+// thread, on the prefix's release channel, all feeding one EventFanout. Internal. The payloads are
+// EventFanout's (event_fanout.h), sent by the release scripts (scripts.h, hand_on); any client can
+// PUBLISH one, so a grant counts only once confirm_grant has read the lease.
 //
-// hiredis 0.14 kills a context whose read times out, so the subscriber never sets one: it polls
-// its socket (100 ms, so a shutdown is noticed) and PINGs the server every second; a connection
-// that stays silent past kSilence is dropped and made again, and every subscribed name is told to
-// look (events may have been missed). Waiters poll meanwhile.
+// hiredis 0.14 kills a context whose read times out, so a subscriber never sets one: it polls its
+// socket (100 ms, so a shutdown is noticed) and PINGs the server every second; a connection that
+// stays silent past kSilence is dropped and made again, and every subscribed name is told to look
+// (events may have been missed). Waiters poll meanwhile.
 //
 // Thread-safe. set_listener(nullptr) returns only once no listener call is in flight.
 #ifndef DBLOCK_SRC_BACKENDS_REDIS_SUBSCRIBER_H_
@@ -14,10 +14,12 @@
 
 #include <condition_variable>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "dblock/capabilities.h"
 #include "dblock/redis/redis.h"
@@ -27,13 +29,38 @@ namespace dblock::redis {
 
 class Connection;
 
-class Subscriber final : public WakeEvents {
+// One node's subscriber thread, started by start(), stopped by the destructor.
+class Subscriber {
+ public:
+  Subscriber(Options node, std::string channel, detail::EventFanout& fanout)
+      : options_(std::move(node)), channel_(std::move(channel)), fanout_(fanout) {}
+  ~Subscriber();
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+  void start();
+
+ private:
+  void loop();
+  // One connection's life: subscribes, then reads until it fails or the subscriber stops.
+  void serve(Connection& c);
+  bool stopping();
+
+  const Options options_;
+  const std::string channel_;
+  detail::EventFanout& fanout_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // GUARDED_BY(mutex_)
+  std::thread thread_;
+};
+
+// WakeEvents over the subscribers of one or more nodes.
+class Events final : public WakeEvents {
  public:
   using Confirm = std::function<std::optional<LeaseGrant>(std::string_view name, const OwnerSecret& secret,
                                                           const LeaseGrant& claimed)>;
-
-  Subscriber(Options options, std::string channel, Confirm confirm);
-  ~Subscriber() override;
+  // `nodes`: one subscriber each, on `channel`.
+  Events(const std::vector<Options>& nodes, const std::string& channel, Confirm confirm);
 
   void set_listener(Listener listener) override;
   void subscribe(std::string_view name) override { fanout_.subscribe(name); }
@@ -44,20 +71,11 @@ class Subscriber final : public WakeEvents {
   }
 
  private:
-  void loop();
-  // One connection's life: subscribes, then reads until it fails or the subscriber stops.
-  void serve(Connection& c);
-  bool stopping();
-
-  const Options options_;
-  const std::string channel_;
   const Confirm confirm_;
-
   detail::EventFanout fanout_{0};
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mutex_)
-  std::thread thread_;
+  std::once_flag started_;
+  // Destroyed first (declared last): their threads stop before the fanout goes.
+  std::vector<std::unique_ptr<Subscriber>> subscribers_;
 };
 
 }  // namespace dblock::redis

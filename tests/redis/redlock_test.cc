@@ -1,0 +1,221 @@
+// Redlock over three throwaway masters: the conformance suite's context, and the cases only
+// Redlock has (quorum with nodes down, the fence's second round, renewal re-taking a node).
+// ctest starts the servers (scripts/servers/redis.sh) and passes their URL.
+#include <catch2/catch.hpp>
+#include <hiredis/hiredis.h>
+#include <openssl/evp.h>
+
+#include <cstdlib>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "context.h"
+#include "environment.h"
+#include "redlock_service.h"
+
+namespace dblock::testing {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+// A plain hiredis connection to one node, for checks made directly on it.
+class Raw {
+ public:
+  explicit Raw(const Url::Host& node) {
+    c_ = redisConnect(node.host.c_str(), node.port);
+    REQUIRE(c_ != nullptr);
+    REQUIRE(c_->err == 0);
+  }
+  ~Raw() { redisFree(c_); }
+  Raw(const Raw&) = delete;
+  Raw& operator=(const Raw&) = delete;
+
+  // The reply to `args` as text (strings, status, errors; integers in decimal; nil as "").
+  std::string text(const std::vector<std::string>& args) {
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lengths;
+    for (const auto& a : args) {
+      argv.push_back(a.data());
+      lengths.push_back(a.size());
+    }
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lengths.data()));
+    REQUIRE(r != nullptr);
+    std::string out = r->type == REDIS_REPLY_INTEGER ? std::to_string(r->integer)
+                      : r->type == REDIS_REPLY_NIL   ? std::string()
+                                                     : std::string(r->str ? r->str : "", r->len);
+    freeReplyObject(r);
+    return out;
+  }
+
+ private:
+  redisContext* c_;
+};
+
+std::vector<Url::Host> nodes() { return parse_url(context().url).hosts; }
+
+std::string sha1_hex(const OwnerSecret& secret) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int length = 0;
+  REQUIRE(EVP_Digest(secret.bytes.data(), secret.bytes.size(), digest, &length, EVP_sha1(), nullptr) == 1);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < length; ++i) {
+    out += kHex[digest[i] >> 4];
+    out += kHex[digest[i] & 15];
+  }
+  return out;
+}
+
+// What the first node keeps for `name` (Redlock has no line and no readers).
+std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
+  if (table != "leases") return "";
+  Raw raw(nodes().at(0));
+  return raw.text({"HGET", prefix + name, "owner"});
+}
+
+std::string script() { return env("DBLOCK_TEST_REDLOCK_SCRIPT"); }
+std::string state() { return env("DBLOCK_TEST_REDLOCK_STATE"); }
+
+void server(const std::string& command, const Url::Host& node) {
+  const std::string line = script() + " " + command + " " + state() + " " + std::to_string(node.port) + " >/dev/null";
+  REQUIRE(std::system(line.c_str()) == 0);
+}
+
+// Stops a node for as long as it lives, then starts it again (empty: no AOF on the test nodes).
+struct NodeDown {
+  explicit NodeDown(const Url::Host& n) : node(n) { server("kill", node); }
+  ~NodeDown() { server("start-one", node); }
+  Url::Host node;
+};
+
+std::vector<redis::Options> node_options(const std::string& prefix) {
+  std::vector<redis::Options> out;
+  for (const Url::Host& host : nodes()) {
+    redis::Options o;
+    o.host = host.host;
+    o.port = host.port;
+    o.prefix = prefix;
+    o.listen = false;
+    out.push_back(o);
+  }
+  return out;
+}
+
+AcquireRequest request(std::string_view name, const OwnerSecret& secret) {
+  AcquireRequest r;
+  r.name = name;
+  r.ttl = 30s;
+  r.secret = &secret;
+  r.holder = "test";
+  return r;
+}
+
+}  // namespace
+
+const Context& context() {
+  static Context ctx = [] {
+    Context c;
+    c.backend = "redlock";
+    c.url = required_server_url("DBLOCK_TEST_REDLOCK_URL", "DBLOCK_TEST_SKIP_REDLOCK");
+    c.shared_leases = false;
+    c.accounts = false;
+    c.stored_owner = stored_owner;
+    c.digest = sha1_hex;
+    c.restart = [] {
+      const std::string line = script() + " restart " + state() + " >/dev/null";
+      REQUIRE(std::system(line.c_str()) == 0);
+    };
+    return c;
+  }();
+  return ctx;
+}
+
+TEST_CASE("redlock: 3 or 5 nodes, and a lease with one node of three down", "[redlock][quorum]") {
+  CHECK_THROWS_AS(dblock::open("redlock://127.0.0.1:1,127.0.0.1:2"), UsageError);
+  CHECK_THROWS_AS(dblock::open("redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4"), UsageError);
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto before = manager->try_acquire("quorum");
+  REQUIRE(before);
+  REQUIRE(before->release() == ReleaseResult::kReleased);
+  {
+    const NodeDown down(nodes().at(2));
+    auto lease = manager->try_acquire("quorum");
+    REQUIRE(lease);
+    CHECK(lease->fence() > before->fence());
+    CHECK_FALSE(open_manager({}, prefix)->try_acquire("quorum"));  // held on the two that answer
+    CHECK(lease->release() == ReleaseResult::kReleased);
+    {
+      const NodeDown second(nodes().at(1));
+      CHECK_THROWS_AS(manager->try_acquire("quorum"), ConnectionError);  // one of three answers
+    }
+  }
+}
+
+TEST_CASE("redlock: the fence's second round keeps fences growing when a later majority misses a node",
+          "[redlock][fence]") {
+  // Node 0's counter is far ahead of the others' (it drew fences for leases the others missed).
+  // Lease A is held on all three and takes node 0's fence; then node 0 refuses the name (another
+  // client's string there) and lease B is taken on nodes 1 and 2 only.
+  const auto fences_of_a_then_b = [](bool raise_fences) {
+    const std::string prefix = unique_prefix();
+    const std::string name = "fence";
+    Raw first(nodes().at(0));
+    const std::int64_t ahead = std::chrono::duration_cast<std::chrono::microseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch()).count() + 1'000'000'000'000;
+    REQUIRE(first.text({"SET", "{" + prefix + name + "}:fence", std::to_string(ahead)}) == "OK");
+    redis::RedlockService service(node_options(prefix), raise_fences);
+    const OwnerSecret a = OwnerSecret::generate(), b = OwnerSecret::generate();
+    const AcquireResult got_a = service.try_acquire(request(name, a));
+    REQUIRE(got_a.acquired);
+    REQUIRE(service.release(LeaseKey{name, LockMode::kExclusive, &a, 0}));
+    REQUIRE(first.text({"SET", prefix + name, "another-client", "PX", "30000"}) == "OK");
+    const AcquireResult got_b = service.try_acquire(request(name, b));
+    REQUIRE(got_b.acquired);
+    first.text({"DEL", prefix + name});
+    return std::make_pair(got_a.fence, got_b.fence);
+  };
+  const auto [a_max, b_max] = fences_of_a_then_b(false);
+  INFO("maximum of the per-node counters alone: A " << a_max << ", B " << b_max);
+  CHECK(b_max < a_max);  // the regression the second round exists for
+  const auto [a, b] = fences_of_a_then_b(true);
+  INFO("with the second round: A " << a << ", B " << b);
+  CHECK(b > a);
+}
+
+TEST_CASE("redlock: a renewal takes a node that lost the key again, with the lease's fence", "[redlock][faults]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.default_ttl = 3s;
+  auto manager = open_manager(options, prefix);
+  auto lease = manager->try_acquire("retake");
+  REQUIRE(lease);
+  Raw third(nodes().at(2));
+  REQUIRE(third.text({"DEL", prefix + "retake"}) == "1");  // as a restart without persistence would
+  const auto until = SteadyClock::now() + 10s;
+  while (third.text({"HGET", prefix + "retake", "fence"}).empty() && SteadyClock::now() < until) {
+    std::this_thread::sleep_for(20ms);
+  }
+  CHECK(third.text({"HGET", prefix + "retake", "fence"}) == std::to_string(lease->fence()));
+  CHECK(std::stoll(third.text({"GET", "{" + prefix + "retake}:fence"})) >= lease->fence());
+  CHECK_FALSE(lease->lost());
+  CHECK(lease->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("redlock: a release that reaches no majority is in doubt", "[redlock][faults]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto lease = manager->try_acquire("doubt");
+  REQUIRE(lease);
+  Raw first(nodes().at(0));
+  REQUIRE(first.text({"DEL", prefix + "doubt"}) == "1");  // node 0 lost it
+  const NodeDown down(nodes().at(2));                      // node 2 does not answer
+  CHECK(lease->release() == ReleaseResult::kInDoubt);      // released on one node of three
+}
+
+}  // namespace dblock::testing
