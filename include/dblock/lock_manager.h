@@ -79,6 +79,15 @@ class LockManager {
                                      std::chrono::steady_clock::time_point deadline,
                                      const AcquireOptions& options = {});
 
+  // All of `names` or none (MultiLock): takes them in sorted order, so that callers asking for
+  // overlapping sets cannot deadlock each other, each within what is left of `wait` (zero or
+  // negative: one attempt each). When one is not acquired in time, or an acquire throws, the
+  // leases already taken are released (in reverse order) and the result is empty (or the error
+  // rethrown). Returns the leases in the order of the sorted names. Throws UsageError for an empty
+  // list or a name given twice.
+  std::optional<std::vector<Lease>> acquire_all(std::vector<std::string> names, std::chrono::milliseconds wait,
+                                                const AcquireOptions& options = {});
+
   // Live leases as the backend sees them (backend clock).
   std::vector<LeaseInfo> list();
   std::optional<LeaseInfo> inspect(std::string_view name);

@@ -52,6 +52,50 @@ std::optional<Lease> LockManager::acquire(std::string_view name, std::chrono::mi
   return core_->acquire(name, deadline_after(wait), /*try_once=*/false, options);
 }
 
+namespace {
+
+// Releases `leases` newest first; what each release reports does not change the caller's outcome.
+void give_back(std::vector<Lease>& leases) noexcept {
+  while (!leases.empty()) {
+    try {
+      leases.back().release();
+    } catch (...) {
+      // The lease ends on the service at its expiry at the latest.
+    }
+    leases.pop_back();
+  }
+}
+
+}  // namespace
+
+std::optional<std::vector<Lease>> LockManager::acquire_all(std::vector<std::string> names,
+                                                           std::chrono::milliseconds wait,
+                                                           const AcquireOptions& options) {
+  if (names.empty()) throw UsageError("acquire_all: no lock names");
+  std::sort(names.begin(), names.end());
+  if (auto twice = std::adjacent_find(names.begin(), names.end()); twice != names.end()) {
+    throw UsageError("acquire_all: the lock name '" + *twice + "' is given twice");
+  }
+  for (const auto& name : names) validate_lock_name(name);
+  const bool once = wait <= std::chrono::milliseconds::zero();
+  const auto deadline = once ? std::chrono::steady_clock::now() : deadline_after(wait);
+  std::vector<Lease> held;
+  try {
+    for (const auto& name : names) {
+      std::optional<Lease> lease = once ? try_acquire(name, options) : acquire_until(name, deadline, options);
+      if (!lease) {
+        give_back(held);
+        return std::nullopt;
+      }
+      held.push_back(std::move(*lease));
+    }
+  } catch (...) {
+    give_back(held);
+    throw;
+  }
+  return held;
+}
+
 std::optional<Lease> LockManager::acquire_until(std::string_view name,
                                                 std::chrono::steady_clock::time_point deadline,
                                                 const AcquireOptions& options) {

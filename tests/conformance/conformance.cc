@@ -1206,6 +1206,32 @@ TEST_CASE("missing schema without auto-migration is a SchemaError", "[lease][con
   CHECK_THROWS_AS(open_manager(options, unique_prefix()), SchemaError);
 }
 
+// ---- MultiLock ---------------------------------------------------------------------------------
+
+TEST_CASE("acquire_all takes every name or none, in sorted order", "[lease][conformance][multi]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  CHECK_THROWS_AS(b->acquire_all({}, 0ms), UsageError);
+  CHECK_THROWS_AS(b->acquire_all({"x", "y", "x"}, 0ms), UsageError);
+  CHECK_THROWS_AS(b->acquire_all({"x", ""}, 0ms), UsageError);
+  auto middle = a->try_acquire("multi-b");
+  REQUIRE(middle);
+  // "multi-a" is taken first, then "multi-b" is not within the wait: "multi-a" is given back.
+  const auto start = SteadyClock::now();
+  CHECK_FALSE(b->acquire_all({"multi-c", "multi-a", "multi-b"}, 300ms));
+  CHECK(SteadyClock::now() - start >= 250ms);
+  CHECK(a->try_acquire("multi-a"));  // free again (the temporary lease is released at once)
+  REQUIRE(middle->release() == ReleaseResult::kReleased);
+  auto all = b->acquire_all({"multi-c", "multi-b", "multi-d"}, 5s);
+  REQUIRE(all);
+  REQUIRE(all->size() == 3);
+  CHECK((*all)[0].name() == "multi-b");
+  CHECK((*all)[2].name() == "multi-d");
+  for (const Lease& lease : *all) CHECK(lease.fence() > 0);
+  CHECK_FALSE(a->try_acquire("multi-c"));
+}
+
 // ---- Mutex (TimedLockable) -------------------------------------------------------------------
 
 TEST_CASE("dblock::Mutex works with std::unique_lock and try_lock_for", "[lease][conformance][mutex]") {
