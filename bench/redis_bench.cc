@@ -1,0 +1,800 @@
+// bench/redis_bench.cc — dblock on Redis (redis:// backend), each figure printed beside the raw
+// hiredis floor measured in the same run (docs/design.md, "Performance"). Modelled on mysql_bench.cc.
+//
+// Figures (bench/README.md explains each one):
+//   lease_pair      try_acquire + release            vs  SET key token NX PX ttl + EVALSHA of the
+//                                                        standard compare-and-delete, one hiredis connection
+//   handoff_lease   4 processes x K acquire(wait=10s) -> 20 us -> release of one name
+//                                                    vs  a token list: BLPOP the token, hold, RPUSH it back
+//   scale_lease     the same hand-off at 2, 4 and 8 processes, beside the BLPOP floor, a SET NX loop
+//                   polling every 1 ms and dblock with fair = false
+// plus diagnostics: dblock's own scripts sent from raw hiredis (pair rows), and the server's CPU
+// time (INFO cpu) per pair of each side and per acquisition of the 4-process hand-offs.
+//
+// Placement: the server runs on one CPU (scripts/bench-redis.sh starts it and pins it with taskset)
+// and this process pins itself to another before anything starts; forked contenders and dblock's
+// threads inherit the client CPU. The process forks only while it holds no connection and no
+// LockManager. Exit status: 0 when the benchmark ran, whatever the figures say; 1 when it could
+// not run (no URL, server unreachable, ...).
+
+#include <hiredis/hiredis.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "bench_util.h"
+#include "contention.h"
+#include "figures.h"
+#include "scale.h"
+#include "dblock/errors.h"
+#include "dblock/lease.h"
+#include "dblock/lock_manager.h"
+#include "dblock/open.h"
+#include "dblock/options.h"
+// Diagnostics only: the backend's own scripts and key names, so that "dblock's scripts sent from raw
+// hiredis" can be measured beside the floor and dblock (separating script cost from client overhead).
+#include "keys.h"
+#include "scripts.h"
+
+#ifndef DBLOCK_BENCH_BUILD_TYPE
+#define DBLOCK_BENCH_BUILD_TYPE ""
+#endif
+
+namespace dblock_bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The URL: --url, else the first of these that is set (the second is what the Redis tests' fixture
+// exports, so the ctest smoke test and a shell that runs the tests need nothing more).
+constexpr const char* kUrlEnv = "DBLOCK_BENCH_REDIS_URL";
+constexpr const char* kTestUrlEnv = "DBLOCK_TEST_REDIS_URL";
+
+// Pair figures.
+constexpr int kDefaultPairs = 20'000;
+constexpr int kDefaultWarmup = 2'000;
+constexpr int kQuickPairs = 300;
+constexpr int kQuickWarmup = 50;
+
+// Hand-off figures (the contention set-up is in contention.h).
+constexpr int kDefaultIterations = 500;
+constexpr int kQuickIterations = 30;
+
+// Targets (issue 29).
+constexpr double kTargetLeasePair = 1.15;
+constexpr double kTargetHandoff = 1.3;  // hand-off latency p50 vs the BLPOP floor, at 2, 4 and 8 processes
+constexpr auto kRawPollSleep = 1ms;     // the SET NX polling floor's pause after a miss
+
+// Server CPU per pair: measured on a separate pass of at most this many pairs per side, after the
+// interleaved figure (INFO cpu around each pass; informational).
+constexpr int kServerCpuPairs = 5'000;
+
+// The lease time of the floors' SET ... PX and of dblock's pair leases (ManagerOptions default).
+constexpr std::chrono::milliseconds kPairTtl{30'000};
+
+// Everything this benchmark creates is a key beginning with "dblock_bench_" or "{dblock_bench_",
+// deleted at the start and (unless --keep) at the end, so it can share a server with the tests.
+constexpr const char* kPrefix = "dblock_bench_";           // dblock's prefix (table_prefix)
+constexpr const char* kDiagPrefix = "dblock_bench_diag_";  // dblock's scripts sent raw
+constexpr const char* kRawPrefix = "dblock_bench_raw:";    // the SET NX floor's keys
+constexpr const char* kTokenKey = "dblock_bench_raw_token";  // the BLPOP floor's token list
+constexpr const char* kCleanupPatterns[] = {"dblock_bench_*", "{dblock_bench_*"};
+
+// The standard compare-and-delete (redis.io's "distributed locks" page, redis-py's Lock, redsync).
+constexpr const char* kCompareAndDelete =
+    "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
+
+constexpr const char* kAllFigures[] = {"pairs", "handoff", "scale"};
+
+struct Config {
+  std::string url;
+  int pairs = kDefaultPairs;
+  int warmup = kDefaultWarmup;
+  int iterations = kDefaultIterations;
+  bool quick = false;
+  bool json_only = false;
+  bool pin = true;
+  std::optional<int> cpu;
+  std::optional<int> server_pid;
+  bool keep = false;
+  std::set<std::string> figures{std::begin(kAllFigures), std::end(kAllFigures)};
+
+  bool wants(const char* figure) const { return figures.count(figure) > 0; }
+};
+
+[[noreturn]] void usage(const char* argv0, int status) {
+  std::fprintf(status == 0 ? stdout : stderr,
+               "usage: %s [--url URL] [--quick] [--json-only] [--cpu N | --no-pin] [--server-pid PID]\n"
+               "          [--pairs N] [--iterations K] [--figures LIST] [--keep]\n"
+               "  --url URL         redis://[user:password@]host[:port][/db] (default: $%s, else $%s)\n"
+               "  --quick           small N everywhere (CI smoke test)\n"
+               "  --json-only       print only the BENCH_JSON lines\n"
+               "  --cpu N           pin this process and its children to CPU N (default: the launcher's CPU\n"
+               "                    when started with a single-CPU mask; else the lowest allowed CPU the\n"
+               "                    server is not pinned to)\n"
+               "  --no-pin          do not pin (placement is reported as such)\n"
+               "  --server-pid PID  the redis-server pid, for its CPU placement (default: INFO's process_id\n"
+               "                    when the server is on this host)\n"
+               "  --pairs N         measured pairs per pair figure (default %d)\n"
+               "  --iterations K    acquisitions per contending process (default %d)\n"
+               "  --figures LIST    comma-separated subset of pairs,handoff,scale\n"
+               "  --keep            keep the dblock_bench_* keys afterwards\n",
+               argv0, kUrlEnv, kTestUrlEnv, kDefaultPairs, kDefaultIterations);
+  std::exit(status);
+}
+
+Config parse_args(int argc, char** argv) {
+  Config config;
+  std::optional<int> pairs, iterations;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    auto next = [&]() -> const char* {
+      if (i + 1 >= argc) usage(argv[0], 2);
+      return argv[++i];
+    };
+    if (arg == "--url") {
+      config.url = next();
+    } else if (arg == "--quick") {
+      config.quick = true;
+    } else if (arg == "--json-only") {
+      config.json_only = true;
+    } else if (arg == "--no-pin") {
+      config.pin = false;
+    } else if (arg == "--cpu") {
+      config.cpu = parse_non_negative(argv[0], "--cpu", next(), usage);
+    } else if (arg == "--server-pid") {
+      config.server_pid = parse_non_negative(argv[0], "--server-pid", next(), usage);
+    } else if (arg == "--pairs") {
+      pairs = parse_non_negative(argv[0], "--pairs", next(), usage);
+    } else if (arg == "--iterations") {
+      iterations = parse_non_negative(argv[0], "--iterations", next(), usage);
+    } else if (arg == "--figures") {
+      config.figures.clear();
+      std::stringstream list(next());
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        if (std::find(std::begin(kAllFigures), std::end(kAllFigures), item) == std::end(kAllFigures)) {
+          std::fprintf(stderr, "%s: unknown figure: %s\n", argv[0], item.c_str());
+          usage(argv[0], 2);
+        }
+        config.figures.insert(item);
+      }
+    } else if (arg == "--keep") {
+      config.keep = true;
+    } else if (arg == "--help" || arg == "-h") {
+      usage(argv[0], 0);
+    } else {
+      std::fprintf(stderr, "%s: unknown argument: %s\n", argv[0], argv[i]);
+      usage(argv[0], 2);
+    }
+  }
+  for (const char* env : {kUrlEnv, kTestUrlEnv}) {
+    if (!config.url.empty()) break;
+    if (const char* value = std::getenv(env); value != nullptr) config.url = value;
+  }
+  if (config.url.empty()) {
+    std::fprintf(stderr, "%s: no server: pass --url redis://... or set %s\n", argv[0], kUrlEnv);
+    std::exit(1);
+  }
+  if (config.url.find('?') != std::string::npos) {
+    // The benchmark decides the key prefix (its cleanup depends on it) and the waiting mode.
+    std::fprintf(stderr, "%s: the URL must not carry options (?...): the benchmark sets its own prefix\n", argv[0]);
+    std::exit(1);
+  }
+  if (config.quick) {
+    config.pairs = kQuickPairs;
+    config.warmup = kQuickWarmup;
+    config.iterations = kQuickIterations;
+  }
+  if (pairs) config.pairs = std::max(*pairs, 1);
+  if (iterations) config.iterations = std::max(*iterations, 2);
+  return config;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Small helpers
+
+void progress(const char* what) { std::fprintf(stderr, "[redis_bench] %s\n", what); }
+
+// ---------------------------------------------------------------------------------------------
+// Raw connections: the floor talks hiredis directly, like hand-written application code (one
+// blocking redisContext, TCP_NODELAY as hiredis sets it, one command per round trip).
+
+struct RawTarget {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string user;
+  std::string password;
+  int database = 0;
+};
+
+// redis://[user:password@]host[:port][/db]
+RawTarget parse_url(const std::string& url) {
+  RawTarget t;
+  const auto scheme = url.find("://");
+  if (scheme == std::string::npos || url.substr(0, scheme) != "redis") {
+    throw std::runtime_error("not a redis:// URL: " + url);
+  }
+  std::string rest = url.substr(scheme + 3);
+  if (const auto slash = rest.find('/'); slash != std::string::npos) {
+    const std::string db = rest.substr(slash + 1);
+    if (!db.empty()) t.database = std::stoi(db);
+    rest.resize(slash);
+  }
+  if (const auto at = rest.rfind('@'); at != std::string::npos) {
+    const std::string creds = rest.substr(0, at);
+    rest = rest.substr(at + 1);
+    if (const auto colon = creds.find(':'); colon != std::string::npos) {
+      t.user = creds.substr(0, colon);
+      t.password = creds.substr(colon + 1);
+    } else {
+      t.user = creds;
+    }
+  }
+  if (const auto colon = rest.rfind(':'); colon != std::string::npos) {
+    t.port = std::stoi(rest.substr(colon + 1));
+    rest.resize(colon);
+  }
+  if (!rest.empty()) t.host = rest;
+  return t;
+}
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
+
+class RawRedis {
+ public:
+  explicit RawRedis(const std::string& url) : target_(parse_url(url)) {
+    const timeval connect_timeout{5, 0};
+    c_ = redisConnectWithTimeout(target_.host.c_str(), target_.port, connect_timeout);
+    if (c_ == nullptr) throw std::runtime_error("hiredis: cannot allocate a context");
+    if (c_->err != 0) {
+      const std::string message = c_->errstr;
+      redisFree(c_);
+      throw std::runtime_error(format("cannot connect to %s:%d: %s", target_.host.c_str(), target_.port,
+                                      message.c_str()));
+    }
+    const timeval command_timeout{30, 0};  // BLPOP waits at most 10 s
+    redisSetTimeout(c_, command_timeout);
+    if (!target_.password.empty()) {
+      if (target_.user.empty()) {
+        check(command({"AUTH", target_.password}), "AUTH");
+      } else {
+        check(command({"AUTH", target_.user, target_.password}), "AUTH");
+      }
+    }
+    if (target_.database != 0) check(command({"SELECT", std::to_string(target_.database)}), "SELECT");
+  }
+  ~RawRedis() { redisFree(c_); }
+  RawRedis(const RawRedis&) = delete;
+  RawRedis& operator=(const RawRedis&) = delete;
+
+  const RawTarget& target() const { return target_; }
+
+  // One command, one round trip. Throws when the exchange fails; an error reply is returned.
+  ReplyPtr command(const std::vector<std::string_view>& args) {
+    argv_.clear();
+    lens_.clear();
+    for (const auto& a : args) {
+      argv_.push_back(a.data());
+      lens_.push_back(a.size());
+    }
+    auto* reply = static_cast<redisReply*>(
+        redisCommandArgv(c_, static_cast<int>(args.size()), argv_.data(), lens_.data()));
+    if (reply == nullptr) throw std::runtime_error(format("redis: %s", c_->errstr));
+    return ReplyPtr(reply);
+  }
+
+  // The reply, or throws on an error reply.
+  static ReplyPtr check(ReplyPtr r, const char* what) {
+    if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(format("redis %s: %s", what, r->str));
+    return r;
+  }
+
+  // A bulk or status reply as text ("" for nil).
+  std::string text(const std::vector<std::string_view>& args) {
+    ReplyPtr r = check(command(args), std::string(args.front()).c_str());
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) return std::string(r->str, r->len);
+    return {};
+  }
+
+ private:
+  RawTarget target_;
+  redisContext* c_ = nullptr;
+  std::vector<const char*> argv_;
+  std::vector<std::size_t> lens_;
+};
+
+// "key:value" lines of INFO; "" when absent.
+std::string info_field(const std::string& info, const std::string& field) {
+  const std::string key = "\n" + field + ":";
+  const std::string all = "\n" + info;
+  const std::size_t at = all.find(key);
+  if (at == std::string::npos) return "";
+  const std::size_t start = at + key.size();
+  const std::size_t end = all.find_first_of("\r\n", start);
+  return all.substr(start, end - start);
+}
+
+// CONFIG GET name -> value; "unknown" when refused (an ACL) or absent.
+std::string config_get(RawRedis& c, const char* name) {
+  ReplyPtr r = c.command({"CONFIG", "GET", name});
+  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
+    return std::string(r->element[1]->str, r->element[1]->len);
+  }
+  return "unknown";
+}
+
+// The server process's CPU time (used_cpu_user + used_cpu_sys of INFO cpu) in µs; NaN when absent.
+// Everything the server does counts: commands, scripts, the network, other clients of a shared server.
+double server_cpu_us(RawRedis& c) {
+  const std::string info = c.text({"INFO", "cpu"});
+  const std::string user = info_field(info, "used_cpu_user");
+  const std::string sys = info_field(info, "used_cpu_sys");
+  if (user.empty() || sys.empty()) return NAN;
+  return (std::atof(user.c_str()) + std::atof(sys.c_str())) * 1e6;
+}
+
+// The same with a connection of its own (the hand-off figures fork: no connection may stay open).
+double server_cpu_us(const std::string& url) {
+  RawRedis c(url);
+  return server_cpu_us(c);
+}
+
+// Deletes every key the benchmark may have created (SCAN, so it never blocks the server).
+void drop_everything(RawRedis& c) {
+  for (const char* pattern : kCleanupPatterns) {
+    std::string cursor = "0";
+    do {
+      ReplyPtr r = RawRedis::check(c.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}), "SCAN");
+      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) throw std::runtime_error("redis SCAN: unexpected reply");
+      cursor.assign(r->element[0]->str, r->element[0]->len);
+      const redisReply* keys = r->element[1];
+      if (keys->elements > 0) {
+        std::vector<std::string_view> del{"DEL"};
+        for (std::size_t i = 0; i < keys->elements; ++i) del.emplace_back(keys->element[i]->str, keys->element[i]->len);
+        RawRedis::check(c.command(del), "DEL");
+      }
+    } while (cursor != "0");
+  }
+}
+
+// Tokens and secrets for the floor, from a counter: the floor does not pay for randomness. 32 hex
+// digits, the length of the uuid4().hex token redis-py's Lock uses.
+std::string counter_token(std::uint64_t a, std::uint64_t b) {
+  return format("%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+}
+std::string counter_secret(std::uint64_t a, std::uint64_t b) {
+  std::string out(16, '\0');
+  std::memcpy(out.data(), &a, 8);
+  std::memcpy(out.data() + 8, &b, 8);
+  return out;
+}
+
+// The floor's lock: SET key token NX PX ttl, released by EVALSHA of the compare-and-delete.
+class RawLock {
+ public:
+  explicit RawLock(RawRedis& c)
+      : c_(c), ttl_(std::to_string(kPairTtl.count())), sha_(c.text({"SCRIPT", "LOAD", kCompareAndDelete})) {}
+
+  bool acquire(const std::string& key, const std::string& token) {
+    ReplyPtr r = RawRedis::check(c_.command({"SET", key, token, "NX", "PX", ttl_}), "SET");
+    return r->type == REDIS_REPLY_STATUS;  // "OK"; nil when the key exists
+  }
+  bool release(const std::string& key, const std::string& token) {
+    ReplyPtr r = RawRedis::check(c_.command({"EVALSHA", sha_, "1", key, token}), "EVALSHA");
+    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+  }
+
+ private:
+  RawRedis& c_;
+  std::string ttl_;
+  std::string sha_;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Pair figures
+
+class RawLeaseSide {
+ public:
+  explicit RawLeaseSide(RawRedis& c) : lock_(c) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::string key = kRawPrefix + name;
+    const std::string token = counter_token(static_cast<std::uint64_t>(::getpid()), ++sequence_);
+    const auto t0 = Clock::now();
+    const bool acquired = lock_.acquire(key, token);
+    const auto t1 = Clock::now();
+    const bool released = acquired && lock_.release(key, token);
+    const auto t2 = Clock::now();
+    if (!acquired || !released) throw std::runtime_error("floor: uncontended SET NX / compare-and-delete failed");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  RawLock lock_;
+  std::uint64_t sequence_ = 0;
+};
+
+// Diagnostic: dblock's own acquire and release scripts (scripts.h, with the prelude, as the service
+// loads them) sent by EVALSHA from a raw hiredis connection, with the arguments the service sends for
+// an exclusive try_acquire and its release, on dblock's key layout under kDiagPrefix. dblock minus
+// this is client-side overhead (secret, engine, pool, per-call deadlines); this minus the floor is
+// the cost of dblock's scripts on the server.
+class DblockScriptSide {
+ public:
+  explicit DblockScriptSide(RawRedis& c)
+      : c_(c),
+        acquire_sha_(c.text({"SCRIPT", "LOAD",
+                             std::string(dblock::redis::scripts::kPrelude).append(dblock::redis::scripts::kAcquire)})),
+        release_sha_(c.text({"SCRIPT", "LOAD",
+                             std::string(dblock::redis::scripts::kPrelude).append(dblock::redis::scripts::kRelease)})),
+        ttl_us_(std::to_string(kPairTtl.count() * 1000)),
+        holder_(format("bench-host:%d:1", static_cast<int>(::getpid()))),
+        channel_(dblock::redis::release_channel(kDiagPrefix)) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const dblock::redis::LockKeys k(kDiagPrefix, name);
+    const std::string secret = counter_secret(static_cast<std::uint64_t>(::getpid()), ++sequence_);
+    const auto t0 = Clock::now();
+    ReplyPtr a = RawRedis::check(c_.command({"EVALSHA", acquire_sha_, "4", k.lease, k.fence, k.queue, k.queue_info, secret,
+                                             holder_, ttl_us_, "x", "0", "0", "0"}),
+                                 "EVALSHA acquire");
+    const bool acquired = a->type == REDIS_REPLY_ARRAY && a->elements >= 1 && a->element[0]->integer == 1;
+    const auto t1 = Clock::now();
+    bool released = false;
+    if (acquired) {
+      ReplyPtr r = RawRedis::check(c_.command({"EVALSHA", release_sha_, "5", k.lease, k.fence, k.queue, k.queue_info,
+                                               k.latch, secret, "x", channel_, name, "1", "0"}),
+                                   "EVALSHA release");
+      released = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
+    }
+    const auto t2 = Clock::now();
+    if (!acquired || !released) throw std::runtime_error("diagnostic: dblock's scripts did not acquire/release");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  RawRedis& c_;
+  std::string acquire_sha_, release_sha_, ttl_us_, holder_, channel_;
+  std::uint64_t sequence_ = 0;
+};
+
+dblock::ManagerOptions manager_options() {
+  dblock::ManagerOptions options;
+  options.table_prefix = kPrefix;  // the redis:// prefix defaults to it
+  options.reaper = false;          // no background work beside the measured calls
+  return options;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Hand-off figures: forked processes, results in shared memory.
+
+enum class Kind { kDblockLease, kDblockLeaseUnfair, kRawBlpop, kRawPoll };
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kDblockLease: return "dblock lease";
+    case Kind::kDblockLeaseUnfair: return "dblock lease (fair=false)";
+    case Kind::kRawBlpop: return "raw BLPOP token";
+    case Kind::kRawPoll: return "raw SET NX, 1 ms poll";
+  }
+  return "?";
+}
+
+// The hand-off floor: one token in a list; a contender BLPOPs it (the server queues blocked clients
+// and serves them first come, first served), holds, and RPUSHes it back, which wakes the next one.
+// No expiry, no fence, no owner check: a holder that dies takes the token with it.
+void raw_blpop_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
+  RawRedis c(url);
+  const std::string wait_s = std::to_string(kContentionWait.count());
+  start.ready_and_wait();
+  contend(
+      arena, index, iterations,
+      [&](int) -> std::optional<std::int64_t> {
+        ReplyPtr r = RawRedis::check(c.command({"BLPOP", kTokenKey, wait_s}), "BLPOP");
+        if (r->type != REDIS_REPLY_ARRAY) return std::nullopt;  // nil: the wait ran out
+        return std::int64_t{0};                                  // no fence
+      },
+      [&](int) {
+        ReplyPtr r = RawRedis::check(c.command({"RPUSH", kTokenKey, "token"}), "RPUSH");
+        return r->type == REDIS_REPLY_INTEGER && r->integer >= 1;
+      });
+}
+
+// The blog-post lock under contention: SET NX PX until it sticks, kRawPollSleep after each miss,
+// compare-and-delete on release (whoever polls first after a release gets it).
+void raw_poll_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
+  RawRedis c(url);
+  RawLock lock(c);
+  const std::string key = std::string(kRawPrefix) + kHotKey;
+  start.ready_and_wait();
+  contend(
+      arena, index, iterations,
+      [&](int j) -> std::optional<std::int64_t> {
+        const std::string token = counter_token(static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j));
+        const auto deadline = Clock::now() + kContentionWait;
+        while (!lock.acquire(key, token)) {
+          if (Clock::now() >= deadline) return std::nullopt;
+          std::this_thread::sleep_for(kRawPollSleep);
+        }
+        return std::int64_t{0};
+      },
+      [&](int j) {
+        return lock.release(key, counter_token(static_cast<std::uint64_t>(index), static_cast<std::uint64_t>(j)));
+      });
+}
+
+// Puts exactly one token in the BLPOP floor's list and frees the polling floor's key.
+// Opens and closes its own connection: call it before forking.
+void reset_floors(const std::string& url) {
+  RawRedis c(url);
+  RawRedis::check(c.command({"DEL", kTokenKey, std::string(kRawPrefix) + kHotKey}), "DEL");
+  RawRedis::check(c.command({"RPUSH", kTokenKey, "token"}), "RPUSH");
+}
+
+// Forks `processes` contenders of `kind` on kHotKey and collects their records.
+// REQUIRES: no LockManager and no connection open in this process.
+ContentionResult run_contention(Kind kind, const std::string& url, int processes, int iterations) {
+  if (kind == Kind::kRawBlpop || kind == Kind::kRawPoll) reset_floors(url);
+  dblock::ManagerOptions options = manager_options();
+  options.default_ttl = kContentionTtl;
+  options.fair = kind != Kind::kDblockLeaseUnfair;
+  return run_contenders(kind_name(kind), processes, iterations, [&](int index, SharedArena& arena, StartLine& start) {
+    switch (kind) {
+      case Kind::kDblockLease:
+      case Kind::kDblockLeaseUnfair:
+        dblock_bench::dblock_lease_contender(url, options, index, iterations, arena, start);
+        break;
+      case Kind::kRawBlpop: raw_blpop_contender(url, index, iterations, arena, start); break;
+      case Kind::kRawPoll: raw_poll_contender(url, index, iterations, arena, start); break;
+    }
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+
+bool local_host(const std::string& host) { return host == "127.0.0.1" || host == "localhost" || host == "::1"; }
+
+// The redis-server pid, for its CPU placement: --server-pid, else INFO's process_id when the server
+// is on this host and that pid is a redis-server here; 0 when unknown.
+int find_server_pid(const Config& config, const RawTarget& target, const std::string& info) {
+  if (config.server_pid) return *config.server_pid;
+  if (!local_host(target.host)) return 0;
+  const int pid = std::atoi(info_field(info, "process_id").c_str());
+  if (pid <= 0) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
+  std::string cmdline;
+  std::getline(in, cmdline, '\0');
+  return cmdline.find("redis-server") != std::string::npos ? pid : 0;
+}
+
+int run(const Config& config) {
+  // Server facts first (this connection is closed before anything forks).
+  std::string server_version, aof, appendfsync, save, io_threads;
+  RawTarget target;
+  int server_pid = 0;
+  {
+    RawRedis c(config.url);
+    target = c.target();
+    const std::string info = c.text({"INFO", "server"});
+    server_version = info_field(info, "redis_version");
+    server_pid = find_server_pid(config, target, info);
+    aof = info_field(c.text({"INFO", "persistence"}), "aof_enabled") == "1" ? "on" : "off";
+    appendfsync = config_get(c, "appendfsync");
+    save = config_get(c, "save");
+    io_threads = config_get(c, "io-threads");
+    drop_everything(c);
+  }
+  const Placement placement = apply_placement(config.pin, config.cpu, server_pid);
+  const std::string date = utc_now();
+  const long online_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  const std::string build_type = DBLOCK_BENCH_BUILD_TYPE;
+  const std::string hiredis_version = format("%d.%d.%d", HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH);
+#ifdef NDEBUG
+  const bool assertions = false;
+#else
+  const bool assertions = true;
+#endif
+  const std::string redacted_url = redact_password(config.url);
+  const std::string persistence =
+      aof == "on" ? format("AOF on, appendfsync %s", appendfsync.c_str()) : std::string("AOF off");
+
+  if (!config.json_only) {
+    std::printf("dblock redis_bench: dblock %s against raw hiredis commands, measured in the same run\n",
+                dblock::version());
+    std::printf("date:      %s\n", date.c_str());
+    std::printf("server:    Redis %s at %s (%s, save \"%s\", io-threads %s), hiredis %s\n", server_version.c_str(),
+                redacted_url.c_str(), persistence.c_str(), save.c_str(), io_threads.c_str(), hiredis_version.c_str());
+    std::printf("host:      %ld online CPUs, %s\n", online_cpus, cpu_model().c_str());
+    print_placement(placement, "redis-server pid");
+    std::printf("build:     %s%s\n", build_type.empty() ? "(no CMAKE_BUILD_TYPE)" : build_type.c_str(),
+                assertions ? ", assertions ON: figures are not representative" : "");
+    std::printf("pairs:     N=%d per figure after %d warm-up pairs, floor and dblock interleaved in blocks of %d\n",
+                config.pairs, config.warmup, kInterleaveBlock);
+    std::printf("dblock:    LockManager per figure, prefix %s, reaper=false, waiters woken by pub/sub\n", kPrefix);
+    std::printf("floor:     one hiredis connection; SET key token NX PX %lld + EVALSHA compare-and-delete;\n"
+                "           hand-off: BLPOP / RPUSH of one token in a list\n\n",
+                static_cast<long long>(kPairTtl.count()));
+    std::fflush(stdout);
+  }
+
+  std::vector<Row> rows;
+  // Server CPU (µs) per pair or per acquisition, by figure and side; NaN: not measured.
+  struct ServerCpu {
+    int pairs = 0;
+    double floor_pair = NAN, dblock_pair = NAN, diag_pair = NAN;
+    double handoff_dblock = NAN, handoff_floor = NAN;
+  } server_cpu;
+
+  // --- pair figures ---------------------------------------------------------------------------
+  if (config.wants("pairs")) {
+    progress("lease pairs...");
+    RawRedis raw(config.url);
+    RawRedis diag_connection(config.url);
+    auto manager = dblock::open(config.url, manager_options());
+    RawLeaseSide floor_side(raw);
+    DblockLeaseSide dblock_side(*manager);
+    DblockScriptSide diag_side(diag_connection);
+    const PairFigure f = measure_pairs(floor_side, dblock_side, diag_side, {"bench-lease"}, config.warmup, config.pairs);
+    rows.push_back(make_row("lease_pair", "lease acquire+release (vs SET NX + CAD)", f.dblock.pair, f.floor.pair,
+                            kTargetLeasePair));
+    rows.push_back(make_row("lease_acquire", "  acquire only (vs SET NX PX)", f.dblock.acquire, f.floor.acquire));
+    rows.push_back(make_row("lease_release", "  release only (vs EVALSHA CAD)", f.dblock.release, f.floor.release));
+    rows.push_back(make_row("lease_pair_dblock_scripts", "  diag: dblock's scripts via raw hiredis", f.diag.pair,
+                            f.floor.pair));
+    rows.push_back(make_row("lease_acquire_dblock_scripts", "  diag: acquire script only", f.diag.acquire,
+                            f.floor.acquire));
+    rows.push_back(make_row("lease_release_dblock_scripts", "  diag: release script only", f.diag.release,
+                            f.floor.release));
+
+    // What each side costs the server: one side at a time (CPU time cannot be split by client).
+    progress("server CPU per pair...");
+    RawRedis probe(config.url);
+    server_cpu.pairs = std::min(config.pairs, kServerCpuPairs);
+    auto per_pair = [&](auto& side) {
+      const double before = server_cpu_us(probe);
+      for (int i = 0; i < server_cpu.pairs; ++i) side.pair("bench-lease", nullptr);
+      return (server_cpu_us(probe) - before) / server_cpu.pairs;
+    };
+    server_cpu.floor_pair = per_pair(floor_side);
+    server_cpu.dblock_pair = per_pair(dblock_side);
+    server_cpu.diag_pair = per_pair(diag_side);
+  }
+
+  // --- hand-off figure at 4 processes (fork: nothing may be open here) ---------------------------
+  std::vector<HandoffFigure> handoffs;
+  if (config.wants("handoff")) {
+    const std::string contention_title =
+        format("%d processes x %d acquire(\"%s\", wait=%llds) -> %lld us busy critical section -> release", kProcesses,
+               config.iterations, kHotKey, static_cast<long long>(kContentionWait.count()),
+               static_cast<long long>(kCriticalSection.count()));
+    // Server CPU per acquisition over the whole run (the contenders' connects and, for dblock, the
+    // loading of its scripts by each manager included).
+    auto measured = [&](Kind kind, double& cpu_per_acquisition) {
+      progress(format("hand-off, %s...", kind_name(kind)).c_str());
+      const double before = server_cpu_us(config.url);
+      ContentionResult r = run_contention(kind, config.url, kProcesses, config.iterations);
+      cpu_per_acquisition = (server_cpu_us(config.url) - before) / static_cast<double>(std::max<std::size_t>(r.acquired, 1));
+      return r;
+    };
+    ContentionResult d = measured(Kind::kDblockLease, server_cpu.handoff_dblock);
+    ContentionResult f = measured(Kind::kRawBlpop, server_cpu.handoff_floor);
+    rows.push_back(handoff_row("handoff_lease", "hand-off lease, 4 procs (vs BLPOP token)", d, f, kTargetHandoff));
+    handoffs.push_back(HandoffFigure{"handoff_lease",
+                                     "hand-off (leases): " + contention_title +
+                                         "\n  with acquire(wait=10s) / BLPOP token 10 + RPUSH token",
+                                     "dblock lease", "raw BLPOP token", std::move(d), std::move(f), kTargetHandoff});
+  }
+
+  // --- the same hand-off at 2, 4, 8 processes (fork: nothing may be open here) --------------------
+  std::vector<ScaleFigure> scales;
+  if (config.wants("scale")) {
+    const std::vector<Kind> kinds{Kind::kDblockLease, Kind::kRawBlpop, Kind::kRawPoll, Kind::kDblockLeaseUnfair};
+    ScaleTargets lease;
+    lease.max_handoff_vs_raw = kTargetHandoff;
+    scales.push_back(measure_scale(
+        "scale_lease", "lease at 2, 4, 8 processes: acquire(wait) -> 20 us -> release (x raw: vs the BLPOP floor)",
+        lease,
+        {{"dblock", "dblock lease"}, {"floor", "raw BLPOP token"}, {"poll_floor", "raw SET NX, 1 ms poll"},
+         {"unfair", "dblock lease, fair=false"}},
+        [&config, &kinds](std::size_t side, int processes) {
+          progress(format("scale, %d processes, %s...", processes, kind_name(kinds[side])).c_str());
+          return run_contention(kinds[side], config.url, processes, config.iterations);
+        }));
+  }
+
+  if (!config.keep) {
+    RawRedis c(config.url);
+    drop_everything(c);
+  }
+
+  if (!config.json_only) {
+    print_table(rows);
+    std::printf("(hand-off latency = from the start of the release call to the return of the next holder's acquire.)\n");
+    if (server_cpu.pairs > 0) {
+      std::printf("server CPU per pair (INFO cpu, one side at a time, %d pairs each): floor %s us, dblock %s us, "
+                  "dblock's scripts raw %s us\n",
+                  server_cpu.pairs, cell(server_cpu.floor_pair).c_str(), cell(server_cpu.dblock_pair).c_str(),
+                  cell(server_cpu.diag_pair).c_str());
+    }
+    if (!handoffs.empty()) {
+      std::printf("server CPU per acquisition, hand-off at 4 processes (whole run): dblock %s us, BLPOP floor %s us\n",
+                  cell(server_cpu.handoff_dblock).c_str(), cell(server_cpu.handoff_floor).c_str());
+    }
+    std::printf("\n");
+    for (const HandoffFigure& h : handoffs) {
+      print_contention_table(h.title.c_str(), h.dblock_name, h.dblock, h.raw_name, h.raw);
+      std::printf("\n");
+    }
+    for (const ScaleFigure& f : scales) print_scale_table(f);
+    if (!scales.empty()) std::printf("\n");
+  }
+  std::printf("BENCH_JSON %s\n", JsonLine()
+                                      .add("figure", "run")
+                                      .add("date", date)
+                                      .add("dblock_version", dblock::version())
+                                      .add("server_version", server_version)
+                                      .add("hiredis_version", hiredis_version)
+                                      .add("aof", aof)
+                                      .add("appendfsync", appendfsync)
+                                      .add("build_type", build_type)
+                                      .add("assertions", assertions)
+                                      .add("online_cpus", static_cast<std::int64_t>(online_cpus))
+                                      .add("pinned", placement.pinned)
+                                      .add("client_cpu", placement.cpu)
+                                      .add("server_cpus", placement.server_cpus)
+                                      .add("placement", placement_text(placement))
+                                      .add("same_cpu", placement.pinned && placement.overlap)
+                                      .add("pairs", config.pairs)
+                                      .add("warmup", config.warmup)
+                                      .add("processes", kProcesses)
+                                      .add("iterations", config.iterations)
+                                      .add("quick", config.quick)
+                                      .str()
+                                      .c_str());
+  print_rows_json(rows, handoffs, config.iterations, false);
+  if (server_cpu.pairs > 0 || !handoffs.empty()) {
+    JsonLine line;
+    line.add("figure", "server_cpu").add("pairs", server_cpu.pairs);
+    line.add("lease_pair_floor_us", server_cpu.floor_pair)
+        .add("lease_pair_dblock_us", server_cpu.dblock_pair)
+        .add("lease_pair_dblock_scripts_us", server_cpu.diag_pair)
+        .add("handoff_lease_dblock_us_per_acquisition", server_cpu.handoff_dblock)
+        .add("handoff_lease_floor_us_per_acquisition", server_cpu.handoff_floor);
+    std::printf("BENCH_JSON %s\n", line.str().c_str());
+  }
+  for (const ScaleFigure& f : scales) print_scale_json(f, config.iterations);
+  return 0;
+}
+
+}  // namespace
+}  // namespace dblock_bench
+
+int main(int argc, char** argv) {
+  const dblock_bench::Config config = dblock_bench::parse_args(argc, argv);
+  return dblock_bench::run_reporting_errors("redis_bench", [&] { return dblock_bench::run(config); });
+}
