@@ -467,7 +467,7 @@ class DblockScriptSide {
     bool released = false;
     if (acquired) {
       ReplyPtr r = RawRedis::check(c_.command({"EVALSHA", release_sha_, "5", k.lease, k.fence, k.queue, k.queue_info,
-                                               k.latch, secret, "x", channel_, name, "1", "0"}),
+                                               k.latch(std::string(40, '0')), secret, "x", channel_, name, "1", "0"}),
                                    "EVALSHA release");
       released = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     }

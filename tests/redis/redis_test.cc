@@ -205,6 +205,21 @@ TEST_CASE("redis: the lease is the key <prefix>NAME; its companions share its sl
   CHECK_THROWS_AS(bare->try_acquire("{" + prefix + "layout}:fence"), UsageError);
 }
 
+TEST_CASE("redis: a release repeated after a lost reply reports what the first one did", "[redis][keys]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  ServiceDriver service(*manager);
+  const OwnerSecret owner = OwnerSecret::generate();
+  REQUIRE(service.attempt("latched", LockMode::kExclusive, owner, 30s).acquired);
+  CHECK(service.release("latched", LockMode::kExclusive, owner));
+  // The retry of a release whose reply was lost: the lease is gone, the latch says it was ours.
+  CHECK(service.release("latched", LockMode::kExclusive, owner));
+  Raw raw(context().url);
+  CHECK(std::stoll(raw.text({"PTTL", "{" + prefix + "latched}:latch:" + sha1_hex(owner)})) > 0);
+  const OwnerSecret stranger = OwnerSecret::generate();
+  CHECK_FALSE(service.release("latched", LockMode::kExclusive, stranger));
+}
+
 TEST_CASE("redis: a key that is no lock is reported, never overwritten", "[redis][keys]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);

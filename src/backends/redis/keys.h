@@ -14,10 +14,12 @@ struct LockKeys {
       : lease(std::string(prefix).append(name)),
         fence(tagged(":fence")),
         queue(tagged(":q")),
-        queue_info(tagged(":qi")),
-        latch(tagged(":latch")) {}
+        queue_info(tagged(":qi")) {}
 
-  std::string lease, fence, queue, queue_info, latch;
+  std::string lease, fence, queue, queue_info;
+  // The key that records a release by the owner whose digest (lowercase hex SHA-1, as the scripts
+  // store it) is `digest`.
+  std::string latch(std::string_view digest) const { return tagged(":latch:") + std::string(digest); }
 
  private:
   std::string tagged(std::string_view suffix) const { return "{" + lease + "}" + std::string(suffix); }

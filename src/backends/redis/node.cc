@@ -43,6 +43,8 @@ std::vector<std::string_view> evalsha_argv(const Script& script, const std::stri
 
 }  // namespace
 
+std::string owner_digest(const OwnerSecret& secret) { return sha1_hex(std::string(secret_bytes(secret))); }
+
 Script::Script(const char* name_in, std::string text_in)
     : name(name_in), text(std::move(text_in)), sha(sha1_hex(text)) {}
 

@@ -52,6 +52,8 @@ inline SteadyClock::time_point deadline_now() {
 inline std::string_view secret_bytes(const OwnerSecret& secret) {
   return std::string_view(reinterpret_cast<const char*>(secret.bytes.data()), secret.bytes.size());
 }
+// What the scripts store for `secret`: redis.sha1hex of its 16 bytes.
+std::string owner_digest(const OwnerSecret& secret);
 inline std::string_view mode_arg(LockMode mode) { return mode == LockMode::kExclusive ? "x" : "s"; }
 
 class Node {

@@ -91,7 +91,7 @@ bool RedisService::release_script(const LeaseKey& lease, bool latch,
                                   std::optional<SteadyClock::time_point> deadline) {
   const LockKeys k = keys(lease.name);
   const std::string channel = release_channel(options_.prefix);
-  const Reply r = node_.eval(node_.scripts().release, {k.lease, k.fence, k.queue, k.queue_info, k.latch},
+  const Reply r = node_.eval(node_.scripts().release, {k.lease, k.fence, k.queue, k.queue_info, k.latch(owner_digest(*lease.secret))},
                        {secret_bytes(*lease.secret), mode_arg(lease.mode), channel, lease.name, latch ? "1" : "0", "0"},
                        latch ? Repeat::kSafe : Repeat::kInDoubt, deadline);
   return r.integer() != 0;  // 2: released by the first try, whose reply was lost

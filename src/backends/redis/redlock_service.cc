@@ -159,7 +159,7 @@ std::pair<std::size_t, std::size_t> RedlockService::release_all(const LeaseKey& 
                                                                 SteadyClock::time_point deadline) {
   const LockKeys k = keys(lease.name);
   const Replies replies =
-      on_nodes(&ScriptSet::release, {k.lease, k.fence, k.queue, k.queue_info, k.latch},
+      on_nodes(&ScriptSet::release, {k.lease, k.fence, k.queue, k.queue_info, k.latch(owner_digest(*lease.secret))},
                {text(secret_bytes(*lease.secret)), "x", release_channel(prefix_), text(lease.name), latch ? "1" : "0", "1"},
                deadline);
   std::size_t released = 0, not_held = 0;

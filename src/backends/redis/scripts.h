@@ -9,7 +9,7 @@
 //   K2 {P..NAME}:fence      fence counter, never deleted; also draws the waiters' tickets
 //   K3 {P..NAME}:q          waiters: zset, member = owner digest, score = ticket
 //   K4 {P..NAME}:qi         waiters' details: digest -> "until_us|mode|ttl_us|holder"
-//   K5 {P..NAME}:latch      recent releases: zset, member = owner digest, score = time
+//   K5 {P..NAME}:latch:D    a release by the owner with digest D, kept 30 s (release only)
 //   K6 {P}:audit            the force-release stream (force_release only)
 // The lease hash: mode ("x" or "s"), fence, and for "x": owner (digest), holder, acq, exp, ren;
 // for "s": one field "r:"..digest per reader = "exp|fence|acq|ren|holder".
@@ -93,10 +93,10 @@ local function next_number(fence_key, now)
   return f
 end
 -- Keeps the lease key until its latest holder's expiry (ms, rounded up).
-local function expire_at(key, exp_us)
+local function expire_at(key, exp_us, now)
   local want = math.ceil(exp_us / 1000) + 1
   local pttl = redis.call('PTTL', key)
-  local now_ms = math.floor(now_us() / 1000)
+  local now_ms = math.floor(now / 1000)
   if pttl < 0 or now_ms + pttl < want then redis.call('PEXPIREAT', key, str(want)) end
 end
 local function waiter_fields(v)
@@ -147,7 +147,7 @@ local function hand_on(K1, K2, q, qi, now, channel, name)
   local exp = math.min(first[3], now + first[5])
   redis.call('HSET', K1, 'mode', 'x', 'owner', first[1], 'holder', first[6], 'fence', str(fence),
              'acq', str(now), 'exp', str(exp), 'ren', '0')
-  expire_at(K1, exp)
+  expire_at(K1, exp, now)
   leave_line(q, qi, first[1])
   redis.call('PUBLISH', channel, name .. '\31' .. str(first[2]) .. '\31' .. str(fence) .. '\31' ..
              str(exp - now) .. '\31' .. str(exp))
@@ -168,7 +168,7 @@ if st == 'alien' then return alien(KEYS[1]) end
 local exp = now + ttl
 if mode == 'x' and st == 'x' and redis.call('HGET', KEYS[1], 'owner') == d then
   redis.call('HSET', KEYS[1], 'exp', str(exp))
-  expire_at(KEYS[1], exp)
+  expire_at(KEYS[1], exp, now)
   leave_line(KEYS[3], KEYS[4], d)
   return {1, tonumber(redis.call('HGET', KEYS[1], 'fence')), exp}
 end
@@ -177,7 +177,7 @@ if mode == 's' and st == 's' then
   if mine then
     local _, fence, acq, ren, h = reader_fields(mine)
     redis.call('HSET', KEYS[1], 'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(acq) .. '|' .. str(ren) .. '|' .. h)
-    expire_at(KEYS[1], exp)
+    expire_at(KEYS[1], exp, now)
     leave_line(KEYS[3], KEYS[4], d)
     return {1, fence, exp}
   end
@@ -193,8 +193,8 @@ if free and ahead_of(waiters, d, ticket) == 0 then
     redis.call('HSET', KEYS[1], 'mode', 's', 'fence', str(fence),
                'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(now) .. '|0|' .. holder)
   end
-  expire_at(KEYS[1], exp)
-  leave_line(KEYS[3], KEYS[4], d)
+  expire_at(KEYS[1], exp, now)
+  if #waiters > 0 then leave_line(KEYS[3], KEYS[4], d) end
   return {1, fence, exp}
 end
 local remaining = remaining_ms(KEYS[1], st, now)
@@ -235,7 +235,7 @@ else
   fence = f
   redis.call('HSET', KEYS[1], 'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(acq) .. '|' .. str(ren + 1) .. '|' .. h)
 end
-expire_at(KEYS[1], exp)
+expire_at(KEYS[1], exp, now)
 return {1, exp, fence}
 )LUA";
 
@@ -259,15 +259,10 @@ elseif ARGV[2] == 's' and st == 's' then
   end
 end
 if not released then
-  if redis.call('ZSCORE', KEYS[5], d) then return 2 end
+  if redis.call('EXISTS', KEYS[5]) == 1 then return 2 end
   return 0
 end
-if ARGV[5] == '1' then
-  redis.call('ZADD', KEYS[5], str(now), d)
-  redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', str(now - 30000000))
-  redis.call('ZREMRANGEBYRANK', KEYS[5], 0, -1025)
-  redis.call('PEXPIRE', KEYS[5], 30000)
-end
+if ARGV[5] == '1' then redis.call('SET', KEYS[5], '1', 'PX', 30000) end
 leave_line(KEYS[3], KEYS[4], d)
 if redis.call('EXISTS', KEYS[1]) == 0 and not hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, ARGV[3], ARGV[4]) and
    ARGV[6] == '1' then
