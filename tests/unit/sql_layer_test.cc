@@ -199,6 +199,8 @@ TEST_CASE("url params: every backend refuses what it does not know before connec
     CHECK_THROWS_WITH(dblock::open(scheme + "://u@127.0.0.1:1/db?bogus=1"), Catch::Contains("'bogus'"));
   }
   if (built("postgresql")) {
+    CHECK(built("postgres"));  // the alias reaches the same backend
+    CHECK_THROWS_WITH(dblock::open("postgres://u@127.0.0.1:1/db?unlogged=maybe"), Catch::Contains("'unlogged'"));
     CHECK_THROWS_WITH(dblock::open("postgresql://u@127.0.0.1:1/db?unlogged=maybe"), Catch::Contains("'unlogged'"));
   }
   if (built("mysql")) {
