@@ -2,8 +2,6 @@
 // that would break locks, ACLs, the key layout, forged grants, restarts without persistence).
 // ctest starts the servers (scripts/servers/redis.sh) and passes their URL.
 #include <catch2/catch.hpp>
-#include <hiredis/hiredis.h>
-#include <openssl/evp.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -15,6 +13,7 @@
 
 #include "context.h"
 #include "environment.h"
+#include "raw_redis.h"
 #include "service_driver.h"
 
 namespace dblock::testing {
@@ -24,62 +23,6 @@ using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
-
-// A plain hiredis connection to a test server, for checks made directly on the server.
-class Raw {
- public:
-  explicit Raw(const std::string& url) {
-    const Url u = parse_url(url);
-    c_ = redisConnect(u.hosts.at(0).host.c_str(), u.hosts.at(0).port);
-    REQUIRE(c_ != nullptr);
-    REQUIRE(c_->err == 0);
-  }
-  ~Raw() { redisFree(c_); }
-  Raw(const Raw&) = delete;
-  Raw& operator=(const Raw&) = delete;
-
-  // The reply to `args` as text (strings, status, errors; integers in decimal; nil as "").
-  std::string text(const std::vector<std::string>& args) {
-    std::unique_ptr<redisReply, void (*)(void*)> r(command(args), &freeReplyObject);
-    if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
-    if (r->type == REDIS_REPLY_NIL) return "";
-    return std::string(r->str ? r->str : "", r->len);
-  }
-  // The elements of an array reply, as text.
-  std::vector<std::string> list(const std::vector<std::string>& args) {
-    std::unique_ptr<redisReply, void (*)(void*)> r(command(args), &freeReplyObject);
-    std::vector<std::string> out;
-    for (std::size_t i = 0; i < r->elements; ++i) out.emplace_back(r->element[i]->str ? r->element[i]->str : "", r->element[i]->len);
-    return out;
-  }
-
- private:
-  redisReply* command(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-    REQUIRE(r != nullptr);
-    return r;
-  }
-  redisContext* c_;
-};
-
-std::string sha1_hex(const OwnerSecret& secret) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  REQUIRE(EVP_Digest(secret.bytes.data(), secret.bytes.size(), digest, &length, EVP_sha1(), nullptr) == 1);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
-}
 
 // What the service keeps for `name` in "leases" (the hash's owner), "readers" (a reader's field)
 // or "waiters" (the line's first member).

@@ -2,8 +2,6 @@
 // Redlock has (quorum with nodes down, the fence's second round, renewal re-taking a node).
 // ctest starts the servers (scripts/servers/redis.sh) and passes their URL.
 #include <catch2/catch.hpp>
-#include <hiredis/hiredis.h>
-#include <openssl/evp.h>
 
 #include <cstdlib>
 #include <memory>
@@ -13,6 +11,7 @@
 
 #include "context.h"
 #include "environment.h"
+#include "raw_redis.h"
 #include "redlock_service.h"
 
 namespace dblock::testing {
@@ -23,53 +22,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
-// A plain hiredis connection to one node, for checks made directly on it.
-class Raw {
- public:
-  explicit Raw(const Url::Host& node) {
-    c_ = redisConnect(node.host.c_str(), node.port);
-    REQUIRE(c_ != nullptr);
-    REQUIRE(c_->err == 0);
-  }
-  ~Raw() { redisFree(c_); }
-  Raw(const Raw&) = delete;
-  Raw& operator=(const Raw&) = delete;
-
-  // The reply to `args` as text (strings, status, errors; integers in decimal; nil as "").
-  std::string text(const std::vector<std::string>& args) {
-    std::vector<const char*> argv;
-    std::vector<std::size_t> lengths;
-    for (const auto& a : args) {
-      argv.push_back(a.data());
-      lengths.push_back(a.size());
-    }
-    auto* r = static_cast<redisReply*>(redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lengths.data()));
-    REQUIRE(r != nullptr);
-    std::string out = r->type == REDIS_REPLY_INTEGER ? std::to_string(r->integer)
-                      : r->type == REDIS_REPLY_NIL   ? std::string()
-                                                     : std::string(r->str ? r->str : "", r->len);
-    freeReplyObject(r);
-    return out;
-  }
-
- private:
-  redisContext* c_;
-};
-
 std::vector<Url::Host> nodes() { return parse_url(context().url).hosts; }
 
-std::string sha1_hex(const OwnerSecret& secret) {
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  REQUIRE(EVP_Digest(secret.bytes.data(), secret.bytes.size(), digest, &length, EVP_sha1(), nullptr) == 1);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < length; ++i) {
-    out += kHex[digest[i] >> 4];
-    out += kHex[digest[i] & 15];
-  }
-  return out;
-}
 
 // What the first node keeps for `name` (Redlock has no line and no readers).
 std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
