@@ -2,16 +2,16 @@
 # Fault-injection harness runner (docs/fault-harness.md): every backend x fault, several seeds,
 # then one markdown table of the figures.
 #
-#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 12 s each (what CI's ctest -L fault runs)
+#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 12 s each, Redis 6 s (what CI's ctest -L fault runs)
 #   scripts/fault.sh --long          long mode: 20 seeds per backend x fault
 #
 # Options (after the mode):
 #   --runs N           seeds per backend x fault (short: 1, long: 20); seeds are SEED_BASE..SEED_BASE+N-1
 #   --seed-base N      first seed (default 1)
-#   --seconds S        length of one run (short: 12, long: 10)
+#   --seconds S        length of one run (short: 12, Redis 6; long: 10)
 #   --ttl-ms T         lease TTL (default 1000)
 #   --clients K        contending client processes (default 4)
-#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb (default: all this build has)
+#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis (default: all this build has)
 #   --faults LIST      comma-separated subset of the faults (default: all that apply to a backend)
 #   --budget-minutes M stop starting new runs after M minutes (seeds interleave, so every combination
 #                      gets its first seeds before any gets its last)
@@ -20,7 +20,8 @@
 #                      next to each run's log and the RESULT lines)
 #
 # Environment: JOBS (build parallelism, default 2); FAULT_PG_PORT, FAULT_PGBOUNCER_PORT,
-# FAULT_MARIADB_PORT (default 25437, 26437, 23309: not the ports ctest's fixtures use).
+# FAULT_MARIADB_PORT, FAULT_REDIS_PORT, FAULT_REDIS_AOF_PORT (default 25437, 26437, 23309, 24380,
+# 24390: not the ports ctest's fixtures use; the second Redis runs with AOF always).
 # The servers run from state directories under /tmp and are stopped on exit, by pid.
 # Exit status: 0 all runs held every invariant, 1 some run reported a violation or failed.
 set -euo pipefail
@@ -41,11 +42,12 @@ while [[ $# -gt 0 ]]; do
     --budget-minutes) budget="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
-    *) echo "fault.sh: unknown argument $1" >&2; sed -n '2,27p' "$0" >&2; exit 64 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    *) echo "fault.sh: unknown argument $1" >&2; sed -n '2,26p' "$0" >&2; exit 64 ;;
   esac
 done
-if [[ $mode == long ]]; then runs=${runs:-20}; seconds=${seconds:-10}; else runs=${runs:-1}; seconds=${seconds:-12}; fi
+redis_seconds=${seconds:-6}  # short mode: as ctest's DBLOCK_FAULT_REDIS_SECONDS
+if [[ $mode == long ]]; then runs=${runs:-20}; seconds=${seconds:-10}; redis_seconds=$seconds; else runs=${runs:-1}; seconds=${seconds:-12}; fi
 
 driver="$build/tests/fault/fault_driver"
 if [[ ! -x "$driver" || ! -x "$build/tests/fault/fault_client" ]]; then
@@ -60,6 +62,7 @@ if [[ -z "$backends" ]]; then
   [[ " $available " == *" sqlite "* ]] && backends+="sqlite,"
   [[ " $available " == *" postgresql "* ]] && command -v pgbouncer >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && backends+="postgresql,"
   [[ " $available " == *" mysql "* ]] && command -v mariadbd >/dev/null && backends+="mariadb,"
+  [[ " $available " == *" redis "* ]] && command -v redis-server >/dev/null && backends+="redis,"
   backends=${backends%,}
 fi
 faults_for() {
@@ -67,6 +70,7 @@ faults_for() {
     sqlite) echo "none client-kill client-stop writer-kill disk-full" ;;
     postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full pgbouncer" ;;
     mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full" ;;
+    redis) echo "none client-kill client-stop conn-kill pubsub-kill server-restart server-restart-aof server-stop relay-stall" ;;
   esac
 }
 
@@ -79,12 +83,18 @@ out=${out:-$logdir/table.md}
 pg_port=${FAULT_PG_PORT:-25437} bouncer_port=${FAULT_PGBOUNCER_PORT:-26437} maria_port=${FAULT_MARIADB_PORT:-23309}
 pg_state=/tmp/dblock-fault-sh-pg-$pg_port
 maria_state=/tmp/dblock-fault-sh-mariadb-$maria_port
+redis_port=${FAULT_REDIS_PORT:-24380} redis_aof_port=${FAULT_REDIS_AOF_PORT:-24390}
+redis_state=/tmp/dblock-fault-sh-redis-$redis_port
+redis_aof_state=/tmp/dblock-fault-sh-redis-aof-$redis_aof_port
 started=()
 cleanup() {
   for s in "${started[@]}"; do
     case "$s" in
       postgresql) scripts/servers/postgresql.sh stop "$pg_state" >/dev/null 2>&1 || true ;;
       mariadb) scripts/servers/mariadb.sh stop "$maria_state" >/dev/null 2>&1 || true ;;
+      redis)
+        scripts/servers/redis.sh stop "$redis_state" >/dev/null 2>&1 || true
+        scripts/servers/redis.sh stop "$redis_aof_state" >/dev/null 2>&1 || true ;;
     esac
   done
 }
@@ -96,13 +106,17 @@ for b in "${backend_list[@]}"; do
   case "$b" in
     postgresql) scripts/servers/postgresql.sh start "$pg_state" "$pg_port" "$bouncer_port"; started+=(postgresql) ;;
     mariadb) scripts/servers/mariadb.sh start "$maria_state" "$maria_port"; started+=(mariadb) ;;
+    redis)
+      started+=(redis)
+      DBLOCK_REDIS_AOF=no scripts/servers/redis.sh start "$redis_state" "$redis_port"
+      DBLOCK_REDIS_AOF=always scripts/servers/redis.sh start "$redis_aof_state" "$redis_aof_port" ;;
     sqlite) ;;
     *) echo "fault.sh: unknown backend $b" >&2; exit 64 ;;
   esac
 done
 
 run_one() {  # backend fault seed
-  local b="$1" f="$2" seed="$3" args=()
+  local b="$1" f="$2" seed="$3" args=() secs="$seconds"
   case "$b" in
     sqlite) ;;
     postgresql)
@@ -116,9 +130,17 @@ run_one() {  # backend fault seed
     mariadb)
       args=(--url "mysql://root@127.0.0.1:$maria_port/dblock_test" --state "$maria_state"
             --server-script "$root/scripts/servers/mariadb.sh") ;;
+    redis)
+      secs=$redis_seconds
+      if [[ $f == server-restart-aof ]]; then
+        args=(--url "redis://127.0.0.1:$redis_aof_port" --state "$redis_aof_state")
+      else
+        args=(--url "redis://127.0.0.1:$redis_port" --state "$redis_state")
+      fi
+      args+=(--server-script "$root/scripts/servers/redis.sh") ;;
   esac
   local log="$logdir/$b-$f-$seed.log"
-  if "$driver" run --fault "$f" --seed "$seed" --seconds "$seconds" --ttl-ms "$ttl" --clients "$clients" \
+  if "$driver" run --fault "$f" --seed "$seed" --seconds "$secs" --ttl-ms "$ttl" --clients "$clients" \
        --results "$results" "${args[@]}" >"$log" 2>&1; then
     echo "ok        $b $f seed $seed"
   else
@@ -129,7 +151,7 @@ run_one() {  # backend fault seed
 
 selected() { [[ -z "$faults" || ",$faults," == *",$1,"* ]]; }
 
-echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run, TTL $ttl ms, $clients clients; backends: $backends"
+echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run (Redis $redis_seconds s), TTL $ttl ms, $clients clients; backends: $backends"
 echo "fault.sh: per-run logs in $logdir"
 failures=0
 start=$(date +%s)

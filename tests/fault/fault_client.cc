@@ -1,11 +1,17 @@
 // fault_client: one contender of the fault-injection harness (docs/fault-harness.md).
 //
-// Loops: acquire -> (probe) -> guarded write to the protected resource -> release, logging every
+// Loops: acquire -> (probe) -> fenced write to the protected resource -> release, logging every
 // step to its own log file (format in fault_common.h) and announcing critical-section boundaries
 // to the driver on stdout:
 //   ready | cs K (hold started) | wb K / we K (guarded write begins / ended) | out K (hold ends) | bye
 // Stops after the current iteration when stdin reaches EOF or reads "stop". Dies with its parent
 // (PR_SET_PDEATHSIG), so an aborted driver leaves no contenders behind.
+//
+// The write: on the SQL backends a guarded write (run_guarded) into the lock's own database, whose
+// resource row also refuses a fence not above the last one. With --resource-url (Redis: no
+// transactions to guard) the resource is another database, an SQLite file: the write is a plain
+// transaction there (BEGIN IMMEDIATE), no check of the lease at all, and the resource's fence
+// check is the only thing that refuses a stale holder's write.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -35,6 +41,7 @@ using testing::ServiceDriver;
 
 struct Args {
   std::string url;
+  std::string resource_url;  // empty: the resource is in `url`'s database, written under run_guarded
   std::string prefix;
   std::string name = "fault/resource";
   std::string log;
@@ -102,6 +109,9 @@ const char* token(ReleaseResult r) {
 struct StaleWrite : std::exception {
   const char* what() const noexcept override { return "resource refused the fence"; }
 };
+struct ResourceBusy : std::exception {
+  const char* what() const noexcept override { return "resource's write lock not obtained"; }
+};
 
 Args parse(int argc, char** argv) {
   Args a;
@@ -112,6 +122,7 @@ Args parse(int argc, char** argv) {
       return argv[++i];
     };
     if (k == "--url") a.url = next();
+    else if (k == "--resource-url") a.resource_url = next();
     else if (k == "--prefix") a.prefix = next();
     else if (k == "--name") a.name = next();
     else if (k == "--log") a.log = next();
@@ -204,7 +215,19 @@ int run(const Args& a) {
   };
   if (a.check_session_refused) check_session_refused();
 
-  const ResourceSql sql = resource_sql(dialect_of(a.url), a.prefix);
+  // The resource outside the lock service (Redis): a manager of its own, used only for its
+  // transactions. The driver created the tables (and dblock's schema) before starting us.
+  std::unique_ptr<LockManager> resource_manager;
+  if (!a.resource_url.empty()) {
+    ManagerOptions resource_options;
+    resource_options.table_prefix = a.prefix;
+    resource_options.reaper = false;
+    resource_manager = dblock::open(a.resource_url, resource_options);
+  }
+  LockManager& resource = resource_manager ? *resource_manager : *manager;
+  // A client SIGSTOPped inside the resource's transaction keeps its write lock (up to 2.5 TTL).
+  const milliseconds resource_wait = std::max(milliseconds(10'000), milliseconds(4 * a.ttl_ms));
+  const ResourceSql sql = resource_sql(dialect_of(a.resource_url.empty() ? a.url : a.resource_url), a.prefix);
   const std::string op_base = a.run + "-" + s(a.client) + "-";
   AcquireOptions acquire_options;
   acquire_options.ttl = milliseconds(a.ttl_ms);
@@ -249,8 +272,9 @@ int run(const Args& a) {
     if (a.probe_every > 0 && k % a.probe_every == 0) {
       // Wrong-owner probe: release and renew with secrets that do not own the lease. Each must
       // change nothing; while our lease is not lost() the backend must still show our fence.
+      const std::int64_t t_probe = mono_ns();
       try {
-        int effects = 0;
+        int effects = 0, gone = 0;
         auto before = manager->inspect(a.name);
         ServiceDriver service(*manager);
         if (service.release(a.name, LockMode::kExclusive, OwnerSecret::generate())) ++effects;
@@ -259,8 +283,11 @@ int run(const Args& a) {
           ++effects;
         }
         auto after = manager->inspect(a.name);
-        if (!lease->lost() && before && before->fence == fence && (!after || after->fence != fence)) ++effects;
-        log.line("P " + s(k) + " " + s(mono_ns()) + " " + s(effects));
+        if (!lease->lost() && before && before->fence == fence && (!after || after->fence != fence)) {
+          ++effects;
+          ++gone;  // a server that forgot its leases (Redis restarted without AOF) does this too
+        }
+        log.line("P " + s(k) + " " + s(mono_ns()) + " " + s(effects) + " " + s(gone) + " " + s(t_probe));
       } catch (const std::exception& e) {
         log.line("Q " + s(k) + " " + s(mono_ns()) + " " + error_class(e));
       }
@@ -272,10 +299,18 @@ int run(const Args& a) {
     try {
       if (a.unfenced) {
         // Sabotage (proves the oracle catches what the guard prevents): a plain transaction.
-        manager->run_in_transaction_lock("fault-unfenced", 10s, [&](Transaction& tx) {
+        resource.run_in_transaction_lock("fault-unfenced", 10s, [&](Transaction& tx) {
           tx.execute(sql.unfenced_update, {fence});
           tx.execute(sql.insert_op, {op, fence, std::int64_t{a.client}, mono_ns()});
         });
+      } else if (resource_manager) {
+        // Fence-only: the resource's own check (last_fence < fence) decides, nothing else.
+        const bool ran = resource.run_in_transaction_lock("fault-resource", resource_wait, [&](Transaction& tx) {
+          if (tx.execute(sql.guarded_update, {fence, fence}) != 1) throw StaleWrite{};
+          pause(a.tx_ms);  // a fault may land here, with the resource's write lock held and nothing committed
+          tx.execute(sql.insert_op, {op, fence, std::int64_t{a.client}, mono_ns()});
+        });
+        if (!ran) throw ResourceBusy{};
       } else {
         manager->run_guarded(*lease, [&](Transaction& tx) {
           if (tx.execute(sql.guarded_update, {fence, fence}) != 1) throw StaleWrite{};
@@ -288,6 +323,8 @@ int run(const Args& a) {
       log.line("J " + s(k) + " " + op + " " + s(mono_ns()) + " resource");
     } catch (const LeaseLostError&) {
       log.line("J " + s(k) + " " + op + " " + s(mono_ns()) + " guard");
+    } catch (const ResourceBusy&) {
+      log.line("X " + s(k) + " " + op + " " + s(mono_ns()) + " ResourceBusy");
     } catch (const std::exception& e) {
       log.line("X " + s(k) + " " + op + " " + s(mono_ns()) + " " + error_class(e));
     }
@@ -308,6 +345,7 @@ int run(const Args& a) {
     if (a.check_session_refused && k % 4 == 0) check_session_refused();
     pause(a.gap_ms);
   }
+  resource_manager.reset();
   const std::int64_t t_close = mono_ns();
   manager.reset();
   log_call("close", t_close, t_close + kCloseBoundMs * 1'000'000, "ok");

@@ -25,6 +25,7 @@ Dialect dialect_of(std::string_view url) {
   if (scheme == "sqlite") return Dialect::kSqlite;
   if (scheme == "postgresql" || scheme == "postgres") return Dialect::kPostgresql;
   if (scheme == "mysql" || scheme == "mariadb") return Dialect::kMysql;
+  if (scheme == "redis") return Dialect::kRedis;
   throw UsageError("fault harness: unsupported URL scheme '" + scheme + "'");
 }
 
@@ -33,8 +34,13 @@ const char* dialect_name(Dialect d) {
     case Dialect::kSqlite: return "sqlite";
     case Dialect::kPostgresql: return "postgresql";
     case Dialect::kMysql: return "mariadb";
+    case Dialect::kRedis: return "redis";
   }
   return "?";
+}
+
+std::string resource_url(Dialect d, const std::string& url, const std::string& work) {
+  return is_sql(d) ? url : "sqlite://" + work + "/resource.db";
 }
 
 std::string with_param(const std::string& url, const std::string& key, const std::string& value) {
@@ -79,6 +85,8 @@ ResourceSql resource_sql(Dialect d, const std::string& prefix) {
                   " fence BIGINT NOT NULL, client INTEGER NOT NULL, t_ns BIGINT NOT NULL) ENGINE=InnoDB"};
       s.server_version = "SELECT VERSION()";
       break;
+    case Dialect::kRedis:
+      throw UsageError("fault harness: Redis keeps no SQL resource (the resource is an SQLite file)");
   }
   s.create.push_back("INSERT INTO " + r + " (id, last_fence, value) VALUES (1, 0, 0)");
   s.guarded_update = "UPDATE " + r + " SET last_fence = ?, value = value + 1 WHERE id = 1 AND last_fence < ?";
@@ -99,9 +107,9 @@ std::optional<LogLine> parse_log_line(std::string_view line) {
 }
 
 const std::vector<std::string>& fault_kinds() {
-  static const std::vector<std::string> kinds = {"none",        "client-kill", "client-stop",    "session-kill",
-                                                 "server-restart", "server-stop", "relay-stall", "conn-full",
-                                                 "pgbouncer",   "writer-kill", "disk-full"};
+  static const std::vector<std::string> kinds = {
+      "none",           "client-kill", "client-stop", "session-kill", "conn-kill", "pubsub-kill", "server-restart",
+      "server-restart-aof", "server-stop", "relay-stall", "conn-full", "pgbouncer", "writer-kill", "disk-full"};
   return kinds;
 }
 

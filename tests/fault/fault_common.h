@@ -1,6 +1,12 @@
 // Shared pieces of the fault-injection harness (tests/fault/): the clock every process logs on,
 // the protected resource's tables per SQL dialect, the client log format, and small helpers.
 //
+// The lock service and the protected resource: on the SQL backends the resource is two tables in
+// the lock's own database, written by a guarded write (run_guarded). Redis has no transactions to
+// guard, so on Redis the resource lives outside the lock service: the same two tables in an SQLite
+// file of the run's work directory (resource_url()), whose fence check is then the only thing that
+// stops a stale holder.
+//
 // Time: every harness time is CLOCK_MONOTONIC in nanoseconds. It is shared by all processes of the
 // host, so the driver's fault times and all clients' believed-hold intervals are comparable, and
 // it is the clock std::chrono::steady_clock reads (so Lease::safe_until() converts exactly).
@@ -28,10 +34,15 @@ std::int64_t to_mono_ns(std::chrono::steady_clock::time_point t);
 // Every fault a run can inject (docs/fault-harness.md, "Faults"), in the report's order.
 const std::vector<std::string>& fault_kinds();
 
-enum class Dialect { kSqlite, kPostgresql, kMysql };
-// From the URL scheme ("sqlite", "postgresql", "mysql"/"mariadb"). Throws UsageError otherwise.
+enum class Dialect { kSqlite, kPostgresql, kMysql, kRedis };
+// From the URL scheme ("sqlite", "postgresql", "mysql"/"mariadb", "redis"). Throws UsageError otherwise.
 Dialect dialect_of(std::string_view url);
 const char* dialect_name(Dialect d);
+// Whether the service behind `d` has SQL transactions (the resource can live beside the lock).
+inline bool is_sql(Dialect d) { return d != Dialect::kRedis; }
+// Where a run whose lock service is `d` keeps its protected resource: `url` itself on the SQL
+// backends; on Redis the SQLite file <work>/resource.db.
+std::string resource_url(Dialect d, const std::string& url, const std::string& work);
 
 // `url` with one more query parameter (adds '?' or '&').
 std::string with_param(const std::string& url, const std::string& key, const std::string& value);
@@ -53,6 +64,7 @@ struct ResourceSql {
   std::string select_resource;      // last_fence, value
   std::string server_version;       // one row, one text column
 };
+// REQUIRES: is_sql(d).
 ResourceSql resource_sql(Dialect d, const std::string& prefix);
 
 // ---- the client log --------------------------------------------------------------------------
@@ -66,7 +78,10 @@ ResourceSql resource_sql(Dialect d, const std::string& prefix);
 //   W k op t fence                               guarded write committed: acknowledged
 //   J k op t guard|resource                      guarded write rejected (LeaseLostError / 0 rows)
 //   X k op t class                               guarded write failed otherwise: outcome unknown
-//   P k t effects                                wrong-owner probe: number of effects seen (must be 0)
+//                                                (ResourceBusy: the resource's write lock was not
+//                                                obtained, nothing written)
+//   P k t effects gone t0                        wrong-owner probe [t0, t]: number of effects seen (must
+//                                                be 0), `gone` of them the lease missing afterwards
 //   Q k t error                                  wrong-owner probe could not run (fault)
 //   R k t_end t_ret result safe_until lost_flag  release: believed hold ended at t_end (before the call)
 //   L k t                                        on_lost callback ran

@@ -4,7 +4,8 @@
 //   fault_driver report FILE...                        markdown table from the runs' RESULT lines
 //   fault_driver selftest                              the oracle against synthetic histories
 //
-// A run creates the protected resource under its own table prefix, starts K fault_client
+// A run creates the protected resource under its own table prefix (in the lock's database; on
+// Redis in an SQLite file of the work directory, outside the lock service), starts K fault_client
 // processes, injects faults on a schedule drawn from a seeded generator (the draws are
 // reproducible; the interleaving with the clients is not), stops everything after --seconds or
 // --max-acquisitions, then checks the invariants and prints the figures plus one RESULT line.
@@ -70,7 +71,7 @@ struct Args {
   std::string fault = "none";
   std::uint64_t seed = 1;
   std::string url;        // what clients connect to (pgbouncer: the pooler)
-  std::string admin_url;  // setup, oracle, session kills (default: url)
+  std::string admin_url;  // setup, oracle, session kills (default: url); Redis: CLIENT KILL, INFO
   std::string state;      // server state dir (restart, stop)
   std::string server_script;
   std::string client_path;
@@ -84,6 +85,7 @@ struct Args {
   bool keep = false;
   bool sabotage = false;         // clients write unfenced: the run must find violations
   bool expect_violation = false; // exit 0 only if the oracle reported a violation
+  bool durable = false;          // check leases as kept across restarts even on Redis without AOF always
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -92,12 +94,12 @@ struct Args {
                "usage: fault_driver run --fault KIND --seed N [--url URL] [--admin-url URL] [--state DIR]\n"
                "                        [--server-script PATH] [--clients K] [--seconds S] [--max-acquisitions M]\n"
                "                        [--ttl-ms T] [--client PATH] [--work DIR] [--results FILE] [--keep]\n"
-               "                        [--relay PATH] [--sabotage --expect-violation]\n"
+               "                        [--relay PATH] [--sabotage --expect-violation] [--durable]\n"
                "       fault_driver report FILE...\n"
                "       fault_driver selftest\n"
                "       fault_driver schemes\n"
-               "KIND: none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full\n"
-               "      pgbouncer writer-kill disk-full\n",
+               "KIND: none client-kill client-stop session-kill conn-kill pubsub-kill server-restart\n"
+               "      server-restart-aof server-stop relay-stall conn-full pgbouncer writer-kill disk-full\n",
                why.c_str());
   std::exit(64);
 }
@@ -206,9 +208,11 @@ struct Client {
   std::int64_t cs_since = 0;
 };
 
-// The server's main pid from its pid file (postmaster / mariadbd), 0 if none.
-pid_t server_pid(Dialect dialect, const std::string& state) {
-  std::ifstream f(dialect == Dialect::kPostgresql ? state + "/data/postmaster.pid" : state + "/mysqld.pid");
+// The server's main pid from its pid file (postmaster / mariadbd / redis-server of `port`), 0 if none.
+pid_t server_pid(Dialect dialect, const std::string& state, int port) {
+  std::ifstream f(dialect == Dialect::kPostgresql ? state + "/data/postmaster.pid"
+                  : dialect == Dialect::kRedis    ? state + "/" + std::to_string(port) + "/redis.pid"
+                                                  : state + "/mysqld.pid");
   long pid = 0;
   if (!(f >> pid) || pid <= 1) return 0;
   return static_cast<pid_t>(pid);
@@ -281,6 +285,13 @@ class Run {
   void step_faults();
   Client* random_client(bool only_in_cs);
   void session_kill(bool all = false);
+  // Redis: CLIENT KILL TYPE `type` (normal: the clients' command connections; pubsub: their
+  // subscribers); the redis-cli that sends it is skipped.
+  void redis_client_kill(const std::string& type);
+  std::vector<std::string> redis_cli() const;  // redis-cli with the admin URL's host, port, credentials
+  int redis_port() const;
+  std::string redis_version();
+  void cleanup_redis_keys();
   void stop_clients(bool stop);  // SIGSTOP (or SIGCONT) every running client, as client-stop events
   void server_restart();
   void server_freeze();
@@ -294,7 +305,9 @@ class Run {
   void note(const std::string& text);
 
   Args a_;
-  Dialect dialect_ = Dialect::kSqlite;
+  Dialect dialect_ = Dialect::kSqlite;           // the lock service
+  std::string resource_url_;                     // the protected resource (resource_url())
+  std::string aof_mode_;                         // Redis: <state>/aof-mode (always, everysec, no)
   std::string prefix_;
   std::string run_tag_;
   ResourceSql sql_;
@@ -357,7 +370,7 @@ std::unique_ptr<LockManager> Run::open_admin(std::chrono::seconds patience) {
   const std::int64_t deadline = mono_ns() + patience.count() * 1000 * kMs;
   for (;;) {
     try {
-      return dblock::open(a_.admin_url, options);
+      return dblock::open(resource_url_, options);
     } catch (const Error& e) {
       if (dynamic_cast<const UsageError*>(&e) || dynamic_cast<const SchemaError*>(&e) || mono_ns() > deadline) throw;
       std::this_thread::sleep_for(200ms);  // retry back-off while the server comes back
@@ -383,7 +396,8 @@ void Run::setup() {
 }
 
 void Run::cleanup_tables() {
-  if (dialect_ == Dialect::kSqlite) return;  // the database file goes with the work directory
+  if (dialect_ == Dialect::kRedis) cleanup_redis_keys();
+  if (dialect_of(resource_url_) == Dialect::kSqlite) return;  // the database file goes with the work directory
   try {
     auto m = open_admin(30s);
     std::vector<std::string> tables, sequences;
@@ -415,10 +429,17 @@ void Run::spawn(int id) {
     url = with_param(url, "application_name", run_tag_ + "_c" + s(id));
   }
   // The work each client simulates inside its hold: long enough that faults land inside it.
-  // client-kill and session-kill also pause inside the write transaction, so that a good share of
-  // the faults lands between the guard check and the commit.
-  const bool kill_fault = a_.fault == "client-kill" || a_.fault == "pgbouncer" || a_.fault == "session-kill";
+  // client-kill and session-kill (and Redis's connection kills) also pause inside the write
+  // transaction, so that a good share of the faults lands between the guard check and the commit.
+  const bool kill_fault = a_.fault == "client-kill" || a_.fault == "pgbouncer" || a_.fault == "session-kill" ||
+                          a_.fault == "conn-kill" || a_.fault == "pubsub-kill";
   const bool writer = a_.fault == "writer-kill";
+  // Redis restarts: holds of up to 0.6 TTL (the write in the middle), so that a restart (about
+  // 0.3 s) lands inside holds that outlive it and renew across it. Without AOF those leases are
+  // gone when the server is back, which the holder learns at its renewal or release while a waiter
+  // may already hold the name and write; with AOF `always` they must all still be there.
+  const bool long_holds = dialect_ == Dialect::kRedis && (a_.fault == "server-restart" || a_.fault == "server-restart-aof");
+  const std::string long_pause = s(a_.ttl_ms * 3 / 10);
   std::vector<std::string> argv = {a_.client_path,
                                    "--url", url,
                                    "--prefix", prefix_,
@@ -427,11 +448,15 @@ void Run::spawn(int id) {
                                    "--client", s(id),
                                    "--ttl-ms", s(a_.ttl_ms),
                                    "--seed", s(static_cast<std::int64_t>(a_.seed)),
-                                   "--pre-ms", a_.sabotage ? "30" : (kill_fault ? "10" : (writer ? "2" : "5")),
+                                   "--pre-ms", a_.sabotage ? "30" : long_holds ? long_pause : (kill_fault ? "10" : (writer ? "2" : "5")),
                                    "--tx-ms", kill_fault ? "5" : (writer ? "4" : "0"),
-                                   "--post-ms", kill_fault ? "20" : (writer ? "2" : "10"),
+                                   "--post-ms", long_holds ? long_pause : kill_fault ? "20" : (writer ? "2" : "10"),
                                    "--gap-ms", writer ? "2" : "5"};
   if (a_.fault == "pgbouncer") argv.push_back("--check-session-refused");
+  if (!is_sql(dialect_)) {  // the resource is outside the lock service
+    argv.push_back("--resource-url");
+    argv.push_back(resource_url_);
+  }
   if (a_.sabotage) argv.push_back("--unfenced");
   std::vector<char*> args;
   for (auto& x : argv) args.push_back(x.data());
@@ -641,11 +666,78 @@ void Run::session_kill(bool all) {
   events_.push_back({FaultEvent::kSessionKill, mono_ns(), 0, 0, terminated});
 }
 
+std::vector<std::string> Run::redis_cli() const {
+  const Url url = parse_url(a_.admin_url);
+  std::vector<std::string> cmd = {"redis-cli", "-h", url.hosts.empty() ? "127.0.0.1" : url.hosts[0].host, "-p",
+                                  s(redis_port())};
+  if (!url.user.empty()) cmd.insert(cmd.end(), {"--user", url.user});
+  if (!url.password.empty()) setenv("REDISCLI_AUTH", url.password.c_str(), 1);  // not on the command line
+  if (!url.path.empty()) cmd.insert(cmd.end(), {"-n", url.path});
+  return cmd;
+}
+
+int Run::redis_port() const {
+  const Url url = parse_url(a_.admin_url);
+  return url.hosts.empty() || url.hosts[0].port == 0 ? 6379 : url.hosts[0].port;
+}
+
+void Run::redis_client_kill(const std::string& type) {
+  auto cmd = redis_cli();
+  cmd.insert(cmd.end(), {"CLIENT", "KILL", "TYPE", type});
+  std::string out;
+  const int rc = run_command(cmd, 20'000ms, &out, err_path());
+  const int killed = rc == 0 ? std::atoi(out.c_str()) : 0;
+  note("client-kill type " + type + " rc " + s(rc) + " -> " + s(killed));
+  events_.push_back({FaultEvent::kSessionKill, mono_ns(), 0, 0, killed});
+}
+
+std::string Run::redis_version() {
+  auto cmd = redis_cli();
+  cmd.insert(cmd.end(), {"INFO", "server"});
+  std::string out;
+  if (run_command(cmd, 20'000ms, &out, err_path()) != 0) return "";
+  const auto at = out.find("redis_version:");
+  if (at == std::string::npos) return "";
+  const auto from = at + std::strlen("redis_version:");
+  return out.substr(from, out.find_first_of("\r\n", from) - from);
+}
+
+// The run's keys (every one under the run's prefix: the lease, its fence counter, line and latch);
+// the channel needs nothing.
+void Run::cleanup_redis_keys() {
+  std::vector<std::string> keys;
+  for (const std::string& pattern : {prefix_ + "*", "{" + prefix_ + "*"}) {
+    auto cmd = redis_cli();
+    cmd.insert(cmd.end(), {"--scan", "--pattern", pattern});
+    std::string out;
+    if (run_command(cmd, 20'000ms, &out, err_path()) != 0) return;
+    std::istringstream lines(out);
+    for (std::string key; std::getline(lines, key);) {
+      if (!key.empty()) keys.push_back(key);
+    }
+  }
+  if (keys.empty()) return;
+  auto cmd = redis_cli();
+  cmd.push_back("DEL");
+  cmd.insert(cmd.end(), keys.begin(), keys.end());
+  run_command(cmd, 20'000ms, nullptr, err_path());
+}
+
 void Run::server_restart() {
   const std::int64_t t = mono_ns();
   const bool pg = dialect_ == Dialect::kPostgresql;
-  int rc = run_command({a_.server_script, "restart", a_.state, pg ? "immediate" : "kill"}, 120'000ms, nullptr,
-                       err_path());
+  int rc = 0;
+  if (dialect_ == Dialect::kRedis) {
+    // A crash, as PostgreSQL's immediate stop and MariaDB's kill: SIGKILL, then the same server
+    // (its AOF, if it has one) comes back.
+    rc = run_command({a_.server_script, "kill", a_.state, s(redis_port())}, 60'000ms, nullptr, err_path());
+    if (rc == 0) {
+      rc = run_command({a_.server_script, "start-one", a_.state, s(redis_port())}, 60'000ms, nullptr, err_path());
+    }
+  } else {
+    rc = run_command({a_.server_script, "restart", a_.state, pg ? "immediate" : "kill"}, 120'000ms, nullptr,
+                     err_path());
+  }
   const std::int64_t t_end = mono_ns();
   events_.push_back({FaultEvent::kServerRestart, t, t_end, 0, 0});
   note("server-restart rc " + s(rc) + " took " + fmt(static_cast<double>(t_end - t) / 1e6) + " ms");
@@ -653,11 +745,11 @@ void Run::server_restart() {
 }
 
 void Run::server_freeze() {
-  const pid_t main_pid = server_pid(dialect_, a_.state);
+  const pid_t main_pid = server_pid(dialect_, a_.state, dialect_ == Dialect::kRedis ? redis_port() : 0);
   if (main_pid == 0) throw std::runtime_error("no server pid under " + a_.state);
   const auto hold = milliseconds(static_cast<std::int64_t>(uniform(1.5, 2.5) * a_.ttl_ms));
   // The main process first (a stopped postmaster forks no new backends), then its children;
-  // mariadbd is one process, and SIGSTOP stops all its threads.
+  // mariadbd and redis-server are one process each, and SIGSTOP stops all their threads.
   frozen_pids_ = {main_pid};
   watchdogs_.push_back(thaw_watchdog(frozen_pids_, hold + 2000ms));
   kill(main_pid, SIGSTOP);
@@ -788,7 +880,10 @@ void Run::step_faults() {
   } else if (f == "session-kill") {
     session_kill();
     schedule_next(0.3, 1.0);
-  } else if (f == "server-restart") {
+  } else if (f == "conn-kill" || f == "pubsub-kill") {
+    redis_client_kill(f == "conn-kill" ? "normal" : "pubsub");
+    schedule_next(0.3, 1.0);
+  } else if (f == "server-restart" || f == "server-restart-aof") {
     server_restart();
     schedule_next(2.0, 4.0);
   } else if (f == "server-stop") {
@@ -863,23 +958,38 @@ int Run::execute() {
   dialect_ = dialect_of(a_.url);
   const bool pg = dialect_ == Dialect::kPostgresql;
   const std::string& f = a_.fault;
+  const bool redis = dialect_ == Dialect::kRedis;
   if ((f == "session-kill" || f == "server-restart" || f == "server-stop" || f == "relay-stall" || f == "conn-full") &&
       dialect_ == Dialect::kSqlite) {
     usage(f + " needs a server backend");
   }
+  if ((f == "session-kill" || f == "conn-full") && redis) usage(f + " needs an SQL server (Redis: conn-kill)");
+  if ((f == "conn-kill" || f == "pubsub-kill" || f == "server-restart-aof") && !redis) usage(f + " needs a redis URL");
+  if ((f == "writer-kill" || f == "disk-full") && redis) usage(f + " is an SQLite fault");
+  if (f == "server-restart-aof" && a_.state.empty()) usage(f + " needs --state");
   if (f == "pgbouncer" && !pg) usage("pgbouncer needs a postgresql URL (the pooler's)");
   if (f == "disk-full" && (dialect_ != Dialect::kSqlite || a_.url != disk_full_url(a_.work))) {
     usage("disk-full runs on SQLite in the work directory (no --url)");
   }
   if ((f == "server-restart" || f == "server-stop") && a_.state.empty()) usage(f + " needs --state");
+  if (redis && !a_.state.empty()) {
+    std::ifstream mode(a_.state + "/aof-mode");  // written by scripts/servers/redis.sh start
+    if (!(mode >> aof_mode_)) aof_mode_ = "no";
+  }
+  if (f == "server-restart-aof" && aof_mode_ != "always") {
+    usage("server-restart-aof needs a server started with DBLOCK_REDIS_AOF=always (" + a_.state + "/aof-mode: " +
+          aof_mode_ + ")");
+  }
   if (f == "pgbouncer" && a_.url.find("prepared=") == std::string::npos) a_.url = with_param(a_.url, "prepared", "0");
   if (a_.server_script.empty()) {
-    a_.server_script = std::string(DBLOCK_SOURCE_DIR) + "/scripts/servers/" + (pg ? "postgresql.sh" : "mariadb.sh");
+    a_.server_script = std::string(DBLOCK_SOURCE_DIR) + "/scripts/servers/" +
+                       (pg ? "postgresql.sh" : redis ? "redis.sh" : "mariadb.sh");
   }
 
   prefix_ = "fault" + s(getpid() % 100000) + "_" + s(static_cast<std::int64_t>(a_.seed % 100000)) + "_";
   run_tag_ = "dbf" + s(getpid() % 100000) + "s" + s(static_cast<std::int64_t>(a_.seed % 100000));
   if (a_.admin_url.empty()) a_.admin_url = a_.url;
+  resource_url_ = resource_url(dialect_, a_.admin_url, a_.work);
   // The clients' URL only changes: setup and the oracle connect directly.
   if (f == "relay-stall") interruption_ = relay_stall(a_.url, a_.relay_path);
   if (f == "conn-full") {
@@ -888,7 +998,7 @@ int Run::execute() {
   }
   if (f == "disk-full") interruption_ = disk_full(a_.work + "/db");  // before the file is made
   if (interruption_) a_.url = interruption_->client_url(a_.url);
-  sql_ = resource_sql(dialect_, prefix_);
+  sql_ = resource_sql(dialect_of(resource_url_), prefix_);
   driver_log_.open(a_.work + "/driver.log");
 
   std::printf("fault run: backend=%s fault=%s seed=%llu clients=%d seconds=%.1f ttl=%d ms prefix=%s work=%s\n",
@@ -952,6 +1062,8 @@ int Run::execute() {
   in.ttl_ns = ttl_ns();
   in.baseline = f == "none";
   in.expect_session_refused = f == "pgbouncer";
+  in.fence_only = redis;
+  in.leases_volatile = redis && aof_mode_ != "always" && !a_.durable;
   in.events = events_;
   in.death = death_;
   for (auto& [id, c] : clients_) {
@@ -973,6 +1085,7 @@ int Run::execute() {
       if (!v.empty()) server_version = as_text(v[0].at(0));
     });
   }
+  if (redis) server_version = redis_version();  // the resource's SQLite is not the server under test
   Figures fig = evaluate(in);
   fig.client_crashes = crashes_;
   auto violations = fig.violations(in.baseline);
@@ -996,13 +1109,24 @@ int Run::execute() {
   std::printf("  writes doubled                  %lld\n", (long long)fig.doubled);
   std::printf("  phantom / mis-fenced ops        %lld\n", (long long)fig.phantom_ops);
   std::printf("  rejected writes that committed  %lld\n", (long long)fig.rejected_committed);
-  std::printf("  guard passed, resource refused  %lld\n", (long long)fig.guard_bypass);
+  if (in.fence_only) {
+    std::printf("  guard passed, resource refused  — (no guard: the resource's fence check alone, refused %lld)\n",
+                (long long)fig.rejected_resource);
+  } else {
+    std::printf("  guard passed, resource refused  %lld\n", (long long)fig.guard_bypass);
+  }
   std::printf("  resource row inconsistent       %lld\n", (long long)fig.resource_mismatch);
   std::printf("  fence regressions               %lld (duplicates %lld, across restarts %lld)\n",
               (long long)fig.fence_regressions, (long long)fig.duplicate_fences, (long long)fig.restart_regressions);
   std::printf("  wrong-owner release/renew effects %lld (%lld probes, %lld failed under faults)\n",
               (long long)fig.wrong_owner_effects, (long long)fig.probes, (long long)fig.probe_errors);
-  std::printf("  holds overlapping within safe-until %lld\n", (long long)fig.safe_overlaps);
+  const bool excused = in.leases_volatile && (f == "server-restart" || f == "server-restart-aof");
+  std::printf("  holds overlapping within safe-until %lld%s\n", (long long)fig.safe_overlaps,
+              excused ? (" (after a restart that lost the leases: " + s(fig.restart_overlaps) + ", allowed)").c_str() : "");
+  std::printf("  leases found lost before safe-until %lld%s\n", (long long)fig.lost_early,
+              excused ? (" (lost to a restart: " + s(fig.lost_to_restart) + " releases, " +
+                         s(fig.probe_gone_at_restart) + " probes; allowed)").c_str()
+                      : "");
   if (in.expect_session_refused) {
     std::printf("  session locks granted behind the pooler %lld (refused %lld, unchecked %lld)\n",
                 (long long)fig.session_not_refused, (long long)fig.session_refused, (long long)fig.session_unchecked);
@@ -1055,7 +1179,10 @@ int Run::execute() {
          << " early_giveups=" << fig.early_giveups << " worst_call_ms=" << fmt(fig.worst_call_ms, 0) << " overlaps=" << fig.overlaps << " overlap_ms=" << fmt(fig.overlap_ms)
          << " kills=" << fig.kills << " kills_in_hold=" << fig.kills_in_hold << " unrecovered=" << fig.unrecovered
          << " in_doubt_releases=" << fig.in_doubt_releases << " already_lost_releases=" << fig.already_lost_releases
-         << " rejected_guard=" << fig.rejected_guard << " write_errors=" << fig.write_errors
+         << " rejected_guard=" << fig.rejected_guard << " rejected_resource=" << fig.rejected_resource
+         << " lost_early=" << fig.lost_early << " restart_overlaps=" << fig.restart_overlaps
+         << " lost_to_restart=" << fig.lost_to_restart << " probe_gone_at_restart=" << fig.probe_gone_at_restart
+         << " write_errors=" << fig.write_errors
          << " indoubt_committed=" << fig.indoubt_committed << " lost_callbacks=" << fig.lost_callbacks
          << " lost_at_release=" << fig.lost_at_release << " errors=" << fig.errors
          << " recovery_ms=" << (recovery.empty() ? "-" : recovery) << " verdict=" << verdict;
@@ -1066,10 +1193,11 @@ int Run::execute() {
     out << result.str() << "\n";
   }
 
-  if (verdict == "ok" && !a_.keep) cleanup_tables();
+  if ((verdict == "ok" || (a_.expect_violation && verdict == "violation")) && !a_.keep) cleanup_tables();
   if (verdict != "ok" && !a_.expect_violation) std::printf("logs kept in %s\n", a_.work.c_str());
   if (a_.expect_violation) {
-    std::printf("expected a violation (--sabotage): %s\n", verdict == "violation" ? "found" : "NOT FOUND");
+    std::printf("expected a violation (%s): %s\n", a_.sabotage ? "--sabotage" : "--durable",
+                verdict == "violation" ? "found" : "NOT FOUND");
     return verdict == "violation" ? 0 : 1;
   }
   return verdict == "ok" ? 0 : (verdict == "violation" ? 1 : 2);
@@ -1100,6 +1228,7 @@ Args parse_run(int argc, char** argv) {
     else if (k == "--keep") a.keep = true;
     else if (k == "--sabotage") a.sabotage = true;
     else if (k == "--expect-violation") a.expect_violation = true;
+    else if (k == "--durable") a.durable = true;
     else usage("unknown argument " + k);
   }
   if (std::find(fault_kinds().begin(), fault_kinds().end(), a.fault) == fault_kinds().end()) usage("unknown fault " + a.fault);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -31,22 +32,47 @@ struct Interval {
   int client;
 };
 
+struct OverlapCount {
+  std::int64_t count = 0, total_ns = 0, excused = 0;
+};
+
 // Pairs of intervals from different clients that intersect: count and total intersection (ns).
-std::pair<std::int64_t, std::int64_t> overlaps(std::vector<Interval> v) {
+// A pair `excuse(earlier, later)` (by start) accepts is counted in `excused` instead.
+OverlapCount overlaps(std::vector<Interval> v,
+                      const std::function<bool(const Interval&, const Interval&)>& excuse = nullptr) {
   std::sort(v.begin(), v.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
   std::vector<Interval> active;
-  std::int64_t count = 0, total = 0;
+  OverlapCount out;
   for (const auto& cur : v) {
     active.erase(std::remove_if(active.begin(), active.end(), [&](const Interval& a) { return a.end <= cur.start; }),
                  active.end());
     for (const auto& a : active) {
       if (a.client == cur.client) continue;
-      ++count;
-      total += std::min(a.end, cur.end) - cur.start;
+      if (excuse && excuse(a, cur)) {
+        ++out.excused;
+        continue;
+      }
+      ++out.count;
+      out.total_ns += std::min(a.end, cur.end) - cur.start;
     }
     active.push_back(cur);
   }
-  return {count, total};
+  return out;
+}
+
+// [from, to] of each time the driver SIGSTOPped `client` (to: its SIGCONT, or forever).
+std::vector<std::pair<std::int64_t, std::int64_t>> stops_of(const OracleInput& in, int client) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> stopped;
+  for (const auto& e : in.events) {
+    if (e.client != client) continue;
+    if (e.kind == FaultEvent::kClientStop) stopped.emplace_back(e.t, INT64_MAX);
+    if (e.kind == FaultEvent::kClientCont && !stopped.empty()) stopped.back().second = e.t;
+  }
+  return stopped;
+}
+
+bool intersects(const std::vector<std::pair<std::int64_t, std::int64_t>>& spans, std::int64_t from, std::int64_t to) {
+  return std::any_of(spans.begin(), spans.end(), [&](const auto& s) { return s.first < to && s.second > from; });
 }
 
 }  // namespace
@@ -128,10 +154,11 @@ ClientLog parse_client_log(int client, std::istream& in) {
         t = n[2];
       }
     } else if (ty == "P") {
-      ok = nums({0, 1, 2});
+      ok = nums({0, 1, 2}) && (f.size() < 5 || nums({3, 4}));
       if (ok) {
         ++log.probes;
         log.probe_effects += n[2];
+        if (f.size() >= 5 && n[3] > 0) log.probe_gone.push_back({n[4], n[1], n[3]});
         t = n[1];
       }
     } else if (ty == "Q") {
@@ -146,6 +173,7 @@ ClientLog parse_client_log(int client, std::istream& in) {
         auto& a = log.acquisitions[by_k[n[0]]];
         a.released = true;
         a.t_end = n[1];
+        a.t_released = n[2];
         a.result = f[3];
         a.safe_until = n[4];
         a.lost_at_release = n[5] != 0;
@@ -234,6 +262,7 @@ std::vector<std::string> Figures::violations(bool baseline) const {
   check(client_crashes, "client_crashes");
   check(overdue_calls, "overdue_calls");
   check(early_giveups, "early_giveups");
+  check(lost_early, "lost_early");
   if (baseline) check(overlaps, "baseline_overlaps");
   return out;
 }
@@ -247,18 +276,10 @@ void check_calls(const OracleInput& in, Figures& fig) {
   constexpr std::int64_t kFloorNs = kCallFloorMs * 1'000'000;
   bool any = false;
   for (const auto& c : in.clients) {
-    std::vector<std::pair<std::int64_t, std::int64_t>> stopped;  // [stop, cont] of this client
-    for (const auto& e : in.events) {
-      if (e.client != c.client) continue;
-      if (e.kind == FaultEvent::kClientStop) stopped.emplace_back(e.t, INT64_MAX);
-      if (e.kind == FaultEvent::kClientCont && !stopped.empty()) stopped.back().second = e.t;
-    }
+    const auto stopped = stops_of(in, c.client);
     for (const auto& call : c.calls) {
       ++fig.calls;
-      const bool was_stopped = std::any_of(stopped.begin(), stopped.end(), [&](const auto& s) {
-        return s.first < call.t_ret && s.second > call.t_call;
-      });
-      if (was_stopped) continue;
+      if (intersects(stopped, call.t_call, call.t_ret)) continue;
       const double late_ms = static_cast<double>(call.t_ret - call.bound) / 1e6;
       if (!any || late_ms > fig.worst_call_ms) {
         fig.worst_call_ms = late_ms;
@@ -339,10 +360,49 @@ Figures evaluate(const OracleInput& in) {
       if (a->lost_at_release) ++fig.lost_at_release;
     }
   }
-  auto [n_raw, ns_raw] = overlaps(raw);
-  fig.overlaps = n_raw;
-  fig.overlap_ms = static_cast<double>(ns_raw) / 1e6;
-  fig.safe_overlaps = overlaps(clipped).first;
+  // Server restarts [killed, back up]: with volatile leases they explain lost leases.
+  std::vector<std::pair<std::int64_t, std::int64_t>> restarts;
+  if (in.leases_volatile) {
+    for (const auto& e : in.events) {
+      if (e.kind == FaultEvent::kServerRestart) restarts.emplace_back(e.t, e.t_end);
+    }
+  }
+  const OverlapCount raw_overlaps = overlaps(raw);
+  fig.overlaps = raw_overlaps.count;
+  fig.overlap_ms = static_cast<double>(raw_overlaps.total_ns) / 1e6;
+  // Two holds within safe-until overlap only if the server forgot the earlier one: excused when a
+  // restart began before the later hold started and ended after the earlier one's acquire returned.
+  const OverlapCount safe = overlaps(clipped, [&](const Interval& earlier, const Interval& later) {
+    return std::any_of(restarts.begin(), restarts.end(),
+                       [&](const auto& r) { return r.first <= later.start && r.second >= earlier.start; });
+  });
+  fig.safe_overlaps = safe.count;
+  fig.restart_overlaps = safe.excused;
+
+  // A release that answered "already lost" and returned before the lease's safe-until: the
+  // service said the lease was gone (now, or at a refused renewal) at a time it had granted it
+  // for. A release that reached the service after the expiry (a frozen server) returns after
+  // safe-until and is not counted, nor is one whose client was stopped meanwhile.
+  for (const auto& c : in.clients) {
+    const auto stopped = stops_of(in, c.client);
+    for (const auto& a : c.acquisitions) {
+      if (!a.released || a.result != "already_lost" || a.t_released >= a.safe_until) continue;
+      if (intersects(stopped, a.t_end, a.t_released)) continue;
+      const bool restarted = std::any_of(restarts.begin(), restarts.end(), [&](const auto& r) {
+        return r.first <= a.t_released && r.second >= a.t_call;
+      });
+      ++(restarted ? fig.lost_to_restart : fig.lost_early);
+    }
+    // A probe that saw the lease vanish while a restart was under way.
+    for (const auto& g : c.probe_gone) {
+      const bool restarted = std::any_of(restarts.begin(), restarts.end(),
+                                         [&](const auto& r) { return r.first <= g.t && r.second >= g.t0; });
+      if (restarted) {
+        fig.probe_gone_at_restart += g.count;
+        fig.wrong_owner_effects -= g.count;
+      }
+    }
+  }
 
   {
     std::vector<Interval> by_start = clipped, by_end = clipped;
@@ -423,7 +483,7 @@ Figures evaluate(const OracleInput& in) {
           if (present) ++fig.rejected_committed;
           break;
         case WriteOutcome::kRejectedResource:
-          ++fig.guard_bypass;
+          ++(in.fence_only ? fig.rejected_resource : fig.guard_bypass);
           if (present) ++fig.rejected_committed;
           break;
         case WriteOutcome::kError:
@@ -561,6 +621,73 @@ std::vector<std::string> oracle_selftest() {
     Figures f = evaluate(in);
     expect(f.wrong_owner_effects == 1 && f.guard_bypass == 1 && f.rejected_committed == 1 && f.phantom_ops == 1,
            "probe/guard/phantom not detected");
+  }
+  {  // fence-only resource (Redis): a refused stale write is the resource doing its job
+    auto in = clean_history();
+    in.clients[1].writes[0].outcome = WriteOutcome::kRejectedResource;
+    in.ops.pop_back();
+    in.resource_value = 1;
+    in.resource_last_fence = 1;
+    Figures f = evaluate(in);
+    expect(f.guard_bypass == 1 && f.rejected_resource == 0, "guard bypass not counted with a guard");
+    in.fence_only = true;
+    f = evaluate(in);
+    expect(f.guard_bypass == 0 && f.rejected_resource == 1 && f.violations(true).empty(),
+           "fence-only refusal counted as a violation");
+  }
+  {  // holds overlapping within safe-until: excused only by a restart of a volatile server between them
+    constexpr std::int64_t ms = 1'000'000;
+    auto in = clean_history();
+    in.clients[0] = parse_text(1, "START 1 11 50\nA 1 " + std::to_string(90 * ms) + " " + std::to_string(100 * ms) +
+                                      " 1 " + std::to_string(1000 * ms) + "\nR 1 " + std::to_string(500 * ms) + " " +
+                                      std::to_string(510 * ms) + " released " + std::to_string(1000 * ms) + " 0\n");
+    in.clients[1] = parse_text(2, "START 2 12 50\nA 1 " + std::to_string(250 * ms) + " " + std::to_string(300 * ms) +
+                                      " 2 " + std::to_string(1200 * ms) + "\nR 1 " + std::to_string(400 * ms) + " " +
+                                      std::to_string(410 * ms) + " released " + std::to_string(1200 * ms) + " 0\nEND " +
+                                      std::to_string(500 * ms) + "\n");
+    in.ops.clear();
+    in.resource_value = 0;
+    in.resource_last_fence = 0;
+    in.baseline = false;
+    in.events.push_back({FaultEvent::kServerRestart, 150 * ms, 200 * ms, 0, 0});
+    Figures f = evaluate(in);
+    expect(f.safe_overlaps == 1 && f.restart_overlaps == 0, "overlap within safe-until excused on a durable server");
+    in.leases_volatile = true;
+    f = evaluate(in);
+    expect(f.safe_overlaps == 0 && f.restart_overlaps == 1 && f.violations(false).empty(),
+           "overlap after a restart of a volatile server not excused");
+    in.events[0].t = 350 * ms;  // the restart came after the later hold began: no excuse
+    in.events[0].t_end = 360 * ms;
+    expect(evaluate(in).safe_overlaps == 1, "overlap excused by a later restart");
+  }
+  {  // a release that finds its lease lost long before its safe-until; a probe that saw it vanish
+    constexpr std::int64_t ms = 1'000'000;
+    auto t = [](std::int64_t v) { return std::to_string(v * 1'000'000); };
+    auto in = clean_history();
+    in.clients[0] = parse_text(1, "START 1 11 50\nA 1 " + t(90) + " " + t(100) + " 1 " + t(1000) + "\nP 1 " + t(130) +
+                                      " 1 1 " + t(120) + "\nR 1 " + t(200) + " " + t(210) + " already_lost " + t(1000) +
+                                      " 0\nEND " + t(220) + "\n");
+    // Client 2's release reached the service after its safe-until (a frozen server): not counted.
+    in.clients[1] = parse_text(2, "START 2 12 50\nA 1 " + t(300) + " " + t(310) + " 2 " + t(1300) + "\nR 1 " + t(900) +
+                                      " " + t(1010) + " already_lost " + t(1000) + " 0\nEND " + t(1020) + "\n");
+    in.ops.clear();
+    in.resource_value = 0;
+    in.resource_last_fence = 0;
+    in.baseline = false;
+    Figures f = evaluate(in);
+    expect(f.lost_early == 1 && f.wrong_owner_effects == 1 && !f.violations(false).empty(),
+           "lease lost before its safe-until not detected");
+    in.leases_volatile = true;
+    in.events.push_back({FaultEvent::kServerRestart, 125 * ms, 128 * ms, 0, 0});
+    f = evaluate(in);
+    expect(f.lost_early == 0 && f.lost_to_restart == 1 && f.wrong_owner_effects == 0 && f.probe_gone_at_restart == 1 &&
+               f.violations(false).empty(),
+           "lease lost at a restart of a volatile server not excused");
+    in.events.push_back({FaultEvent::kClientStop, 201 * ms, 0, 1, 0});  // stopped before its release: not counted
+    in.leases_volatile = false;
+    in.events.erase(in.events.begin());
+    f = evaluate(in);
+    expect(f.lost_early == 0 && f.lost_to_restart == 0, "a stopped client's late release counted as lost early");
   }
   {  // restart regression
     auto in = clean_history();

@@ -23,6 +23,7 @@ struct Acquisition {
   std::int64_t safe_until = 0;  // at acquisition; replaced by the value read just before release
   bool released = false;        // an R record exists
   std::int64_t t_end = 0;       // believed hold ended (release() about to be called), or the client's death
+  std::int64_t t_released = 0;  // release() returned (R record)
   std::string result;           // released | already_lost | in_doubt ("" when not released)
   bool lost_at_release = false;
 };
@@ -47,12 +48,19 @@ struct LeaseCall {
   std::string outcome;     // ok | none | released | ... | the error class
 };
 
+// A wrong-owner probe [t0, t] (P record) that saw the lease missing afterwards while lost() was
+// false.
+struct ProbeGone {
+  std::int64_t t0 = 0, t = 0, count = 0;
+};
+
 struct ClientLog {
   int client = 0;
   std::vector<LeaseCall> calls;
   std::vector<Acquisition> acquisitions;
   std::vector<WriteAttempt> writes;
   std::int64_t probes = 0, probe_effects = 0, probe_errors = 0;
+  std::vector<ProbeGone> probe_gone;  // included in probe_effects
   std::int64_t lost_callbacks = 0, not_acquired = 0, errors = 0, background_errors = 0;
   // Session-lock checks behind a transaction pooler: outcome -> count ("refused" is the only
   // correct one; "granted" and "not_acquired" mean the lock was attempted instead of refused).
@@ -96,6 +104,14 @@ struct OracleInput {
   std::int64_t ttl_ns = 0;
   bool baseline = false;               // no faults: believed holds must not overlap
   bool expect_session_refused = false; // behind a transaction pooler
+  // The resource's fence check is the only guard (Redis: the resource is outside the lock service
+  // and nothing checks the lease inside the write): its refusals are the expected way a stale
+  // holder is stopped, counted in rejected_resource, not a guard_bypass.
+  bool fence_only = false;
+  // A server restart may lose every lease (Redis without AOF `always`): holds overlapping within
+  // safe-until, leases found lost before their safe-until and a probe's lease gone are excused
+  // (and counted apart) when a restart explains them; everything else is checked as usual.
+  bool leases_volatile = false;
 };
 
 struct Figures {
@@ -118,6 +134,7 @@ struct Figures {
   std::int64_t client_crashes = 0;         // set by the driver: a client exited without being killed
   std::int64_t overdue_calls = 0;          // a lease call returned over a second after its bound (client not stopped)
   std::int64_t early_giveups = 0;          // a wait ended with a transient error before its deadline
+  std::int64_t lost_early = 0;             // a release found the lease already lost well before its safe-until
   // Reported.
   std::int64_t overlaps = 0;               // believed holds [acquire returned, release called] intersecting
   double overlap_ms = 0;
@@ -126,6 +143,9 @@ struct Figures {
   std::int64_t kills = 0, kills_in_hold = 0;
   std::int64_t in_doubt_releases = 0, already_lost_releases = 0;
   std::int64_t rejected_guard = 0, write_errors = 0, indoubt_committed = 0, indoubt_absent = 0;
+  std::int64_t rejected_resource = 0;      // fence_only: writes the resource refused for a stale fence
+  // leases_volatile: what a restart that lost the leases explains (reported, not violations).
+  std::int64_t restart_overlaps = 0, lost_to_restart = 0, probe_gone_at_restart = 0;
   std::int64_t lost_callbacks = 0, lost_at_release = 0, lost_flag_at_write = 0, expired_on_return = 0;
   std::int64_t probes = 0, probe_errors = 0, not_acquired = 0, errors = 0, background_errors = 0;
   std::int64_t session_refused = 0, session_unchecked = 0, malformed = 0;  // unchecked: errors

@@ -61,7 +61,7 @@ int report(const std::vector<std::string>& files) {
       if (line.rfind("RESULT ", 0) == 0) rows.push_back(parse_result(line));
     }
   }
-  const std::vector<std::string> backends = {"sqlite", "postgresql", "mariadb"};
+  const std::vector<std::string> backends = {"sqlite", "postgresql", "mariadb", "redis"};
   std::map<std::string, std::string> servers;
   std::set<std::string> ttls, clients, dblock_versions;
   for (auto& r : rows) {
@@ -120,7 +120,7 @@ int report(const std::vector<std::string>& files) {
       }
       const long long other = sum("phantom_ops") + sum("rejected_committed") + sum("guard_bypass") +
                               sum("resource_mismatch") + sum("duplicate_fences") + sum("safe_overlaps") +
-                              sum("session_not_refused") + sum("client_crashes");
+                              sum("session_not_refused") + sum("client_crashes") + sum("lost_early");
       std::string verdict;
       for (const auto& [v, n] : verdicts) verdict += (verdict.empty() ? "" : ", ") + std::to_string(n) + " " + v;
       if (verdicts.size() != 1 || !verdicts.count("ok")) ++bad;
@@ -132,7 +132,8 @@ int report(const std::vector<std::string>& files) {
                   b.c_str(), f.c_str(), group.size(), seed_list(seeds).c_str(), sum("acquisitions"), sum("acked"),
                   sum("faults"), sum("stale_writes"), sum("lost_acks"), sum("doubled"),
                   sum("fence_regressions") + sum("restart_regressions"), sum("wrong_owner_effects"), other,
-                  sum("overdue_calls"), sum("early_giveups"), worst.c_str(), sum("overlaps"), overlap_ms, rec.c_str(), sum("in_doubt_releases"), sum("rejected_guard"),
+                  sum("overdue_calls"), sum("early_giveups"), worst.c_str(), sum("overlaps"), overlap_ms, rec.c_str(), sum("in_doubt_releases"),
+                  sum("rejected_guard") + sum("rejected_resource"),
                   sum("lost_callbacks"), verdict.c_str());
     }
   }
