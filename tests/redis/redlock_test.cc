@@ -111,6 +111,11 @@ TEST_CASE("redlock: 3 or 5 nodes, and a lease with one node of three down", "[re
   }
 }
 
+TEST_CASE("redlock: with prefix \"\" a name that could be a companion key is refused", "[redlock][keys]") {
+  auto bare = dblock::open(context().url + "?prefix=");
+  CHECK_THROWS_AS(bare->try_acquire("{" + unique_prefix() + "x}:fence"), UsageError);
+}
+
 TEST_CASE("redlock: the fence's second round keeps fences growing when a later majority misses a node",
           "[redlock][fence]") {
   // Node 0's counter is far ahead of the others' (it drew fences for leases the others missed).

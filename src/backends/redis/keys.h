@@ -5,13 +5,18 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/errors.h"
+#include "error_map.h"
+
 namespace dblock::redis {
 
 // The keys of one lock name: the lease itself ("<prefix>NAME", what single-key clients use with
 // prefix "") and its companions, which share its cluster slot through the hash tag.
 struct LockKeys {
+  // Throws UsageError for a name that could be another name's companion: with prefix "" the lease
+  // key is the name itself, so it may not begin with '{'.
   LockKeys(std::string_view prefix, std::string_view name)
-      : lease(std::string(prefix).append(name)),
+      : lease(checked(prefix, name)),
         fence(tagged(":fence")),
         queue(tagged(":q")),
         queue_info(tagged(":qi")) {}
@@ -22,6 +27,14 @@ struct LockKeys {
   std::string latch(std::string_view digest) const { return tagged(":latch:") + std::string(digest); }
 
  private:
+  static std::string checked(std::string_view prefix, std::string_view name) {
+    if (prefix.empty() && !name.empty() && name.front() == '{') {
+      throw UsageError("redis: with prefix \"\" a lock name may not begin with '{' (it could name another lock's "
+                       "companion key)",
+                       kServiceName);
+    }
+    return std::string(prefix).append(name);
+  }
   std::string tagged(std::string_view suffix) const { return "{" + lease + "}" + std::string(suffix); }
 };
 

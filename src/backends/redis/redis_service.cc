@@ -15,13 +15,12 @@ using std::chrono::milliseconds;
 // The most lease_lost() waits for the server.
 constexpr milliseconds kLeaseLostBound{500};
 
-std::string number(std::int64_t n) { return std::to_string(n); }
 
 }  // namespace
 
-RedisService::RedisService(Options options) : options_(std::move(options)), node_(options_, deadline_now()) {
-  if (options_.listen) {
-    events_.emplace(std::vector<Options>{options_}, release_channel(options_.prefix),
+RedisService::RedisService(const Options& options) : node_(options, deadline_now()) {
+  if (options.listen) {
+    events_.emplace(std::vector<Options>{options}, release_channel(options.prefix),
                         [this](std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed) {
                           return confirm_grant(name, secret, claimed);
                         });
@@ -34,16 +33,6 @@ ServiceTraits RedisService::traits() const {
   return traits;
 }
 
-LockKeys RedisService::keys(std::string_view name) const {
-  // With no prefix a lease key is the name itself: one beginning with '{' could be a companion key
-  // of another name.
-  if (options_.prefix.empty() && !name.empty() && name.front() == '{') {
-    throw UsageError("redis: with prefix \"\" a lock name may not begin with '{' (it could name another lock's "
-                     "companion key)",
-                     kServiceName);
-  }
-  return LockKeys(options_.prefix, name);
-}
 
 // ---- leases ----
 
@@ -55,9 +44,9 @@ FairQueue::Attempt RedisService::attempt_in_line(const AcquireRequest& request, 
 
 FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool queue, const Place& place) {
   const LockKeys k = keys(request.name);
-  const std::string ttl_us = number(request.ttl.count() * 1000);
-  const std::string ticket = number(queue ? place.ticket : 0);
-  const std::string hold_us = number(place.hold_for.count() * 1000);
+  const std::string ttl_us = std::to_string(request.ttl.count() * 1000);
+  const std::string ticket = std::to_string(queue ? place.ticket : 0);
+  const std::string hold_us = std::to_string(place.hold_for.count() * 1000);
   const Reply r = node_.eval(node_.scripts().acquire, {k.lease, k.fence, k.queue, k.queue_info},
                        {secret_bytes(*request.secret), request.holder, ttl_us, mode_arg(request.mode), ticket,
                         queue ? "1" : "0", hold_us},
@@ -79,7 +68,7 @@ FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool que
 
 RenewResult RedisService::renew(const LeaseKey& lease, milliseconds ttl) {
   const LockKeys k = keys(lease.name);
-  const std::string ttl_us = number(ttl.count() * 1000);
+  const std::string ttl_us = std::to_string(ttl.count() * 1000);
   const Reply r = node_.eval(node_.scripts().renew, {k.lease}, {secret_bytes(*lease.secret), ttl_us, mode_arg(lease.mode)}, Repeat::kSafe);
   RenewResult result;
   result.renewed = r[0].integer() == 1;
@@ -90,7 +79,7 @@ RenewResult RedisService::renew(const LeaseKey& lease, milliseconds ttl) {
 bool RedisService::release_script(const LeaseKey& lease, bool latch,
                                   std::optional<SteadyClock::time_point> deadline) {
   const LockKeys k = keys(lease.name);
-  const std::string channel = release_channel(options_.prefix);
+  const std::string channel = release_channel(prefix());
   const Reply r = node_.eval(node_.scripts().release, {k.lease, k.fence, k.queue, k.queue_info, k.latch(owner_digest(*lease.secret))},
                        {secret_bytes(*lease.secret), mode_arg(lease.mode), channel, lease.name, latch ? "1" : "0", "0"},
                        latch ? Repeat::kSafe : Repeat::kInDoubt, deadline);
@@ -111,8 +100,8 @@ void RedisService::lease_lost(const LeaseKey& lease) noexcept {
 
 bool RedisService::force_release(std::string_view name, std::string_view by) {
   const LockKeys k = keys(name);
-  const std::string channel = release_channel(options_.prefix);
-  const Reply r = node_.eval(node_.scripts().force_release, {k.lease, k.fence, k.queue, k.queue_info, audit_key(options_.prefix)},
+  const std::string channel = release_channel(prefix());
+  const Reply r = node_.eval(node_.scripts().force_release, {k.lease, k.fence, k.queue, k.queue_info, audit_key(prefix())},
                        {channel, name, by}, Repeat::kInDoubt);
   return r.integer() == 1;
 }
@@ -133,16 +122,16 @@ std::optional<LeaseGrant> RedisService::confirm_grant(std::string_view name, con
 // ---- admin ----
 
 std::vector<LeaseInfo> RedisService::list(std::optional<std::string_view> name) {
-  if (name) return describe(node_, {keys(*name).lease}, options_.prefix, true);
+  if (name) return describe(node_, {keys(*name).lease}, prefix(), true);
   // With prefix "" other strings in the database cannot be told from other clients' locks.
-  std::vector<LeaseInfo> out = describe(node_, scan_lease_keys(node_, options_.prefix), options_.prefix,
-                                        !options_.prefix.empty());
+  std::vector<LeaseInfo> out = describe(node_, scan_lease_keys(node_, prefix()), prefix(),
+                                        !prefix().empty());
   sort_by_name(out);
   return out;
 }
 
 std::vector<ForceReleaseRecord> RedisService::force_releases(std::optional<std::string_view> name, std::size_t limit) {
-  return read_audit(node_, options_.prefix, name, limit);
+  return read_audit(node_, prefix(), name, limit);
 }
 
 // ---- the line ----
@@ -156,7 +145,7 @@ void RedisService::leave(std::string_view name, const OwnerSecret& secret) {
 
 FairQueue::Position RedisService::position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) {
   const LockKeys k = keys(name);
-  const std::string t = number(ticket);
+  const std::string t = std::to_string(ticket);
   const Reply r = node_.eval(node_.scripts().position, {k.lease, k.queue, k.queue_info}, {secret_bytes(secret), t}, Repeat::kSafe);
   return Position{static_cast<int>(r[0].integer()), milliseconds(r[1].integer(-1))};
 }

@@ -29,7 +29,7 @@ namespace dblock::redis {
 class RedisService final : public LeaseService, public FairQueue, public AuditLog {
  public:
   // Connects, checks the server and loads the scripts. Throws as make_service() documents.
-  explicit RedisService(Options options);
+  explicit RedisService(const Options& options);
 
   std::string_view name() const override { return kServiceName; }
   ServiceTraits traits() const override;
@@ -55,11 +55,11 @@ class RedisService final : public LeaseService, public FairQueue, public AuditLo
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed);
 
  private:
-  LockKeys keys(std::string_view name) const;
+  const std::string& prefix() const { return node_.options().prefix; }
+  LockKeys keys(std::string_view name) const { return LockKeys(prefix(), name); }
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
   bool release_script(const LeaseKey& lease, bool latch, std::optional<SteadyClock::time_point> deadline);
 
-  const Options options_;
   Node node_;
   std::optional<Events> events_;
 };

@@ -15,7 +15,6 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kLeaseLostBound{500};  // the most lease_lost() waits for the nodes
 
-std::string number(std::int64_t n) { return std::to_string(n); }
 std::string text(std::string_view s) { return std::string(s); }
 
 bool said(const std::optional<Reply>& r, std::int64_t value) {
@@ -75,7 +74,7 @@ void RedlockService::check_errors(const Replies& replies) const {
 std::size_t RedlockService::raise(const LockKeys& k, const OwnerSecret& secret, std::int64_t fence,
                                   const std::vector<bool>& held, SteadyClock::time_point deadline) {
   const Replies raised =
-      on_nodes(&ScriptSet::raise_fence, {k.lease, k.fence}, {text(secret_bytes(secret)), number(fence)}, deadline, held);
+      on_nodes(&ScriptSet::raise_fence, {k.lease, k.fence}, {text(secret_bytes(secret)), std::to_string(fence)}, deadline, held);
   return static_cast<std::size_t>(std::count_if(raised.begin(), raised.end(), [](const auto& r) { return said(r, 1); }));
 }
 
@@ -86,7 +85,7 @@ AcquireResult RedlockService::try_acquire(const AcquireRequest& request) {
   const auto sent_at = SteadyClock::now();
   const Replies replies = on_nodes(&ScriptSet::acquire, {k.lease, k.fence, k.queue, k.queue_info},
                                    {text(secret_bytes(*request.secret)), text(request.holder),
-                                    number(request.ttl.count() * 1000), "x", "0", "0", "0"},
+                                    std::to_string(request.ttl.count() * 1000), "x", "0", "0", "0"},
                                    deadline);
   check_errors(replies);
   std::vector<bool> held(nodes_.size(), false);
@@ -124,7 +123,7 @@ RenewResult RedlockService::renew(const LeaseKey& lease, milliseconds ttl) {
   const auto deadline = deadline_now();
   const auto sent_at = SteadyClock::now();
   const std::string secret = text(secret_bytes(*lease.secret));
-  const std::string ttl_us = number(ttl.count() * 1000);
+  const std::string ttl_us = std::to_string(ttl.count() * 1000);
   const Replies replies = on_nodes(&ScriptSet::renew, {k.lease}, {secret, ttl_us, "x"}, deadline);
   std::vector<bool> renewed(nodes_.size()), lost(nodes_.size());
   std::int64_t fence = 0;

@@ -12,7 +12,6 @@ namespace dblock::redis {
 
 namespace {
 
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 // Connecting and each write on the subscriber connection are bounded by kStepTime; a connection
@@ -20,22 +19,6 @@ using std::chrono::milliseconds;
 constexpr std::chrono::seconds kStepTime{2};
 constexpr std::chrono::seconds kPingEvery{1};
 constexpr std::chrono::seconds kSilence{3};
-
-// Appends a command and writes it out (bounded by the socket's send timeout). False on failure.
-bool send(redisContext* c, const std::vector<std::string_view>& args) {
-  std::vector<const char*> argv;
-  std::vector<std::size_t> lengths;
-  for (const auto& a : args) {
-    argv.push_back(a.data());
-    lengths.push_back(a.size());
-  }
-  if (redisAppendCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) return false;
-  int done = 0;
-  while (!done) {
-    if (redisBufferWrite(c, &done) != REDIS_OK) return false;
-  }
-  return true;
-}
 
 }  // namespace
 
@@ -86,9 +69,12 @@ void Subscriber::loop() {
 
 void Subscriber::serve(Connection& connection) {
   redisContext* c = connection.context();
-  const auto step = std::chrono::duration_cast<microseconds>(kStepTime).count();
-  redisSetTimeout(c, timeval{static_cast<time_t>(step / 1'000'000), 0});
-  if (!send(c, {"SUBSCRIBE", channel_})) return;
+  // Writes are bounded by kStepTime; reads happen only once poll() found data, so the receive
+  // timeout send() also sets never fires (it would kill the context).
+  const auto send = [&](const std::vector<std::string_view>& args) {
+    connection.send(args, SteadyClock::now() + kStepTime);
+  };
+  send({"SUBSCRIBE", channel_});
   auto last_heard = SteadyClock::now();
   auto last_ping = last_heard;
   while (!stopping()) {
@@ -108,7 +94,7 @@ void Subscriber::serve(Connection& connection) {
     const auto now = SteadyClock::now();
     if (now - last_heard > kSilence) return;
     if (now - last_ping >= kPingEvery) {
-      if (!send(c, {"PING"})) return;
+      send({"PING"});
       last_ping = now;
     }
   }
