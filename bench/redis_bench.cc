@@ -51,6 +51,7 @@
 #include "dblock/lock_manager.h"
 #include "dblock/open.h"
 #include "dblock/options.h"
+#include "dblock/url.h"
 // Diagnostics only: the backend's own scripts and key names, so that "dblock's scripts sent from raw
 // hiredis" can be measured beside the floor and dblock (separating script cost from client overhead).
 #include "keys.h"
@@ -228,34 +229,17 @@ struct RawTarget {
   int database = 0;
 };
 
-// redis://[user:password@]host[:port][/db]
+// redis://[user:password@]host[:port][/db], read by dblock's own URL parser (percent-decoding,
+// IPv6 hosts and its errors included).
 RawTarget parse_url(const std::string& url) {
+  const dblock::Url u = dblock::parse_url(url);
+  if (u.scheme != "redis" || u.hosts.size() != 1) throw std::runtime_error("not a one-host redis:// URL: " + u.redacted());
   RawTarget t;
-  const auto scheme = url.find("://");
-  if (scheme == std::string::npos || url.substr(0, scheme) != "redis") {
-    throw std::runtime_error("not a redis:// URL: " + url);
-  }
-  std::string rest = url.substr(scheme + 3);
-  if (const auto slash = rest.find('/'); slash != std::string::npos) {
-    const std::string db = rest.substr(slash + 1);
-    if (!db.empty()) t.database = std::stoi(db);
-    rest.resize(slash);
-  }
-  if (const auto at = rest.rfind('@'); at != std::string::npos) {
-    const std::string creds = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    if (const auto colon = creds.find(':'); colon != std::string::npos) {
-      t.user = creds.substr(0, colon);
-      t.password = creds.substr(colon + 1);
-    } else {
-      t.user = creds;
-    }
-  }
-  if (const auto colon = rest.rfind(':'); colon != std::string::npos) {
-    t.port = std::stoi(rest.substr(colon + 1));
-    rest.resize(colon);
-  }
-  if (!rest.empty()) t.host = rest;
+  t.host = u.hosts[0].host;
+  if (u.hosts[0].port != 0) t.port = u.hosts[0].port;
+  t.user = u.user;
+  t.password = u.password;
+  if (!u.path.empty()) t.database = std::stoi(u.path);
   return t;
 }
 
