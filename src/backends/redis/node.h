@@ -48,6 +48,11 @@ inline SteadyClock::time_point deadline_now() {
   return std::min(call_deadline(), SteadyClock::now() + kLongestCall);
 }
 
+// The deadline of a lease_lost() call. The engine calls it on its renewal thread with no deadline
+// of its own and expects it not to block for long: a stalled server must delay neither the owner's
+// on_lost nor the other leases' renewals. The keys expire on the servers by themselves anyway.
+inline SteadyClock::time_point lease_lost_deadline() { return SteadyClock::now() + std::chrono::milliseconds(500); }
+
 // Script arguments.
 inline std::string_view secret_bytes(const OwnerSecret& secret) {
   return std::string_view(reinterpret_cast<const char*>(secret.bytes.data()), secret.bytes.size());

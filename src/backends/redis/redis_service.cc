@@ -12,8 +12,6 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-// The most lease_lost() waits for the server.
-constexpr milliseconds kLeaseLostBound{500};
 
 
 }  // namespace
@@ -90,9 +88,7 @@ bool RedisService::release(const LeaseKey& lease) { return release_script(lease,
 
 void RedisService::lease_lost(const LeaseKey& lease) noexcept {
   try {
-    // Called on the renewal thread with no deadline of its own: a short one, so that a stalled
-    // connection delays neither the owner's on_lost nor the other leases' renewals.
-    release_script(lease, false, SteadyClock::now() + kLeaseLostBound);
+    release_script(lease, false, lease_lost_deadline());
   } catch (const std::exception&) {
     // Best effort: the key expires on the server by itself.
   }

@@ -13,7 +13,6 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kLeaseLostBound{500};  // the most lease_lost() waits for the nodes
 
 std::string text(std::string_view s) { return std::string(s); }
 
@@ -180,7 +179,7 @@ bool RedlockService::release(const LeaseKey& lease) {
 
 void RedlockService::lease_lost(const LeaseKey& lease) noexcept {
   try {
-    release_all(lease, false, SteadyClock::now() + kLeaseLostBound);
+    release_all(lease, false, lease_lost_deadline());
   } catch (const std::exception&) {
     // Best effort: the keys expire on the nodes by themselves.
   }
