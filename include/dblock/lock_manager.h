@@ -36,6 +36,10 @@ struct TestAccess;
 inline constexpr std::size_t kMaxNameBytes = 255;
 // Longest TTL accepted (a lease is not a configuration store).
 inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 7);
+// Shortest TTL accepted: below it the renewal period (TTL/3) and the safe time left after the drift
+// margin (TTL/100 + 2 ms) shrink to a few scheduler slices and round trips, and a lease is lost
+// before its holder can act on it.
+inline constexpr std::chrono::milliseconds kMinTtl{50};
 
 // Throws UsageError describing what is wrong with `name`, or returns normally.
 void validate_lock_name(std::string_view name);

@@ -35,6 +35,7 @@
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
 #include "dblock/session_lock.h"
+#include "dblock/url.h"
 #include "exit_codes.h"
 #include "output.h"
 #include "usage.h"
@@ -59,6 +60,10 @@ struct RunOptions {
   bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
   std::vector<std::string> command;
 };
+
+// Shortest --ttl: a process is stopped in milliseconds, not microseconds, and the lease must
+// outlast a renewal that is late by a scheduler hiccup (the library's own floor is kMinTtl).
+constexpr milliseconds kMinRunTtl{1000};
 
 // With --on-lost term: how long COMMAND gets between SIGTERM and SIGKILL.
 constexpr milliseconds kTermGrace{5'000};
@@ -98,6 +103,10 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
     auto value = parse_duration(*a.ttl, &error);
     if (!value) cur.fail("--ttl: " + error);
     if (value->count() <= 0) cur.fail("--ttl must be greater than 0");
+    if (*value < kMinRunTtl) {
+      cur.fail("--ttl must be at least " + format_duration(kMinRunTtl) +
+               ": COMMAND must be stopped inside the lease, and renewals come every TTL/3");
+    }
     if (*value > kMaxTtl) cur.fail("--ttl must be at most " + format_duration(kMaxTtl));
     o.ttl = *value;
   }
@@ -340,6 +349,23 @@ std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const Ru
   }
 }
 
+// DBLOCK_URL as COMMAND sees it: without the password and secret parameters (COMMAND must not
+// reach dblock's connections; a nested dblock finds its credentials as the client libraries do).
+// A value dblock cannot parse is not passed on at all, since it cannot be cleaned.
+std::optional<std::string> url_for_child(std::string_view value) {
+  try {
+    return parse_url(value).without_secrets();
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+}
+
+// The faults the engine rides over while a wait lasts (see Acquirer::transient).
+bool fault_during_wait(const Error& e) {
+  return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
+         dynamic_cast<const TimeoutError*>(&e) != nullptr || dynamic_cast<const InDoubtError*>(&e) != nullptr;
+}
+
 void report_not_acquired(LockManager& manager, const RunOptions& o) {
   std::string holder;
   try {
@@ -420,6 +446,10 @@ class Supervisor {
       std::string_view entry(*e);
       if (entry.rfind("DBLOCK_FENCE=", 0) == 0 || entry.rfind("DBLOCK_KEY=", 0) == 0 ||
           entry.rfind("DBLOCK_SESSION_KEY=", 0) == 0) {
+        continue;
+      }
+      if (entry.rfind("DBLOCK_URL=", 0) == 0) {
+        if (std::optional<std::string> url = url_for_child(entry.substr(11))) spec.env.push_back("DBLOCK_URL=" + *url);
         continue;
       }
       spec.env.emplace_back(entry);
@@ -613,7 +643,18 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
     };
   }
 
-  std::unique_ptr<HeldLock> held = acquire_interruptibly(acquire, o, signals.fd.get());
+  std::unique_ptr<HeldLock> held;
+  try {
+    held = acquire_interruptibly(acquire, o, signals.fd.get());
+  } catch (const Error& e) {
+    // The engine rides over a failing service until the wait's deadline: what ends a wait that
+    // way is "not acquired within --wait", with the fault as the reason. A single try (--wait 0)
+    // reports the fault itself.
+    if (o.wait.count() <= 0 || !fault_during_wait(e)) throw;
+    std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s: the service failed while waiting: %s\n",
+                 terminal_text(o.key).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
+    return kExitNotAcquired;
+  }
   if (!held) {
     report_not_acquired(m, o);
     return kExitNotAcquired;

@@ -20,6 +20,10 @@ constexpr milliseconds kMaxCallTime{30'000};  // see Acquirer::call_deadline_for
 milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl) {
   const milliseconds ttl = options.ttl.count() == 0 ? default_ttl : options.ttl;
   if (ttl <= milliseconds::zero()) throw UsageError("TTL must be positive, got " + std::to_string(ttl.count()) + " ms");
+  if (ttl < kMinTtl) {
+    throw UsageError("TTL " + std::to_string(ttl.count()) + " ms is below the minimum of " +
+                     std::to_string(kMinTtl.count()) + " ms");
+  }
   if (ttl > kMaxTtl) throw UsageError("TTL exceeds the 7-day limit");
   return ttl;
 }

@@ -17,6 +17,9 @@ ManagerOptions validated(ManagerOptions options) {
   validate_table_prefix(options.table_prefix);
   if (!options.holder.empty()) validate_holder(options.holder);
   if (options.default_ttl <= milliseconds::zero()) throw UsageError("default_ttl must be positive");
+  if (options.default_ttl < kMinTtl) {
+    throw UsageError("default_ttl is below the minimum of " + std::to_string(kMinTtl.count()) + " ms");
+  }
   if (options.default_ttl > kMaxTtl) throw UsageError("default_ttl exceeds the 7-day limit");
   if (options.renew_interval < milliseconds::zero()) throw UsageError("renew_interval must not be negative");
   if (options.drift_margin < milliseconds::zero()) throw UsageError("drift_margin must not be negative");

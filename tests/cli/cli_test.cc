@@ -824,6 +824,8 @@ TEST_CASE("usage errors exit 64 without touching the backend", "[cli][sqlite]") 
       {{"run", "--key", "", "--", "true"}, "empty key"},
       {{"run", "--key", std::string(300, 'x'), "--", "true"}, "oversized key"},
       {{"run", "--key", "bad\nname", "--", "true"}, "control character in key"},
+      {{"run", "--key", "bad\xc2\x85name", "--", "true"}, "C1 control character (U+0085) in key"},
+      {{"run", "--key", "k", "--ttl", "500ms", "--", "true"}, "ttl below the 1s minimum"},
       {{"run", "--", "true"}, "missing key"},
       {{"run", "--key", "k", "true"}, "missing --"},
       {{"run", "--key", "k"}, "missing -- and command"},
@@ -1017,6 +1019,23 @@ TEST_CASE("the URL comes from --url / else DBLOCK_URL / else the XDG state direc
   CHECK(h.code == 0);
   CHECK(h.out == "[]\n");
   CHECK(fs::exists(cli.dir.file("home/.local/state/dblock/locks.db")));
+}
+
+TEST_CASE("a wait the service fails during ends as not acquired within --wait (75) and names the fault",
+          "[cli][sqlite]") {
+  Cli cli;
+  // Another writer keeps SQLite's write lock for longer than the wait: every attempt is refused busy.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(cli.dir.file("x.db").c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  Result r = cli.run({"run", "--key", "stalled", "--wait", "1s", "--", "touch", cli.dir.file("ran")});
+  REQUIRE(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  INFO(r);
+  CHECK(r.code == kNotAcquired);
+  CHECK(r.err.find("not acquired within --wait 1") != std::string::npos);
+  CHECK(r.err.find("the service failed while waiting") != std::string::npos);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1513,6 +1532,24 @@ TEST_CASE("PostgreSQL leases through the CLI: fences increase / release --force 
   INFO("holder stderr: " << holder->err());
   REQUIRE(code.has_value());
   CHECK(*code == kLeaseLost);
+}
+
+TEST_CASE("PostgreSQL: COMMAND sees DBLOCK_URL without its password", "[.][postgresql][cli]") {
+  // The test server trusts 127.0.0.1, so a password in the URL is accepted and ignored.
+  std::string with_password = postgresql_url();
+  const std::size_t at = with_password.find('@');
+  REQUIRE(at != std::string::npos);
+  const std::string without_password = with_password.substr(0, at + 1);
+  with_password.insert(at, ":pw-that-must-not-leak");
+  Cli cli(/*migrate=*/true, postgresql_url());
+  Process::Options env;
+  env.env = {{"DBLOCK_URL", with_password}};
+  Result r = cli.exec({kCli, "run", "--key", unique_key("env"), "--", "sh", "-c", "env | grep '^DBLOCK_URL='"},
+                      milliseconds(30'000), env);
+  INFO(r);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("pw-that-must-not-leak") == std::string::npos);
+  CHECK(r.out.rfind("DBLOCK_URL=" + without_password, 0) == 0);
 }
 
 TEST_CASE("PostgreSQL: a role that may connect but not use the tables exits 77", "[.][postgresql][cli]") {

@@ -368,7 +368,15 @@ TEST_CASE("core: bad names and TTLs are refused before the service is asked", "[
   AcquireOptions huge;
   huge.ttl = kMaxTtl + 1ms;
   CHECK_THROWS_AS(manager->try_acquire("k", huge), UsageError);
+  AcquireOptions tiny;
+  tiny.ttl = kMinTtl - 1ms;
+  CHECK_THROWS_AS(manager->try_acquire("k", tiny), UsageError);
   CHECK(service->calls(Op::kTryAcquire) == 0);
+  tiny.ttl = kMinTtl;
+  CHECK(manager->try_acquire("k", tiny).has_value());
+  ManagerOptions short_default;
+  short_default.default_ttl = 5ms;
+  CHECK_THROWS_AS(rig.open({}, short_default), UsageError);
 }
 
 TEST_CASE("core: call_timeout must be positive and at most a day; migrations get ten minutes at least", "[unit][core][input]") {
