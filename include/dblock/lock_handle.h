@@ -49,6 +49,7 @@ class LockHandle {
   // Throws UsageError on an empty handle.
   const State& state() const;
   bool released() const noexcept { return released_; }
+  const std::shared_ptr<State>& shared_state() const noexcept { return state_; }
 
  private:
   std::shared_ptr<ManagerCore> core_;

@@ -198,6 +198,17 @@ void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std:
   }
 }
 
+void ManagerCore::learned_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return;
+    state->lost.store(true, std::memory_order_release);
+    if (state->lost_reason.empty()) state->lost_reason = reason;
+    renew_cv_.notify_all();
+  }
+  board_.bump(state->name);
+}
+
 void ManagerCore::on_event(const WakeEvents::Event& event) {
   const std::string name(event.name);
   switch (event.kind) {
