@@ -93,11 +93,15 @@ void ManagerCore::shutdown() noexcept {
     for (auto& [name, states] : active_) {
       for (auto& state : states) {
         state->finished = true;
+        state->shut_down.store(true, std::memory_order_release);
         still_held.push_back(state);
       }
     }
     active_.clear();
-    for (auto& session : sessions_) session->finished = true;
+    for (auto& session : sessions_) {
+      session->finished = true;
+      session->shut_down.store(true, std::memory_order_release);
+    }
     sessions.swap(sessions_);
   }
   board_.stop();
@@ -110,10 +114,15 @@ void ManagerCore::shutdown() noexcept {
     } catch (...) {
     }
   }
+  // The holders' callbacks run here, on the thread that shuts the manager down, after the release.
+  static const std::string kReason = "released by the LockManager's shutdown";
   for (auto& session : sessions) {
     session->lost.store(true, std::memory_order_release);
-    std::lock_guard<std::mutex> lock(session->handle_mutex);
-    session->handle.reset();  // releases, best effort
+    {
+      std::lock_guard<std::mutex> lock(session->handle_mutex);
+      session->handle.reset();  // releases, best effort
+    }
+    run_on_lost(session->on_lost, LostLease{session->name, 0, kReason});
   }
   for (auto& state : still_held) {
     state->lost.store(true, std::memory_order_release);
@@ -123,6 +132,16 @@ void ManagerCore::shutdown() noexcept {
       report(e);
     } catch (...) {
     }
+    run_on_lost(state->on_lost, LostLease{state->name, state->fence, kReason});
+  }
+}
+
+void ManagerCore::run_on_lost(const std::function<void(const LostLease&)>& on_lost, const LostLease& lost) noexcept {
+  if (!on_lost) return;
+  try {
+    on_lost(lost);
+  } catch (...) {
+    // A throwing callback must not kill the thread that runs it.
   }
 }
 
@@ -156,12 +175,13 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
   bool locally_lost;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (state->shut_down.load()) return ReleaseResult::kShutDown;
     if (state->holds.load() > 1) {
       state->holds.fetch_sub(1);
       return state->is_lost() ? ReleaseResult::kAlreadyLost : ReleaseResult::kReleased;
     }
     state->holds.store(0);
-    if (state->finished) return ReleaseResult::kAlreadyLost;  // lost (renewal refused) or shut down
+    if (state->finished) return ReleaseResult::kAlreadyLost;  // lost: renewal refused, safe-until passed
     state->finished = true;
     locally_lost = state->is_lost();
     remove_active_locked(state);
@@ -189,13 +209,7 @@ void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std:
   }
   board_.bump(state->name);
   service_->lease_lost(state->key());
-  if (state->on_lost) {
-    try {
-      state->on_lost(LostLease{state->name, state->fence, reason});
-    } catch (...) {
-      // A throwing callback must not kill the renewal thread.
-    }
-  }
+  run_on_lost(state->on_lost, LostLease{state->name, state->fence, reason});
 }
 
 void ManagerCore::learned_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason) {

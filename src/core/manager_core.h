@@ -105,6 +105,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // Marks `state` lost (once), drops it from the active set, tells the service and runs the
   // callback on this thread.
   void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason);
+  // Runs a holder's on_lost callback, swallowing what it throws.
+  static void run_on_lost(const std::function<void(const LostLease&)>& on_lost, const LostLease& lost) noexcept;
   // Handles a service event (the service's listener thread).
   void on_event(const WakeEvents::Event& event);
   // REQUIRES: mutex_ held.

@@ -60,6 +60,7 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
 ReleaseResult ManagerCore::release_session(const std::shared_ptr<SessionState>& state) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (state->shut_down.load()) return ReleaseResult::kShutDown;
     if (state->finished) return ReleaseResult::kAlreadyLost;
     state->finished = true;
     sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());

@@ -1057,7 +1057,7 @@ TEST_CASE("safe-until is taken before the acquire is sent: TTL minus the drift m
   CHECK_FALSE(lease->lost());
 }
 
-TEST_CASE("destroying a manager releases its leases and marks them lost", "[lease][conformance]") {
+TEST_CASE("destroying a manager releases its leases; the handles say shut down", "[lease][conformance]") {
   const std::string prefix = unique_prefix();
   auto other = open_manager({}, prefix);
   std::optional<Lease> orphan;
@@ -1067,7 +1067,9 @@ TEST_CASE("destroying a manager releases its leases and marks them lost", "[leas
     REQUIRE(orphan);
   }
   CHECK(orphan->lost());
-  CHECK(orphan->release() == ReleaseResult::kAlreadyLost);
+  CHECK(orphan->shut_down());
+  CHECK_FALSE(orphan->held());
+  CHECK(orphan->release() == ReleaseResult::kShutDown);
   CHECK(other->try_acquire("orphan"));
 }
 

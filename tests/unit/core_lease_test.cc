@@ -469,15 +469,26 @@ TEST_CASE("core: the reaper runs only for a service that has something to reap",
   CHECK(disabled->calls(Op::kReap) == 1);
 }
 
-TEST_CASE("core: a lease that outlives its manager is lost and released at shutdown", "[unit][core][shutdown]") {
+TEST_CASE("core: a lease that outlives its manager says it was shut down, not lost to another holder",
+          "[unit][core][shutdown]") {
   Rig rig;
   MemoryService* service = nullptr;
   auto manager = rig.open({}, {}, &service);
-  auto lease = manager->try_acquire("k");
+  LostReasons reasons;
+  AcquireOptions options;
+  options.on_lost = reasons.callback();
+  auto lease = manager->try_acquire("k", options);
   REQUIRE(lease);
+  CHECK_FALSE(lease->shut_down());
   manager.reset();
+  CHECK(lease->shut_down());
+  CHECK_FALSE(lease->held());
   CHECK(lease->lost());
-  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  CHECK(reasons.count() == 1);
+  CHECK(reasons.last().find("shutdown") != std::string::npos);
+  CHECK(lease->release() == ReleaseResult::kShutDown);
+  CHECK(lease->release() == ReleaseResult::kShutDown);  // idempotent
+  CHECK(lease->fence() > 0);                             // values stay readable
   auto other = rig.open();
   CHECK(other->try_acquire("k"));  // shutdown released it
 }
