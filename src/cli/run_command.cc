@@ -48,6 +48,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+// The last error the manager reported on this thread (its on_background_error runs on the thread
+// whose call met the error: a release's, on the thread releasing). Names why a release is in doubt.
+thread_local std::string last_reported_error;
+
 enum class RunMode { kLease, kSession, kShared };
 enum class OnLost { kTerm, kKill, kIgnore };
 
@@ -566,10 +570,12 @@ class Supervisor {
   }
 
   ReleaseResult finish_release() {
+    last_reported_error.clear();
     ReleaseResult result = lock_.release();
     if (result == ReleaseResult::kInDoubt) {
-      std::fprintf(stderr,
-                   "dblock: release of '%s' is in doubt (backend connection problem); %s\n", terminal_text(o_.key).c_str(),
+      const std::string cause = last_reported_error.empty() ? "backend connection problem" : last_reported_error;
+      std::fprintf(stderr, "dblock: release of '%s' is in doubt (%s); %s\n", terminal_text(o_.key).c_str(),
+                   terminal_text(cause).c_str(),
                    o_.mode == RunMode::kSession
                        ? "the server frees a session lock when it notices the session is gone"
                        : ("the lease expires on its own within " + format_duration(o_.ttl)).c_str());
@@ -602,6 +608,7 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
   ManagerOptions mo;
   mo.default_ttl = o.ttl;
   mo.on_background_error = [](const Error& e) {
+    last_reported_error = e.what();
     std::fprintf(stderr, "dblock: warning: %s\n", terminal_text(e.what()).c_str());
   };
   std::unique_ptr<LockManager> manager = open_manager(url, mo);
