@@ -1587,6 +1587,11 @@ TEST_CASE("PostgreSQL: waiters ride over a server out of connections until their
         std::vector<std::string>{kCli, "--url", url, "run", "--key", key, "--wait", "20s", "--", "true"},
         cli.dir.next_log_prefix(), Process::Options{}));
   }
+  // A session lock's own connection rides over it too.
+  waiters.push_back(std::make_unique<Process>(
+      std::vector<std::string>{kCli, "--url", url, "run", "--key", key, "--mode", "session", "--wait", "20s", "--",
+                               "true"},
+      cli.dir.next_log_prefix(), Process::Options{}));
   // While the role is full none gives up (before, each exited 69 at once).
   CHECK_FALSE(eventually([&] {
     return std::any_of(waiters.begin(), waiters.end(), [](auto& w) { return w->poll().has_value(); });
