@@ -5,10 +5,10 @@
 
 #include <algorithm>
 #include <initializer_list>
-#include <random>
 #include <thread>
 
-#include "../core/call_deadline.h"
+#include "call_deadline.h"
+#include "internal.h"
 
 #include "dblock/errors.h"
 #include "dblock/url.h"
@@ -68,9 +68,8 @@ using SteadyClock = std::chrono::steady_clock;
 // The pause before the n-th retry of a transient failure (n from 0): 50 ms doubling to 1 s, with
 // jitter so that many waiters refused together do not return together; never past `deadline`.
 SteadyClock::duration retry_pause(int n, SteadyClock::time_point deadline) {
-  thread_local std::minstd_rand jitter{std::random_device{}()};
-  const auto base = std::chrono::milliseconds(std::min(1000, 50 << std::min(n, 5)));
-  const auto pause = base / 2 + std::chrono::milliseconds(jitter() % (base.count() / 2 + 1));
+  const auto pause = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::min(1000, 50 << std::min(n, 5)) * (0.5 + 0.5 * detail::jitter_unit())));
   return std::min<SteadyClock::duration>(pause, std::max(SteadyClock::duration::zero(), deadline - SteadyClock::now()));
 }
 
