@@ -594,6 +594,34 @@ class Supervisor {
 
 }  // namespace
 
+// What is left of a wait of `wait` that ends at `ends`: kWaitForever stays; 0 once it has passed.
+milliseconds left_of(milliseconds wait, std::chrono::steady_clock::time_point ends) {
+  if (wait == kWaitForever) return wait;
+  return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(ends - std::chrono::steady_clock::now()));
+}
+
+// One acquisition on `m` in `o`'s mode, waiting up to `wait`: the lock, or null when not acquired.
+std::unique_ptr<HeldLock> acquire_with(LockManager& m, const RunOptions& o, milliseconds wait,
+                                       const std::function<void(const LostLease&)>& on_lost) {
+  if (o.mode == RunMode::kSession) {
+    // Fails early with UnsupportedError (exit 64) where the backend has no session locks (SQLite).
+    m.require_session_locks();
+    SessionLockOptions so;
+    so.mode = LockMode::kExclusive;
+    so.on_lost = on_lost;
+    std::optional<SessionLock> lock = m.session_lock(o.key, wait, so);
+    if (!lock) return nullptr;
+    return std::make_unique<HeldSession>(std::move(*lock));
+  }
+  AcquireOptions ao;
+  ao.ttl = o.ttl;
+  ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
+  ao.on_lost = on_lost;
+  std::optional<Lease> lease = m.acquire(o.key, wait, ao);
+  if (!lease) return nullptr;
+  return std::make_unique<HeldLease>(std::move(*lease));
+}
+
 int run_command(GlobalOptions global, std::vector<std::string> args) {
   std::optional<RunOptions> parsed = parse_run(global, std::move(args));
   if (!parsed) return kExitOk;
@@ -611,8 +639,9 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
     last_reported_error = e.what();
     std::fprintf(stderr, "dblock: warning: %s\n", terminal_text(e.what()).c_str());
   };
-  std::unique_ptr<LockManager> manager = open_manager(url, mo);
-
+  // Opening the manager is part of the wait: one deadline for both.
+  const auto wait_ends = o.wait == kWaitForever ? std::chrono::steady_clock::time_point::max()
+                                                : std::chrono::steady_clock::now() + std::max(o.wait, milliseconds(0));
   const int lost_write = lost_pipe->write_end.get();
   auto on_lost = [lost_write](const LostLease& lost) {
     // Runs on the renewal thread: only write to the self-pipe (non-blocking, one atomic write).
@@ -625,45 +654,26 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
     } while (n < 0 && errno == EINTR);
   };
 
-  Acquire acquire;
-  LockManager& m = *manager;
-  if (o.mode == RunMode::kSession) {
-    // Fails early with UnsupportedError (exit 64) where the backend has no session locks (SQLite).
-    m.require_session_locks();
-    SessionLockOptions so;
-    so.mode = LockMode::kExclusive;
-    so.on_lost = on_lost;
-    acquire = [&m, key = o.key, wait = o.wait, so]() -> std::unique_ptr<HeldLock> {
-      std::optional<SessionLock> lock = m.session_lock(key, wait, so);
-      if (!lock) return nullptr;
-      return std::make_unique<HeldSession>(std::move(*lock));
-    };
-  } else {
-    AcquireOptions ao;
-    ao.ttl = o.ttl;
-    ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
-    ao.on_lost = on_lost;
-    acquire = [&m, key = o.key, wait = o.wait, ao]() -> std::unique_ptr<HeldLock> {
-      std::optional<Lease> lease = m.acquire(key, wait, ao);
-      if (!lease) return nullptr;
-      return std::make_unique<HeldLease>(std::move(*lease));
-    };
-  }
-
+  // Written by the acquiring thread; read here only after it is done (acquire_interruptibly).
+  std::unique_ptr<LockManager> manager;
+  const Acquire acquire = [&]() -> std::unique_ptr<HeldLock> {
+    manager = open_manager(url, mo, wait_ends);
+    return acquire_with(*manager, o, left_of(o.wait, wait_ends), on_lost);
+  };
   std::unique_ptr<HeldLock> held;
   try {
     held = acquire_interruptibly(acquire, o, signals.fd.get());
   } catch (const Error& e) {
-    // The engine rides over a failing service until the wait's deadline: what ends a wait that
-    // way is "not acquired within --wait", with the fault as the reason. A single try (--wait 0)
-    // reports the fault itself.
-    if (o.wait.count() <= 0 || !fault_during_wait(e)) throw;
+    // Once open, the engine rides over a failing service until the wait's deadline: what ends a
+    // wait that way is "not acquired within --wait", with the fault as the reason. An open that
+    // failed (69) and a single try (--wait 0) report the fault itself.
+    if (manager == nullptr || o.wait.count() <= 0 || !fault_during_wait(e)) throw;
     std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s: the service failed while waiting: %s\n",
                  terminal_text(o.key).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
     return kExitNotAcquired;
   }
   if (!held) {
-    report_not_acquired(m, o);
+    report_not_acquired(*manager, o);
     return kExitNotAcquired;
   }
 

@@ -33,6 +33,8 @@
 #include <thread>
 #include <vector>
 
+#include "relay.h"
+
 #ifdef DBLOCK_TEST_HAVE_SQLITE3
 #include <sqlite3.h>
 #endif
@@ -1572,6 +1574,96 @@ TEST_CASE("PostgreSQL: a role that may connect but not use the tables exits 77",
     CHECK(r.err.find("permission denied") != std::string::npos);
   }
   cli.exec({"psql", cli.url(), "-Atc", "DROP ROLE " + role});
+}
+
+namespace {
+
+// `url` with its user replaced by `role`.
+std::string url_as(const std::string& url, const std::string& role) {
+  const std::size_t at = url.find('@');
+  REQUIRE(at != std::string::npos);
+  return "postgresql://" + role + url.substr(at);
+}
+
+}  // namespace
+
+TEST_CASE("PostgreSQL: waiters ride over a server out of connections until their --wait", "[.][postgresql][cli]") {
+  // A role with a CONNECTION LIMIT meets what a full server says (SQLSTATE 53300, "too many
+  // connections"), without filling the shared test server: the test holds all of its connections.
+  Cli cli(/*migrate=*/true, postgresql_url());
+  constexpr int kLimit = 4;
+  const std::string role = "dblock_cli_full_" + std::to_string(::getpid());
+  auto sql = [&](const std::string& text) {
+    Result r = cli.exec({"psql", cli.url(), "-Atc", text});
+    INFO(r);
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  sql("DROP ROLE IF EXISTS " + role + "; CREATE ROLE " + role + " LOGIN CONNECTION LIMIT " + std::to_string(kLimit) +
+      "; GRANT pg_read_all_data, pg_write_all_data TO " + role);
+  const std::string url = url_as(cli.url(), role);
+  std::vector<std::unique_ptr<Process>> holders;
+  for (int i = 0; i < kLimit; ++i) {
+    holders.push_back(std::make_unique<Process>(std::vector<std::string>{"psql", url, "-Atc", "SELECT pg_sleep(60)"},
+                                                cli.dir.next_log_prefix(), Process::Options{}));
+  }
+  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + role + "'";
+  REQUIRE(eventually([&] { return sql(count) == std::to_string(kLimit) + "\n"; }, milliseconds(15'000), milliseconds(50)));
+
+  // Full until the end of its wait: a timeout naming the cause.
+  Result early = cli.exec({kCli, "--url", url, "run", "--key", unique_key("full"), "--wait", "1s", "--", "true"});
+  INFO(early);
+  CHECK(early.code == kUnavailable);
+  CHECK(early.seconds >= 1.0);
+  CHECK(early.seconds < 5.0);
+  CHECK(early.err.find("too many connections") != std::string::npos);
+
+  const std::string key = unique_key("full");
+  std::vector<std::unique_ptr<Process>> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.push_back(std::make_unique<Process>(
+        std::vector<std::string>{kCli, "--url", url, "run", "--key", key, "--wait", "20s", "--", "true"},
+        cli.dir.next_log_prefix(), Process::Options{}));
+  }
+  // A session lock's own connection rides over it too.
+  waiters.push_back(std::make_unique<Process>(
+      std::vector<std::string>{kCli, "--url", url, "run", "--key", key, "--mode", "session", "--wait", "20s", "--",
+                               "true"},
+      cli.dir.next_log_prefix(), Process::Options{}));
+  // While the role is full none gives up (before, each exited 69 at once).
+  CHECK_FALSE(eventually([&] {
+    return std::any_of(waiters.begin(), waiters.end(), [](auto& w) { return w->poll().has_value(); });
+  }, milliseconds(1'500)));
+  sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + role +
+      "' AND query LIKE '%pg_sleep%'");
+  for (auto& w : waiters) {
+    std::optional<int> code = w->wait(milliseconds(25'000));
+    INFO("waiter stderr: " << w->err());
+    CHECK(code == std::optional<int>(0));
+  }
+  holders.clear();
+  waiters.clear();
+  sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + role + "'");
+  sql("DROP ROLE " + role);
+}
+
+TEST_CASE("PostgreSQL: --wait bounds the open on a stalled path", "[.][postgresql][cli]") {
+  Cli cli(/*migrate=*/true, postgresql_url());
+  const std::string url = cli.url();
+  const std::size_t host = url.find("127.0.0.1:");
+  REQUIRE(host != std::string::npos);
+  const std::size_t port_end = url.find('/', host + 10);
+  dblock::testing::TcpRelay relay(DBLOCK_TCP_RELAY, std::stoi(url.substr(host + 10, port_end - host - 10)));
+  relay.pause();  // completes TCP handshakes and never answers
+  const std::string stalled = url.substr(0, host) + relay.address() + url.substr(port_end) + "?detect_pooler=0";
+  // The open gets max(--wait, 2 s) (dblock::kMinOpenTime); before, connect_timeout (5 s) alone bounded it.
+  for (const char* wait : {"0", "1s", "3s"}) {
+    Result r = cli.exec({kCli, "--url", stalled, "run", "--key", unique_key("stalled"), "--wait", wait, "--", "true"});
+    INFO(wait << ": " << r);
+    CHECK(r.code == kUnavailable);
+    CHECK(r.seconds < std::max(2.0, std::stod(wait)) + 1.0);
+  }
+  relay.resume();
 }
 
 TEST_CASE("PostgreSQL: COMMAND inherits no descriptor of dblock's (lease and session)", "[.][postgresql][cli]") {
