@@ -286,8 +286,11 @@ std::optional<Lease> ManagerCore::reenter(const std::string& name, bool try_once
       return Lease(shared_from_this(), state);
     }
     if (!try_once) {
+      const char* why = options.mode != LockMode::kExclusive ? "a shared lease cannot join an exclusive hold"
+                        : !reentrant                         ? "enable AcquireOptions::reentrant to count holds"
+                                                             : "the hold it has was not taken as reentrant";
       throw UsageError("lock '" + name + "' is already held by this thread through this manager; waiting "
-                       "would deadlock (enable AcquireOptions::reentrant to count holds)");
+                       "would deadlock (" + why + ")");
     }
   }
   return std::nullopt;

@@ -5,12 +5,14 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "boot_clock.h"
 #include "clock_check.h"
 #include "core_rig.h"
+#include "dblock/mutex.h"
 
 namespace dblock::testing {
 namespace {
@@ -467,6 +469,49 @@ TEST_CASE("core: the reaper runs only for a service that has something to reap",
   CHECK(disabled->calls(Op::kReap) == 0);
   CHECK(c->reap() == 0);  // an explicit pass still runs (nothing expired here)
   CHECK(disabled->calls(Op::kReap) == 1);
+}
+
+TEST_CASE("core: dblock::Mutex locked twice by its holder fails as std::mutex does", "[unit][core][mutex]") {
+  Rig rig;
+  auto manager = rig.open();
+  Mutex m(*manager, "m");
+  m.lock();
+  try {
+    m.lock();
+    FAIL("a second lock() by the holding thread returned");
+  } catch (const std::system_error& e) {
+    CHECK(e.code() == std::errc::resource_deadlock_would_occur);
+  }
+  CHECK_THROWS_AS(m.try_lock_for(10ms), std::system_error);
+  CHECK_FALSE(m.try_lock());
+  m.unlock();
+  std::thread other([&] {
+    CHECK(m.try_lock());
+    m.unlock();
+  });
+  other.join();
+}
+
+TEST_CASE("core: the same-thread deadlock error says what to change", "[unit][core][reentrancy]") {
+  Rig rig;
+  auto manager = rig.open();
+  AcquireOptions plain;
+  auto held = manager->try_acquire("k", plain);
+  REQUIRE(held);
+  AcquireOptions reentrant;
+  reentrant.reentrant = true;
+  try {
+    manager->acquire("k", 10ms, reentrant);
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("not taken as reentrant") != std::string::npos);
+  }
+  try {
+    manager->acquire("k", 10ms, plain);
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("enable AcquireOptions::reentrant") != std::string::npos);
+  }
 }
 
 TEST_CASE("core: a lease that outlives its manager says it was shut down, not lost to another holder",
