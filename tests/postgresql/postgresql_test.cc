@@ -1103,10 +1103,10 @@ TEST_CASE("postgresql: a least-privilege role can use every lease operation", "[
   options.table_prefix = prefix;
   auto manager = dblock::open(url, options);
   AcquireOptions short_ttl;
-  short_ttl.ttl = 300ms;
+  short_ttl.ttl = 900ms;
   auto lease = manager->try_acquire("least", short_ttl);
   REQUIRE(lease);
-  std::this_thread::sleep_for(400ms);  // at least one renewal (every 100 ms) runs as this role
+  std::this_thread::sleep_for(400ms);  // at least one renewal (every 300 ms) runs as this role
   CHECK_FALSE(lease->lost());
   CHECK(manager->list().size() == 1);
   AcquireOptions shared;
