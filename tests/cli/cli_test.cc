@@ -656,7 +656,7 @@ TEST_CASE("a crashed holder whose wall clock was an hour ahead is replaced after
 // process on the new file at the path, its wall clock an hour behind, does not get the name while
 // the holder's COMMAND runs; once the holder has ended it does, with a greater fence. (A waiting
 // newcomer is tested in sqlite_test: waits under libfaketime do not wake here.)
-TEST_CASE("a newcomer on a deleted lock file is refused while the holder lives; its fence is greater, clock an hour behind",
+TEST_CASE("a newcomer on a deleted lock file is refused while the holder lives and then gets a greater fence with its clock an hour behind",
           "[cli][sqlite][clock][files]") {
   Cli cli;
   const std::string fence_a = cli.dir.file("fence-a"), fence_b = cli.dir.file("fence-b");

@@ -460,7 +460,7 @@ TEST_CASE("sqlite: a lock file replaced by an older copy loses its leases; fence
 // The holder keeps a mark the file's deletion cannot remove (holder_mark.h): a newcomer on the new
 // file at the path does not get the name while the holder holds it, waiting or not; it gets it once
 // the holder releases. Readers on the old file keep an exclusive newcomer out the same way.
-TEST_CASE("sqlite: a newcomer on a replaced lock file waits for the live holder, then gets a greater fence",
+TEST_CASE("sqlite: a newcomer on a replaced lock file waits for the live holder and then gets a greater fence",
           "[sqlite][files]") {
   TempDir dir;
   const std::string path = dir.file("replaced.db"), url = "sqlite://" + path;
