@@ -1,7 +1,10 @@
 // dblock/lease.h — a held lock: RAII handle with fence, expiry, safe-until and a lost flag.
 //
 // A Lease is move-only (dblock/lock_handle.h). Destroying a held Lease releases it (errors go to
-// ManagerOptions::on_background_error). One Lease object must not be used from two threads at
+// ManagerOptions::on_background_error). Lifetime: a Lease may outlive its LockManager (it keeps the
+// engine alive); ~LockManager releases it first, and the handle then says shut_down() and lost(),
+// held() is false, release() returns kShutDown, and name(), fence() and the other values stay
+// readable. One Lease object must not be used from two threads at
 // once without external synchronisation; lost(), fence() and the accessors are safe to call
 // concurrently with the renewal thread.
 #ifndef DBLOCK_LEASE_H_

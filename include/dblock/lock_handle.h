@@ -14,6 +14,8 @@ enum class ReleaseResult {
   kAlreadyLost,  // the lock was no longer ours (expired, taken over, force-released): nothing changed
   kInDoubt,      // the connection broke: the release may or may not have happened. A lease expires on
                  // its own at the latest at its backend expiry; a session lock when the server notices.
+  kShutDown,     // the LockManager's shutdown (~LockManager) had released it already: no other holder
+                 // was involved; the shutdown's own release reported any failure to on_background_error
 };
 
 const char* to_string(ReleaseResult result) noexcept;
@@ -33,8 +35,12 @@ class LockHandle {
   LockHandle& operator=(const LockHandle&) = delete;
   ~LockHandle();  // noexcept: releases if still held
 
-  // True until release() or a move-from. A held lock may still be lost(): check that too.
-  bool held() const noexcept { return state_ != nullptr && !released_; }
+  // True until release(), a move-from or the LockManager's shutdown. A held lock may still be
+  // lost(): check that too.
+  bool held() const noexcept;
+  // True once the LockManager's shutdown released this lock (held() is false from then on;
+  // release() returns kShutDown).
+  bool shut_down() const noexcept;
   explicit operator bool() const noexcept { return held(); }
 
   // Releases the lock (for a reentrant lease: this hold). Idempotent: a second call returns the
@@ -49,6 +55,7 @@ class LockHandle {
   // Throws UsageError on an empty handle.
   const State& state() const;
   bool released() const noexcept { return released_; }
+  const std::shared_ptr<State>& shared_state() const noexcept { return state_; }
 
  private:
   std::shared_ptr<ManagerCore> core_;

@@ -36,6 +36,10 @@ struct TestAccess;
 inline constexpr std::size_t kMaxNameBytes = 255;
 // Longest TTL accepted (a lease is not a configuration store).
 inline constexpr std::chrono::milliseconds kMaxTtl = std::chrono::hours(24 * 7);
+// Shortest TTL accepted: below it the renewal period (TTL/3) and the safe time left after the drift
+// margin (TTL/100 + 2 ms) shrink to a few scheduler slices and round trips, and a lease is lost
+// before its holder can act on it.
+inline constexpr std::chrono::milliseconds kMinTtl{50};
 
 // Throws UsageError describing what is wrong with `name`, or returns normally.
 void validate_lock_name(std::string_view name);
@@ -57,9 +61,12 @@ class LockManager {
   // where the service has one (SchemaError, ConnectionError) and starts the renewal thread, and
   // the reaper thread where the service has something to reap.
   LockManager(std::unique_ptr<LeaseService> service, ManagerOptions options = {});
-  // Stops the threads and releases every lease still held (best effort); those Lease handles then
-  // report lost(). Does not block for longer than one backend round trip per lease. Acquires
-  // still waiting in other threads end with a UsageError ("shutting down").
+  // Stops the threads and releases every lease and session lock still held (best effort; failures
+  // go to on_background_error), then runs their on_lost callbacks on this thread (reason "released
+  // by the LockManager's shutdown"). Surviving handles then say shut_down() and lost(), held() is
+  // false and release() returns ReleaseResult::kShutDown. Does not block for longer than one backend
+  // round trip per lock. Acquires still waiting in other threads end with a UsageError ("shutting
+  // down").
   ~LockManager();
   LockManager(const LockManager&) = delete;
   LockManager& operator=(const LockManager&) = delete;

@@ -5,9 +5,10 @@
 //   if (lock) write_with_fence(m.fence());
 //
 // A Mutex may be shared by many threads like std::mutex: at most one of them holds it at a time,
-// and the backend lease keeps other processes out. It is not recursive (unless the AcquireOptions
-// passed in ask for reentrancy, in which case the *lease* counts holds but lock() by the holding
-// thread still throws, as for std::mutex). unlock() never throws: backend failures go to
+// and the backend lease keeps other processes out. It is not recursive: lock() or try_lock_for()
+// by the thread that holds it throws std::system_error with
+// std::errc::resource_deadlock_would_occur (what libstdc++'s std::mutex reports where it detects
+// it), and try_lock() by that thread returns false; AcquireOptions::reentrant changes nothing here. unlock() never throws: backend failures go to
 // ManagerOptions::on_background_error. The LockManager must outlive the Mutex.
 #ifndef DBLOCK_MUTEX_H_
 #define DBLOCK_MUTEX_H_
@@ -16,6 +17,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "dblock/lock_manager.h"
 
@@ -53,6 +55,8 @@ class Mutex {
 
  private:
   bool lock_until(std::chrono::steady_clock::time_point deadline);
+  bool held_by_this_thread() const;
+  void adopt(Lease lease);
 
   // Constant after construction.
   LockManager& manager_;
@@ -62,6 +66,7 @@ class Mutex {
   // Protected by guard_. Written only by the thread that holds the lock.
   mutable std::mutex guard_;
   std::optional<Lease> lease_;
+  std::thread::id owner_;  // the holding thread; default-constructed while not held
 };
 
 }  // namespace dblock

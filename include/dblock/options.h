@@ -26,7 +26,7 @@ struct ManagerOptions {
   // Must match [a-z_][a-z0-9_]{0,39}; validated, and always quoted in SQL. Default "dblock_".
   std::string table_prefix = "dblock_";
 
-  // Lease time-to-live used when AcquireOptions::ttl is 0. Default 30 s. Must be > 0.
+  // Lease time-to-live used when AcquireOptions::ttl is 0. Default 30 s. From kMinTtl (50 ms) to kMaxTtl (7 days).
   std::chrono::milliseconds default_ttl{30'000};
 
   // How often the renewal thread extends a held lease. 0 (default) means ttl / 3.
@@ -94,7 +94,7 @@ struct LostLease {
 };
 
 struct AcquireOptions {
-  // Lease time-to-live; 0 (default) means ManagerOptions::default_ttl. Negative is a UsageError.
+  // Lease time-to-live; 0 (default) means ManagerOptions::default_ttl. Outside kMinTtl..kMaxTtl is a UsageError.
   std::chrono::milliseconds ttl{0};
 
   LockMode mode = LockMode::kExclusive;

@@ -5,7 +5,9 @@
 // at once) and its weakness (a dropped connection or a transaction-mode pooler frees it silently —
 // dblock refuses poolers and checks the session periodically, see LockManager::session_lock).
 //
-// A SessionLock is move-only; destroying a held one releases it. lost() may be called from any
+// A SessionLock is move-only; destroying a held one releases it. Lifetime: it may outlive its
+// LockManager; ~LockManager releases it first (shut_down() and lost() say so, held() is false,
+// release() returns kShutDown). lost() may be called from any
 // thread; release() from one thread at a time.
 #ifndef DBLOCK_SESSION_LOCK_H_
 #define DBLOCK_SESSION_LOCK_H_

@@ -32,6 +32,9 @@ struct Url {
   std::optional<std::string> param(std::string_view key) const;
   // The URL with the password replaced by "***": safe for logs and error messages.
   std::string redacted() const;
+  // The URL without its password and without parameters that name a password or a secret: a
+  // form that can be handed on (e.g. to a child process), which must find its credentials itself.
+  std::string without_secrets() const;
 };
 
 // Throws UsageError naming what is malformed (the message never contains the password).

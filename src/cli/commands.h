@@ -7,6 +7,7 @@
 #ifndef DBLOCK_CLI_COMMANDS_H_
 #define DBLOCK_CLI_COMMANDS_H_
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,10 @@ std::string resolve_url(const GlobalOptions& global);
 // Parses `url` (UsageError when malformed) and opens it. Connection and schema errors are
 // rethrown with the redacted URL in the message.
 std::unique_ptr<LockManager> open_manager(const std::string& url, ManagerOptions options);
+// The same as the first part of a wait that ends at `deadline` (dblock::open with a deadline: a
+// server out of connections is ridden over until then). nullopt: as above.
+std::unique_ptr<LockManager> open_manager(const std::string& url, ManagerOptions options,
+                                          std::optional<std::chrono::steady_clock::time_point> deadline);
 
 int run_command(GlobalOptions global, std::vector<std::string> args);
 int list_command(GlobalOptions global, std::vector<std::string> args);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -76,9 +77,15 @@ std::string resolve_url(const GlobalOptions& global) {
 }
 
 std::unique_ptr<LockManager> open_manager(const std::string& url, ManagerOptions options) {
+  return open_manager(url, std::move(options), std::nullopt);
+}
+
+std::unique_ptr<LockManager> open_manager(const std::string& url, ManagerOptions options,
+                                          std::optional<std::chrono::steady_clock::time_point> deadline) {
   Url parsed = parse_url(url);  // UsageError for a malformed URL; never echoes the password
   const std::string where = parsed.redacted();
   try {
+    if (deadline) return dblock::open(url, std::move(options), *deadline);
     return dblock::open(url, std::move(options));
   } catch (const ConnectionError& e) {
     throw ConnectionError("cannot open " + where + ": " + e.what(), e.backend(), e.sqlstate(), e.retryable());

@@ -35,6 +35,7 @@
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
 #include "dblock/session_lock.h"
+#include "dblock/url.h"
 #include "exit_codes.h"
 #include "output.h"
 #include "usage.h"
@@ -46,6 +47,10 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+
+// The last error the manager reported on this thread (its on_background_error runs on the thread
+// whose call met the error: a release's, on the thread releasing). Names why a release is in doubt.
+thread_local std::string last_reported_error;
 
 enum class RunMode { kLease, kSession, kShared };
 enum class OnLost { kTerm, kKill, kIgnore };
@@ -59,6 +64,10 @@ struct RunOptions {
   bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
   std::vector<std::string> command;
 };
+
+// Shortest --ttl: a process is stopped in milliseconds, not microseconds, and the lease must
+// outlast a renewal that is late by a scheduler hiccup (the library's own floor is kMinTtl).
+constexpr milliseconds kMinRunTtl{1000};
 
 // With --on-lost term: how long COMMAND gets between SIGTERM and SIGKILL.
 constexpr milliseconds kTermGrace{5'000};
@@ -98,6 +107,10 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
     auto value = parse_duration(*a.ttl, &error);
     if (!value) cur.fail("--ttl: " + error);
     if (value->count() <= 0) cur.fail("--ttl must be greater than 0");
+    if (*value < kMinRunTtl) {
+      cur.fail("--ttl must be at least " + format_duration(kMinRunTtl) +
+               ": COMMAND must be stopped inside the lease, and renewals come every TTL/3");
+    }
     if (*value > kMaxTtl) cur.fail("--ttl must be at most " + format_duration(kMaxTtl));
     o.ttl = *value;
   }
@@ -340,6 +353,23 @@ std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const Ru
   }
 }
 
+// DBLOCK_URL as COMMAND sees it: without the password and secret parameters (COMMAND must not
+// reach dblock's connections; a nested dblock finds its credentials as the client libraries do).
+// A value dblock cannot parse is not passed on at all, since it cannot be cleaned.
+std::optional<std::string> url_for_child(std::string_view value) {
+  try {
+    return parse_url(value).without_secrets();
+  } catch (const UsageError&) {
+    return std::nullopt;
+  }
+}
+
+// The faults the engine rides over while a wait lasts (see Acquirer::transient).
+bool fault_during_wait(const Error& e) {
+  return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
+         dynamic_cast<const TimeoutError*>(&e) != nullptr || dynamic_cast<const InDoubtError*>(&e) != nullptr;
+}
+
 void report_not_acquired(LockManager& manager, const RunOptions& o) {
   std::string holder;
   try {
@@ -420,6 +450,10 @@ class Supervisor {
       std::string_view entry(*e);
       if (entry.rfind("DBLOCK_FENCE=", 0) == 0 || entry.rfind("DBLOCK_KEY=", 0) == 0 ||
           entry.rfind("DBLOCK_SESSION_KEY=", 0) == 0) {
+        continue;
+      }
+      if (entry.rfind("DBLOCK_URL=", 0) == 0) {
+        if (std::optional<std::string> url = url_for_child(entry.substr(11))) spec.env.push_back("DBLOCK_URL=" + *url);
         continue;
       }
       spec.env.emplace_back(entry);
@@ -536,10 +570,12 @@ class Supervisor {
   }
 
   ReleaseResult finish_release() {
+    last_reported_error.clear();
     ReleaseResult result = lock_.release();
     if (result == ReleaseResult::kInDoubt) {
-      std::fprintf(stderr,
-                   "dblock: release of '%s' is in doubt (backend connection problem); %s\n", terminal_text(o_.key).c_str(),
+      const std::string cause = last_reported_error.empty() ? "backend connection problem" : last_reported_error;
+      std::fprintf(stderr, "dblock: release of '%s' is in doubt (%s); %s\n", terminal_text(o_.key).c_str(),
+                   terminal_text(cause).c_str(),
                    o_.mode == RunMode::kSession
                        ? "the server frees a session lock when it notices the session is gone"
                        : ("the lease expires on its own within " + format_duration(o_.ttl)).c_str());
@@ -558,6 +594,34 @@ class Supervisor {
 
 }  // namespace
 
+// What is left of a wait of `wait` that ends at `ends`: kWaitForever stays; 0 once it has passed.
+milliseconds left_of(milliseconds wait, std::chrono::steady_clock::time_point ends) {
+  if (wait == kWaitForever) return wait;
+  return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(ends - std::chrono::steady_clock::now()));
+}
+
+// One acquisition on `m` in `o`'s mode, waiting up to `wait`: the lock, or null when not acquired.
+std::unique_ptr<HeldLock> acquire_with(LockManager& m, const RunOptions& o, milliseconds wait,
+                                       const std::function<void(const LostLease&)>& on_lost) {
+  if (o.mode == RunMode::kSession) {
+    // Fails early with UnsupportedError (exit 64) where the backend has no session locks (SQLite).
+    m.require_session_locks();
+    SessionLockOptions so;
+    so.mode = LockMode::kExclusive;
+    so.on_lost = on_lost;
+    std::optional<SessionLock> lock = m.session_lock(o.key, wait, so);
+    if (!lock) return nullptr;
+    return std::make_unique<HeldSession>(std::move(*lock));
+  }
+  AcquireOptions ao;
+  ao.ttl = o.ttl;
+  ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
+  ao.on_lost = on_lost;
+  std::optional<Lease> lease = m.acquire(o.key, wait, ao);
+  if (!lease) return nullptr;
+  return std::make_unique<HeldLease>(std::move(*lease));
+}
+
 int run_command(GlobalOptions global, std::vector<std::string> args) {
   std::optional<RunOptions> parsed = parse_run(global, std::move(args));
   if (!parsed) return kExitOk;
@@ -572,10 +636,12 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
   ManagerOptions mo;
   mo.default_ttl = o.ttl;
   mo.on_background_error = [](const Error& e) {
+    last_reported_error = e.what();
     std::fprintf(stderr, "dblock: warning: %s\n", terminal_text(e.what()).c_str());
   };
-  std::unique_ptr<LockManager> manager = open_manager(url, mo);
-
+  // Opening the manager is part of the wait: one deadline for both.
+  const auto wait_ends = o.wait == kWaitForever ? std::chrono::steady_clock::time_point::max()
+                                                : std::chrono::steady_clock::now() + std::max(o.wait, milliseconds(0));
   const int lost_write = lost_pipe->write_end.get();
   auto on_lost = [lost_write](const LostLease& lost) {
     // Runs on the renewal thread: only write to the self-pipe (non-blocking, one atomic write).
@@ -588,34 +654,26 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
     } while (n < 0 && errno == EINTR);
   };
 
-  Acquire acquire;
-  LockManager& m = *manager;
-  if (o.mode == RunMode::kSession) {
-    // Fails early with UnsupportedError (exit 64) where the backend has no session locks (SQLite).
-    m.require_session_locks();
-    SessionLockOptions so;
-    so.mode = LockMode::kExclusive;
-    so.on_lost = on_lost;
-    acquire = [&m, key = o.key, wait = o.wait, so]() -> std::unique_ptr<HeldLock> {
-      std::optional<SessionLock> lock = m.session_lock(key, wait, so);
-      if (!lock) return nullptr;
-      return std::make_unique<HeldSession>(std::move(*lock));
-    };
-  } else {
-    AcquireOptions ao;
-    ao.ttl = o.ttl;
-    ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
-    ao.on_lost = on_lost;
-    acquire = [&m, key = o.key, wait = o.wait, ao]() -> std::unique_ptr<HeldLock> {
-      std::optional<Lease> lease = m.acquire(key, wait, ao);
-      if (!lease) return nullptr;
-      return std::make_unique<HeldLease>(std::move(*lease));
-    };
+  // Written by the acquiring thread; read here only after it is done (acquire_interruptibly).
+  std::unique_ptr<LockManager> manager;
+  const Acquire acquire = [&]() -> std::unique_ptr<HeldLock> {
+    manager = open_manager(url, mo, wait_ends);
+    return acquire_with(*manager, o, left_of(o.wait, wait_ends), on_lost);
+  };
+  std::unique_ptr<HeldLock> held;
+  try {
+    held = acquire_interruptibly(acquire, o, signals.fd.get());
+  } catch (const Error& e) {
+    // Once open, the engine rides over a failing service until the wait's deadline: what ends a
+    // wait that way is "not acquired within --wait", with the fault as the reason. An open that
+    // failed (69) and a single try (--wait 0) report the fault itself.
+    if (manager == nullptr || o.wait.count() <= 0 || !fault_during_wait(e)) throw;
+    std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s: the service failed while waiting: %s\n",
+                 terminal_text(o.key).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
+    return kExitNotAcquired;
   }
-
-  std::unique_ptr<HeldLock> held = acquire_interruptibly(acquire, o, signals.fd.get());
   if (!held) {
-    report_not_acquired(m, o);
+    report_not_acquired(*manager, o);
     return kExitNotAcquired;
   }
 

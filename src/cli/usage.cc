@@ -30,7 +30,7 @@ Exit status:
   64   usage error: bad option, duration, lock name or URL
   69   backend unreachable or cannot be opened
   70   run: the lease was lost while COMMAND was running
-  75   run: the lock was not acquired within --wait
+  75   run: the lock was not acquired within --wait (also when the service failed meanwhile)
   77   permission denied: the database role may not do this (see README, Security)
   78   lock tables missing or newer than this dblock
   126  run: COMMAND could not be executed; 127: COMMAND not found
@@ -58,7 +58,7 @@ A signal that arrives while dblock is still waiting for the lock ends dblock (12
 
 Options:
   --key NAME        lock name (required): 1-255 bytes of UTF-8, no control characters
-  --ttl DURATION    lease time-to-live; renewed every TTL/3 while COMMAND runs. Default 30s; > 0
+  --ttl DURATION    lease time-to-live; renewed every TTL/3 while COMMAND runs. Default 30s; 1s to 7d
   --wait WAIT       how long to wait for the lock: 0 (default) tries once, a DURATION waits that
                     long, `forever` waits without limit
   --mode MODE       lease (default): exclusive lease with TTL and fencing token
@@ -86,7 +86,7 @@ Exit status:
   69   backend unreachable or cannot be opened
   70   the lock was lost while COMMAND was running (and --on-lost is not ignore), also when
        COMMAND finished before the loss was noticed
-  75   the lock was not acquired within --wait
+  75   the lock was not acquired within --wait (also when the service failed meanwhile)
   77   permission denied: the database role may not do this (see README, Security)
   78   lock tables missing or newer than this dblock
   126  COMMAND could not be executed; 127: COMMAND not found

@@ -20,6 +20,10 @@ constexpr milliseconds kMaxCallTime{30'000};  // see Acquirer::call_deadline_for
 milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl) {
   const milliseconds ttl = options.ttl.count() == 0 ? default_ttl : options.ttl;
   if (ttl <= milliseconds::zero()) throw UsageError("TTL must be positive, got " + std::to_string(ttl.count()) + " ms");
+  if (ttl < kMinTtl) {
+    throw UsageError("TTL " + std::to_string(ttl.count()) + " ms is below the minimum of " +
+                     std::to_string(kMinTtl.count()) + " ms");
+  }
   if (ttl > kMaxTtl) throw UsageError("TTL exceeds the 7-day limit");
   return ttl;
 }
@@ -282,8 +286,11 @@ std::optional<Lease> ManagerCore::reenter(const std::string& name, bool try_once
       return Lease(shared_from_this(), state);
     }
     if (!try_once) {
+      const char* why = options.mode != LockMode::kExclusive ? "a shared lease cannot join an exclusive hold"
+                        : !reentrant                         ? "enable AcquireOptions::reentrant to count holds"
+                                                             : "the hold it has was not taken as reentrant";
       throw UsageError("lock '" + name + "' is already held by this thread through this manager; waiting "
-                       "would deadlock (enable AcquireOptions::reentrant to count holds)");
+                       "would deadlock (" + why + ")");
     }
   }
   return std::nullopt;

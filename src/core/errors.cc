@@ -13,6 +13,7 @@ const char* to_string(ReleaseResult result) noexcept {
     case ReleaseResult::kReleased: return "released";
     case ReleaseResult::kAlreadyLost: return "already lost";
     case ReleaseResult::kInDoubt: return "in doubt";
+    case ReleaseResult::kShutDown: return "released by the manager's shutdown";
   }
   return "?";
 }

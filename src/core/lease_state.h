@@ -43,6 +43,7 @@ struct LeaseState {
   std::atomic<std::int64_t> safe_until_ns{0};  // BootClock, nanoseconds since boot
   std::atomic<std::int64_t> expires_at_us{0};  // service clock
   std::atomic<int> holds{1};
+  std::atomic<bool> shut_down{false};  // released by the manager's shutdown (written under the mutex)
 
   // Protected by ManagerCore::mutex_.
   bool finished = false;  // released, lost or shut down: no more renewals, no more callbacks
@@ -77,6 +78,7 @@ struct SessionState {
   std::function<void(const LostLease&)> on_lost;
 
   std::atomic<bool> lost{false};
+  std::atomic<bool> shut_down{false};  // released by the manager's shutdown (written under the mutex)
   // Serialises verify() and release() on the session's connection.
   std::mutex handle_mutex;
   std::unique_ptr<SessionLockHandle> handle;  // GUARDED_BY(handle_mutex); null once released

@@ -53,12 +53,22 @@ LockHandle<State>& LockHandle<State>::operator=(LockHandle&& other) noexcept {
 
 template <class State>
 LockHandle<State>::~LockHandle() {
-  if (!held()) return;
+  if (!held()) return;  // released, moved from, or released by the manager's shutdown
   try {
     release();
   } catch (...) {
     // release() reports backend failures itself; nothing may escape a destructor.
   }
+}
+
+template <class State>
+bool LockHandle<State>::held() const noexcept {
+  return state_ != nullptr && !released_ && !state_->shut_down.load(std::memory_order_acquire);
+}
+
+template <class State>
+bool LockHandle<State>::shut_down() const noexcept {
+  return state_ != nullptr && state_->shut_down.load(std::memory_order_acquire);
 }
 
 template <class State>
@@ -71,6 +81,11 @@ template <class State>
 ReleaseResult LockHandle<State>::release() {
   state();
   if (released_) return release_result_;
+  if (shut_down()) {
+    released_ = true;
+    release_result_ = ReleaseResult::kShutDown;
+    return release_result_;
+  }
   release_result_ = release_in(*core_, state_);
   released_ = true;
   return release_result_;

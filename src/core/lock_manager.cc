@@ -177,7 +177,12 @@ void LockManager::run_guarded(const Lease& lease, const std::function<void(Trans
   // bounded by the lease's safe-until: the guard's row lock keeps renewals out until it ends, so
   // the lease cannot be extended meanwhile.
   const detail::CallDeadlineScope call(lease.safe_until());
-  sql_of(core_->service(), "a guarded write").run_guarded(lease.name(), lease.fence(), lease.state_secret(), body);
+  try {
+    sql_of(core_->service(), "a guarded write").run_guarded(lease.name(), lease.fence(), lease.state_secret(), body);
+  } catch (const LeaseLostError& e) {
+    core_->learned_lost(lease.shared_state(), std::string("a guarded write found the lease lost: ") + e.what());
+    throw;
+  }
 }
 
 bool LockManager::compare_and_set(const VersionedUpdate& update) {

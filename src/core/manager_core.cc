@@ -17,6 +17,9 @@ ManagerOptions validated(ManagerOptions options) {
   validate_table_prefix(options.table_prefix);
   if (!options.holder.empty()) validate_holder(options.holder);
   if (options.default_ttl <= milliseconds::zero()) throw UsageError("default_ttl must be positive");
+  if (options.default_ttl < kMinTtl) {
+    throw UsageError("default_ttl is below the minimum of " + std::to_string(kMinTtl.count()) + " ms");
+  }
   if (options.default_ttl > kMaxTtl) throw UsageError("default_ttl exceeds the 7-day limit");
   if (options.renew_interval < milliseconds::zero()) throw UsageError("renew_interval must not be negative");
   if (options.drift_margin < milliseconds::zero()) throw UsageError("drift_margin must not be negative");
@@ -90,11 +93,15 @@ void ManagerCore::shutdown() noexcept {
     for (auto& [name, states] : active_) {
       for (auto& state : states) {
         state->finished = true;
+        state->shut_down.store(true, std::memory_order_release);
         still_held.push_back(state);
       }
     }
     active_.clear();
-    for (auto& session : sessions_) session->finished = true;
+    for (auto& session : sessions_) {
+      session->finished = true;
+      session->shut_down.store(true, std::memory_order_release);
+    }
     sessions.swap(sessions_);
   }
   board_.stop();
@@ -107,10 +114,15 @@ void ManagerCore::shutdown() noexcept {
     } catch (...) {
     }
   }
+  // The holders' callbacks run here, on the thread that shuts the manager down, after the release.
+  static const std::string kReason = "released by the LockManager's shutdown";
   for (auto& session : sessions) {
     session->lost.store(true, std::memory_order_release);
-    std::lock_guard<std::mutex> lock(session->handle_mutex);
-    session->handle.reset();  // releases, best effort
+    {
+      std::lock_guard<std::mutex> lock(session->handle_mutex);
+      session->handle.reset();  // releases, best effort
+    }
+    run_on_lost(session->on_lost, LostLease{session->name, 0, kReason});
   }
   for (auto& state : still_held) {
     state->lost.store(true, std::memory_order_release);
@@ -120,6 +132,16 @@ void ManagerCore::shutdown() noexcept {
       report(e);
     } catch (...) {
     }
+    run_on_lost(state->on_lost, LostLease{state->name, state->fence, kReason});
+  }
+}
+
+void ManagerCore::run_on_lost(const std::function<void(const LostLease&)>& on_lost, const LostLease& lost) noexcept {
+  if (!on_lost) return;
+  try {
+    on_lost(lost);
+  } catch (...) {
+    // A throwing callback must not kill the thread that runs it.
   }
 }
 
@@ -153,12 +175,13 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
   bool locally_lost;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (state->shut_down.load()) return ReleaseResult::kShutDown;
     if (state->holds.load() > 1) {
       state->holds.fetch_sub(1);
       return state->is_lost() ? ReleaseResult::kAlreadyLost : ReleaseResult::kReleased;
     }
     state->holds.store(0);
-    if (state->finished) return ReleaseResult::kAlreadyLost;  // lost (renewal refused) or shut down
+    if (state->finished) return ReleaseResult::kAlreadyLost;  // lost: renewal refused, safe-until passed
     state->finished = true;
     locally_lost = state->is_lost();
     remove_active_locked(state);
@@ -186,13 +209,18 @@ void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std:
   }
   board_.bump(state->name);
   service_->lease_lost(state->key());
-  if (state->on_lost) {
-    try {
-      state->on_lost(LostLease{state->name, state->fence, reason});
-    } catch (...) {
-      // A throwing callback must not kill the renewal thread.
-    }
+  run_on_lost(state->on_lost, LostLease{state->name, state->fence, reason});
+}
+
+void ManagerCore::learned_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (state->finished) return;
+    state->lost.store(true, std::memory_order_release);
+    if (state->lost_reason.empty()) state->lost_reason = reason;
+    renew_cv_.notify_all();
   }
+  board_.bump(state->name);
 }
 
 void ManagerCore::on_event(const WakeEvents::Event& event) {

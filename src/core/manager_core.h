@@ -59,6 +59,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                           const SessionLockOptions& options);
   ReleaseResult release_session(const std::shared_ptr<SessionState>& state);
 
+  // The caller learned that `state` is lost (e.g. a guard found its row gone): the handle says
+  // lost() from now on and no longer counts for reentrancy; the renewal thread runs mark_lost
+  // (callback included, as for every loss). Any thread.
+  void learned_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason);
   // Reports an error that has no caller. noexcept: swallows what the user callback throws.
   void report(const Error& error) noexcept;
   // The deadline of a migration: ManagerOptions::call_timeout, at least kMinMigrationTime (DDL may
@@ -101,6 +105,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // Marks `state` lost (once), drops it from the active set, tells the service and runs the
   // callback on this thread.
   void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason);
+  // Runs a holder's on_lost callback, swallowing what it throws.
+  static void run_on_lost(const std::function<void(const LostLease&)>& on_lost, const LostLease& lost) noexcept;
   // Handles a service event (the service's listener thread).
   void on_event(const WakeEvents::Event& event);
   // REQUIRES: mutex_ held.

@@ -1,5 +1,7 @@
 #include "dblock/mutex.h"
 
+#include <system_error>
+
 #include "dblock/errors.h"
 
 namespace dblock {
@@ -25,19 +27,33 @@ void Mutex::lock() {
 }
 
 bool Mutex::try_lock() {
+  if (held_by_this_thread()) return false;
   auto lease = manager_.try_acquire(name_, options_);
   if (!lease) return false;
-  std::lock_guard<std::mutex> lock(guard_);
-  lease_.emplace(std::move(*lease));
+  adopt(std::move(*lease));
   return true;
 }
 
 bool Mutex::lock_until(std::chrono::steady_clock::time_point deadline) {
+  if (held_by_this_thread()) {
+    throw std::system_error(std::make_error_code(std::errc::resource_deadlock_would_occur),
+                            "dblock::Mutex '" + name_ + "' is already held by this thread");
+  }
   auto lease = manager_.acquire_until(name_, deadline, options_);
   if (!lease) return false;
-  std::lock_guard<std::mutex> lock(guard_);
-  lease_.emplace(std::move(*lease));
+  adopt(std::move(*lease));
   return true;
+}
+
+bool Mutex::held_by_this_thread() const {
+  std::lock_guard<std::mutex> lock(guard_);
+  return lease_.has_value() && owner_ == std::this_thread::get_id();
+}
+
+void Mutex::adopt(Lease lease) {
+  std::lock_guard<std::mutex> lock(guard_);
+  lease_.emplace(std::move(lease));
+  owner_ = std::this_thread::get_id();
 }
 
 void Mutex::unlock() noexcept {
@@ -45,6 +61,7 @@ void Mutex::unlock() noexcept {
   {
     std::lock_guard<std::mutex> lock(guard_);
     held.swap(lease_);
+    owner_ = std::thread::id();
   }
   if (held) {
     try {

@@ -41,8 +41,13 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 
 namespace {
 
+std::string hex_byte(char byte) {
+  const auto c = static_cast<unsigned char>(byte);
+  return {"0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]};
+}
+
 // The rule for text that is stored and shown (lock names, holders): 1-255 bytes of UTF-8 without
-// control characters. `what` names it in the error.
+// control characters (C0, DEL, C1). `what` names it in the error.
 void validate_text(const char* what, std::string_view text) {
   if (text.empty()) throw UsageError(std::string(what) + " is empty");
   if (text.size() > kMaxNameBytes) {
@@ -52,12 +57,16 @@ void validate_text(const char* what, std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
     unsigned char c = static_cast<unsigned char>(text[i]);
     if (c < 0x20 || c == 0x7F) {
-      throw UsageError(std::string(what) + " contains control character 0x" +
-                       std::string(1, "0123456789abcdef"[c >> 4]) +
-                       std::string(1, "0123456789abcdef"[c & 15]) + " at byte " + std::to_string(i));
+      throw UsageError(std::string(what) + " contains control character 0x" + hex_byte(text[i]) + " at byte " +
+                       std::to_string(i));
     }
     std::size_t n = utf8_sequence_length(text, i);
     if (n == 0) throw UsageError(std::string(what) + " is not valid UTF-8 (byte " + std::to_string(i) + ")");
+    // U+0080..U+009F (C1 controls) are encoded 0xC2 0x80..0x9F.
+    if (n == 2 && c == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      throw UsageError(std::string(what) + " contains control character U+00" + hex_byte(text[i + 1]) + " at byte " +
+                       std::to_string(i));
+    }
     i += n;
   }
 }

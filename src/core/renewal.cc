@@ -148,12 +148,7 @@ void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
     std::lock_guard<std::mutex> lock(state->handle_mutex);
     state->handle.reset();
   }
-  if (state->on_lost) {
-    try {
-      state->on_lost(LostLease{state->name, 0, "the session holding the lock is gone (connection lost or swapped)"});
-    } catch (...) {
-    }
-  }
+  run_on_lost(state->on_lost, LostLease{state->name, 0, "the session holding the lock is gone (connection lost or swapped)"});
 }
 
 }  // namespace dblock::detail

@@ -1,10 +1,12 @@
 // Session locks (a service's SessionLocks capability): acquired on a connection of their own,
 // verified periodically by the renewal thread (renewal.cc), released here.
 #include <algorithm>
+#include <thread>
 
 #include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
+#include "internal.h"
 #include "manager_core.h"
 
 namespace dblock::detail {
@@ -17,6 +19,29 @@ SteadyClock::time_point session_wait_deadline(std::chrono::milliseconds wait) {
   const auto now = SteadyClock::now();
   if (wait >= std::chrono::hours(24 * 365)) return SteadyClock::time_point::max();
   return now + std::max(wait, std::chrono::milliseconds::zero()) + CallDeadlineScope::kMinCallTime;
+}
+
+// One session lock acquisition with a wait of `wait`. A failure the service calls transient
+// (Error::retryable(): a server out of connections, starting up) is tried again with a growing,
+// jittered pause (50 ms to 1 s) for as long as the wait lasts, then thrown.
+std::unique_ptr<SessionLockHandle> acquire_riding_over(SessionLocks& locks, std::string_view name, LockMode mode,
+                                                       std::chrono::milliseconds wait) {
+  using std::chrono::milliseconds;
+  const bool forever = wait >= std::chrono::hours(24 * 365);
+  const auto ends = forever ? SteadyClock::time_point::max() : SteadyClock::now() + std::max(wait, milliseconds::zero());
+  for (int attempt = 0;; ++attempt) {
+    const milliseconds left =
+        forever ? wait : std::max(milliseconds::zero(), std::chrono::ceil<milliseconds>(ends - SteadyClock::now()));
+    try {
+      const CallDeadlineScope call(session_wait_deadline(left));
+      return locks.acquire_session_lock(name, mode, left);
+    } catch (const Error& e) {
+      if (!e.retryable() || SteadyClock::now() >= ends) throw;
+    }
+    const auto pause = milliseconds(static_cast<std::int64_t>(std::min(1000, 50 << std::min(attempt, 5)) *
+                                                              (0.5 + 0.5 * jitter_unit())));
+    std::this_thread::sleep_for(std::min<SteadyClock::duration>(pause, ends - SteadyClock::now()));
+  }
 }
 
 }  // namespace
@@ -33,11 +58,7 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
   validate_lock_name(name);
   SessionLocks* locks = service_->session_locks();
   if (locks == nullptr) throw_no_session_locks(*service_);
-  std::unique_ptr<SessionLockHandle> handle;
-  {
-    const CallDeadlineScope call(session_wait_deadline(wait));
-    handle = locks->acquire_session_lock(name, options.mode, std::max(wait, std::chrono::milliseconds::zero()));
-  }
+  std::unique_ptr<SessionLockHandle> handle = acquire_riding_over(*locks, name, options.mode, wait);
   if (!handle) return std::nullopt;
   auto state = std::make_shared<SessionState>();
   state->name = std::string(name);
@@ -60,6 +81,7 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
 ReleaseResult ManagerCore::release_session(const std::shared_ptr<SessionState>& state) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (state->shut_down.load()) return ReleaseResult::kShutDown;
     if (state->finished) return ReleaseResult::kAlreadyLost;
     state->finished = true;
     sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());

@@ -134,15 +134,25 @@ std::optional<std::string> Url::param(std::string_view key) const {
   return std::nullopt;
 }
 
-std::string Url::redacted() const {
+namespace {
+
+enum class Secrets { kMask, kDrop };
+
+std::string render(const Url& url, Secrets secrets) {
+  const std::string& scheme = url.scheme;
+  const std::string& path = url.path;
+  const std::string& user = url.user;
+  const std::string& password = url.password;
+  const auto& hosts = url.hosts;
   std::string out = scheme + ":";
   if (scheme == "sqlite") {
     out += path.size() && path[0] == '/' ? "//" + percent_encode(path) : percent_encode(path);
   } else {
     out += "//";
-    if (!user.empty() || !password.empty()) {
+    const bool mask_password = !password.empty() && secrets == Secrets::kMask;
+    if (!user.empty() || mask_password) {
       out += percent_encode(user);
-      if (!password.empty()) out += ":***";
+      if (mask_password) out += ":***";
       out += "@";
     }
     for (std::size_t i = 0; i < hosts.size(); ++i) {
@@ -153,13 +163,21 @@ std::string Url::redacted() const {
     }
     if (!path.empty()) out += "/" + percent_encode(path);
   }
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    out += (i ? "&" : "?") + percent_encode(params[i].first) + "=";
-    bool secret = is_secret_parameter(params[i].first);
-    out += secret ? "***" : percent_encode(params[i].second);
+  bool first = true;
+  for (const auto& [key, value] : url.params) {
+    const bool secret = is_secret_parameter(key);
+    if (secret && secrets == Secrets::kDrop) continue;
+    out += (first ? "?" : "&") + percent_encode(key) + "=" + (secret ? "***" : percent_encode(value));
+    first = false;
   }
   return out;
 }
+
+}  // namespace
+
+std::string Url::redacted() const { return render(*this, Secrets::kMask); }
+
+std::string Url::without_secrets() const { return render(*this, Secrets::kDrop); }
 
 Url parse_url(std::string_view text) {
   Url url;

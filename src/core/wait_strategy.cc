@@ -63,27 +63,37 @@ class PausingWait : public WaitStrategy {
   FairQueue* const queue_;
 };
 
-// No events: a jittered, growing pause; a wake-up (a release in this process) leads to an attempt
-// only for the first waiter in line, the others ask the queue where they stand. A queued waiter's
-// pause grows to at most a few min_poll: nobody else may take the name once it is first (FIFO),
-// so a first waiter asleep in a long pause would stall the line.
+// No events: a jittered, growing pause. A waiter behind others in line reads where it stands (the
+// queue's read-only position) after each pause and writes (attempts) only when the read says it
+// may be its turn, or when its queue entry is due for a refresh: a crowd of waiters then polls
+// with reads, which never take the write lock a holder's release needs. Its pause grows to at most
+// a few min_poll per waiter ahead (never past max_poll): the waiter right behind the first polls
+// fast, since nobody else may take the name once it is first (FIFO) and a first waiter asleep in a
+// long pause would stall the line. A waiter not in line attempts after every pause.
 class BackoffWait final : public PausingWait {
  public:
   using PausingWait::PausingWait;
 
   WaitResult wait(WaitContext& c) override {
-    if (c.ticket != 0) c.backoff = std::min<microseconds>(c.backoff, options_.min_poll * kQueuedPolls);
     for (;;) {
-      if (!sleep(c, plain_pause(c))) return WaitResult::kAttempt;  // time to attempt (and refresh the entry)
+      if (c.ticket != 0) c.backoff = std::min<microseconds>(c.backoff, queued_cap(c));
+      const bool woken = sleep(c, plain_pause(c));
+      const auto now = SteadyClock::now();
+      if (now >= c.refresh_at || now >= c.deadline) return WaitResult::kAttempt;
       if (still_behind(queue_, c)) continue;
-      c.backoff = options_.min_poll;  // our turn may have come: attempt at once
+      if (woken) c.backoff = options_.min_poll;  // our turn may have come: attempt at once
       return WaitResult::kAttempt;
     }
   }
 
  private:
-  // A queued waiter attempts at least every this many min_poll.
+  // A queued waiter polls at least every this many min_poll per waiter ahead of it.
   static constexpr int kQueuedPolls = 2;
+
+  microseconds queued_cap(const WaitContext& c) const {
+    const int ahead = std::clamp(c.position, 1, 1000);
+    return std::min<microseconds>(options_.min_poll * kQueuedPolls * ahead, options_.max_poll);
+  }
 };
 
 // Service events. A waiter behind others while the name is held sleeps max_poll whatever the

@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -31,6 +32,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "relay.h"
 
 #ifdef DBLOCK_TEST_HAVE_SQLITE3
 #include <sqlite3.h>
@@ -860,6 +863,8 @@ TEST_CASE("usage errors exit 64 without touching the backend", "[cli][sqlite]") 
       {{"run", "--key", "", "--", "true"}, "empty key"},
       {{"run", "--key", std::string(300, 'x'), "--", "true"}, "oversized key"},
       {{"run", "--key", "bad\nname", "--", "true"}, "control character in key"},
+      {{"run", "--key", "bad\xc2\x85name", "--", "true"}, "C1 control character (U+0085) in key"},
+      {{"run", "--key", "k", "--ttl", "500ms", "--", "true"}, "ttl below the 1s minimum"},
       {{"run", "--", "true"}, "missing key"},
       {{"run", "--key", "k", "true"}, "missing --"},
       {{"run", "--key", "k"}, "missing -- and command"},
@@ -1053,6 +1058,23 @@ TEST_CASE("the URL comes from --url / else DBLOCK_URL / else the XDG state direc
   CHECK(h.code == 0);
   CHECK(h.out == "[]\n");
   CHECK(fs::exists(cli.dir.file("home/.local/state/dblock/locks.db")));
+}
+
+TEST_CASE("a wait the service fails during ends as not acquired within --wait (75) and names the fault",
+          "[cli][sqlite]") {
+  Cli cli;
+  // Another writer keeps SQLite's write lock for longer than the wait: every attempt is refused busy.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(cli.dir.file("x.db").c_str(), &db) == SQLITE_OK);
+  REQUIRE(sqlite3_exec(db, "BEGIN IMMEDIATE", nullptr, nullptr, nullptr) == SQLITE_OK);
+  Result r = cli.run({"run", "--key", "stalled", "--wait", "1s", "--", "touch", cli.dir.file("ran")});
+  REQUIRE(sqlite3_exec(db, "COMMIT", nullptr, nullptr, nullptr) == SQLITE_OK);
+  sqlite3_close(db);
+  INFO(r);
+  CHECK(r.code == kNotAcquired);
+  CHECK(r.err.find("not acquired within --wait 1") != std::string::npos);
+  CHECK(r.err.find("the service failed while waiting") != std::string::npos);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1551,6 +1573,24 @@ TEST_CASE("PostgreSQL leases through the CLI: fences increase / release --force 
   CHECK(*code == kLeaseLost);
 }
 
+TEST_CASE("PostgreSQL: COMMAND sees DBLOCK_URL without its password", "[.][postgresql][cli]") {
+  // The test server trusts 127.0.0.1, so a password in the URL is accepted and ignored.
+  std::string with_password = postgresql_url();
+  const std::size_t at = with_password.find('@');
+  REQUIRE(at != std::string::npos);
+  const std::string without_password = with_password.substr(0, at + 1);
+  with_password.insert(at, ":pw-that-must-not-leak");
+  Cli cli(/*migrate=*/true, postgresql_url());
+  Process::Options env;
+  env.env = {{"DBLOCK_URL", with_password}};
+  Result r = cli.exec({kCli, "run", "--key", unique_key("env"), "--", "sh", "-c", "env | grep '^DBLOCK_URL='"},
+                      milliseconds(30'000), env);
+  INFO(r);
+  REQUIRE(r.code == 0);
+  CHECK(r.out.find("pw-that-must-not-leak") == std::string::npos);
+  CHECK(r.out.rfind("DBLOCK_URL=" + without_password, 0) == 0);
+}
+
 TEST_CASE("PostgreSQL: a role that may connect but not use the tables exits 77", "[.][postgresql][cli]") {
   Cli cli(/*migrate=*/true, postgresql_url());
   const std::string role = "dblock_cli_noperm_" + std::to_string(::getpid());
@@ -1570,6 +1610,96 @@ TEST_CASE("PostgreSQL: a role that may connect but not use the tables exits 77",
     CHECK(r.err.find("permission denied") != std::string::npos);
   }
   cli.exec({"psql", cli.url(), "-Atc", "DROP ROLE " + role});
+}
+
+namespace {
+
+// `url` with its user replaced by `role`.
+std::string url_as(const std::string& url, const std::string& role) {
+  const std::size_t at = url.find('@');
+  REQUIRE(at != std::string::npos);
+  return "postgresql://" + role + url.substr(at);
+}
+
+}  // namespace
+
+TEST_CASE("PostgreSQL: waiters ride over a server out of connections until their --wait", "[.][postgresql][cli]") {
+  // A role with a CONNECTION LIMIT meets what a full server says (SQLSTATE 53300, "too many
+  // connections"), without filling the shared test server: the test holds all of its connections.
+  Cli cli(/*migrate=*/true, postgresql_url());
+  constexpr int kLimit = 4;
+  const std::string role = "dblock_cli_full_" + std::to_string(::getpid());
+  auto sql = [&](const std::string& text) {
+    Result r = cli.exec({"psql", cli.url(), "-Atc", text});
+    INFO(r);
+    REQUIRE(r.code == 0);
+    return r.out;
+  };
+  sql("DROP ROLE IF EXISTS " + role + "; CREATE ROLE " + role + " LOGIN CONNECTION LIMIT " + std::to_string(kLimit) +
+      "; GRANT pg_read_all_data, pg_write_all_data TO " + role);
+  const std::string url = url_as(cli.url(), role);
+  std::vector<std::unique_ptr<Process>> holders;
+  for (int i = 0; i < kLimit; ++i) {
+    holders.push_back(std::make_unique<Process>(std::vector<std::string>{"psql", url, "-Atc", "SELECT pg_sleep(60)"},
+                                                cli.dir.next_log_prefix(), Process::Options{}));
+  }
+  const std::string count = "SELECT count(*) FROM pg_stat_activity WHERE usename = '" + role + "'";
+  REQUIRE(eventually([&] { return sql(count) == std::to_string(kLimit) + "\n"; }, milliseconds(15'000), milliseconds(50)));
+
+  // Full until the end of its wait: a timeout naming the cause.
+  Result early = cli.exec({kCli, "--url", url, "run", "--key", unique_key("full"), "--wait", "1s", "--", "true"});
+  INFO(early);
+  CHECK(early.code == kUnavailable);
+  CHECK(early.seconds >= 1.0);
+  CHECK(early.seconds < 5.0);
+  CHECK(early.err.find("too many connections") != std::string::npos);
+
+  const std::string key = unique_key("full");
+  std::vector<std::unique_ptr<Process>> waiters;
+  for (int i = 0; i < 4; ++i) {
+    waiters.push_back(std::make_unique<Process>(
+        std::vector<std::string>{kCli, "--url", url, "run", "--key", key, "--wait", "20s", "--", "true"},
+        cli.dir.next_log_prefix(), Process::Options{}));
+  }
+  // A session lock's own connection rides over it too.
+  waiters.push_back(std::make_unique<Process>(
+      std::vector<std::string>{kCli, "--url", url, "run", "--key", key, "--mode", "session", "--wait", "20s", "--",
+                               "true"},
+      cli.dir.next_log_prefix(), Process::Options{}));
+  // While the role is full none gives up (before, each exited 69 at once).
+  CHECK_FALSE(eventually([&] {
+    return std::any_of(waiters.begin(), waiters.end(), [](auto& w) { return w->poll().has_value(); });
+  }, milliseconds(1'500)));
+  sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + role +
+      "' AND query LIKE '%pg_sleep%'");
+  for (auto& w : waiters) {
+    std::optional<int> code = w->wait(milliseconds(25'000));
+    INFO("waiter stderr: " << w->err());
+    CHECK(code == std::optional<int>(0));
+  }
+  holders.clear();
+  waiters.clear();
+  sql("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE usename = '" + role + "'");
+  sql("DROP ROLE " + role);
+}
+
+TEST_CASE("PostgreSQL: --wait bounds the open on a stalled path", "[.][postgresql][cli]") {
+  Cli cli(/*migrate=*/true, postgresql_url());
+  const std::string url = cli.url();
+  const std::size_t host = url.find("127.0.0.1:");
+  REQUIRE(host != std::string::npos);
+  const std::size_t port_end = url.find('/', host + 10);
+  dblock::testing::TcpRelay relay(DBLOCK_TCP_RELAY, std::stoi(url.substr(host + 10, port_end - host - 10)));
+  relay.pause();  // completes TCP handshakes and never answers
+  const std::string stalled = url.substr(0, host) + relay.address() + url.substr(port_end) + "?detect_pooler=0";
+  // The open gets max(--wait, 2 s) (dblock::kMinOpenTime); before, connect_timeout (5 s) alone bounded it.
+  for (const char* wait : {"0", "1s", "3s"}) {
+    Result r = cli.exec({kCli, "--url", stalled, "run", "--key", unique_key("stalled"), "--wait", wait, "--", "true"});
+    INFO(wait << ": " << r);
+    CHECK(r.code == kUnavailable);
+    CHECK(r.seconds < std::max(2.0, std::stod(wait)) + 1.0);
+  }
+  relay.resume();
 }
 
 TEST_CASE("PostgreSQL: COMMAND inherits no descriptor of dblock's (lease and session)", "[.][postgresql][cli]") {
@@ -1907,4 +2037,55 @@ TEST_CASE("Redis: a mixed fleet with redis-py's Lock on the same key (prefix \"\
     CHECK(taken.code == 0);
     CHECK(taken.out == "True\n");
   }
+}
+
+// SQLite under a crowd: every waiter polls with reads and takes the write lock only when a read says
+// the name may be its own, and a release waits for the write lock until the lease's safe-until. An
+// outcome check, not a timing: scripts/bench-sqlite-herd.sh measures the 300-process case.
+TEST_CASE("SQLite: 20 dblock run on one key all finish, no release in doubt, no warning storm", "[cli][sqlite][herd]") {
+  Cli cli;
+  constexpr int kProcesses = 20;
+  std::vector<std::unique_ptr<Process>> runs;
+  for (int i = 0; i < kProcesses; ++i) {
+    runs.push_back(cli.start({"run", "--key", "hot", "--ttl", "30s", "--wait", "forever", "--", "sleep", "0.01"}));
+  }
+  int finished = 0;
+  std::size_t warnings = 0;
+  std::size_t in_doubt = 0;
+  for (auto& run : runs) {
+    if (run->wait(milliseconds(120'000)) == 0) ++finished;
+    std::istringstream err(run->err());
+    for (std::string line; std::getline(err, line);) {
+      INFO(line);
+      CHECK(line.find("in doubt") == std::string::npos);
+      in_doubt += line.find("in doubt") != std::string::npos;
+      ++warnings;
+    }
+  }
+  CHECK(finished == kProcesses);
+  CHECK(in_doubt == 0);
+  CHECK(warnings <= static_cast<std::size_t>(kProcesses));
+}
+
+// A release that fails because the lock file's disk is full says so: a small tmpfs (needs root to
+// mount) that COMMAND fills.
+TEST_CASE("SQLite: a release on a full disk is in doubt because the disk is full", "[cli][sqlite][full]") {
+  TempDir dir;
+  const std::string disk = dir.file("disk");
+  fs::create_directory(disk);
+  if (::mount("tmpfs", disk.c_str(), "tmpfs", 0, "size=1m") != 0) {
+    WARN("cannot mount a tmpfs (needs root): " << std::strerror(errno));
+    return;
+  }
+  struct Unmount {
+    std::string path;
+    ~Unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } unmount{disk};
+  Cli cli(true, "sqlite://" + disk + "/locks.db");
+  const std::string fill = "dd if=/dev/zero of=" + disk + "/fill bs=4096 2>/dev/null; true";
+  Result r = cli.run({"run", "--key", "k", "--", "sh", "-c", fill});
+  INFO(r);
+  CHECK(r.err.find("in doubt") != std::string::npos);
+  CHECK(r.err.find("full") != std::string::npos);
+  CHECK(r.err.find("backend connection problem") == std::string::npos);
 }

@@ -771,6 +771,38 @@ TEST_CASE("guard: a guarded write commits only while the lease is held with that
   CHECK(std::get<std::int64_t>(rows[0][0]) == 1);
 }
 
+TEST_CASE("guard: a refused guarded write marks the handle lost; the same thread may acquire the name again",
+          "[lease][conformance][guard]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  if (service_of(*manager).sql_features() == nullptr) return;  // no guard: covered above
+  auto admin = open_manager({}, prefix);
+  std::mutex m;
+  std::condition_variable cv;
+  std::optional<LostLease> lost;
+  AcquireOptions options;
+  options.ttl = 30s;  // no renewal comes before the guard's answer
+  options.on_lost = [&](const LostLease& l) {
+    std::lock_guard<std::mutex> lock(m);
+    lost = l;
+    cv.notify_all();
+  };
+  auto lease = manager->try_acquire("guard-lost", options);
+  REQUIRE(lease);
+  CHECK(admin->force_release("guard-lost"));
+  CHECK_THROWS_AS(manager->run_guarded(*lease, [](Transaction&) {}), LeaseLostError);
+  CHECK(lease->lost());  // at once, not at the next renewal
+  {
+    std::unique_lock<std::mutex> lock(m);
+    REQUIRE(cv.wait_for(lock, 10s, [&] { return lost.has_value(); }));
+  }
+  CHECK(lost->reason.find("guarded write") != std::string::npos);
+  // The lost handle does not count as held: a wait on the same thread is not a deadlock.
+  auto again = manager->acquire("guard-lost", 5s);
+  REQUIRE(again);
+  CHECK(again->fence() > lease->fence());
+}
+
 TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "[lease][conformance][guard]") {
   const std::string prefix = unique_prefix();
   const std::string table = prefix + "paused_guard";
@@ -1025,7 +1057,7 @@ TEST_CASE("safe-until is taken before the acquire is sent: TTL minus the drift m
   CHECK_FALSE(lease->lost());
 }
 
-TEST_CASE("destroying a manager releases its leases and marks them lost", "[lease][conformance]") {
+TEST_CASE("destroying a manager releases its leases; the handles say shut down", "[lease][conformance]") {
   const std::string prefix = unique_prefix();
   auto other = open_manager({}, prefix);
   std::optional<Lease> orphan;
@@ -1035,7 +1067,9 @@ TEST_CASE("destroying a manager releases its leases and marks them lost", "[leas
     REQUIRE(orphan);
   }
   CHECK(orphan->lost());
-  CHECK(orphan->release() == ReleaseResult::kAlreadyLost);
+  CHECK(orphan->shut_down());
+  CHECK_FALSE(orphan->held());
+  CHECK(orphan->release() == ReleaseResult::kShutDown);
   CHECK(other->try_acquire("orphan"));
 }
 

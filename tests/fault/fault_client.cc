@@ -102,6 +102,7 @@ const char* token(ReleaseResult r) {
     case ReleaseResult::kReleased: return "released";
     case ReleaseResult::kAlreadyLost: return "already_lost";
     case ReleaseResult::kInDoubt: return "in_doubt";
+    case ReleaseResult::kShutDown: return "shut_down";
   }
   return "unknown";
 }

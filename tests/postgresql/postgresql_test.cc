@@ -3,6 +3,7 @@
 // it every case fails, unless DBLOCK_TEST_SKIP_POSTGRESQL=1 says this run opted out.
 #include <catch2/catch.hpp>
 #include <signal.h>
+#include <unistd.h>
 
 #include <future>
 
@@ -51,7 +52,8 @@ const Context& context() {
     c.hold_migration_lock = [](const std::string& prefix) {
       auto bystander = std::make_shared<pqxx::connection>(conninfo());
       pqxx::nontransaction tx(*bystander);
-      tx.exec_params("SELECT pg_advisory_lock($1)", dblock::postgresql::advisory_key(prefix + ":migrate"));
+      const auto key = dblock::postgresql::migration_lock_key(prefix);
+      tx.exec_params("SELECT pg_advisory_lock($1, $2)", key.class_id, key.object_id);
       return Context::HeldByBystander{bystander, "backend pid " + std::to_string(bystander->backendpid())};
     };
     c.stored_owner = [](const std::string& prefix, const std::string& table, const std::string& name) {
@@ -230,6 +232,106 @@ TEST_CASE("postgresql: unreachable server and wrong credentials are ConnectionEr
   }
 }
 
+TEST_CASE("postgresql: libpq's multi-line errors come on one line", "[postgresql][input]") {
+  // libpq: "connection to server at ... failed: Connection refused\n\tIs the server running ...".
+  try {
+    dblock::open("postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=2");
+    FAIL("opened a server on port 1");
+  } catch (const ConnectionError& e) {
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(message.find_first_of("\n\t") == std::string::npos);
+    CHECK(message.find("refused; Is the server running") != std::string::npos);
+  }
+}
+
+TEST_CASE("postgresql: connect_timeout must be a whole number of seconds from 1 to 3600", "[postgresql][input]") {
+  const std::string url = context().url + (context().url.find('?') == std::string::npos ? "?" : "&");
+  for (const char* bad : {"abc", "0", "-1", "1.5", "3601", "99999999999"}) {
+    INFO(bad);
+    try {
+      dblock::open(url + "connect_timeout=" + bad);
+      FAIL("accepted");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find("connect_timeout") != std::string::npos);
+    }
+  }
+  ManagerOptions options;
+  options.table_prefix = unique_prefix();
+  CHECK(dblock::open(url + "connect_timeout=3", options) != nullptr);
+}
+
+TEST_CASE("postgresql: no lock name meets the migration lock", "[postgresql][session][schema]") {
+  // The session lock named "<prefix>:migrate" once had the migration lock's advisory key: holding
+  // it kept every first open of that prefix waiting for 15 s, then failing.
+  const std::string prefix = unique_prefix();
+  auto other = open_manager({}, unique_prefix());
+  std::optional<SessionLock> held = other->session_lock(prefix + ":migrate", 0s);
+  REQUIRE(held);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(open_manager({}, prefix) != nullptr);
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+  const auto key = dblock::postgresql::migration_lock_key(prefix);
+  pqxx::connection c(conninfo());
+  pqxx::nontransaction tx(c);
+  CHECK(tx.exec_params1("SELECT pg_try_advisory_lock($1, $2)", key.class_id, key.object_id)[0].as<bool>());
+}
+
+TEST_CASE("postgresql: a role that can only connect hears no lock name on the wake channels",
+          "[postgresql][notify][privileges]") {
+  const std::string prefix = unique_prefix();
+  const std::string name = "payroll/" + prefix;
+  const std::string role = "dblock_eavesdropper_" + std::to_string(::getpid());
+  {
+    pqxx::connection admin(conninfo());
+    pqxx::nontransaction tx(admin);
+    tx.exec("DROP ROLE IF EXISTS " + role);
+    tx.exec("CREATE ROLE " + role + " LOGIN");
+  }
+  struct Collect final : pqxx::notification_receiver {
+    Collect(pqxx::connection& c, const std::string& channel, std::vector<std::string>& into)
+        : pqxx::notification_receiver(c, channel), payloads(into) {}
+    void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
+    std::vector<std::string>& payloads;
+  };
+  std::vector<std::string> heard;
+  pqxx::connection eavesdropper(conninfo() + " user=" + role);
+  std::vector<std::unique_ptr<Collect>> channels;
+  channels.push_back(std::make_unique<Collect>(eavesdropper, prefix + "release", heard));
+  for (int slot = 0; slot < 1024; ++slot) {
+    channels.push_back(std::make_unique<Collect>(eavesdropper, prefix + "release_" + std::to_string(slot), heard));
+  }
+
+  auto holder = open_manager({}, prefix);
+  auto waiter = open_manager({}, prefix);
+  auto lease = holder->try_acquire(name);
+  REQUIRE(lease);
+  std::optional<Lease> got;
+  std::thread t([&] { got = waiter->acquire(name, 30s); });
+  pqxx::connection c(conninfo());
+  bool queued = false;
+  for (int i = 0; i < 500 && !queued; ++i) {  // bounded: 5 s
+    pqxx::nontransaction tx(c);
+    queued = tx.exec_params1("SELECT count(*) FROM \"" + prefix + "waiters\" WHERE name = $1", name)[0].as<int>() > 0;
+    if (!queued) std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(lease->release() == ReleaseResult::kReleased);  // a grant to the waiter
+  t.join();
+  REQUIRE(got);
+  CHECK(holder->force_release(name));  // wakes every listener's waiters
+  for (int i = 0; i < 50 && heard.size() < 2; ++i) eavesdropper.await_notification(0, 100'000);  // bounded: 5 s
+  CHECK(heard.size() >= 2);
+  for (const std::string& payload : heard) {
+    INFO(payload);
+    CHECK(payload.find(name) == std::string::npos);
+    CHECK(payload.find("payroll") == std::string::npos);
+  }
+  channels.clear();
+  eavesdropper.disconnect();
+  pqxx::connection admin(conninfo());
+  pqxx::nontransaction(admin).exec("DROP ROLE " + role);
+}
+
 TEST_CASE("postgresql: with several hosts, one that refuses, stalls or is a standby passes to the next",
           "[postgresql][input][faults]") {
   const Url::Host primary = parse_url(context().url).hosts.at(0);
@@ -334,7 +436,7 @@ TEST_CASE("postgresql: a forged grant NOTIFY from a bystander is not a lease", "
   }
   {
     pqxx::nontransaction tx(bystander);
-    tx.exec_params("SELECT pg_notify($1 || 'release_' || ($2::bigint & 1023), 'forged' || chr(31) || $2 || chr(31) ||"
+    tx.exec_params("SELECT pg_notify($1 || 'release_' || ($2::bigint & 1023), $2 || chr(31) ||"
                    " '999999999' || chr(31) || '30000000' || chr(31) ||"
                    " ((extract(epoch FROM clock_timestamp()) * 1e6)::bigint + 30000000))",
                    prefix, ticket);
@@ -613,11 +715,10 @@ TEST_CASE("postgresql: a release notifies only the named waiter's wake channel",
   std::vector<std::string> fields;
   std::stringstream payload(own.payloads[0]);
   for (std::string field; std::getline(payload, field, '\x1f');) fields.push_back(field);
-  REQUIRE(fields.size() == 5);
-  CHECK(fields[0] == "routed");
-  CHECK(fields[1] == std::to_string(queued.queue_ticket));
-  CHECK(fields[2] == std::to_string(fence));
-  CHECK(std::stoll(fields[3]) > 0);
+  REQUIRE(fields.size() == 4);  // no name: the ticket, the fence, granted us, expiry us
+  CHECK(fields[0] == std::to_string(queued.queue_ticket));
+  CHECK(fields[1] == std::to_string(fence));
+  CHECK(std::stoll(fields[2]) > 0);
 }
 
 // Right after a release of this backend woke a queued waiter, the name's marker stands, so the

@@ -5,12 +5,14 @@
 #include <atomic>
 #include <mutex>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "boot_clock.h"
 #include "clock_check.h"
 #include "core_rig.h"
+#include "dblock/mutex.h"
 
 namespace dblock::testing {
 namespace {
@@ -368,7 +370,15 @@ TEST_CASE("core: bad names and TTLs are refused before the service is asked", "[
   AcquireOptions huge;
   huge.ttl = kMaxTtl + 1ms;
   CHECK_THROWS_AS(manager->try_acquire("k", huge), UsageError);
+  AcquireOptions tiny;
+  tiny.ttl = kMinTtl - 1ms;
+  CHECK_THROWS_AS(manager->try_acquire("k", tiny), UsageError);
   CHECK(service->calls(Op::kTryAcquire) == 0);
+  tiny.ttl = kMinTtl;
+  CHECK(manager->try_acquire("k", tiny).has_value());
+  ManagerOptions short_default;
+  short_default.default_ttl = 5ms;
+  CHECK_THROWS_AS(rig.open({}, short_default), UsageError);
 }
 
 TEST_CASE("core: call_timeout must be positive and at most a day; migrations get ten minutes at least", "[unit][core][input]") {
@@ -461,15 +471,69 @@ TEST_CASE("core: the reaper runs only for a service that has something to reap",
   CHECK(disabled->calls(Op::kReap) == 1);
 }
 
-TEST_CASE("core: a lease that outlives its manager is lost and released at shutdown", "[unit][core][shutdown]") {
+TEST_CASE("core: dblock::Mutex locked twice by its holder fails as std::mutex does", "[unit][core][mutex]") {
+  Rig rig;
+  auto manager = rig.open();
+  Mutex m(*manager, "m");
+  m.lock();
+  try {
+    m.lock();
+    FAIL("a second lock() by the holding thread returned");
+  } catch (const std::system_error& e) {
+    CHECK(e.code() == std::errc::resource_deadlock_would_occur);
+  }
+  CHECK_THROWS_AS(m.try_lock_for(10ms), std::system_error);
+  CHECK_FALSE(m.try_lock());
+  m.unlock();
+  std::thread other([&] {
+    CHECK(m.try_lock());
+    m.unlock();
+  });
+  other.join();
+}
+
+TEST_CASE("core: the same-thread deadlock error says what to change", "[unit][core][reentrancy]") {
+  Rig rig;
+  auto manager = rig.open();
+  AcquireOptions plain;
+  auto held = manager->try_acquire("k", plain);
+  REQUIRE(held);
+  AcquireOptions reentrant;
+  reentrant.reentrant = true;
+  try {
+    manager->acquire("k", 10ms, reentrant);
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("not taken as reentrant") != std::string::npos);
+  }
+  try {
+    manager->acquire("k", 10ms, plain);
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("enable AcquireOptions::reentrant") != std::string::npos);
+  }
+}
+
+TEST_CASE("core: a lease that outlives its manager says it was shut down, not lost to another holder",
+          "[unit][core][shutdown]") {
   Rig rig;
   MemoryService* service = nullptr;
   auto manager = rig.open({}, {}, &service);
-  auto lease = manager->try_acquire("k");
+  LostReasons reasons;
+  AcquireOptions options;
+  options.on_lost = reasons.callback();
+  auto lease = manager->try_acquire("k", options);
   REQUIRE(lease);
+  CHECK_FALSE(lease->shut_down());
   manager.reset();
+  CHECK(lease->shut_down());
+  CHECK_FALSE(lease->held());
   CHECK(lease->lost());
-  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  CHECK(reasons.count() == 1);
+  CHECK(reasons.last().find("shutdown") != std::string::npos);
+  CHECK(lease->release() == ReleaseResult::kShutDown);
+  CHECK(lease->release() == ReleaseResult::kShutDown);  // idempotent
+  CHECK(lease->fence() > 0);                             // values stay readable
   auto other = rig.open();
   CHECK(other->try_acquire("k"));  // shutdown released it
 }

@@ -71,6 +71,9 @@ TEST_CASE("names: limits and encoding", "[unit][names]") {
   CHECK_THROWS_AS(validate_lock_name(std::string("\xc0\xaf", 2)), UsageError);      // overlong '/'
   CHECK_THROWS_AS(validate_lock_name(std::string("\xed\xa0\x80", 3)), UsageError);  // surrogate
   CHECK_THROWS_AS(validate_lock_name(std::string("\xe2\x82", 2)), UsageError);      // truncated
+  CHECK_THROWS_AS(validate_lock_name("next\xc2\x85line"), UsageError);               // C1 control U+0085
+  CHECK_THROWS_AS(validate_lock_name("csi\xc2\x9b"), UsageError);                    // C1 control U+009B
+  CHECK_NOTHROW(validate_lock_name("nbsp\xc2\xa0ok"));                               // U+00A0 is printable
 }
 
 TEST_CASE("secrets: 128 bits, distinct", "[unit][secret]") {

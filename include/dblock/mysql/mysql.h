@@ -107,8 +107,12 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
 
 // The GET_LOCK key dblock uses for a session or transaction lock named `name` in `database`:
 // "<database>:<name>" when that is at most 64 characters and 192 bytes (MySQL's and MariaDB's
-// limits), otherwise "<database, cut to 22 bytes>:<40 hex digits of SHA-1("<database>:<name>")>".
-// Stable across versions; use it to interoperate with code calling GET_LOCK directly.
+// limits), otherwise "<database, cut to 22 bytes>:\x1f<40 hex digits of SHA-1("<database>:<name>")>".
+// The control character 0x1F (which no name or database name may hold) keeps the hashed keys apart
+// from every short one: a 40-hex name never meets a long name's key, nor dblock's own keys, which
+// take the same hashed form over other input. Use it to interoperate with code calling GET_LOCK
+// directly. (Before issue 35 the hashed form had no 0x1F: long names' keys differ from those of
+// older versions; short keys are unchanged.)
 std::string lock_key(std::string_view database, std::string_view name);
 
 }  // namespace mysql

@@ -52,6 +52,16 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
 // code calling pg_advisory_lock directly.
 std::int64_t advisory_key(std::string_view name) noexcept;
 
+// The advisory lock that serialises migrations of the tables named by `table_prefix`: the two-key
+// form, pg_advisory_xact_lock(class_id, object_id), which PostgreSQL keeps apart from every
+// one-key (bigint) lock (pg_locks.objsubid 2, not 1), so that no lock name can meet it. class_id is
+// 0x64626C6B ("dblk"); object_id the low 31 bits of advisory_key(table_prefix).
+struct MigrationLockKey {
+  std::int32_t class_id;
+  std::int32_t object_id;
+};
+MigrationLockKey migration_lock_key(std::string_view table_prefix) noexcept;
+
 }  // namespace postgresql
 }  // namespace dblock
 

@@ -27,7 +27,9 @@ constexpr std::size_t kAppStatementCache = 32;  // prepared application statemen
 
 dblock::sql::Placeholders tables(const std::string& prefix) {
   dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &quote_identifier);
-  p.set('F', quote_identifier(prefix + "fence"));
+  p.set('F', quote_identifier(prefix + "fence"))
+      .set('M', quote_identifier(prefix + "list_leases"))
+      .set('Y', quote_identifier(prefix + "force_release_history"));
   return p;
 }
 
@@ -62,6 +64,11 @@ dblock::sql::Placeholders tables(const std::string& prefix) {
 const Options& checked(const Options& options) {
   detail::validate_table_prefix(options.table_prefix);
   if (options.database.empty()) throw UsageError("mysql: no database given (mysql://host/database)", kServiceName);
+  // GET_LOCK keys (keys.cc) rely on it: a control character marks their hashed form.
+  if (std::any_of(options.database.begin(), options.database.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7F; })) {
+    throw UsageError("mysql: the database name contains a control character", kServiceName);
+  }
   if (options.port < 1 || options.port > 65535) throw UsageError("mysql: port out of range", kServiceName);
   if (options.beacon_delay.count() < 0) throw UsageError("mysql: beacon_delay must not be negative", kServiceName);
   return options;
@@ -216,7 +223,10 @@ Context::Context(Options options)
         std::vector<Positional> out;
         for (std::size_t i = 0; i < registry_.size(); ++i) {
           NamedParams n = to_positional(registry_.text(i));
-          out.push_back(Positional{std::move(n.text), std::move(n.params)});
+          const bool bounded = std::any_of(std::begin(sql::kLockBounded), std::end(sql::kLockBounded),
+                                           [&](const auto* s) { return s == &registry_.at(i); });
+          if (bounded) n.text = sql::kLockWaitBound + n.text;
+          out.push_back(Positional{std::move(n.text), std::move(n.params), bounded});
         }
         return out;
       }()),
@@ -328,6 +338,26 @@ void Context::within_deadline(Connection& c, const char* what, TimePoint deadlin
   dblock::sql::call_within(deadlines_, c.socket, deadline, {kServiceName, what, "08S01"}, call);
 }
 
+void Context::run_statement(Connection& c, const dblock::sql::Statement& statement, TimePoint deadline,
+                            const std::function<void()>& call) const {
+  if (!positional_[registry_.index(statement)].lock_bounded) return within_deadline(c, statement.name, deadline, call);
+  within_deadline(c, statement.name, deadline, [&] {
+    try {
+      call();
+    } catch (const ::sql::SQLException& e) {
+      // Room for another full wait and its round trip: the 1205 stays retryable as it is.
+      constexpr auto kRoom = std::chrono::seconds(sql::kLockWaitBoundSeconds) + std::chrono::milliseconds(500);
+      if (e.getErrorCode() != kErrLockWaitTimeout || deadline - SteadyClock::now() >= kRoom) throw;
+      throw TimeoutError(std::string("mysql: ") + statement.name +
+                             ": lock wait: another transaction holds a lock on a row of dblock's tables, and the call's "
+                             "deadline leaves no time to wait for it again (each wait ends after " +
+                             std::to_string(sql::kLockWaitBoundSeconds) +
+                             " s on the server; see information_schema.INNODB_TRX for the transaction) (error 1205)",
+                         kServiceName, std::to_string(kErrLockWaitTimeout));
+    }
+  });
+}
+
 ::sql::PreparedStatement& Context::bound(Connection& c, const dblock::sql::Statement& statement,
                                          const Args& args) const {
   const std::size_t index = registry_.index(statement);
@@ -345,7 +375,7 @@ void Context::within_deadline(Connection& c, const char* what, TimePoint deadlin
 Rows Context::query(Connection& c, const dblock::sql::Statement& statement, const Args& args,
                     TimePoint deadline) const {
   Rows rows;
-  within_deadline(c, statement.name, deadline, [&] {
+  run_statement(c, statement, deadline, [&] {
     ::sql::PreparedStatement& ps = bound(c, statement, args);
     std::unique_ptr<::sql::ResultSet> rs(ps.executeQuery());
     rows = fetch_all(*rs);
@@ -357,7 +387,7 @@ Rows Context::query(Connection& c, const dblock::sql::Statement& statement, cons
 
 std::int64_t Context::update(Connection& c, const dblock::sql::Statement& statement, const Args& args) const {
   std::int64_t n = 0;
-  within_deadline(c, statement.name, call_deadline(), [&] {
+  run_statement(c, statement, call_deadline(), [&] {
     ::sql::PreparedStatement& ps = bound(c, statement, args);
     n = ps.executeUpdate();
     drain(ps);

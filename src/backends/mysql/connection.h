@@ -106,13 +106,19 @@ class Context {
 
  private:
   struct Positional {
-    std::string text;                 // ":name" turned into `?`
+    std::string text;                 // ":name" turned into `?` (and kLockWaitBound prefixed)
     std::vector<std::string> params;  // parameter name per `?`, in order
+    bool lock_bounded = false;        // one of sql::kLockBounded
   };
   ::sql::PreparedStatement& bound(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
   // Runs `call` on `c` with c's socket watched until `deadline`; a call cut there throws
   // ConnectionError naming `what`.
   void within_deadline(Connection& c, const char* what, TimePoint deadline, const std::function<void()>& call) const;
+  // within_deadline() for a registered statement. A lock-bounded statement whose lock wait ran
+  // out (1205) with less than another wait left before `deadline` throws TimeoutError saying so,
+  // not retryable: a repetition would be cut at the deadline, leaving its wait on the server.
+  void run_statement(Connection& c, const dblock::sql::Statement& statement, TimePoint deadline,
+                     const std::function<void()>& call) const;
   void open_socket(Connection& c, TimePoint deadline) const;
 
   const Options options_;

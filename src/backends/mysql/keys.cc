@@ -17,6 +17,15 @@ std::size_t utf8_chars(std::string_view s) {
       std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
+// Between the database and the digest of every hashed key: a character no short key can hold there
+// (lock names and database names refuse control characters), so that a short key such as
+// "<database>:<40 hex digits>" never equals a hashed one.
+constexpr char kHashedMark = '\x1f';
+
+std::string hashed_key(std::string_view database, std::string_view input) {
+  return utf8_cut(database, 22) + ":" + kHashedMark + sha1_hex(input);
+}
+
 }  // namespace
 
 std::string utf8_cut(std::string_view s, std::size_t bytes) {
@@ -43,13 +52,13 @@ std::string internal_key(std::string_view database, std::string_view prefix, std
     input += '\0';
     input += part;
   }
-  return utf8_cut(database, 22) + ":" + sha1_hex(input);
+  return hashed_key(database, input);
 }
 
 std::string lock_key(std::string_view database, std::string_view name) {
   std::string full = std::string(database) + ":" + std::string(name);
   if (utf8_chars(full) <= 64 && full.size() <= 192) return full;
-  return utf8_cut(database, 22) + ":" + sha1_hex(full);
+  return hashed_key(database, full);
 }
 
 }  // namespace dblock::mysql

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <cppconn/exception.h>
+
 #include "dblock/errors.h"
 #include "error_map.h"
 #include "keys.h"
@@ -30,7 +32,16 @@ constexpr std::chrono::seconds kMigrationLockWait{15};
 
 milliseconds ceil_ms(std::int64_t us) { return milliseconds((std::max<std::int64_t>(us, 0) + 999) / 1000); }
 
-// Splits a migration script into statements at ';' outside quotes and comments.
+// True when only blanks follow `from` up to the end of its line.
+bool ends_line(std::string_view script, std::size_t from) {
+  for (std::size_t i = from; i < script.size() && script[i] != '\n'; ++i) {
+    if (script[i] != ' ' && script[i] != '\t' && script[i] != '\r') return false;
+  }
+  return true;
+}
+
+// Splits a migration script into statements at each ';' that ends its line (trailing blanks
+// allowed), outside quotes and comments: a routine's body keeps its inner ';' within its lines.
 std::vector<std::string> split_statements(std::string_view script) {
   std::vector<std::string> out;
   std::string current;
@@ -50,7 +61,7 @@ std::vector<std::string> split_statements(std::string_view script) {
       has_code = true;
       continue;
     }
-    if (c == ';') {
+    if (c == ';' && ends_line(script, i + 1)) {
       if (has_code) out.push_back(current);
       current.clear();
       has_code = false;
@@ -202,19 +213,40 @@ bool MysqlService::force_release(std::string_view name, std::string_view by) {
   });
 }
 
+namespace {
+
+// True for the errors of a CALL that this account may not run (no EXECUTE) or that the schema
+// lacks: the caller reads the tables instead.
+bool routine_unavailable(const ::sql::SQLException& e) {
+  return e.getErrorCode() == 1370 /* ER_PROCACCESS_DENIED_ERROR */ || e.getErrorCode() == 1305 /* ER_SP_DOES_NOT_EXIST */;
+}
+
+}  // namespace
+
 std::vector<ForceReleaseRecord> MysqlService::force_releases(std::optional<std::string_view> name, std::size_t limit) {
   if (name) check_name(*name);
+  const Args args{{"name", std::string(name.value_or(""))}, {"limit", static_cast<std::int64_t>(limit)}};
   return context_.connections().idempotent([&](Connection& c) {
-    const Rows rows = context_.query(c, sql::kForceReleaseHistory,
-                                     {{"name", std::string(name.value_or(""))}, {"limit", static_cast<std::int64_t>(limit)}});
+    Rows rows;
+    try {
+      rows = context_.query(c, sql::kForceReleaseHistoryCall, args);
+    } catch (const ::sql::SQLException& e) {
+      if (!routine_unavailable(e)) throw;
+      rows = context_.query(c, sql::kForceReleaseHistory, args);
+    }
     return dblock::sql::parse_rows(rows, &dblock::sql::force_release_record);
   });
 }
 
 std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) {
   return context_.connections().idempotent([&](Connection& c) {
-    const Rows rows =
-        name ? context_.query(c, sql::kListOne, {{"name", std::string(*name)}}) : context_.query(c, sql::kListAll, {});
+    Rows rows;
+    try {
+      rows = context_.query(c, sql::kListCall, {{"name", std::string(name.value_or(""))}});
+    } catch (const ::sql::SQLException& e) {
+      if (!routine_unavailable(e)) throw;
+      rows = name ? context_.query(c, sql::kListOne, {{"name", std::string(*name)}}) : context_.query(c, sql::kListAll, {});
+    }
     return dblock::sql::parse_rows(rows, &dblock::sql::lease_info);
   });
 }

@@ -425,7 +425,13 @@ inline constexpr Statement kForceRelease{"force_release",
     "   VALUES (v_now, v_name, :by, CURRENT_USER(), v_holder, v_mode, v_old, v_new);"
     "  SET v_evicted = 1;"
     "  COMMIT;"
-    " ELSE ROLLBACK; END IF;"
+    " ELSE"
+    // Nothing to evict: an account that may not record an eviction is still told so (as on
+    // PostgreSQL), by an insert of no row, which checks the privilege and writes nothing.
+    "  INSERT INTO {H} (at, name, by_holder, by_account, holder, mode, old_fence, new_fence)"
+    "   SELECT v_now, v_name, :by, CURRENT_USER(), NULL, 'exclusive', 0, 0 FROM DUAL WHERE FALSE;"
+    "  ROLLBACK;"
+    " END IF;"
     " SELECT v_evicted;"
     " END"};
 
@@ -433,6 +439,13 @@ inline constexpr Statement kForceRelease{"force_release",
 inline constexpr Statement kForceReleaseHistory{"force_release_history",
     "SELECT name, " DBLOCK_MY_US("at") ", by_holder, by_account, holder, mode, old_fence, new_fence FROM {H}"
     " WHERE :name = '' OR name = :name ORDER BY id DESC LIMIT :limit"};
+
+// The same reads through the schema's definer-rights routines (schema 6), which is all a read-only
+// account may run: EXECUTE on them, no SELECT on the tables (whose rows it could lock). An account
+// without EXECUTE (the run-time grants of schema 5) reads the tables (the statements below).
+// :name ("" for every name), :limit.
+inline constexpr Statement kListCall{"list_call", "CALL {M}(:name)"};
+inline constexpr Statement kForceReleaseHistoryCall{"force_release_history_call", "CALL {Y}(:name, :limit)"};
 
 // Live leases.
 #define DBLOCK_MY_LIST                                                                                       \
@@ -506,19 +519,24 @@ inline constexpr Statement kDropBeacon{"drop_beacon", "SELECT RELEASE_LOCK(:key)
 // Outcome 2: granted (the other columns describe the lease: granted_us is its length from the
 // grant); 1: attempt now; 0: :timeout_us passed; -1: nothing to block on (or the gate could not
 // be passed). :key, :gate, :name, :secret, :ticket, :grace_us, :timeout_us.
-#define DBLOCK_MY_WAITING_KEY(secret) "CONCAT('dblock-w:', LEFT(SHA2(CONCAT(v_key, HEX(" secret ")), 256), 40))"
+// A waiter's key: the beacon key (keys.h: "<database>:\x1f<digest>") with its digest replaced by
+// one of the beacon key and the waiter's secret digest, so it stays in dblock's own key space.
+// (The variables holding keys are utf8mb4 whatever the database's default, so that the CONCAT of
+// a key and a digest never mixes collations.)
+#define DBLOCK_MY_WAITING_KEY(secret) \
+  "CONCAT(LEFT(v_key, CHAR_LENGTH(v_key) - 40), LEFT(SHA2(CONCAT(v_key, HEX(" secret ")), 256), 40))"
 #define DBLOCK_MY_LOCK_FOR(until) "TIMESTAMPDIFF(MICROSECOND, v_now, " until ") / 1e6"
 inline constexpr Statement kWaitTurn{"wait_turn",
     "BEGIN NOT ATOMIC"
-    " DECLARE v_key VARCHAR(255) DEFAULT :key;"
+    " DECLARE v_key VARCHAR(255) CHARACTER SET utf8mb4 DEFAULT :key;"
     " DECLARE v_gate VARCHAR(255) DEFAULT :gate;"
     " DECLARE v_name VARBINARY(255) DEFAULT :name;"
     " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
     " DECLARE v_ticket BIGINT DEFAULT :ticket;"
     " DECLARE v_grace_us BIGINT DEFAULT :grace_us;"
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :timeout_us MICROSECOND;"
-    " DECLARE v_mykey VARCHAR(64) DEFAULT NULL;"
-    " DECLARE v_ahead VARCHAR(64);"
+    " DECLARE v_mykey VARCHAR(64) CHARACTER SET utf8mb4 DEFAULT NULL;"
+    " DECLARE v_ahead VARCHAR(64) CHARACTER SET utf8mb4;"
     " DECLARE v_now DATETIME(6);"
     " DECLARE v_acquired DATETIME(6);"
     " DECLARE v_expires DATETIME(6);"
@@ -616,14 +634,30 @@ inline constexpr Statement kRollback{"rollback", "ROLLBACK"};
 inline constexpr const char* kWaitBoundFormat =
     "SET STATEMENT max_statement_time = %lld.%03lld, innodb_lock_wait_timeout = %lld FOR ";
 
+// The lease statements that lock rows of dblock's tables run under this prefix, so that on the
+// server too their lock waits are bounded: a row lock (or table metadata lock) that another
+// transaction holds past a second fails the statement with 1205, which rolls it back, instead of
+// InnoDB's default 50 s, which would outlive the call (its socket cut at the deadline, the
+// statement still waiting on the server). The client repeats it while the call's deadline leaves
+// room for another wait (Context::query). A literal, because SET STATEMENT takes no parameters.
+inline constexpr const char* kLockWaitBound = "SET STATEMENT innodb_lock_wait_timeout = 1, lock_wait_timeout = 1 FOR ";
+inline constexpr int kLockWaitBoundSeconds = 1;
+
 // Prepared once per connection (server-side), in this order.
 inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kRemaining, &kLeaveQueue,
     &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
-    &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
+    &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kListCall, &kForceReleaseHistoryCall, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
     &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
     &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
     &kRecordMigration, &kQueueStatus,
+};
+
+// The statements that run under kLockWaitBound.
+inline constexpr const Statement* kLockBounded[] = {
+    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kLeaveQueue, &kRenewExclusive,
+    &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader, &kForceRelease,
+    &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
 };
 
 #undef DBLOCK_MY_RECOMPUTE_QUEUED

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dblock/errors.h"
+#include "error_map.h"
 
 // libpqxx 6 marks activate and inhibit_reactivation deprecated (7.x removed reactivation
 // altogether); on 6 they are the only way to finish a deferred connect and to turn the silent
@@ -127,22 +128,41 @@ bool wait_socket(int fd, short events, SteadyClock::time_point until) {
   }
 }
 
-std::string trimmed(const char* message) {
-  std::string s = message != nullptr ? message : "";
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+// A failed connect's message, as libpq wrote it with PQERRORS_VERBOSE (so that a server's refusal
+// carries its SQLSTATE: "...failed: FATAL:  53300: sorry, too many clients already\nLOCATION: ..."),
+// on one line without the LOCATION lines; `sqlstate` gets the server's SQLSTATE when there is one.
+std::string connect_error(const char* message, std::string& sqlstate) {
+  std::string kept;
+  std::string_view rest = message != nullptr ? message : "";
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    if (line.rfind("LOCATION:", 0) == 0) continue;
+    kept.append(line).append("\n");
+  }
+  // "<severity>:  XXXXX: ": a server's error, with its five-character SQLSTATE.
+  for (std::size_t at = kept.find(":  "); at != std::string::npos; at = kept.find(":  ", at + 1)) {
+    const std::string_view code = std::string_view(kept).substr(at + 3, 6);
+    if (code.size() == 6 && code[5] == ':' &&
+        std::all_of(code.begin(), code.end() - 1, [](char c) { return (c >= '0' && c <= '9') || (c >= 'A' && c <= 'Z'); })) {
+      sqlstate = std::string(code.substr(0, 5));
+      break;
+    }
+  }
+  return one_line(kept);
 }
 
 // Polls a started connect to its end. Each address libpq tries gets `per_host` (0: no limit), all
 // of them `deadline`. The connection, or null with `error` set.
 PGconn* finish_connect(PgConnPtr c, std::chrono::seconds per_host, SteadyClock::time_point deadline,
-                       std::string& error) {
+                       std::string& error, std::string& sqlstate) {
   std::string address;  // the one `until` counts for
   SteadyClock::time_point until = deadline;
   PostgresPollingStatusType status = PQstatus(c.get()) == CONNECTION_BAD ? PGRES_POLLING_FAILED : PGRES_POLLING_WRITING;
   while (status != PGRES_POLLING_OK) {
     if (status == PGRES_POLLING_FAILED) {
-      error = trimmed(PQerrorMessage(c.get()));
+      error = connect_error(PQerrorMessage(c.get()), sqlstate);
       return nullptr;
     }
     const std::string now_at = std::string(PQhost(c.get()) ? PQhost(c.get()) : "") + ":" +
@@ -158,12 +178,14 @@ PGconn* finish_connect(PgConnPtr c, std::chrono::seconds per_host, SteadyClock::
     }
     status = PQconnectPoll(c.get());
   }
+  PQsetErrorVerbosity(c.get(), PQERRORS_DEFAULT);  // the session's own errors, as libpq words them
   return c.release();
 }
 
 PgConnPtr started(const std::string& conninfo) {
   PgConnPtr c(PQconnectStart(conninfo.c_str()), &PQfinish);
   if (!c) throw std::bad_alloc();
+  PQsetErrorVerbosity(c.get(), PQERRORS_VERBOSE);  // a refusal's SQLSTATE (connect_error)
   return c;
 }
 
@@ -180,14 +202,18 @@ pqxx::connectionpolicy::handle BoundedConnect::do_startconnect(handle orig) {
   std::chrono::seconds per_host = info.per_host;
   if (per_host_cap_.count() > 0) per_host = per_host.count() > 0 ? std::min(per_host, per_host_cap_) : per_host_cap_;
   const std::size_t attempts = info.attempts();
-  std::string errors;
+  std::string errors, transient;  // transient: a host's SQLSTATE that says "try again shortly"
   for (std::size_t i = 0; i < attempts && SteadyClock::now() < deadline_; ++i) {
     // One host: the string as given, so that libpq reads it exactly as it would (empty values,
     // environment defaults).
     PgConnPtr c = started(attempts == 1 ? options() : host_conninfo(info, i));
-    std::string error;
-    if (PGconn* made = finish_connect(std::move(c), per_host, deadline_, error)) return made;
+    std::string error, sqlstate;
+    if (PGconn* made = finish_connect(std::move(c), per_host, deadline_, error, sqlstate)) return made;
     errors += (errors.empty() ? "" : "; ") + error;
+    if (is_transient_state(sqlstate)) transient = sqlstate;
+  }
+  if (!transient.empty() && SteadyClock::now() < deadline_) {
+    throw ConnectionError("postgresql: connect: " + errors, "postgresql", transient, true);
   }
   if (SteadyClock::now() < deadline_) throw pqxx::broken_connection(errors);
   throw ConnectionError("postgresql: connect: no connection before its deadline" +

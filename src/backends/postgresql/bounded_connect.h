@@ -41,7 +41,9 @@ using BoundedConnection = pqxx::basic_connection_base<BoundedConnect>;
 // Connects with `conninfo` (a libpq connection string or URI) by `deadline` (steady clock;
 // time_point::max(): connect_timeout alone bounds each address). `per_host_cap`, when positive,
 // caps each address's time below connect_timeout. Reconnection is off. Throws ConnectionError
-// naming the deadline when it passes first, pqxx::broken_connection when every host failed (with
+// naming the deadline when it passes first, a retryable ConnectionError (SQLSTATE 53300 or 57P03)
+// when a host refused for lack of connections or while starting up and none connected,
+// pqxx::broken_connection when every host failed otherwise (with
 // each host's error) or the string is malformed (without repeating it), std::bad_alloc, and what
 // libpqxx's set-up throws (pqxx::failure).
 std::unique_ptr<BoundedConnection> connect_until(const std::string& conninfo,

@@ -1,6 +1,7 @@
 #include "listener.h"
 
 #include <algorithm>
+#include <charconv>
 #include <random>
 #include <vector>
 
@@ -38,6 +39,31 @@ void NotifyListener::set_listener(Listener listener) {
   if (fanout_.set_listener(std::move(listener)) && !thread_.joinable()) thread_ = std::thread([this] { loop(); });
 }
 
+void NotifyListener::unsubscribe(std::string_view name) {
+  fanout_.unsubscribe(name);
+  std::lock_guard<std::mutex> lock(tickets_mutex_);
+  std::erase_if(tickets_, [&](const auto& entry) { return entry.second == name; });
+}
+
+void NotifyListener::remember_ticket(std::int64_t ticket, std::string_view name) {
+  std::lock_guard<std::mutex> lock(tickets_mutex_);
+  if (tickets_.size() >= 4096) tickets_.clear();  // bounded; an unknown ticket wakes every waiter
+  tickets_.insert_or_assign(ticket, std::string(name));
+}
+
+void NotifyListener::dispatch(std::string_view payload) {
+  const std::string_view first = payload.substr(0, payload.find('\x1f'));
+  std::int64_t ticket = 0;
+  const auto [end, error] = std::from_chars(first.data(), first.data() + first.size(), ticket);
+  std::optional<std::string> name;
+  if (error == std::errc() && end == first.data() + first.size() && ticket != 0) {
+    std::lock_guard<std::mutex> lock(tickets_mutex_);
+    if (auto it = tickets_.find(ticket); it != tickets_.end()) name = it->second;
+  }
+  if (!name) return fanout_.dispatch_all();
+  fanout_.dispatch(*name + "\x1f" + std::string(payload));
+}
+
 namespace {
 
 // LISTEN and UNLISTEN on a stalled path would block: each step on the connection is bounded.
@@ -53,7 +79,7 @@ void NotifyListener::loop() {
   struct Receiver final : pqxx::notification_receiver {
     Receiver(pqxx::connection_base& c, const std::string& channel, NotifyListener& l)
         : pqxx::notification_receiver(c, channel), listener(l) {}
-    void operator()(const std::string& payload, int) override { listener.fanout_.dispatch(payload); }
+    void operator()(const std::string& payload, int) override { listener.dispatch(payload); }
     NotifyListener& listener;
   };
   int failures = 0;

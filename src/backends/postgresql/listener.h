@@ -1,9 +1,15 @@
 // The PostgreSQL service's wake events: one LISTEN connection per service, owned by its thread,
 // on the shared release channel and on this instance's own wake channel. Internal.
 //
-// The payloads are EventFanout's (event_fanout.h), sent by the release statements
-// (sql::kReleaseExclusiveInPlace). Any role that can connect can NOTIFY any channel: a grant
-// payload is a claim, which the waiter has confirmed (confirm_grant) before it counts as the lease.
+// Any role that can connect can LISTEN on any channel, so the payloads, sent by the release
+// statements (sql::kReleaseExclusiveInPlace), carry no lock name: "<ticket>" (the waiter whose
+// turn it is; 0: whoever is first) or "<ticket>\x1f<fence>\x1f<granted us>\x1f<expiry us>" (a
+// grant). The listener maps the tickets of this instance's waiters (remember_ticket) back to their
+// names and hands EventFanout its payloads (event_fanout.h); a ticket it does not know (one that
+// raced its remember_ticket, an old version's, a payload it cannot read) makes every subscribed
+// waiter look: a wake-up more, never a missed one. Any role that can connect can also NOTIFY any
+// channel: a grant payload is a claim, which the waiter has confirmed (confirm_grant) before it
+// counts as the lease.
 //
 // Thread-safe. set_listener(nullptr) returns only once no listener call is in flight.
 #ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_LISTENER_H_
@@ -12,6 +18,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <mutex>
 #include <string>
@@ -43,7 +50,12 @@ class NotifyListener final : public WakeEvents {
 
   void set_listener(Listener listener) override;
   void subscribe(std::string_view name) override { fanout_.subscribe(name); }
-  void unsubscribe(std::string_view name) override { fanout_.unsubscribe(name); }
+  // Also forgets the tickets remembered for `name`.
+  void unsubscribe(std::string_view name) override;
+  // `ticket` (from the queue) is a waiter of `name` in this instance, until `name` is unsubscribed.
+  void remember_ticket(std::int64_t ticket, std::string_view name);
+  // One payload from a channel (see above), to the waiters it concerns.
+  void dispatch(std::string_view payload);
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
                                           const LeaseGrant& claimed) override {
     return confirm_(name, secret, claimed);
@@ -60,6 +72,8 @@ class NotifyListener final : public WakeEvents {
   const std::string wake_channel_;
 
   detail::EventFanout fanout_;
+  std::mutex tickets_mutex_;
+  std::map<std::int64_t, std::string> tickets_;  // GUARDED_BY(tickets_mutex_); this instance's waiters
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;  // GUARDED_BY(mutex_)

@@ -33,6 +33,22 @@ const std::set<std::string, std::less<>>& libpq_keywords() {
   return keywords;
 }
 
+// The most connect_timeout may say: an hour. Every connect is also bounded by its call's deadline.
+constexpr long kMaxConnectTimeout = 3600;
+
+// connect_timeout as libpq would otherwise read it silently: 0, negatives and junk as "no limit",
+// 1 as 2. Here it must be a whole number of seconds from 1 to kMaxConnectTimeout.
+void check_connect_timeout(const std::string& value) {
+  const bool digits = !value.empty() && value.size() <= 9 &&
+                      value.find_first_not_of("0123456789") == std::string::npos;
+  const long seconds = digits ? std::stol(value) : 0;
+  if (seconds < 1 || seconds > kMaxConnectTimeout) {
+    throw UsageError("postgresql: URL parameter connect_timeout must be a whole number of seconds from 1 to " +
+                         std::to_string(kMaxConnectTimeout) + ", not '" + value + "'",
+                     kServiceName);
+  }
+}
+
 }  // namespace
 
 std::int64_t advisory_key(std::string_view name) noexcept {
@@ -42,6 +58,10 @@ std::int64_t advisory_key(std::string_view name) noexcept {
     hash *= 1099511628211ULL;  // FNV-1a 64 prime
   }
   return static_cast<std::int64_t>(hash);
+}
+
+MigrationLockKey migration_lock_key(std::string_view table_prefix) noexcept {
+  return {0x64626C6B, static_cast<std::int32_t>(static_cast<std::uint64_t>(advisory_key(table_prefix)) & 0x7FFFFFFF)};
 }
 
 std::unique_ptr<LeaseService> make_service(const Options& options) {
@@ -74,6 +94,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   const auto passed = params.take_if([](std::string_view key) { return libpq_keywords().count(key) != 0; });
   bool timeout_given = false, name_given = false;
   for (const auto& [key, value] : passed) {
+    if (key == "connect_timeout") check_connect_timeout(value);
     timeout_given = timeout_given || key == "connect_timeout";
     name_given = name_given || key == "application_name";
     add(key, value);

@@ -112,6 +112,7 @@ void PostgresService::join_queue(Connection& c, const AcquireRequest& request, s
     }
   }
   out.ticket = r[0][0].as<std::int64_t>();
+  listener_.remember_ticket(out.ticket, request.name);
   out.position = static_cast<int>(r[0][1].as<std::int64_t>());
   out.result.holder_remaining = remaining_ms(r[0][2]);
 }
@@ -257,13 +258,13 @@ void PostgresService::migrate(bool create) {
   // Most opens find the schema current: they check it without the migration lock, which any role
   // that can connect could hold (it is an advisory lock) and so keep every open waiting.
   if (schema_current(create)) return;
-  const std::int64_t key = advisory_key(context_.options().table_prefix + ":migrate");
+  const MigrationLockKey key = migration_lock_key(context_.options().table_prefix);
   auto c = context_.connections().pool().borrow();
   const auto watch = context_.watch(*c);
   try {
     pqxx::work tx(*c->conn);
     tx.exec_params(context_.text(sql::kSetLocalLockTimeout), std::to_string(kMigrationLockWait.count()) + "ms");
-    tx.exec_params(context_.text(sql::kMigrationLock), key);
+    tx.exec_params(context_.text(sql::kMigrationLock), key.class_id, key.object_id);
     tx.exec_params(context_.text(sql::kSetLocalLockTimeout), "0");
     const int current = read_schema_version(tx);
     dblock::sql::check_schema_version(kServiceName, "dblock tables are", current,
@@ -300,13 +301,13 @@ bool PostgresService::schema_current(bool create) {
   });
 }
 
-TimeoutError PostgresService::migration_lock_timeout(std::int64_t key) {
+TimeoutError PostgresService::migration_lock_timeout(MigrationLockKey key) {
   std::string holder = "a session this role cannot see";
   try {
     auto c = context_.connections().pool().borrow();
     const auto watch = context_.watch(*c);
     pqxx::nontransaction tx(*c->conn);
-    const pqxx::result r = tx.exec_params(context_.text(sql::kMigrationLockHolder), key);
+    const pqxx::result r = tx.exec_params(context_.text(sql::kMigrationLockHolder), key.class_id, key.object_id);
     if (!r.empty()) {
       holder = "backend pid " + r[0][0].as<std::string>() + " (role " + printable(r[0][1].as<std::string>()) +
                ", application '" + printable(r[0][2].as<std::string>()) + "')";
@@ -314,7 +315,8 @@ TimeoutError PostgresService::migration_lock_timeout(std::int64_t key) {
   } catch (const std::exception&) {
     // Only decoration for the message.
   }
-  return TimeoutError("postgresql: the migration lock (advisory lock " + std::to_string(key) + ") was not free within " +
+  return TimeoutError("postgresql: the migration lock (advisory lock " + std::to_string(key.class_id) + ", " +
+                          std::to_string(key.object_id) + ") was not free within " +
                           std::to_string(kMigrationLockWait.count() / 1000) + " s; held by " + holder,
                       kServiceName, "55P03", true);
 }

@@ -69,7 +69,7 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   bool schema_current(bool create);
   int read_schema_version(pqxx::transaction_base& tx);
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed);
-  TimeoutError migration_lock_timeout(std::int64_t key);
+  TimeoutError migration_lock_timeout(MigrationLockKey key);
 
   // Names whose release by this service just woke a queued waiter, and when. For a while
   // afterwards the name's queue marker stands (the woken waiter's entry lives at least a second),

@@ -254,14 +254,15 @@ inline constexpr Statement kRenewReader{"renew_reader",
 // any CTE around it (such as re-inserting the row) costs about a tenth of an UNLOGGED release.
 // When waiters are queued (the row's marker is live) it wakes the one the ticket hint names, with
 // a NOTIFY sent at commit, and reports `queued` so that the caller re-creates the marked row at
-// once with kRemarkReleased. The payload is the name, chr(31) and that ticket (lock names never
-// contain control characters); ticket 0 wakes whoever is first. Its commit does not wait for the
+// once with kRemarkReleased. The payload is that ticket alone, never the name (any role that can
+// connect can LISTEN; NotifyListener maps its own waiters' tickets back to their names); ticket 0
+// wakes whoever is first. Its commit does not wait for the
 // WAL flush (DBLOCK_PG_NO_FLUSH_WAIT, also in the other releases). Result: live, queued, and the
 // flush-wait item (always true). $1 name, $2 secret, $3 channel.
 inline constexpr Statement kReleaseExclusive{"release_exclusive",
     "DELETE FROM {L} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND mode = 'exclusive'"
     " RETURNING expires_at > clock_timestamp(), (CASE WHEN queued_until > clock_timestamp()"
-    " THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("queued_ticket") ", $1 || chr(31) || coalesce(queued_ticket, 0)) END)::text"
+    " THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("queued_ticket") ", coalesce(queued_ticket, 0)::text) END)::text"
     " IS NOT NULL," DBLOCK_PG_NO_FLUSH_WAIT};
 
 // After a release that found waiters: re-create the free row with the marker, from {W} (exact),
@@ -284,8 +285,8 @@ inline constexpr Statement kRemarkReleased{"remark_released",
 // gets its owner secret and holder, a new fence, and an expiry of its TTL, but no later than its
 // queue entry's (a waiter that died or gave up holds the name no longer than its entry would have
 // blocked the queue; a live one renews to its full TTL). The NOTIFY names it and carries the grant
-// (payload: name, ticket, fence, granted microseconds, expiry in microseconds since the epoch,
-// separated by chr(31)), so the grantee's acquire returns without a statement of its own. The
+// (payload: ticket, fence, granted microseconds, expiry in microseconds since the epoch, separated
+// by chr(31); no name), so the grantee's acquire returns without a statement of its own. The
 // grantee's queue entry stays (deleting it here would lock it against the grantee's own queue
 // statements, in the opposite order); each holder's release deletes its own, and recomputes the
 // row's marker without it (a grantee never ran the queued acquire that would have), so that a
@@ -314,10 +315,10 @@ inline constexpr Statement kReleaseExclusiveInPlace{"release_exclusive_in_place"
     "  RETURNING l.fence, l.expires_at, l.queued_until, gg.grant_us),"
     " d AS (DELETE FROM {W} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND EXISTS (SELECT 1 FROM u))"
     " SELECT (CASE WHEN u.grant_us IS NOT NULL THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("g.ticket") ","
-    "  $1 || chr(31) || g.ticket || chr(31) || u.fence"
+    "  g.ticket || chr(31) || u.fence"
     "  || chr(31) || u.grant_us || chr(31) || " DBLOCK_PG_US("u.expires_at") ")"
     "  WHEN g.ticket IS NOT NULL OR u.queued_until > now.t"
-    "  THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("g.ticket") ", $1 || chr(31) || coalesce(g.ticket, 0))"
+    "  THEN pg_notify(" DBLOCK_PG_WAKE_CHANNEL("g.ticket") ", coalesce(g.ticket, 0)::text)"
     "  END)::text IS NOT NULL, u.grant_us IS NOT NULL,"
     " (CASE WHEN u.grant_us IS NULL THEN set_config('synchronous_commit', 'off', true) END) IS NOT NULL"
     " FROM u CROSS JOIN now LEFT JOIN g ON true"};
@@ -329,11 +330,11 @@ inline constexpr Statement kReleaseReader{"release_reader",
     "  AND r.owner_secret <> " DBLOCK_PG_OWNER " AND r.expires_at > clock_timestamp()), clock_timestamp())"
     "  WHERE name = $1 AND mode = 'shared' AND EXISTS (SELECT 1 FROM d) RETURNING queued_until, queued_ticket)"
     " SELECT d.live, (SELECT count(*) FROM (SELECT pg_notify(" DBLOCK_PG_WAKE_CHANNEL("l.queued_ticket") ","
-    "  $1 || chr(31) || coalesce(l.queued_ticket, 0))"
+    "  coalesce(l.queued_ticket, 0)::text)"
     "  FROM l WHERE l.queued_until > clock_timestamp()) n), d.no_flush_wait FROM d"};
 
-// Admin eviction: frees the name and bumps its fence; drops its readers; wakes waiters.
-// $1 name, $2 channel.
+// Admin eviction: frees the name and bumps its fence; drops its readers; wakes waiters (payload
+// '0': every listener's waiters look; no name). $1 name, $2 channel.
 // The same statement records the eviction in {H} ($3: the forcing manager's holder string): the
 // holder it evicted (shared: the live readers'), the mode and the fence before and after.
 inline constexpr Statement kForceRelease{"force_release",
@@ -346,7 +347,7 @@ inline constexpr Statement kForceRelease{"force_release",
     " r AS (DELETE FROM {R} WHERE name = $1 AND EXISTS (SELECT 1 FROM u)),"
     " a AS (INSERT INTO {H} (name, by_holder, holder, mode, old_fence, new_fence)"
     "  SELECT u.name, $3, old.holder, old.mode, old.fence, u.fence FROM u, old)"
-    " SELECT count(*) FROM u, LATERAL (SELECT pg_notify($2, u.name)) n"};
+    " SELECT count(*) FROM u, LATERAL (SELECT pg_notify($2, '0')) n"};
 
 // Recorded force-releases, newest first. $1 name or NULL for all, $2 limit.
 inline constexpr Statement kForceReleaseHistory{"force_release_history",
@@ -407,16 +408,17 @@ inline constexpr Statement kGuardReader{"guard_reader",
 // Connection set-up: refuse a standby, remember the backend pid (pooler detection).
 inline constexpr Statement kHello{"hello", "SELECT pg_is_in_recovery(), pg_backend_pid()"};
 
-// Migrations: the advisory transaction lock serialises concurrent first uses. $1 key.
-inline constexpr Statement kMigrationLock{"migration_lock", "SELECT pg_advisory_xact_lock($1::bigint)"};
-// Who holds the migration lock (key $1), for the error when it did not come free in time: any
+// Migrations: the advisory transaction lock serialises concurrent first uses. Its two-key form
+// (migration_lock_key: $1 class id, $2 object id) cannot meet a lock name's one-key form.
+inline constexpr Statement kMigrationLock{"migration_lock", "SELECT pg_advisory_xact_lock($1::int, $2::int)"};
+// Who holds the migration lock ($1, $2 as above), for the error when it did not come free in time: any
 // role that can connect can take an advisory lock. pg_stat_activity shows another role's
 // session's pid and role to everyone.
 inline constexpr Statement kMigrationLockHolder{"migration_lock_holder",
     "SELECT a.pid, a.usename, coalesce(a.application_name, '') FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
-    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 1"
+    " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-    " AND ((l.classid::bigint << 32) | l.objid::bigint) = $1::bigint LIMIT 1"};
+    " AND l.classid::bigint = $1::bigint AND l.objid::bigint = $2::bigint LIMIT 1"};
 inline constexpr Statement kSchemaVersionExists{"schema_version_exists", "SELECT to_regclass($1) IS NOT NULL"};
 inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) FROM {V}"};
 inline constexpr Statement kRecordMigration{"record_migration", "INSERT INTO {V} (version, name) VALUES ($1, $2)"};

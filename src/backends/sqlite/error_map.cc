@@ -15,11 +15,13 @@ void throw_error(int code, sqlite3* db, const std::string& context) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
       throw TimeoutError(message + " (database busy; raise busy_timeout?)", "sqlite", state, true);
+    case SQLITE_FULL:
+      throw ConnectionError(message + " (the disk holding the lock file is full)", "sqlite", state);
+    case SQLITE_IOERR:
+      throw ConnectionError(message + " (an I/O error on the lock file's disk)", "sqlite", state);
     case SQLITE_CANTOPEN:
     case SQLITE_NOTADB:
-    case SQLITE_IOERR:
     case SQLITE_CORRUPT:
-    case SQLITE_FULL:
     case SQLITE_READONLY:
     case SQLITE_PERM:
     case SQLITE_AUTH:

@@ -142,6 +142,12 @@ inline constexpr Statement kList{"list",
     " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name"};
 
 // ?1 batch. Deletes only expired rows (the expiry index keeps this a range scan).
+// 1 when any of the reap statements below would delete a row (read-only: what the reaper checks
+// before taking the write lock).
+inline constexpr Statement kReapDue{"reap_due",
+    "SELECT EXISTS (SELECT 1 FROM {L} WHERE expires_at_us <= {N})"
+    " OR EXISTS (SELECT 1 FROM {W} WHERE until_us <= {N})"
+    " OR EXISTS (SELECT 1 FROM {R} WHERE expires_at_us <= {N})"};
 inline constexpr Statement kReapLeases{"reap_leases",
     "DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at_us <= {N} LIMIT ?1)"};
 inline constexpr Statement kReapWaiters{"reap_waiters",
@@ -200,7 +206,7 @@ inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireSharedRow, &kInsertReader, &kQueue, &kQueuePosition, &kLeaveQueue,
     &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseExpired,
     &kReleaseReader, &kShrinkSharedRow, &kForceReleaseTarget, &kForceRelease, &kForceReleaseReaders, &kRecordForceRelease,
-    &kForceReleaseHistory, &kList, &kReapLeases,
+    &kForceReleaseHistory, &kList, &kReapDue, &kReapLeases,
     &kReapWaiters, &kReapReaders, &kGuardExclusive, &kGuardReader, &kTableExists,
     &kSchemaVersion, &kRecordMigration, &kClockRead, &kClockLatest, &kClockSet,
 };

@@ -6,6 +6,7 @@
 #include "dblock/errors.h"
 #include "error_map.h"
 #include "file_clock.h"
+#include "file_trust.h"
 #include "internal.h"
 #include "lock_file.h"
 #include "migration.h"
@@ -45,11 +46,15 @@ const Options& checked(const Options& options) {
 SqliteService::SqliteService(Options options)
     : options_(checked(options)),
       registry_(sql::kAll, tables(options_.table_prefix)),
-      pool_([this] { return open_connection(open_path_, options_.busy_timeout, registry_.size(), options_.adopt_existing); },
+      pool_([this] {
+              check_trusted_files(open_path_);  // at every open: a companion may have appeared since
+              return open_connection(open_path_, options_.busy_timeout, registry_.size(), options_.adopt_existing);
+            },
             [](Connection& c) {
               rollback(c);  // never pool a connection inside a transaction
               return true;
             }) {
+  check_trusted_directory(options_.path);  // before creating anything in it
   prepare_lock_file(options_.path, options_.create_directories);
   open_path_ = resolve_directory(options_.path);
   borrow();  // a bad path fails at open(), not at first use
@@ -69,9 +74,15 @@ void SqliteService::require_our_file() const {
                         "sqlite");
 }
 
-SqliteService::Borrowed SqliteService::borrow() {
+SqliteService::Borrowed SqliteService::borrow_for_lease() {
+  const SteadyClock::time_point deadline = call_deadline();
+  const SteadyClock::time_point by_timeout = SteadyClock::now() + options_.busy_timeout;
+  return borrow_until(deadline == SteadyClock::time_point::max() ? by_timeout : std::max(deadline, by_timeout));
+}
+
+SqliteService::Borrowed SqliteService::borrow_until(SteadyClock::time_point busy_until) {
   Borrowed c = pool_.borrow();
-  c->busy_deadline = SteadyClock::now() + options_.busy_timeout;
+  c->busy_deadline = busy_until;
   if (!c->clock_known) sync_file_clock(*c, registry_, options_.table_prefix + "clock");
   return c;
 }
@@ -159,7 +170,7 @@ AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
 RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
   RenewResult result;
   if (!file_is_ours()) return result;  // not renewed: the lease is lost now, not at its expiry
-  auto c = borrow();
+  auto c = borrow_for_lease();
   if (lease.mode == LockMode::kExclusive) {
     Query q = query(*c, sql::kRenewExclusive);
     q.bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(ttl));
@@ -182,7 +193,7 @@ void SqliteService::lease_lost(const LeaseKey& lease) noexcept { marks_->drop(le
 bool SqliteService::release(const LeaseKey& lease) {
   DropMarkAtExit drop_mark(*marks_, lease.name, *lease.secret);  // after the row
   if (!file_is_ours()) return false;  // the lease was in a file the path no longer names: lost
-  auto c = borrow();
+  auto c = borrow_for_lease();
   if (lease.mode == LockMode::kExclusive) {
     query(*c, sql::kReleaseExclusive).bind(1, lease.name).bind(2, *lease.secret).run();
     if (sqlite3_changes(c->db) == 1) return true;
@@ -342,12 +353,27 @@ int SqliteService::read_schema_version(Connection& c) {
   return q.step() ? static_cast<int>(q.integer(0)) : 0;
 }
 
+// Reads first and writes only when something is due, so that the reapers of many processes sharing
+// the file do not queue for its write lock; the write lock is waited for only until the call's
+// deadline. Busy there means another process is writing: nothing is reaped now and nothing is
+// reported (a later pass, this process's or another's, reaps).
 std::size_t SqliteService::reap(std::size_t batch) {
-  auto c = borrow();
+  auto c = borrow_until(std::min(SteadyClock::now() + options_.busy_timeout, call_deadline()));
+  std::int64_t due = 0;
+  query(*c, sql::kReapDue).fetch({&due});
+  if (due == 0) return 0;
+  try {
+    return reap_on(*c, batch);
+  } catch (const TimeoutError&) {
+    return 0;
+  }
+}
+
+std::size_t SqliteService::reap_on(Connection& c, std::size_t batch) {
   std::size_t n = 0;
   for (const auto* statement : {&sql::kReapLeases, &sql::kReapReaders, &sql::kReapWaiters}) {
-    query(*c, *statement).bind(1, static_cast<std::int64_t>(batch)).run();
-    n += static_cast<std::size_t>(sqlite3_changes(c->db));
+    query(c, *statement).bind(1, static_cast<std::int64_t>(batch)).run();
+    n += static_cast<std::size_t>(sqlite3_changes(c.db));
   }
   return n;
 }

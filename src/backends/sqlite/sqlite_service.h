@@ -72,7 +72,13 @@ class SqliteService final : public LeaseService,
   using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
 
   // A pooled connection whose busy handler waits up to the busy timeout from now.
-  Borrowed borrow();
+  Borrowed borrow() { return borrow_until(SteadyClock::now() + options_.busy_timeout); }
+  // A pooled connection whose busy handler waits for the write lock until `busy_until`.
+  Borrowed borrow_until(SteadyClock::time_point busy_until);
+  // For a renewal or a release: waits for the write lock until the call's deadline (the lease's
+  // safe-until, set by the engine), not just the busy timeout, so that a crowd of waiters cannot
+  // make the holder's own write lose; the busy timeout when no call deadline is set.
+  Borrowed borrow_for_lease();
   Query query(Connection& c, const dblock::sql::Statement& statement) { return sqlite::query(c, registry_, statement); }
   // The holder mark first (holder_mark.h: refused without touching the row when the name is held
   // on a replaced file), then one acquire statement (or transaction, for shared leases); `ticket`
@@ -83,6 +89,8 @@ class SqliteService final : public LeaseService,
   void confirm_grant(const AcquireRequest& request);
   Position position_on(Connection& c, std::string_view name, const OwnerSecret& secret, std::int64_t ticket);
   int read_schema_version(Connection& c);
+  // The reap statements, each deleting at most `batch` rows; how many rows they deleted.
+  std::size_t reap_on(Connection& c, std::size_t batch);
   // Runs `body` in the transaction open on `c` and commits; rolls back if anything throws.
   void run_body_and_commit(Connection& c, const std::function<void(Transaction&)>& body);
   // True while the path still names the file this service opened (not deleted, moved away or
