@@ -1,5 +1,7 @@
 #include "holder_mark.h"
 
+#include "mark_owner.h"
+
 #include <fcntl.h>
 #include <openssl/evp.h>
 #include <sys/socket.h>
@@ -85,7 +87,25 @@ bool listening(const std::string& name) {
   return rc == 0 || error != ECONNREFUSED;
 }
 
+// Whether the any-mark `any`, found bound, counts: its binder is of this process's effective uid
+// or root, or could not be told (sock_diag unavailable: the conservative answer, as before the
+// owner check). A mark of another uid is ignored: that user cannot hold the lock file (file_trust.h
+// refuses files of other users), so the row decides. Called only where the mark would refuse.
+bool counts(const std::string& any) {
+  constexpr std::chrono::milliseconds kDumpBudget{100};
+  return mark_owner(any, kDumpBudget) != MarkOwner::kUntrusted;
+}
+
 }  // namespace
+
+std::string any_mark_name(const std::string& path, const std::string& prefix, std::string_view name) {
+  std::string text = path;
+  text += '\0';
+  text += prefix;
+  text += '\0';
+  text += name;
+  return "dblock:" + sha256_hex(text, 40);
+}
 
 HolderMarks::HolderMarks(const std::string& path, const std::string& prefix) : path_(path), prefix_(prefix) {
   const std::string identity = file_identity_text(path);
@@ -99,14 +119,7 @@ HolderMarks::~HolderMarks() {
   }
 }
 
-std::string HolderMarks::any_name(std::string_view name) const {
-  std::string text = path_;
-  text += '\0';
-  text += prefix_;
-  text += '\0';
-  text += name;
-  return "dblock:" + sha256_hex(text, 40);
-}
+std::string HolderMarks::any_name(std::string_view name) const { return any_mark_name(path_, prefix_, name); }
 
 HolderMarks::Claim HolderMarks::claim(std::string_view name, const OwnerSecret& secret) {
   if (file_tag_.empty()) return Claim::kUnmarked;
@@ -122,7 +135,7 @@ HolderMarks::Claim HolderMarks::claim(std::string_view name, const OwnerSecret& 
   const int any_fd = bind_mark(any, true);
   if (any_fd < 0) {
     if (errno != EADDRINUSE) return Claim::kUnmarked;  // no sockets here: the row alone decides, as without marks
-    return listening(file) ? Claim::kUnmarked : Claim::kHeldElsewhere;
+    return listening(file) || !counts(any) ? Claim::kUnmarked : Claim::kHeldElsewhere;
   }
   const int file_fd = bind_mark(file, true);
   if (file_fd < 0) {  // a holder of this file is between its two binds or closes: the row decides
@@ -140,7 +153,7 @@ bool HolderMarks::held_elsewhere(std::string_view name) {
     if (marks_.find(name) != marks_.end()) return false;
   }
   const std::string any = any_name(name);
-  return any.size() > 7 && listening(any) && !listening(any + ":" + file_tag_);
+  return any.size() > 7 && listening(any) && !listening(any + ":" + file_tag_) && counts(any);
 }
 
 void HolderMarks::drop(std::string_view name, const OwnerSecret& secret) noexcept {

@@ -19,6 +19,11 @@
 // processes in different network namespaces do not see each other's marks.
 // docs/backends/sqlite.md, "A file deleted or replaced under its holders".
 //
+// Owner check: a bound any-mark refuses a name only when its binder is of this process's effective
+// uid or root (mark_owner.h; asked only then, never on an uncontended acquire). Another local user
+// who binds a name's any-mark is ignored: the row decides, as without marks (such a user cannot
+// hold the lock file, file_trust.h). When the binder cannot be told, the mark counts.
+//
 // Thread-safe. One HolderMarks per service; leases of other services (in this process or others)
 // are "someone else".
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_HOLDER_MARK_H_
@@ -34,6 +39,10 @@
 
 namespace dblock::sqlite {
 
+// The any-mark's abstract name (without its leading NUL) for `name` in the file at the resolved
+// `path` with table `prefix`.
+std::string any_mark_name(const std::string& path, const std::string& prefix, std::string_view name);
+
 class HolderMarks {
  public:
   // `path`: the lock file's resolved path, whose file this service opened; `prefix`: the table
@@ -48,7 +57,8 @@ class HolderMarks {
     kUnmarked,      // a holder of this same file has the marks (or sockets are unavailable): the row decides
     kHeldElsewhere  // a holder on another file at this path: do not grant
   };
-  // Before an acquire writes the row. A kMarked claim whose acquire fails must be dropped.
+  // Before an acquire writes the row. A kMarked claim whose acquire fails must be dropped. Where a
+  // mark would refuse, the owner check may take up to its budget (100 ms) with the marks locked.
   Claim claim(std::string_view name, const OwnerSecret& secret);
   // Read-only: whether a holder on another file has the name's marks (what claim() would refuse),
   // for a waiter's probe. False when this service has them.
