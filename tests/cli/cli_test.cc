@@ -655,6 +655,42 @@ TEST_CASE("a crashed holder whose wall clock was an hour ahead is replaced after
   CHECK(seconds_since(killed_at) < 2.0 + 3.0);
 }
 
+// A lock file deleted under a live holder (log rotation, rm -rf of a state directory): a separate
+// process on the new file at the path, its wall clock an hour behind, does not get the name while
+// the holder's COMMAND runs; once the holder has ended it does, with a greater fence. (A waiting
+// newcomer is tested in sqlite_test: waits under libfaketime do not wake here.)
+TEST_CASE("a newcomer on a deleted lock file is refused while the holder lives and then gets a greater fence with its clock an hour behind",
+          "[cli][sqlite][clock][files]") {
+  Cli cli;
+  const std::string fence_a = cli.dir.file("fence-a"), fence_b = cli.dir.file("fence-b");
+  // TTL 30 s: the holder's first renewal (which would find its file gone) is 10 s away.
+  auto holder = cli.start({"run", "--key", "k", "--ttl", "30s", "--", "sh", "-c",
+                           "echo \"$DBLOCK_FENCE\" > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60", "sh", fence_a});
+  const bool started = eventually([&] { return fs::exists(fence_a); }, milliseconds(15'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(started);
+  for (const char* suffix : {"", "-wal", "-shm"}) fs::remove(cli.dir.file("x.db") + suffix);
+
+  const std::vector<std::string> newcomer =
+      faked("-1h", cli.argv({"run", "--key", "k", "--wait", "0", "--", "sh", "-c", "echo \"$DBLOCK_FENCE\" > \"$1\"",
+                             "sh", fence_b}));
+  Result busy = cli.exec(newcomer);
+  INFO(busy);
+  CHECK(busy.code == kNotAcquired);
+  CHECK_FALSE(fs::exists(fence_b));
+  CHECK_FALSE(holder->poll().has_value());  // its COMMAND still runs
+
+  holder->signal(SIGTERM);
+  CHECK(holder->wait(milliseconds(10'000)).has_value());
+  Result after = cli.exec(newcomer);  // the first acquisition of k in the new file
+  INFO(after);
+  REQUIRE(after.code == 0);
+  const std::vector<std::int64_t> a = read_numbers(read_file(fence_a)), b = read_numbers(read_file(fence_b));
+  REQUIRE(a.size() == 1);
+  REQUIRE(b.size() == 1);
+  CHECK(b[0] > a[0]);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 3. Not acquired within --wait.
 

@@ -407,14 +407,15 @@ TEST_CASE("sqlite: a deleted lock file loses its leases at the next renewal; a n
   ManagerOptions options;
   options.reaper = false;
   auto newcomer = dblock::open(url, options);  // a new, empty file at the same path
-  auto taken = newcomer->try_acquire("k");
-  REQUIRE(taken);
-  CHECK(taken->fence() > held.lease->fence());  // the new file's counter starts at 0; the clock floor lifts it
+  CHECK_FALSE(newcomer->try_acquire("k"));     // the holder's mark keeps it until the holder lets go
 
   const auto lost_after = held.lost_after(removed_at, 5s);
   REQUIRE(lost_after);
   CHECK(*lost_after < 2500ms);  // one renewal interval (TTL/3 = 1 s), not the TTL
   CHECK(held.lease->lost());
+  auto taken = newcomer->try_acquire("k");  // the loss closed the mark
+  REQUIRE(taken);
+  CHECK(taken->fence() > held.lease->fence());  // the new file's counter starts at 0; the clock floor lifts it
   CHECK_THROWS_WITH(held.manager->try_acquire("other"), Catch::Contains("deleted or replaced"));
   CHECK(held.lease->release() != ReleaseResult::kReleased);
   CHECK(newcomer->inspect("k"));
@@ -446,13 +447,54 @@ TEST_CASE("sqlite: a lock file replaced by an older copy loses its leases; fence
   std::filesystem::rename(copy, path);  // the copy knows nothing of "k"
 
   auto newcomer = dblock::open(url, options);
-  auto taken = newcomer->try_acquire("k");
-  REQUIRE(taken);
-  CHECK(taken->fence() > held.lease->fence());  // not the copy's counter + 1
+  CHECK_FALSE(newcomer->try_acquire("k"));  // held on the file the copy replaced
   const auto lost_after = held.lost_after(replaced_at, 5s);
   REQUIRE(lost_after);
   CHECK(*lost_after < 2500ms);
+  auto taken = newcomer->try_acquire("k");
+  REQUIRE(taken);
+  CHECK(taken->fence() > held.lease->fence());  // not the copy's counter + 1
   CHECK_THROWS_AS(held.manager->try_acquire("other"), ConnectionError);
+}
+
+// The holder keeps a mark the file's deletion cannot remove (holder_mark.h): a newcomer on the new
+// file at the path does not get the name while the holder holds it, waiting or not; it gets it once
+// the holder releases. Readers on the old file keep an exclusive newcomer out the same way.
+TEST_CASE("sqlite: a newcomer on a replaced lock file waits for the live holder and then gets a greater fence",
+          "[sqlite][files]") {
+  TempDir dir;
+  const std::string path = dir.file("replaced.db"), url = "sqlite://" + path;
+  ManagerOptions options;
+  options.reaper = false;
+  auto holder = dblock::open(url, options);  // TTL 30 s: no renewal (which would find the file gone) in this test
+  auto held = holder->try_acquire("k");
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  auto reading = holder->try_acquire("r", shared);
+  REQUIRE(held);
+  REQUIRE(reading);
+  remove_database(path);
+
+  auto newcomer = dblock::open(url, options);  // a new, empty file at the same path
+  CHECK_FALSE(newcomer->try_acquire("k"));
+  CHECK_FALSE(newcomer->try_acquire("k", shared));
+  CHECK_FALSE(newcomer->acquire("k", 300ms));  // the waiting path asks the mark too
+  CHECK_FALSE(newcomer->try_acquire("r"));
+  CHECK(newcomer->try_acquire("free"));  // other names are not held
+
+  std::optional<Lease> taken;
+  std::thread waiter([&] { taken = newcomer->acquire("k", 10s); });  // another manager: no in-process wake-up
+  CHECK(held->release() != ReleaseResult::kReleased);  // its file is gone: reported lost; the mark closes
+  waiter.join();
+  REQUIRE(taken);
+  CHECK(taken->fence() > held->fence());
+  CHECK(reading->release() != ReleaseResult::kReleased);
+  CHECK(newcomer->try_acquire("r"));
+  // A second manager on the same (new) file: the row decides, as ever.
+  auto neighbour = dblock::open(url, options);
+  CHECK_FALSE(neighbour->try_acquire("k"));
+  taken->release();
+  CHECK(neighbour->try_acquire("k"));
 }
 
 TEST_CASE("sqlite: unopenable file is a ConnectionError", "[sqlite][input]") {

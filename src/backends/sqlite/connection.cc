@@ -41,13 +41,18 @@ void issued_expiry(sqlite3_context* ctx, int, sqlite3_value** argv) {
   sqlite3_result_value(ctx, argv[0]);
 }
 
-// dblock_fence_floor() and dblock_wall_now(): the system clock (CLOCK_REALTIME) in microseconds
-// since the Unix epoch (SQLite's own 'now' has millisecond resolution). The floor of fences; the
-// time people read (list, inspect, the force-release record).
+// dblock_wall_now(): the system clock (CLOCK_REALTIME) in microseconds since the Unix epoch
+// (SQLite's own 'now' has millisecond resolution), as this process reads it: the time people read
+// (list, inspect, the force-release record).
 void wall_now(sqlite3_context* ctx, int, sqlite3_value**) {
   const auto now = std::chrono::system_clock::now().time_since_epoch();
   sqlite3_result_int64(ctx, std::chrono::duration_cast<std::chrono::microseconds>(now).count());
 }
+
+// dblock_fence_floor(): the kernel's CLOCK_REALTIME in microseconds (file_clock.h), so that a
+// process whose C library's clock is faked an hour behind issues fences on a fresh file above
+// those its neighbours issued on the file it replaced.
+void fence_floor(sqlite3_context* ctx, int, sqlite3_value**) { sqlite3_result_int64(ctx, kernel_wall_time_us()); }
 
 // dblock_now(): the lock file's clock (file_clock.h), on which every expiry is. Read at each use:
 // the uses in one statement are microseconds apart, which no statement depends on.
@@ -80,7 +85,7 @@ void register_functions(Connection& c) {
   if (digest_rc != SQLITE_OK) throw_error(digest_rc, c.db, "registering SQL function");
   for (auto [name, args, fn] : {std::tuple{"dblock_issued_fence", 1, &issued_fence},
                                 std::tuple{"dblock_issued_expiry", 1, &issued_expiry},
-                                std::tuple{"dblock_fence_floor", 0, &wall_now},
+                                std::tuple{"dblock_fence_floor", 0, &fence_floor},
                                 std::tuple{"dblock_wall_now", 0, &wall_now},
                                 std::tuple{"dblock_now", 0, &file_now}}) {
     // DIRECTONLY: callable from our statements only, never from triggers or views.

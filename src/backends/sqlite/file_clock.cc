@@ -37,6 +37,12 @@ std::int64_t boot_time_us() noexcept {
   return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000 - offset_us;
 }
 
+std::int64_t kernel_wall_time_us() noexcept {
+  timespec ts{};
+  syscall(SYS_clock_gettime, CLOCK_REALTIME, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000 + ts.tv_nsec / 1000;
+}
+
 const std::string& boot_id() {
   static const std::string id = [] {
     std::ifstream in("/proc/sys/kernel/random/boot_id");

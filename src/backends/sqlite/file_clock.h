@@ -28,6 +28,11 @@ namespace dblock::sqlite {
 // CLOCK_BOOTTIME in microseconds, from the kernel, without this process's time-namespace offset.
 std::int64_t boot_time_us() noexcept;
 
+// CLOCK_REALTIME in microseconds since the Unix epoch, from the kernel (the same system call
+// route as boot_time_us()): the floor of fences (sql.h). A clock-faking preload in one process does
+// not move it; a step of the machine's clock does.
+std::int64_t kernel_wall_time_us() noexcept;
+
 // This boot's id (/proc/sys/kernel/random/boot_id), read once. Throws ConnectionError when the
 // file cannot be read.
 const std::string& boot_id();

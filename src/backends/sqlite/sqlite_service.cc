@@ -61,6 +61,7 @@ SqliteService::SqliteService(Options options)
   const std::optional<FileIdentity> opened = file_identity(open_path_);
   if (!opened) throw ConnectionError("sqlite: " + options_.path + " disappeared while it was being opened", "sqlite");
   identity_ = *opened;
+  marks_.emplace(open_path_, options_.table_prefix);
 }
 
 bool SqliteService::file_is_ours() const { return file_identity(open_path_) == identity_; }
@@ -95,6 +96,30 @@ ServiceTraits SqliteService::traits() const {
 // ---- leases ----
 
 AcquireResult SqliteService::take(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
+  // Bound before the row is written, so that no instant shows the row taken and the mark free.
+  const HolderMarks::Claim mark = marks_->claim(request.name, *request.secret);
+  if (mark == HolderMarks::Claim::kHeldElsewhere) return AcquireResult{};
+  AcquireResult result;
+  try {
+    result = take_row(c, request, ticket);
+  } catch (...) {
+    marks_->drop(request.name, *request.secret);
+    throw;
+  }
+  if (!result.acquired) marks_->drop(request.name, *request.secret);
+  return result;
+}
+
+void SqliteService::confirm_grant(const AcquireRequest& request) {
+  try {
+    require_our_file();
+  } catch (...) {
+    marks_->drop(request.name, *request.secret);
+    throw;
+  }
+}
+
+AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
   const std::int64_t ttl_us = to_us(request.ttl);
   AcquireResult result;
   auto bind_ticket = [&](Query& q) {
@@ -131,7 +156,7 @@ AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
   auto c = borrow();
   AcquireResult result = take(*c, request, 0);
   if (result.acquired) {
-    require_our_file();
+    confirm_grant(request);
     return result;
   }
   std::int64_t remaining_us = 0;
@@ -163,7 +188,10 @@ RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
   return result;
 }
 
+void SqliteService::lease_lost(const LeaseKey& lease) noexcept { marks_->drop(lease.name, *lease.secret); }
+
 bool SqliteService::release(const LeaseKey& lease) {
+  DropMarkAtExit drop_mark(*marks_, lease.name, *lease.secret);  // after the row
   if (!file_is_ours()) return false;  // the lease was in a file the path no longer names: lost
   auto c = borrow_for_lease();
   if (lease.mode == LockMode::kExclusive) {
@@ -238,7 +266,7 @@ FairQueue::Attempt SqliteService::attempt_in_line(const AcquireRequest& request,
   out.result = take(*c, request, place.ticket);
   if (out.result.acquired) {
     if (place.ticket != 0) query(*c, sql::kLeaveQueue).bind(1, request.name).bind(2, *request.secret).run();
-    require_our_file();
+    confirm_grant(request);
     return out;
   }
   {
@@ -278,6 +306,9 @@ milliseconds SqliteService::holder_remaining(std::string_view name, const OwnerS
   q.bind(1, name);
   std::int64_t remaining_us = 0;
   q.fetch({&remaining_us});  // no row: free
+  // Held on a file the path no longer names (holder_mark.h): not free, for an unknown time (the
+  // probe asks again at its next poll).
+  if (remaining_us <= 0 && marks_->held_elsewhere(name)) return milliseconds(10);
   return remaining_ms(remaining_us);
 }
 

@@ -15,6 +15,7 @@
 #include "dblock/capabilities.h"
 #include "dblock/sqlite/sqlite.h"
 #include "dblock/sql/features.h"
+#include "holder_mark.h"
 #include "lock_file.h"
 #include "pool.h"
 #include "statement.h"
@@ -35,9 +36,9 @@ class SqliteService final : public LeaseService,
   AcquireResult try_acquire(const AcquireRequest& request) override;
   RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
   bool release(const LeaseKey& lease) override;
-  // The row expires on the lock file's clock within the drift margin of the engine's safe-until:
-  // nothing to drop early.
-  void lease_lost(const LeaseKey&) noexcept override {}
+  // The row expires on the lock file's clock within the drift margin of the engine's safe-until;
+  // the holder mark (holder_mark.h) closes now.
+  void lease_lost(const LeaseKey& lease) noexcept override;
   bool force_release(std::string_view name, std::string_view by) override;
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
@@ -79,8 +80,13 @@ class SqliteService final : public LeaseService,
   // make the holder's own write lose; the busy timeout when no call deadline is set.
   Borrowed borrow_for_lease();
   Query query(Connection& c, const dblock::sql::Statement& statement) { return sqlite::query(c, registry_, statement); }
-  // One acquire statement (or transaction, for shared leases); `ticket` 0: not queued.
+  // The holder mark first (holder_mark.h: refused without touching the row when the name is held
+  // on a replaced file), then one acquire statement (or transaction, for shared leases); `ticket`
+  // 0: not queued. The mark is kept only when acquired.
   AcquireResult take(Connection& c, const AcquireRequest& request, std::int64_t ticket);
+  AcquireResult take_row(Connection& c, const AcquireRequest& request, std::int64_t ticket);
+  // require_our_file() for an acquired lease, dropping its mark when it throws.
+  void confirm_grant(const AcquireRequest& request);
   Position position_on(Connection& c, std::string_view name, const OwnerSecret& secret, std::int64_t ticket);
   int read_schema_version(Connection& c);
   // The reap statements, each deleting at most `batch` rows; how many rows they deleted.
@@ -98,6 +104,7 @@ class SqliteService final : public LeaseService,
   std::string open_path_;  // options_.path with its directory resolved; set before the first open
   FileIdentity identity_;  // of the file at open_path_ when this service opened it
   const dblock::sql::Registry registry_;
+  std::optional<HolderMarks> marks_;  // set in the constructor, after identity_
 
   dblock::sql::Pool<Connection> pool_;
 };
