@@ -76,6 +76,7 @@ struct SessionState {
   LockMode mode = LockMode::kExclusive;
   std::int64_t key = 0;
   std::function<void(const LostLease&)> on_lost;
+  std::thread::id owner_thread;  // the thread that took it
 
   std::atomic<bool> lost{false};
   std::atomic<bool> shut_down{false};  // released by the manager's shutdown (written under the mutex)

@@ -97,6 +97,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                                     std::chrono::milliseconds held_for, const Instant& sent_at,
                                                     const Instant& answered_at);
   void check_session(const std::shared_ptr<SessionState>& state);
+  // --- sessions.cc ---
+  // True if this thread holds session lock `name` through this manager in a mode that a `mode`
+  // request would wait for (anything but shared beside shared).
+  bool held_by_this_thread(std::string_view name, LockMode mode);
 
   // --- manager_core.cc ---
   // The service's release of `state`, bounded by its safe-until (at least the least time a call

@@ -46,6 +46,16 @@ std::unique_ptr<SessionLockHandle> acquire_riding_over(SessionLocks& locks, std:
 
 }  // namespace
 
+bool ManagerCore::held_by_this_thread(std::string_view name, LockMode mode) {
+  const auto self = std::this_thread::get_id();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& session : sessions_) {
+    const bool both_shared = mode == LockMode::kShared && session->mode == LockMode::kShared;
+    if (session->name == name && session->owner_thread == self && !session->lost.load() && !both_shared) return true;
+  }
+  return false;
+}
+
 void throw_no_session_locks(const LeaseService& service) {
   const std::string name(service.name());
   throw UnsupportedError("session locks (locks that die with the connection) are not supported by the " + name +
@@ -58,6 +68,11 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
   validate_lock_name(name);
   SessionLocks* locks = service_->session_locks();
   if (locks == nullptr) throw_no_session_locks(*service_);
+  if (held_by_this_thread(name, options.mode)) {
+    if (wait <= std::chrono::milliseconds::zero()) return std::nullopt;  // a try answers, as for leases
+    throw UsageError("session lock '" + std::string(name) +
+                     "' is already held by this thread through this manager; waiting would deadlock");
+  }
   std::unique_ptr<SessionLockHandle> handle = acquire_riding_over(*locks, name, options.mode, wait);
   if (!handle) return std::nullopt;
   auto state = std::make_shared<SessionState>();
@@ -65,6 +80,7 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
   state->mode = options.mode;
   state->key = handle->key();
   state->on_lost = options.on_lost;
+  state->owner_thread = std::this_thread::get_id();
   state->handle = std::move(handle);
   bool wake_renewer;
   {

@@ -1041,6 +1041,22 @@ TEST_CASE("session locks exclude across managers and across threads of one manag
   CHECK(second->release() == ReleaseResult::kReleased);
 }
 
+TEST_CASE("a session lock asked again with a wait by its holding thread throws at once, as a lease does",
+          "[conformance][session]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  if (service_of(*manager).session_locks() == nullptr) return;  // covered above
+  const std::string name = "session-again-" + prefix;
+  auto held = manager->session_lock(name, 0ms);
+  REQUIRE(held);
+  const auto start = SteadyClock::now();
+  CHECK_THROWS_AS(manager->session_lock(name, 5s), UsageError);
+  CHECK(SteadyClock::now() - start < 2s);      // not after the whole wait
+  CHECK_FALSE(manager->session_lock(name, 0ms));  // a try answers
+  held->release();
+  CHECK(manager->session_lock(name, 1s));  // released: no longer this thread's
+}
+
 // ---- guarantees stated in README ---------------------------------------------------------
 
 TEST_CASE("safe-until is taken before the acquire is sent: TTL minus the drift margin", "[lease][conformance]") {
