@@ -358,7 +358,7 @@ int SqliteService::read_schema_version(Connection& c) {
 // deadline. Busy there means another process is writing: nothing is reaped now and nothing is
 // reported (a later pass, this process's or another's, reaps).
 std::size_t SqliteService::reap(std::size_t batch) {
-  auto c = borrow_until(std::min(SteadyClock::now() + options_.busy_timeout, call_deadline()));
+  auto c = borrow();
   std::int64_t due = 0;
   query(*c, sql::kReapDue).fetch({&due});
   if (due == 0) return 0;

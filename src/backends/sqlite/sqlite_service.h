@@ -11,6 +11,8 @@
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_
 
+#include <algorithm>
+
 #include "connection.h"
 #include "dblock/capabilities.h"
 #include "dblock/sqlite/sqlite.h"
@@ -72,7 +74,9 @@ class SqliteService final : public LeaseService,
   using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
 
   // A pooled connection whose busy handler waits up to the busy timeout from now.
-  Borrowed borrow() { return borrow_until(SteadyClock::now() + options_.busy_timeout); }
+  // A pooled connection whose busy handler waits for the write lock for the busy timeout, never
+  // past the call's deadline (an acquire's wait, which the engine gives at least 2 s).
+  Borrowed borrow() { return borrow_until(std::min(SteadyClock::now() + options_.busy_timeout, call_deadline())); }
   // A pooled connection whose busy handler waits for the write lock until `busy_until`.
   Borrowed borrow_until(SteadyClock::time_point busy_until);
   // For a renewal or a release: waits for the write lock until the call's deadline (the lease's
