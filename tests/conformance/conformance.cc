@@ -119,6 +119,33 @@ void check_guard_unsupported(LockManager& manager) {
   CHECK_THROWS_AS(manager.run_guarded(*lease, [](Transaction&) {}), UnsupportedError);
 }
 
+namespace {
+
+// Records the LostLease an on_lost callback is given; wait() blocks until one came. Thread-safe.
+class LostWatch {
+ public:
+  std::function<void(const LostLease&)> callback() {
+    return [this](const LostLease& l) {
+      std::lock_guard<std::mutex> lock(m_);
+      lost_ = l;
+      cv_.notify_all();
+    };
+  }
+  // The recorded loss, or nullopt if none came within `limit`.
+  std::optional<LostLease> wait(milliseconds limit) {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait_for(lock, limit, [&] { return lost_.has_value(); });
+    return lost_;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::optional<LostLease> lost_;
+};
+
+}  // namespace
+
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix) {
   options.table_prefix = prefix;
   return dblock::open(context().url, std::move(options));
@@ -516,24 +543,16 @@ TEST_CASE("force-release by an admin bumps the fence and the holder learns it lo
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
   auto admin = open_manager({}, prefix);
-  std::mutex m;
-  std::condition_variable cv;
-  std::optional<LostLease> lost;
+  LostWatch watch;
   AcquireOptions options;
   options.ttl = 600ms;
-  options.on_lost = [&](const LostLease& l) {
-    std::lock_guard<std::mutex> lock(m);
-    lost = l;
-    cv.notify_all();
-  };
+  options.on_lost = watch.callback();
   auto lease = manager->try_acquire("evicted", options);
   REQUIRE(lease);
   CHECK(admin->force_release("evicted"));
   CHECK_FALSE(admin->force_release("evicted"));  // nothing held any more
-  {
-    std::unique_lock<std::mutex> lock(m);
-    REQUIRE(cv.wait_for(lock, 10s, [&] { return lost.has_value(); }));
-  }
+  const std::optional<LostLease> lost = watch.wait(10s);
+  REQUIRE(lost.has_value());
   CHECK(lost->fence == lease->fence());
   CHECK(lease->lost());
   CHECK(lease->release() == ReleaseResult::kAlreadyLost);
@@ -777,25 +796,17 @@ TEST_CASE("guard: a refused guarded write marks the handle lost; the same thread
   auto manager = open_manager({}, prefix);
   if (service_of(*manager).sql_features() == nullptr) return;  // no guard: covered above
   auto admin = open_manager({}, prefix);
-  std::mutex m;
-  std::condition_variable cv;
-  std::optional<LostLease> lost;
+  LostWatch watch;
   AcquireOptions options;
   options.ttl = 30s;  // no renewal comes before the guard's answer
-  options.on_lost = [&](const LostLease& l) {
-    std::lock_guard<std::mutex> lock(m);
-    lost = l;
-    cv.notify_all();
-  };
+  options.on_lost = watch.callback();
   auto lease = manager->try_acquire("guard-lost", options);
   REQUIRE(lease);
   CHECK(admin->force_release("guard-lost"));
   CHECK_THROWS_AS(manager->run_guarded(*lease, [](Transaction&) {}), LeaseLostError);
   CHECK(lease->lost());  // at once, not at the next renewal
-  {
-    std::unique_lock<std::mutex> lock(m);
-    REQUIRE(cv.wait_for(lock, 10s, [&] { return lost.has_value(); }));
-  }
+  const std::optional<LostLease> lost = watch.wait(10s);
+  REQUIRE(lost.has_value());
   CHECK(lost->reason.find("guarded write") != std::string::npos);
   // The lost handle does not count as held: a wait on the same thread is not a deadlock.
   auto again = manager->acquire("guard-lost", 5s);
