@@ -22,6 +22,10 @@ std::string quote_identifier(std::string_view identifier);
 double jitter_unit();
 // `base` scaled by a random factor in [1 - spread, 1 + spread].
 std::chrono::microseconds jittered(std::chrono::microseconds base, double spread = 0.5);
+// The pause before the n-th retry (n from 0) of a refusal that may pass, when opening or taking a
+// session lock: 50 ms doubling to 1 s, scaled by [0.5, 1) so that callers refused together do not
+// come back together; never past `deadline` (retry.cc).
+std::chrono::steady_clock::duration refusal_pause(int n, std::chrono::steady_clock::time_point deadline);
 
 // "<hostname>:<pid>:<instance>" where instance is a per-process counter.
 std::string default_holder();

@@ -65,14 +65,6 @@ const Scheme* find_scheme(std::string_view scheme) {
 
 using SteadyClock = std::chrono::steady_clock;
 
-// The pause before the n-th retry of a transient failure (n from 0): 50 ms doubling to 1 s, with
-// jitter so that many waiters refused together do not return together; never past `deadline`.
-SteadyClock::duration retry_pause(int n, SteadyClock::time_point deadline) {
-  const auto pause = std::chrono::milliseconds(
-      static_cast<std::int64_t>(std::min(1000, 50 << std::min(n, 5)) * (0.5 + 0.5 * detail::jitter_unit())));
-  return std::min<SteadyClock::duration>(pause, std::max(SteadyClock::duration::zero(), deadline - SteadyClock::now()));
-}
-
 // `e` again, its message saying it lasted to the deadline of the wait (same class and fields).
 [[noreturn]] void throw_at_deadline(const Error& e) {
   const std::string message = std::string(e.what()) + " (still so when the wait ran out)";
@@ -93,7 +85,7 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
       if (!e.retryable()) throw;
       if (SteadyClock::now() >= deadline) throw_at_deadline(e);
     }
-    std::this_thread::sleep_for(retry_pause(attempt, deadline));
+    std::this_thread::sleep_for(detail::refusal_pause(attempt, deadline));
   }
 }
 

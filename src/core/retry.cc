@@ -1,4 +1,4 @@
-// Bounded optimistic retry with jittered exponential backoff.
+// Retries with jittered exponential backoff: optimistic updates, and the pause between refusals.
 #include <algorithm>
 #include <thread>
 
@@ -28,5 +28,16 @@ bool retry_optimistic(const std::function<bool()>& attempt, const RetryOptions& 
   }
   return false;
 }
+
+namespace detail {
+
+std::chrono::steady_clock::duration refusal_pause(int n, std::chrono::steady_clock::time_point deadline) {
+  using Clock = std::chrono::steady_clock;
+  const auto pause = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::min(1000, 50 << std::min(n, 5)) * (0.5 + 0.5 * jitter_unit())));
+  return std::min<Clock::duration>(pause, std::max(Clock::duration::zero(), deadline - Clock::now()));
+}
+
+}  // namespace detail
 
 }  // namespace dblock

@@ -38,9 +38,7 @@ std::unique_ptr<SessionLockHandle> acquire_riding_over(SessionLocks& locks, std:
     } catch (const Error& e) {
       if (!e.retryable() || SteadyClock::now() >= ends) throw;
     }
-    const auto pause = milliseconds(static_cast<std::int64_t>(std::min(1000, 50 << std::min(attempt, 5)) *
-                                                              (0.5 + 0.5 * jitter_unit())));
-    std::this_thread::sleep_for(std::min<SteadyClock::duration>(pause, ends - SteadyClock::now()));
+    std::this_thread::sleep_for(refusal_pause(attempt, ends));
   }
 }
 

@@ -10,6 +10,8 @@ namespace dblock::mysql {
 // Server and client error numbers dblock treats specially.
 inline constexpr int kErrLockWaitTimeout = 1205;  // ER_LOCK_WAIT_TIMEOUT (also NOWAIT on a locked row)
 inline constexpr int kErrDeadlock = 1213;         // ER_LOCK_DEADLOCK
+inline constexpr int kErrProcAccessDenied = 1370;  // ER_PROCACCESS_DENIED_ERROR (no EXECUTE)
+inline constexpr int kErrSpDoesNotExist = 1305;    // ER_SP_DOES_NOT_EXIST
 inline constexpr int kErrStatementTimeout = 1969;  // ER_STATEMENT_TIMEOUT (max_statement_time)
 
 // REQUIRES: called inside a catch block. Rethrows the current exception as a dblock::Error

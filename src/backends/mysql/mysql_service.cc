@@ -218,7 +218,7 @@ namespace {
 // True for the errors of a CALL that this account may not run (no EXECUTE) or that the schema
 // lacks: the caller reads the tables instead.
 bool routine_unavailable(const ::sql::SQLException& e) {
-  return e.getErrorCode() == 1370 /* ER_PROCACCESS_DENIED_ERROR */ || e.getErrorCode() == 1305 /* ER_SP_DOES_NOT_EXIST */;
+  return e.getErrorCode() == kErrProcAccessDenied || e.getErrorCode() == kErrSpDoesNotExist;
 }
 
 }  // namespace

@@ -48,6 +48,8 @@
 #ifndef DBLOCK_SRC_BACKENDS_MYSQL_SQL_H_
 #define DBLOCK_SRC_BACKENDS_MYSQL_SQL_H_
 
+#include <string_view>
+
 #include "statement.h"
 
 namespace dblock::mysql::sql {
@@ -642,6 +644,9 @@ inline constexpr const char* kWaitBoundFormat =
 // room for another wait (Context::query). A literal, because SET STATEMENT takes no parameters.
 inline constexpr const char* kLockWaitBound = "SET STATEMENT innodb_lock_wait_timeout = 1, lock_wait_timeout = 1 FOR ";
 inline constexpr int kLockWaitBoundSeconds = 1;
+static_assert(std::string_view(kLockWaitBound).find("innodb_lock_wait_timeout = 1,") != std::string_view::npos &&
+                  kLockWaitBoundSeconds == 1,
+              "kLockWaitBound and kLockWaitBoundSeconds must name the same bound");
 
 // Prepared once per connection (server-side), in this order.
 inline constexpr const Statement* kAll[] = {

@@ -39,8 +39,6 @@ std::string octal_mode(mode_t mode) {
                         "sqlite", "untrusted");
 }
 
-bool trusted_owner(uid_t uid) { return uid == ::geteuid() || uid == 0; }
-
 // Group or others may write it.
 bool shared_write(mode_t mode) { return (mode & (S_IWGRP | S_IWOTH)) != 0; }
 
@@ -67,6 +65,8 @@ bool check_file(const std::string& path, const char* what) {
 }
 
 }  // namespace
+
+bool trusted_owner(uid_t uid) { return uid == ::geteuid() || uid == 0; }
 
 void check_trusted_directory(const std::string& path) {
   const std::filesystem::path p(path);

@@ -10,9 +10,15 @@
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_FILE_TRUST_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_FILE_TRUST_H_
 
+#include <sys/types.h>
+
 #include <string>
 
 namespace dblock::sqlite {
+
+// The owners trusted with the lock file and with holder marks: this process's effective user
+// and root.
+bool trusted_owner(uid_t uid);
 
 // Checks the directory that holds `path` (symbolic links in its name followed), if it exists.
 // Throws ConnectionError naming the directory, its owner and mode when it is not trusted.

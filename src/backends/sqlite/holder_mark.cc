@@ -1,9 +1,9 @@
 #include "holder_mark.h"
 
 #include "mark_owner.h"
+#include "owner_digest.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -20,12 +20,11 @@ namespace {
 
 // The first `digits` lowercase hex digits of SHA-256(`data`).
 std::string sha256_hex(const std::string& data, std::size_t digits) {
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int length = 0;
-  if (EVP_Digest(data.data(), data.size(), md, &length, EVP_sha256(), nullptr) != 1) return {};
+  Sha256 md;
+  if (!sha256(data.data(), data.size(), md)) return {};
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  for (unsigned int i = 0; i < length && out.size() < digits; ++i) {
+  for (std::size_t i = 0; i < md.size() && out.size() < digits; ++i) {
     out += kHex[md[i] >> 4];
     out += kHex[md[i] & 0xf];
   }
@@ -123,7 +122,7 @@ std::string HolderMarks::any_name(std::string_view name) const { return any_mark
 
 HolderMarks::Claim HolderMarks::claim(std::string_view name, const OwnerSecret& secret) {
   if (file_tag_.empty()) return Claim::kUnmarked;
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (auto it = marks_.find(name); it != marks_.end()) {
     auto& holders = it->second.holders;
     if (std::find(holders.begin(), holders.end(), secret) == holders.end()) holders.push_back(secret);
@@ -134,7 +133,11 @@ HolderMarks::Claim HolderMarks::claim(std::string_view name, const OwnerSecret& 
   const std::string file = any + ":" + file_tag_;
   const int any_fd = bind_mark(any, true);
   if (any_fd < 0) {
-    if (errno != EADDRINUSE) return Claim::kUnmarked;  // no sockets here: the row alone decides, as without marks
+    const int error = errno;
+    // What follows reads only the kernel (the owner lookup may take its whole budget): releases,
+    // which drop marks under the mutex, must not wait for it.
+    lock.unlock();
+    if (error != EADDRINUSE) return Claim::kUnmarked;  // no sockets here: the row alone decides, as without marks
     return listening(file) || !counts(any) ? Claim::kUnmarked : Claim::kHeldElsewhere;
   }
   const int file_fd = bind_mark(file, true);

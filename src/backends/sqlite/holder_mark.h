@@ -58,7 +58,7 @@ class HolderMarks {
     kHeldElsewhere  // a holder on another file at this path: do not grant
   };
   // Before an acquire writes the row. A kMarked claim whose acquire fails must be dropped. Where a
-  // mark would refuse, the owner check may take up to its budget (100 ms) with the marks locked.
+  // mark would refuse, the owner check may take up to its budget (100 ms), outside the marks' mutex.
   Claim claim(std::string_view name, const OwnerSecret& secret);
   // Read-only: whether a holder on another file has the name's marks (what claim() would refuse),
   // for a waiter's probe. False when this service has them.

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "file_trust.h"
+
 namespace dblock::sqlite {
 
 namespace {
@@ -29,8 +31,6 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
-
-bool trusted_uid(std::uint32_t uid) { return uid == 0 || uid == static_cast<std::uint32_t>(::geteuid()); }
 
 bool send_dump_request(int fd) {
   struct {
@@ -104,7 +104,7 @@ MarkOwner mark_owner(const std::string& name, std::chrono::milliseconds budget) 
       const Record record = read_record(m, address);
       if (!record.matched) continue;
       if (!record.has_uid) return MarkOwner::kUnknown;  // a kernel without UNIX_DIAG_UID (before 5.3)
-      if (trusted_uid(record.uid)) return MarkOwner::kTrusted;
+      if (trusted_owner(static_cast<uid_t>(record.uid))) return MarkOwner::kTrusted;
     }
   }
   return MarkOwner::kUnknown;

@@ -8,17 +8,22 @@
 
 namespace dblock::sqlite {
 
-OwnerDigest owner_digest(const std::uint8_t* secret, std::size_t size) {
+bool sha256(const void* data, std::size_t size, Sha256& out) {
   // Fetched once: EVP_sha256() makes every EVP_Digest look the implementation up again (OpenSSL 3),
   // which doubles the cost of a digest this small. Never freed; thread-safe after the first call.
-  static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA256", nullptr);
-  unsigned char full[EVP_MAX_MD_SIZE];
+  static EVP_MD* const algorithm = EVP_MD_fetch(nullptr, "SHA256", nullptr);
   unsigned int length = 0;
-  if (sha256 == nullptr || EVP_Digest(secret, size, full, &length, sha256, nullptr) != 1 || length < 16) {
+  return algorithm != nullptr && EVP_Digest(data, size, out.data(), &length, algorithm, nullptr) == 1 &&
+         length == out.size();
+}
+
+OwnerDigest owner_digest(const std::uint8_t* secret, std::size_t size) {
+  Sha256 full;
+  if (!sha256(secret, size, full)) {
     throw Error("sqlite: computing the owner secret's digest failed (OpenSSL SHA-256)");
   }
   OwnerDigest out;
-  std::copy_n(full, out.size(), out.begin());
+  std::copy_n(full.begin(), out.size(), out.begin());
   return out;
 }
 

@@ -10,6 +10,10 @@
 namespace dblock::sqlite {
 
 using OwnerDigest = std::array<std::uint8_t, 16>;
+using Sha256 = std::array<std::uint8_t, 32>;
+
+// SHA-256 of `size` bytes at `data` into `out`; false if OpenSSL refused.
+bool sha256(const void* data, std::size_t size, Sha256& out);
 
 // Throws Error if the digest cannot be computed (OpenSSL refused).
 OwnerDigest owner_digest(const std::uint8_t* secret, std::size_t size);

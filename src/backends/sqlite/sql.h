@@ -141,13 +141,13 @@ inline constexpr Statement kList{"list",
     " (SELECT group_concat(holder, ',') FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N})"
     " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name"};
 
-// ?1 batch. Deletes only expired rows (the expiry index keeps this a range scan).
 // 1 when any of the reap statements below would delete a row (read-only: what the reaper checks
 // before taking the write lock).
 inline constexpr Statement kReapDue{"reap_due",
     "SELECT EXISTS (SELECT 1 FROM {L} WHERE expires_at_us <= {N})"
     " OR EXISTS (SELECT 1 FROM {W} WHERE until_us <= {N})"
     " OR EXISTS (SELECT 1 FROM {R} WHERE expires_at_us <= {N})"};
+// ?1 batch. Deletes only expired rows (the expiry index keeps this a range scan).
 inline constexpr Statement kReapLeases{"reap_leases",
     "DELETE FROM {L} WHERE name IN (SELECT name FROM {L} WHERE expires_at_us <= {N} LIMIT ?1)"};
 inline constexpr Statement kReapWaiters{"reap_waiters",

@@ -73,7 +73,6 @@ class SqliteService final : public LeaseService,
  private:
   using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
 
-  // A pooled connection whose busy handler waits up to the busy timeout from now.
   // A pooled connection whose busy handler waits for the write lock for the busy timeout, never
   // past the call's deadline (an acquire's wait, which the engine gives at least 2 s).
   Borrowed borrow() { return borrow_until(std::min(SteadyClock::now() + options_.busy_timeout, call_deadline())); }
