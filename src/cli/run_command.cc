@@ -364,10 +364,11 @@ std::optional<std::string> url_for_child(std::string_view value) {
   }
 }
 
-// The faults the engine rides over while a wait lasts (see Acquirer::transient).
+// The faults the engine rides over while a wait lasts: the same test as Acquirer::transient
+// (src/core/acquire.cc); keep the two in step.
 bool fault_during_wait(const Error& e) {
   return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
-         dynamic_cast<const TimeoutError*>(&e) != nullptr || dynamic_cast<const InDoubtError*>(&e) != nullptr;
+         dynamic_cast<const InDoubtError*>(&e) != nullptr;
 }
 
 void report_not_acquired(LockManager& manager, const RunOptions& o) {
@@ -592,8 +593,6 @@ class Supervisor {
   std::optional<Clock::time_point> kill_at_;
 };
 
-}  // namespace
-
 // What is left of a wait of `wait` that ends at `ends`: kWaitForever stays; 0 once it has passed.
 milliseconds left_of(milliseconds wait, std::chrono::steady_clock::time_point ends) {
   if (wait == kWaitForever) return wait;
@@ -621,6 +620,8 @@ std::unique_ptr<HeldLock> acquire_with(LockManager& m, const RunOptions& o, mill
   if (!lease) return nullptr;
   return std::make_unique<HeldLease>(std::move(*lease));
 }
+
+}  // namespace
 
 int run_command(GlobalOptions global, std::vector<std::string> args) {
   std::optional<RunOptions> parsed = parse_run(global, std::move(args));

@@ -81,11 +81,6 @@ template <class State>
 ReleaseResult LockHandle<State>::release() {
   state();
   if (released_) return release_result_;
-  if (shut_down()) {
-    released_ = true;
-    release_result_ = ReleaseResult::kShutDown;
-    return release_result_;
-  }
   release_result_ = release_in(*core_, state_);
   released_ = true;
   return release_result_;
