@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,14 @@ struct Capabilities {
   bool guard = false;               // guarded writes inside the application's transaction
 };
 
+// What LockManager::with_lease did.
+enum class LeaseRun {
+  kNotAcquired,  // the name was not acquired within the wait: the function did not run
+  kCompleted,    // the function ran and returned while the lease held; the lease was then released
+  kLost,         // the function ran, but the lease was lost before it returned (its stop_token was
+                 // asked to stop at the loss): other work under the same name may have overlapped
+};
+
 class LockManager {
  public:
   // Takes ownership of `service`. Validates options (UsageError), applies or checks the schema
@@ -85,6 +94,16 @@ class LockManager {
   std::optional<Lease> acquire_until(std::string_view name,
                                      std::chrono::steady_clock::time_point deadline,
                                      const AcquireOptions& options = {});
+
+  // Runs `fn` only while holding `name` (acquired as by acquire(name, wait, options)) and says
+  // whether it ran: ShedLock's executeWithLock. `fn` gets the lease (for its fence, or run_guarded)
+  // and a stop_token that is asked to stop when the lease is lost (from the renewal thread, before
+  // options.on_lost runs): long work should check it, as `dblock run` stops its command. The lease
+  // is released when `fn` returns; if `fn` throws, it is released and the exception propagates.
+  // Throws as acquire does (a thread already holding `name` without reentrancy: UsageError).
+  LeaseRun with_lease(std::string_view name, std::chrono::milliseconds wait,
+                      const std::function<void(Lease& lease, std::stop_token stop)>& fn,
+                      AcquireOptions options = {});
 
   // All of `names` or none (MultiLock): takes them in sorted order, so that callers asking for
   // overlapping sets cannot deadlock each other, each within what is left of `wait` (zero or

@@ -90,7 +90,11 @@ struct ManagerOptions {
 struct LostLease {
   std::string name;
   std::int64_t fence = 0;
-  std::string reason;  // "renewal refused by backend", "safe-until passed", "released by admin", ...
+  // Why, for people: "safe-until passed without a successful renewal", "renewal refused by the
+  // backend (expired or taken over)", "released by admin: force_release by '<holder>' … fence a -> b"
+  // (when the service's force-release record names this lease), "released by the LockManager's
+  // shutdown", "the service reported the lease lost: …". Not a stable format.
+  std::string reason;
 };
 
 struct AcquireOptions {

@@ -93,6 +93,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // --- renewal.cc ---
   void renewal_loop();
   void renew_one(const std::shared_ptr<LeaseState>& state);
+  std::string refusal_reason(const LeaseState& state);
   std::optional<ClockJumpError> check_service_clock(LeaseState& state, const RenewResult& result,
                                                     std::chrono::milliseconds held_for, const Instant& sent_at,
                                                     const Instant& answered_at);

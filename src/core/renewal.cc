@@ -15,7 +15,36 @@ namespace {
 using std::chrono::milliseconds;
 // How long a session lock's periodic check may go unanswered before the session counts as gone.
 constexpr milliseconds kSessionCheckTime{5000};
+// How long a refused renewal may spend reading the force-release record for its reason, and how
+// many of the name's newest records it reads.
+constexpr milliseconds kReasonLookupTime{2000};
+constexpr std::size_t kReasonLookupRows = 5;
 }  // namespace
+
+// Why a renewal was refused: an admin's force-release when the service's record names this
+// lease's fence (shared: a fence at least ours, as the record names the newest reader's), else
+// the generic cause. The lookup is bounded by kReasonLookupTime and its failure only costs detail.
+std::string ManagerCore::refusal_reason(const LeaseState& state) {
+  std::string reason = "renewal refused by the backend (expired or taken over)";
+  AuditLog* log = service_->audit_log();
+  if (log == nullptr) return reason;
+  try {
+    const CallDeadlineScope deadline(SteadyClock::now() + kReasonLookupTime);
+    for (const ForceReleaseRecord& r : log->force_releases(state.name, kReasonLookupRows)) {
+      const bool ours = state.mode == LockMode::kShared ? r.old_fence >= state.fence : r.old_fence == state.fence;
+      if (!ours) continue;
+      reason = "released by admin: force_release by '" + r.by + "'";
+      if (!r.by_account.empty()) reason += " (account '" + r.by_account + "')";
+      char at[48];
+      std::snprintf(at, sizeof(at), " at %.3f s Unix time (service clock)", static_cast<double>(r.at_us) / 1e6);
+      reason += std::string(at) + "; fence " + std::to_string(r.old_fence) + " -> " + std::to_string(r.new_fence);
+      return reason;
+    }
+  } catch (const Error&) {
+    // The record could not be read (no privilege, the service down): the generic cause stands.
+  }
+  return reason;
+}
 
 void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
   const Instant sent_at = Instant::now();
@@ -31,7 +60,11 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
     return;
   }
   if (!result.renewed) {
-    mark_lost(state, "renewal refused by the backend (expired, taken over or force-released)");
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      state->lost.store(true, std::memory_order_release);  // lost() answers while the reason is read
+    }
+    mark_lost(state, refusal_reason(*state));
     return;
   }
   const Instant answered_at = Instant::now();

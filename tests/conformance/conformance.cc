@@ -542,7 +542,9 @@ TEST_CASE("a paused holder loses its lease: callback and flag fire, its release 
 TEST_CASE("force-release by an admin bumps the fence and the holder learns it lost", "[lease][conformance]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
-  auto admin = open_manager({}, prefix);
+  ManagerOptions admin_options;
+  admin_options.holder = "ops@console";
+  auto admin = open_manager(admin_options, prefix);
   LostWatch watch;
   AcquireOptions options;
   options.ttl = 600ms;
@@ -554,11 +556,63 @@ TEST_CASE("force-release by an admin bumps the fence and the holder learns it lo
   const std::optional<LostLease> lost = watch.wait(10s);
   REQUIRE(lost.has_value());
   CHECK(lost->fence == lease->fence());
+  // The reason names the admin release and who made it (the service's force-release record).
+  CHECK_THAT(lost->reason, Catch::Matchers::StartsWith("released by admin: force_release by 'ops@console'"));
   CHECK(lease->lost());
   CHECK(lease->release() == ReleaseResult::kAlreadyLost);
   auto next = admin->try_acquire("evicted");
   REQUIRE(next);
   CHECK(next->fence() > lease->fence() + 1);  // the eviction itself consumed a fence
+}
+
+TEST_CASE("with_lease runs the function only while the lease holds and says whether it ran", "[lease][conformance]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto other = open_manager({}, prefix);
+  int runs = 0;
+  auto count = [&](Lease& lease, std::stop_token stop) {
+    ++runs;
+    CHECK(lease.held());
+    CHECK_FALSE(stop.stop_requested());
+  };
+
+  SECTION("not acquired: the function does not run") {
+    auto held = other->try_acquire("job");
+    REQUIRE(held);
+    CHECK(manager->with_lease("job", 0ms, count) == LeaseRun::kNotAcquired);
+    CHECK(manager->with_lease("job", 100ms, count) == LeaseRun::kNotAcquired);
+    CHECK(runs == 0);
+  }
+  SECTION("completed: ran once, and the name is free afterwards") {
+    CHECK(manager->with_lease("job", 1s, count) == LeaseRun::kCompleted);
+    CHECK(runs == 1);
+    CHECK(other->try_acquire("job"));
+  }
+  SECTION("the function throws: the lease is released and the error propagates") {
+    CHECK_THROWS_WITH(manager->with_lease("job", 1s, [](Lease&, std::stop_token) { throw std::runtime_error("boom"); }),
+                      "boom");
+    CHECK(other->try_acquire("job"));
+  }
+  SECTION("lost while running: the stop token is asked to stop, on_lost still runs, the answer is kLost") {
+    LostWatch watch;
+    AcquireOptions options;
+    options.ttl = 600ms;
+    options.on_lost = watch.callback();
+    bool stopped = false;
+    const LeaseRun run = manager->with_lease(
+        "job", 1s,
+        [&](Lease&, std::stop_token stop) {
+          REQUIRE(other->force_release("job"));
+          std::mutex m;
+          std::condition_variable_any cv;
+          std::unique_lock<std::mutex> lock(m);
+          stopped = cv.wait_for(lock, stop, 10s, [] { return false; }) || stop.stop_requested();
+        },
+        options);
+    CHECK(stopped);
+    CHECK(run == LeaseRun::kLost);
+    CHECK(watch.wait(5s).has_value());
+  }
 }
 
 TEST_CASE("a force-release is recorded: when, by whom, whom it evicted, the fences", "[lease][conformance][audit]") {
