@@ -81,7 +81,9 @@ class LockManager {
   LockManager& operator=(const LockManager&) = delete;
 
   // One attempt. Returns the lease, or an empty optional if another owner holds the name.
-  // Throws UsageError (bad name/ttl), ConnectionError, SchemaError.
+  // Throws UsageError (bad name/ttl), ConnectionError, SchemaError, and TimeoutError when the
+  // service was too busy to answer within the attempt's 2 s (SQLite: another connection kept the
+  // file's write lock, e.g. a transaction lock or a guarded write; not an answer about the name).
   std::optional<Lease> try_acquire(std::string_view name, const AcquireOptions& options = {});
 
   // Blocks until acquired or `wait` elapsed (steady_clock). A zero or negative wait means try once;
@@ -134,7 +136,8 @@ class LockManager {
   int schema_version();
 
   // Transaction lock: runs `body` inside a backend transaction that holds the lock for `name`
-  // (SQLite: BEGIN IMMEDIATE, which excludes every other writer of the database file).
+  // (SQLite: BEGIN IMMEDIATE, which excludes every other writer of the database file: every lease
+  // in the file waits, and one whose TTL is shorter than the transaction is lost).
   // Returns false if the lock was not obtained within `wait`. Throws UnsupportedError where absent.
   bool run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
                                const std::function<void(Transaction&)>& body);

@@ -119,33 +119,6 @@ void check_guard_unsupported(LockManager& manager) {
   CHECK_THROWS_AS(manager.run_guarded(*lease, [](Transaction&) {}), UnsupportedError);
 }
 
-namespace {
-
-// Records the LostLease an on_lost callback is given; wait() blocks until one came. Thread-safe.
-class LostWatch {
- public:
-  std::function<void(const LostLease&)> callback() {
-    return [this](const LostLease& l) {
-      std::lock_guard<std::mutex> lock(m_);
-      lost_ = l;
-      cv_.notify_all();
-    };
-  }
-  // The recorded loss, or nullopt if none came within `limit`.
-  std::optional<LostLease> wait(milliseconds limit) {
-    std::unique_lock<std::mutex> lock(m_);
-    cv_.wait_for(lock, limit, [&] { return lost_.has_value(); });
-    return lost_;
-  }
-
- private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  std::optional<LostLease> lost_;
-};
-
-}  // namespace
-
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix) {
   options.table_prefix = prefix;
   return dblock::open(context().url, std::move(options));

@@ -4,8 +4,11 @@
 #define DBLOCK_TESTS_CONFORMANCE_CONTEXT_H_
 
 #include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 
 #include "dblock/dblock.h"
@@ -86,6 +89,29 @@ std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::str
 
 // Child-process entry point: `test_binary --child <role> args...`. Returns an exit code.
 int run_child(int argc, char** argv);
+
+// Records the LostLease an on_lost callback is given; wait() blocks until one came. Thread-safe.
+class LostWatch {
+ public:
+  std::function<void(const LostLease&)> callback() {
+    return [this](const LostLease& l) {
+      std::lock_guard<std::mutex> lock(m_);
+      lost_ = l;
+      cv_.notify_all();
+    };
+  }
+  // The recorded loss, or nullopt if none came within `limit`.
+  std::optional<LostLease> wait(std::chrono::milliseconds limit) {
+    std::unique_lock<std::mutex> lock(m_);
+    cv_.wait_for(lock, limit, [&] { return lost_.has_value(); });
+    return lost_;
+  }
+
+ private:
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::optional<LostLease> lost_;
+};
 
 }  // namespace dblock::testing
 

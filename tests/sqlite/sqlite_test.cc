@@ -341,6 +341,66 @@ TEST_CASE("sqlite: transaction lock (BEGIN IMMEDIATE) excludes other writers", "
   });
 }
 
+// SQLite has one write lock per file: a transaction lock holds it for its whole length, and every
+// lease in the file waits. A lease whose TTL is above that length keeps its lease (its renewal waits
+// up to its safe-until); another name's acquire is answered when the transaction ends; a single try
+// answers TimeoutError by its 2 s call deadline (README, "SQLite"). Prints the waits it saw.
+TEST_CASE("sqlite: behind a 2.5 s transaction lock, a 3 s lease is kept and other names wait for its end",
+          "[sqlite][txlock]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  auto c = open_manager({}, prefix);
+  LostWatch watch;
+  AcquireOptions three_seconds;
+  three_seconds.ttl = 3s;  // renewed every second: at least two renewals fall inside the transaction
+  three_seconds.on_lost = watch.callback();
+  auto kept = b->try_acquire("kept", three_seconds);
+  REQUIRE(kept);
+  AcquireOptions shorter;
+  shorter.ttl = 1500ms;  // shorter than the transaction: lost, as README says
+  auto short_lease = b->try_acquire("short", shorter);
+  REQUIRE(short_lease);
+  using Clock = std::chrono::steady_clock;
+  Clock::time_point started, ended;
+  std::optional<Lease> other;
+  Clock::duration other_waited{}, try_waited{};
+  bool try_timed_out = false;
+  std::thread trying, waiting;
+  const bool ran = a->run_in_transaction_lock("batch", 1s, [&](Transaction&) {
+    started = Clock::now();
+    trying = std::thread([&] {
+      try {
+        (void)c->try_acquire("single-try");
+      } catch (const TimeoutError&) {
+        try_timed_out = true;
+      }
+      try_waited = Clock::now() - started;
+    });
+    waiting = std::thread([&] {
+      other = c->acquire("other", 10s);
+      other_waited = Clock::now() - started;
+    });
+    std::this_thread::sleep_for(2500ms);  // the application's long transaction (the workload, not a wait)
+    ended = Clock::now();
+  });
+  trying.join();
+  waiting.join();
+  REQUIRE(ran);
+  CHECK(try_timed_out);  // busy file: a TimeoutError by the call's 2 s, not a false "held elsewhere"
+  REQUIRE(other);
+  CHECK(Clock::now() >= ended);
+  CHECK_FALSE(watch.wait(0ms).has_value());
+  CHECK_FALSE(kept->lost());
+  CHECK(kept->release() == ReleaseResult::kReleased);
+  CHECK(short_lease->release() == ReleaseResult::kAlreadyLost);
+  const auto ms = [](Clock::duration d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+  std::printf("figure: 2.5 s transaction lock held %lld ms; a try answered TimeoutError after %lld ms; "
+              "an acquire of another name waited %lld ms; the 3 s lease was kept, the 1.5 s one lost\n",
+              static_cast<long long>(ms(ended - started)), static_cast<long long>(ms(try_waited)),
+              static_cast<long long>(ms(other_waited)));
+}
+
 TEST_CASE("sqlite: session locks and row locks are reported unsupported", "[sqlite]") {
   auto manager = open_manager({}, unique_prefix());
   CHECK_FALSE(manager->capabilities().session_locks);
