@@ -71,28 +71,36 @@ std::vector<std::string> ArgCursor::rest() {
 }
 
 bool ArgCursor::option(std::string_view name, std::optional<std::string>* value) {
-  if (done()) {
-    return false;
-  }
+  if (!done() && value->has_value() && takes(name)) fail(std::string(name) + " given more than once");
+  std::string taken;
+  if (!take_option(name, &taken)) return false;
+  *value = std::move(taken);
+  return true;
+}
+
+bool ArgCursor::repeated_option(std::string_view name, std::vector<std::string>* values) {
+  std::string taken;
+  if (!take_option(name, &taken)) return false;
+  values->push_back(std::move(taken));
+  return true;
+}
+
+bool ArgCursor::takes(std::string_view name) const {
   std::string_view arg = peek();
-  if (arg.substr(0, name.size()) != name) {
-    return false;
-  }
+  if (arg.substr(0, name.size()) != name) return false;
   std::string_view tail = arg.substr(name.size());
-  if (!tail.empty() && tail.front() != '=') {
-    return false;  // e.g. --keys when looking for --key
-  }
-  if (value->has_value()) {
-    fail(std::string(name) + " given more than once");
-  }
+  return tail.empty() || tail.front() == '=';  // not --keys when looking for --key
+}
+
+bool ArgCursor::take_option(std::string_view name, std::string* value) {
+  if (done() || !takes(name)) return false;
+  std::string_view tail = std::string_view(peek()).substr(name.size());
   ++pos_;
   if (!tail.empty()) {
     *value = std::string(tail.substr(1));
     return true;
   }
-  if (done()) {
-    fail(std::string(name) + " needs a value");
-  }
+  if (done()) fail(std::string(name) + " needs a value");
   *value = take();
   return true;
 }

@@ -57,6 +57,8 @@ class ArgCursor {
   // stores its value in `*value` and returns true. Throws UsageFailure if the value is missing or
   // the option was already given (`*value` already set).
   bool option(std::string_view name, std::optional<std::string>* value);
+  // The same for an option that may be given several times: appends each value to `*values`.
+  bool repeated_option(std::string_view name, std::vector<std::string>* values);
   // If the current argument is one of the flags (no value), consumes it and returns true.
   // Throws UsageFailure for `--flag=value`.
   bool flag(std::string_view name, std::string_view alias = {});
@@ -69,6 +71,11 @@ class ArgCursor {
   [[noreturn]] void unexpected() const;
 
  private:
+  // Is the current argument the option `name` (`--name` or `--name=...`)? REQUIRES: !done().
+  bool takes(std::string_view name) const;
+  // Consumes the option `name` and its value into `*value`, if it is the current argument.
+  bool take_option(std::string_view name, std::string* value);
+
   std::vector<std::string> args_;
   std::string command_;
   std::size_t pos_ = 0;

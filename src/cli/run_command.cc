@@ -20,7 +20,6 @@
 #include <cstring>
 #include <exception>
 #include <functional>
-#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -34,11 +33,11 @@
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
-#include "dblock/session_lock.h"
 #include "dblock/url.h"
 #include "exit_codes.h"
+#include "held_lock.h"
 #include "output.h"
-#include "usage.h"
+#include "run_options.h"
 
 extern char** environ;
 
@@ -52,118 +51,11 @@ using std::chrono::milliseconds;
 // whose call met the error: a release's, on the thread releasing). Names why a release is in doubt.
 thread_local std::string last_reported_error;
 
-enum class RunMode { kLease, kSession, kShared };
-enum class OnLost { kTerm, kKill, kIgnore };
-
-struct RunOptions {
-  std::string key;
-  milliseconds ttl{30'000};
-  milliseconds wait{0};  // kWaitForever for `forever`
-  RunMode mode = RunMode::kLease;
-  OnLost on_lost = OnLost::kTerm;
-  bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
-  std::vector<std::string> command;
-};
-
-// Shortest --ttl: a process is stopped in milliseconds, not microseconds, and the lease must
-// outlast a renewal that is late by a scheduler hiccup (the library's own floor is kMinTtl).
-constexpr milliseconds kMinRunTtl{1000};
-
 // With --on-lost term: how long COMMAND gets between SIGTERM and SIGKILL.
 constexpr milliseconds kTermGrace{5'000};
 
 // Signals that dblock passes on to COMMAND (and that end dblock while it waits for the lock).
 constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
-// The option values as given, before they are checked.
-struct RunArgs {
-  std::optional<std::string> key, ttl, wait, mode, on_lost, on_death;
-};
-
-// `value` looked up in `choices`; a usage failure naming the option and the choices otherwise
-// ("--mode must be lease, session or shared, not 'x'").
-template <class T>
-T choose(const ArgCursor& cur, const char* option, const std::string& value,
-         std::initializer_list<std::pair<const char*, T>> choices) {
-  std::string names;
-  std::size_t i = 0;
-  for (const auto& [name, result] : choices) {
-    if (value == name) return result;
-    names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
-    ++i;
-  }
-  cur.fail(std::string(option) + " must be " + names + ", not '" + value + "'");
-}
-
-// Checks the values and fills in what they say over the defaults.
-RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vector<std::string> command) {
-  RunOptions o;
-  o.command = std::move(command);
-  if (o.command.empty()) cur.fail("missing COMMAND after --");
-  if (!a.key) cur.fail("--key NAME is required");
-  o.key = *a.key;
-  std::string error;
-  if (a.ttl) {
-    auto value = parse_duration(*a.ttl, &error);
-    if (!value) cur.fail("--ttl: " + error);
-    if (value->count() <= 0) cur.fail("--ttl must be greater than 0");
-    if (*value < kMinRunTtl) {
-      cur.fail("--ttl must be at least " + format_duration(kMinRunTtl) +
-               ": COMMAND must be stopped inside the lease, and renewals come every TTL/3");
-    }
-    if (*value > kMaxTtl) cur.fail("--ttl must be at most " + format_duration(kMaxTtl));
-    o.ttl = *value;
-  }
-  if (a.wait && *a.wait == "forever") {
-    o.wait = kWaitForever;
-  } else if (a.wait) {
-    auto value = parse_duration(*a.wait, &error);
-    if (!value) cur.fail("--wait: " + error + " (or `forever`)");
-    o.wait = *value;
-  }
-  if (a.mode) {
-    o.mode = choose<RunMode>(cur, "--mode", *a.mode,
-                             {{"lease", RunMode::kLease}, {"session", RunMode::kSession}, {"shared", RunMode::kShared}});
-  }
-  if (a.on_lost) {
-    o.on_lost = choose<OnLost>(cur, "--on-lost", *a.on_lost,
-                               {{"term", OnLost::kTerm}, {"kill", OnLost::kKill}, {"ignore", OnLost::kIgnore}});
-  }
-  if (a.on_death) o.kill_with_dblock = choose<bool>(cur, "--on-dblock-death", *a.on_death, {{"kill", true}, {"keep", false}});
-  return o;
-}
-
-// Returns the options, or an empty optional when --help was printed.
-std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args) {
-  ArgCursor cur(std::move(args), "run");
-  RunArgs a;
-  bool saw_separator = false;
-  while (!cur.done()) {
-    if (cur.flag("--")) {
-      saw_separator = true;
-      break;
-    }
-    if (cur.flag("--help", "-h")) {
-      const std::string_view text = usage_text("run");
-      std::fwrite(text.data(), 1, text.size(), stdout);
-      return std::nullopt;
-    }
-    if (cur.option("--url", &global.url) || cur.option("--key", &a.key) || cur.option("--ttl", &a.ttl) ||
-        cur.option("--wait", &a.wait) || cur.option("--mode", &a.mode) || cur.option("--on-lost", &a.on_lost) ||
-        cur.option("--on-dblock-death", &a.on_death)) {
-      continue;
-    }
-    if (!cur.peek().empty() && cur.peek()[0] != '-') {
-      cur.fail("unexpected argument '" + cur.peek() + "': put the command after --, as in "
-               "dblock run --key NAME -- COMMAND [ARGS...]");
-    }
-    cur.unexpected();
-  }
-  if (!saw_separator) {
-    cur.fail("missing -- and COMMAND: dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]");
-  }
-  return checked_run_options(cur, a, cur.rest());
-}
 
 // A file descriptor closed on destruction.
 class Fd {
@@ -247,56 +139,8 @@ bool is_forwarded(int sig) {
   return std::find(std::begin(kForwardedSignals), std::end(kForwardedSignals), sig) != std::end(kForwardedSignals);
 }
 
-// What `run` holds while COMMAND runs: a lease (exclusive or shared) or a session lock.
-class HeldLock {
- public:
-  virtual ~HeldLock() = default;
-  // The fencing token; session locks have none.
-  virtual std::optional<std::int64_t> fence() const = 0;
-  // The backend's key of a session lock (PostgreSQL: the advisory lock key).
-  virtual std::optional<std::int64_t> session_key() const { return std::nullopt; }
-  // True once the lock is known lost. Never goes back to false. Safe to call concurrently with
-  // the manager's renewal thread.
-  virtual bool lost() const = 0;
-  // Local steady_clock deadline past which lost() turns true without further news, if any.
-  virtual std::optional<Clock::time_point> safe_until() const = 0;
-  // Does not throw for backend failures (kInDoubt).
-  virtual ReleaseResult release() = 0;
-};
-
-class HeldLease final : public HeldLock {
- public:
-  explicit HeldLease(Lease lease) : lease_(std::move(lease)) {}
-  std::optional<std::int64_t> fence() const override { return lease_.fence(); }
-  bool lost() const override { return lease_.lost(); }
-  std::optional<Clock::time_point> safe_until() const override { return lease_.safe_until(); }
-  ReleaseResult release() override { return lease_.release(); }
-
- private:
-  Lease lease_;
-};
-
-class HeldSession final : public HeldLock {
- public:
-  explicit HeldSession(SessionLock lock) : lock_(std::move(lock)) {}
-  std::optional<std::int64_t> fence() const override { return std::nullopt; }
-  std::optional<std::int64_t> session_key() const override { return lock_.key(); }
-  bool lost() const override { return lock_.lost(); }
-  std::optional<Clock::time_point> safe_until() const override { return std::nullopt; }
-  ReleaseResult release() override { return lock_.release(); }
-
- private:
-  SessionLock lock_;
-};
-
 // One acquisition attempt with the configured wait: the lock, or null when not acquired.
 using Acquire = std::function<std::unique_ptr<HeldLock>()>;
-
-std::string describe_wait(milliseconds wait) {
-  if (wait == kWaitForever) return "forever";
-  if (wait.count() <= 0) return "0 (tried once)";
-  return format_duration(wait);
-}
 
 // Waits for the lock. A (possibly long) wait runs `acquire` on a helper thread while this thread
 // watches the signalfd, so that Ctrl-C or SIGTERM ends a waiting dblock at once. Such a signal
@@ -341,8 +185,8 @@ std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const Ru
       for (const signalfd_siginfo& info : read_signals(sfd)) {
         int sig = static_cast<int>(info.ssi_signo);
         if (is_forwarded(sig)) {
-          std::fprintf(stderr, "dblock: %s while waiting for lock '%s'; not running the command\n",
-                       ::strsignal(sig), terminal_text(o.key).c_str());
+          std::fprintf(stderr, "dblock: %s while waiting for %s; not running the command\n", ::strsignal(sig),
+                       locks_text(o).c_str());
           std::fflush(nullptr);
           // The helper thread is blocked in the acquire and cannot be cancelled: leave without
           // running destructors.
@@ -374,16 +218,18 @@ bool fault_during_wait(const Error& e) {
 void report_not_acquired(LockManager& manager, const RunOptions& o) {
   std::string holder;
   try {
-    if (o.mode == RunMode::kSession) {
-      // Session locks live in the server's lock table, not in the lease table.
-    } else if (auto info = manager.inspect(o.key)) {
-      holder = ": held by " + terminal_text(info->holder) + " (fence " + std::to_string(info->fence) + ", expires in " +
-               format_duration(milliseconds(info->expires_in_us / 1'000)) + ")";
+    // Session locks live in the server's lock table, not in the lease table.
+    for (std::size_t i = 0; i < o.keys.size() && o.mode != RunMode::kSession && holder.empty(); ++i) {
+      if (auto info = manager.inspect(o.keys[i])) {
+        holder = ": " + std::string(o.keys.size() > 1 ? "'" + terminal_text(o.keys[i]) + "' " : "") + "held by " +
+                 terminal_text(info->holder) + " (fence " + std::to_string(info->fence) + ", expires in " +
+                 format_duration(milliseconds(info->expires_in_us / 1'000)) + ")";
+      }
     }
   } catch (const std::exception&) {
     // Only decoration for the message.
   }
-  std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s%s\n", terminal_text(o.key).c_str(),
+  std::fprintf(stderr, "dblock: %s not acquired within --wait %s%s\n", locks_text(o).c_str(),
                describe_wait(o.wait).c_str(), holder.c_str());
 }
 
@@ -426,9 +272,9 @@ class Supervisor {
         // The release reached the backend only after the lease's safe time: it found the lease
         // expired, which says nothing about the time COMMAND ran.
         std::fprintf(stderr,
-                     "dblock: warning: the release of '%s' reached the backend only after the lease expired; "
+                     "dblock: warning: the release of %s reached the backend only after the lease expired; "
                      "COMMAND had ended inside the lease (%s left)\n",
-                     terminal_text(o_.key).c_str(),
+                     locks_text(o_).c_str(),
                      format_duration(std::chrono::duration_cast<milliseconds>(*safe_at_end - ended_at)).c_str());
       } else {
         note_lost("the backend no longer had the lock when it was released", /*act=*/false);
@@ -449,23 +295,14 @@ class Supervisor {
     ChildSpec spec;
     for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
       std::string_view entry(*e);
-      if (entry.rfind("DBLOCK_FENCE=", 0) == 0 || entry.rfind("DBLOCK_KEY=", 0) == 0 ||
-          entry.rfind("DBLOCK_SESSION_KEY=", 0) == 0) {
-        continue;
-      }
+      if (is_run_variable(entry)) continue;
       if (entry.rfind("DBLOCK_URL=", 0) == 0) {
         if (std::optional<std::string> url = url_for_child(entry.substr(11))) spec.env.push_back("DBLOCK_URL=" + *url);
         continue;
       }
       spec.env.emplace_back(entry);
     }
-    if (std::optional<std::int64_t> fence = lock_.fence()) {
-      spec.env.push_back("DBLOCK_FENCE=" + std::to_string(*fence));  // session locks have no fence
-    }
-    spec.env.push_back("DBLOCK_KEY=" + o_.key);
-    if (std::optional<std::int64_t> key = lock_.session_key()) {
-      spec.env.push_back("DBLOCK_SESSION_KEY=" + std::to_string(*key));
-    }
+    for (std::string& entry : lock_.environment()) spec.env.push_back(std::move(entry));
     spec.argv = o_.command;
     spec.mask = child_mask;
     spec.die_with_parent = o_.kill_with_dblock;
@@ -550,7 +387,7 @@ class Supervisor {
     lost_ = true;
     std::string fence;
     if (std::optional<std::int64_t> f = lock_.fence()) fence = " (fence " + std::to_string(*f) + ")";
-    std::fprintf(stderr, "dblock: lock '%s'%s lost while COMMAND was running: %s\n", terminal_text(o_.key).c_str(), fence.c_str(),
+    std::fprintf(stderr, "dblock: %s%s lost while COMMAND was running: %s\n", locks_text(o_).c_str(), fence.c_str(),
                  reason.c_str());
     if (!act || child_.pid() <= 0) return;
     switch (o_.on_lost) {
@@ -575,7 +412,7 @@ class Supervisor {
     ReleaseResult result = lock_.release();
     if (result == ReleaseResult::kInDoubt) {
       const std::string cause = last_reported_error.empty() ? "backend connection problem" : last_reported_error;
-      std::fprintf(stderr, "dblock: release of '%s' is in doubt (%s); %s\n", terminal_text(o_.key).c_str(),
+      std::fprintf(stderr, "dblock: release of %s is in doubt (%s); %s\n", locks_text(o_).c_str(),
                    terminal_text(cause).c_str(),
                    o_.mode == RunMode::kSession
                        ? "the server frees a session lock when it notices the session is gone"
@@ -599,35 +436,13 @@ milliseconds left_of(milliseconds wait, std::chrono::steady_clock::time_point en
   return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(ends - std::chrono::steady_clock::now()));
 }
 
-// One acquisition on `m` in `o`'s mode, waiting up to `wait`: the lock, or null when not acquired.
-std::unique_ptr<HeldLock> acquire_with(LockManager& m, const RunOptions& o, milliseconds wait,
-                                       const std::function<void(const LostLease&)>& on_lost) {
-  if (o.mode == RunMode::kSession) {
-    // Fails early with UnsupportedError (exit 64) where the backend has no session locks (SQLite).
-    m.require_session_locks();
-    SessionLockOptions so;
-    so.mode = LockMode::kExclusive;
-    so.on_lost = on_lost;
-    std::optional<SessionLock> lock = m.session_lock(o.key, wait, so);
-    if (!lock) return nullptr;
-    return std::make_unique<HeldSession>(std::move(*lock));
-  }
-  AcquireOptions ao;
-  ao.ttl = o.ttl;
-  ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
-  ao.on_lost = on_lost;
-  std::optional<Lease> lease = m.acquire(o.key, wait, ao);
-  if (!lease) return nullptr;
-  return std::make_unique<HeldLease>(std::move(*lease));
-}
-
 }  // namespace
 
 int run_command(GlobalOptions global, std::vector<std::string> args) {
   std::optional<RunOptions> parsed = parse_run(global, std::move(args));
   if (!parsed) return kExitOk;
   const RunOptions& o = *parsed;
-  validate_lock_name(o.key);
+  for (const std::string& key : o.keys) validate_lock_name(key);
   const std::string url = resolve_url(global);
 
   // Declared before the manager so that they outlive its threads and callbacks.
@@ -644,9 +459,10 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
   const auto wait_ends = o.wait == kWaitForever ? std::chrono::steady_clock::time_point::max()
                                                 : std::chrono::steady_clock::now() + std::max(o.wait, milliseconds(0));
   const int lost_write = lost_pipe->write_end.get();
-  auto on_lost = [lost_write](const LostLease& lost) {
+  auto on_lost = [lost_write, several = o.keys.size() > 1](const LostLease& lost) {
     // Runs on the renewal thread: only write to the self-pipe (non-blocking, one atomic write).
     std::string text = lost.reason.empty() ? std::string("lost") : lost.reason;
+    if (several) text = "'" + terminal_text(lost.name) + "': " + text;
     text.resize(std::min<std::size_t>(text.size(), 400));
     text.push_back('\n');
     ssize_t n;
@@ -669,8 +485,8 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
     // wait that way is "not acquired within --wait", with the fault as the reason. An open that
     // failed (69) and a single try (--wait 0) report the fault itself.
     if (manager == nullptr || o.wait.count() <= 0 || !fault_during_wait(e)) throw;
-    std::fprintf(stderr, "dblock: lock '%s' not acquired within --wait %s: the service failed while waiting: %s\n",
-                 terminal_text(o.key).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
+    std::fprintf(stderr, "dblock: %s not acquired within --wait %s: the service failed while waiting: %s\n",
+                 locks_text(o).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
     return kExitNotAcquired;
   }
   if (!held) {
@@ -682,8 +498,8 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
   for (const signalfd_siginfo& info : read_signals(signals.fd.get())) {
     int sig = static_cast<int>(info.ssi_signo);
     if (is_forwarded(sig)) {
-      std::fprintf(stderr, "dblock: %s before the command started; releasing '%s'\n", ::strsignal(sig),
-                   terminal_text(o.key).c_str());
+      std::fprintf(stderr, "dblock: %s before the command started; releasing %s\n", ::strsignal(sig),
+                   locks_text(o).c_str());
       held->release();
       return kExitSignalBase + sig;
     }

@@ -39,7 +39,7 @@ Exit status:
 Passwords in URLs are never printed.
 )";
 
-constexpr std::string_view kRun = R"(Usage: dblock [--url URL] run --key NAME [--ttl 30s] [--wait 0|DURATION|forever]
+constexpr std::string_view kRun = R"(Usage: dblock [--url URL] run --key NAME [--key NAME...] [--ttl 30s] [--wait 0|DURATION|forever]
                   [--mode lease|session|shared] [--on-lost term|kill|ignore]
                   [--on-dblock-death kill|keep] -- COMMAND [ARGS...]
 
@@ -49,6 +49,10 @@ releases it when COMMAND exits. COMMAND runs with these variables added to its e
   DBLOCK_KEY    the lock name
   DBLOCK_SESSION_KEY  with --mode session: the backend's key for the lock (PostgreSQL: the
                 advisory lock key, as in pg_locks); DBLOCK_FENCE is then not set
+With several --key options, all the names are held or none (taken in sorted order; what was
+taken is given back when one is not acquired within --wait), and instead of DBLOCK_KEY and
+DBLOCK_FENCE COMMAND gets DBLOCK_KEY_COUNT=N and DBLOCK_KEY_i, DBLOCK_FENCE_i for i = 1..N in
+sorted order. Losing any of them is losing the lock (--on-lost).
 COMMAND runs in a process group of its own (given the terminal when dblock had it) and inherits
 none of dblock's open files or database connections, only stdin, stdout and stderr.
 SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to dblock are forwarded to COMMAND's
@@ -57,7 +61,8 @@ SIGKILL at once (see --on-dblock-death); the lease then expires after its TTL.
 A signal that arrives while dblock is still waiting for the lock ends dblock (128+N), holding nothing.
 
 Options:
-  --key NAME        lock name (required): 1-255 bytes of UTF-8, no control characters
+  --key NAME        lock name (required; repeat it to hold several names, not with --mode
+                    session): 1-255 bytes of UTF-8, no control characters
   --ttl DURATION    lease time-to-live; renewed every TTL/3 while COMMAND runs. Default 30s; 1s to 7d
   --wait WAIT       how long to wait for the lock: 0 (default) tries once, a DURATION waits that
                     long, `forever` waits without limit

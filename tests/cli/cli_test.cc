@@ -723,6 +723,36 @@ TEST_CASE("run on a held key exits 75: at once with --wait 0 / after the wait ot
   CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
 }
 
+TEST_CASE("run --key A --key B holds both or neither; COMMAND gets each name and fence", "[cli][sqlite]") {
+  Cli cli;
+  Result both = cli.run({"run", "--key", "b", "--key", "a", "--", "sh", "-c",
+                         "echo \"$DBLOCK_KEY_COUNT $DBLOCK_KEY_1 $DBLOCK_KEY_2 ${DBLOCK_KEY-unset} ${DBLOCK_FENCE-unset}\"; "
+                         "echo \"$DBLOCK_FENCE_1\"; echo \"$DBLOCK_FENCE_2\""});
+  INFO(both);
+  REQUIRE(both.code == 0);
+  std::istringstream out(both.out);
+  std::string names, fence_a, fence_b;
+  std::getline(out, names);
+  std::getline(out, fence_a);
+  std::getline(out, fence_b);
+  CHECK(names == "2 a b unset unset");  // in the order taken (sorted); no single DBLOCK_KEY/FENCE
+  CHECK_FALSE(read_numbers(fence_a).empty());
+  CHECK_FALSE(read_numbers(fence_b).empty());
+
+  // One of them held elsewhere: not acquired, COMMAND not run, and the other name not kept.
+  auto holder = cli.start({"run", "--key", "b", "--", "sleep", "60"});
+  REQUIRE(eventually([&] { return cli.held("b"); }, milliseconds(15'000)));
+  Result refused = cli.run({"run", "--key", "a", "--key", "b", "--wait", "1s", "--", "touch", cli.dir.file("ran")});
+  INFO(refused);
+  CHECK(refused.code == kNotAcquired);
+  CHECK(refused.err.find("locks 'a', 'b' not acquired") != std::string::npos);
+  CHECK(refused.err.find("'b' held by") != std::string::npos);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  CHECK_FALSE(cli.held("a"));
+  holder->signal(SIGTERM);
+  CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
 // ---------------------------------------------------------------------------------------------
 // 4. Fencing tokens and the child's environment.
 
@@ -870,7 +900,9 @@ TEST_CASE("usage errors exit 64 without touching the backend", "[cli][sqlite]") 
       {{"run", "--key", "k", "true"}, "missing --"},
       {{"run", "--key", "k"}, "missing -- and command"},
       {{"run", "--key", "k", "--"}, "missing command"},
-      {{"run", "--key", "k", "--key", "j", "--", "true"}, "repeated flag"},
+      {{"run", "--key", "k", "--key", "k", "--", "true"}, "same name twice"},
+      {{"run", "--key", "k", "--ttl", "5s", "--ttl", "6s", "--", "true"}, "repeated flag"},
+      {{"run", "--key", "k", "--key", "j", "--mode", "session", "--", "true"}, "session mode with two names"},
       {{"run", "--key"}, "flag without value"},
       {{"frobnicate"}, "unknown subcommand"},
       {{}, "no subcommand"},

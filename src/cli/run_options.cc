@@ -1,0 +1,140 @@
+// Parsing and checking the options of `dblock run`.
+#include "run_options.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
+
+#include "args.h"
+#include "dblock/lock_manager.h"
+#include "output.h"
+#include "usage.h"
+
+namespace dblock::cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+// Shortest --ttl: a process is stopped in milliseconds, not microseconds, and the lease must
+// outlast a renewal that is late by a scheduler hiccup (the library's own floor is kMinTtl).
+constexpr milliseconds kMinRunTtl{1000};
+
+// The option values as given, before they are checked.
+struct RunArgs {
+  std::vector<std::string> keys;
+  std::optional<std::string> ttl, wait, mode, on_lost, on_death;
+};
+
+// `value` looked up in `choices`; a usage failure naming the option and the choices otherwise
+// ("--mode must be lease, session or shared, not 'x'").
+template <class T>
+T choose(const ArgCursor& cur, const char* option, const std::string& value,
+         std::initializer_list<std::pair<const char*, T>> choices) {
+  std::string names;
+  std::size_t i = 0;
+  for (const auto& [name, result] : choices) {
+    if (value == name) return result;
+    names += (i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + std::string(name);
+    ++i;
+  }
+  cur.fail(std::string(option) + " must be " + names + ", not '" + value + "'");
+}
+
+// Checks the values and fills in what they say over the defaults.
+RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vector<std::string> command) {
+  RunOptions o;
+  o.command = std::move(command);
+  if (o.command.empty()) cur.fail("missing COMMAND after --");
+  if (a.keys.empty()) cur.fail("--key NAME is required");
+  o.keys = a.keys;
+  std::vector<std::string> sorted = a.keys;
+  std::sort(sorted.begin(), sorted.end());
+  if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end()) {
+    cur.fail("--key '" + terminal_text(*twice) + "' is given twice");
+  }
+  std::string error;
+  if (a.ttl) {
+    auto value = parse_duration(*a.ttl, &error);
+    if (!value) cur.fail("--ttl: " + error);
+    if (value->count() <= 0) cur.fail("--ttl must be greater than 0");
+    if (*value < kMinRunTtl) {
+      cur.fail("--ttl must be at least " + format_duration(kMinRunTtl) +
+               ": COMMAND must be stopped inside the lease, and renewals come every TTL/3");
+    }
+    if (*value > kMaxTtl) cur.fail("--ttl must be at most " + format_duration(kMaxTtl));
+    o.ttl = *value;
+  }
+  if (a.wait && *a.wait == "forever") {
+    o.wait = kWaitForever;
+  } else if (a.wait) {
+    auto value = parse_duration(*a.wait, &error);
+    if (!value) cur.fail("--wait: " + error + " (or `forever`)");
+    o.wait = *value;
+  }
+  if (a.mode) {
+    o.mode = choose<RunMode>(cur, "--mode", *a.mode,
+                             {{"lease", RunMode::kLease}, {"session", RunMode::kSession}, {"shared", RunMode::kShared}});
+  }
+  if (a.on_lost) {
+    o.on_lost = choose<OnLost>(cur, "--on-lost", *a.on_lost,
+                               {{"term", OnLost::kTerm}, {"kill", OnLost::kKill}, {"ignore", OnLost::kIgnore}});
+  }
+  if (o.mode == RunMode::kSession && o.keys.size() > 1) {
+    cur.fail("--mode session takes one --key (several names are held as leases: --mode lease or shared)");
+  }
+  if (a.on_death) o.kill_with_dblock = choose<bool>(cur, "--on-dblock-death", *a.on_death, {{"kill", true}, {"keep", false}});
+  return o;
+}
+
+}  // namespace
+
+std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args) {
+  ArgCursor cur(std::move(args), "run");
+  RunArgs a;
+  bool saw_separator = false;
+  while (!cur.done()) {
+    if (cur.flag("--")) {
+      saw_separator = true;
+      break;
+    }
+    if (cur.flag("--help", "-h")) {
+      const std::string_view text = usage_text("run");
+      std::fwrite(text.data(), 1, text.size(), stdout);
+      return std::nullopt;
+    }
+    if (cur.option("--url", &global.url) || cur.repeated_option("--key", &a.keys) || cur.option("--ttl", &a.ttl) ||
+        cur.option("--wait", &a.wait) || cur.option("--mode", &a.mode) || cur.option("--on-lost", &a.on_lost) ||
+        cur.option("--on-dblock-death", &a.on_death)) {
+      continue;
+    }
+    if (!cur.peek().empty() && cur.peek()[0] != '-') {
+      cur.fail("unexpected argument '" + cur.peek() + "': put the command after --, as in "
+               "dblock run --key NAME [--key NAME...] -- COMMAND [ARGS...]");
+    }
+    cur.unexpected();
+  }
+  if (!saw_separator) {
+    cur.fail("missing -- and COMMAND: dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]");
+  }
+  return checked_run_options(cur, a, cur.rest());
+}
+
+
+std::string locks_text(const RunOptions& o) {
+  std::string text = o.keys.size() == 1 ? "lock " : "locks ";
+  for (std::size_t i = 0; i < o.keys.size(); ++i) {
+    text += (i == 0 ? "'" : ", '") + terminal_text(o.keys[i]) + "'";
+  }
+  return text;
+}
+
+std::string describe_wait(milliseconds wait) {
+  if (wait == kWaitForever) return "forever";
+  if (wait.count() <= 0) return "0 (tried once)";
+  return format_duration(wait);
+}
+
+
+}  // namespace dblock::cli

@@ -1,0 +1,40 @@
+// src/cli/run_options.h — the options of `dblock run`, parsed and checked.
+//
+// Pure parsing on the main thread before anything starts; no global state.
+#ifndef DBLOCK_CLI_RUN_OPTIONS_H_
+#define DBLOCK_CLI_RUN_OPTIONS_H_
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+
+namespace dblock::cli {
+
+enum class RunMode { kLease, kSession, kShared };
+enum class OnLost { kTerm, kKill, kIgnore };
+
+struct RunOptions {
+  std::vector<std::string> keys;  // as given (at least one, none twice); held in sorted order
+  std::chrono::milliseconds ttl{30'000};
+  std::chrono::milliseconds wait{0};  // kWaitForever for `forever`
+  RunMode mode = RunMode::kLease;
+  OnLost on_lost = OnLost::kTerm;
+  bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
+  std::vector<std::string> command;
+};
+
+// Returns the options, or an empty optional when --help was printed. Throws UsageFailure.
+std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args);
+
+// "lock 'a'" or "locks 'a', 'b'" (names made safe for a terminal), for messages.
+std::string locks_text(const RunOptions& o);
+
+// "forever", "0 (tried once)" or the duration, as --wait is echoed in messages.
+std::string describe_wait(std::chrono::milliseconds wait);
+
+}  // namespace dblock::cli
+
+#endif  // DBLOCK_CLI_RUN_OPTIONS_H_
