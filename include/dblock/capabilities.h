@@ -158,6 +158,18 @@ class Maintenance {
   virtual std::size_t reap(std::size_t batch) = 0;
 };
 
+// Several leases taken in one call, all or none (Redis: one script). The engine makes acquire_all's
+// first attempt with it; when it is refused, the engine takes the names one by one in sorted order
+// (waiting as acquire does, in each name's line). Not used for names this thread already holds.
+class MultiAcquire {
+ public:
+  virtual ~MultiAcquire() = default;
+  // Every request at once: a result per request, in request order, each acquired; or an empty
+  // vector when any name is held elsewhere or has live waiters in line (nothing is taken then).
+  // Idempotent per secret, like LeaseService::try_acquire; the requests' names are distinct.
+  virtual std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) = 0;
+};
+
 // The record a service keeps of every force-release (written by force_release itself).
 class AuditLog {
  public:

@@ -36,6 +36,7 @@ class NativeWait;
 class HolderProbe;
 class Maintenance;
 class AuditLog;
+class MultiAcquire;
 class SessionLocks;
 class SqlFeatures;
 
@@ -179,6 +180,7 @@ class LeaseService {
   virtual HolderProbe* holder_probe() noexcept { return nullptr; }
   virtual Maintenance* maintenance() noexcept { return nullptr; }
   virtual AuditLog* audit_log() noexcept { return nullptr; }
+  virtual MultiAcquire* multi_acquire() noexcept { return nullptr; }
   virtual SessionLocks* session_locks() noexcept { return nullptr; }
   virtual SqlFeatures* sql_features() noexcept { return nullptr; }
 };

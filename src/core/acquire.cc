@@ -28,6 +28,21 @@ milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl
   return ttl;
 }
 
+// The deadline of one service call of a wait ending at `deadline`: the caller's, but no call of a
+// very long wait (kWaitForever) blocks on a dead connection for more than kMaxCallTime.
+SteadyClock::time_point bounded_call_deadline(SteadyClock::time_point deadline) {
+  const auto now = SteadyClock::now();
+  return deadline - now > kMaxCallTime ? now + kMaxCallTime : deadline;
+}
+
+// A fault that may pass while the caller is still willing to wait: the service unreachable,
+// restarting, out of connections or disk, busy, or the outcome of the attempt unknown (attempts
+// are idempotent: one that took the name is found its own by the next).
+bool transient(const Error& e) {
+  return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
+         dynamic_cast<const InDoubtError*>(&e) != nullptr;
+}
+
 AcquireResult from_grant(const LeaseGrant& grant) {
   AcquireResult result;
   result.acquired = true;
@@ -119,14 +134,6 @@ class Acquirer {
     }
   }
 
-  // A fault that may pass while the caller is still willing to wait: the service unreachable,
-  // restarting, out of connections or disk, busy, or the outcome of the attempt unknown (attempts
-  // are idempotent: one that took the name is found its own by the next).
-  static bool transient(const Error& e) {
-    return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
-           dynamic_cast<const InDoubtError*>(&e) != nullptr;
-  }
-
   // `step()` (an attempt, or a wait for the turn); while waiting, a transient fault is retried after
   // a pause (50 ms doubling to 800 ms, jittered, never past the deadline) until the deadline, then
   // rethrown: the error that kept the waiter from acquiring. `faults` counts the faults in a row.
@@ -170,7 +177,7 @@ class Acquirer {
       result = core_.service_->try_acquire(request_);
     }
     if (result.acquired) {
-      record(result, sent_at);
+      core_.record(*state_, result, sent_at);
       return true;
     }
     wait_.holder_remaining = result.holder_remaining;
@@ -196,25 +203,7 @@ class Acquirer {
     return from_grant(*confirmed);
   }
 
-  // What the acquisition tells the lease: its fence, its tag, safe-until and the first renewal.
-  void record(const AcquireResult& result, Instant sent_at) {
-    LeaseState& s = *state_;
-    // The service may hold the lease for less than the TTL (a grant until the waiter's queue entry
-    // would have expired, a short session): safe-until from that, renewed at a third of it.
-    const milliseconds held_for = std::min(s.ttl, duration_cast<milliseconds>(result.granted_for));
-    s.fence = result.fence;
-    s.tag = result.tag;
-    s.expires_at_us.store(result.expires_at_us);
-    s.set_safe_until(sent_at.boot + held_for - core_.drift_margin(held_for));
-    s.next_renew = sent_at.steady + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));
-  }
-
-  // The deadline of one service call of this wait: the caller's, but no call of a very long wait
-  // (kWaitForever) blocks on a dead connection for more than kMaxCallTime.
-  SteadyClock::time_point call_deadline_for_wait() const {
-    const auto now = SteadyClock::now();
-    return deadline_ - now > kMaxCallTime ? now + kMaxCallTime : deadline_;
-  }
+  SteadyClock::time_point call_deadline_for_wait() const { return bounded_call_deadline(deadline_); }
 
   void wait_turn() {
     const CallDeadlineScope call(call_deadline_for_wait());
@@ -254,6 +243,63 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once,
                     options.fair.value_or(options_.fair));
   return acquirer.run();
+}
+
+std::optional<std::vector<Lease>> ManagerCore::acquire_all_at_once(const std::vector<std::string>& names,
+                                                                   SteadyClock::time_point deadline, bool try_once,
+                                                                   const AcquireOptions& options) {
+  MultiAcquire* multi = service_->multi_acquire();
+  if (multi == nullptr || holds_any(names)) return std::nullopt;
+  const milliseconds ttl = checked_ttl(options, options_.default_ttl);
+  if (options.mode == LockMode::kShared && !traits_.shared_leases) return std::nullopt;  // acquire() says why
+  const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
+  std::vector<std::shared_ptr<LeaseState>> states;
+  std::vector<AcquireRequest> requests;
+  for (const std::string& name : names) {
+    states.push_back(new_lease_state(name, ttl, options));
+    requests.push_back(AcquireRequest{states.back()->name, options.mode, ttl, &states.back()->secret, holder_});
+  }
+  const Instant sent_at = Instant::now();
+  std::vector<AcquireResult> results;
+  try {
+    const CallDeadlineScope call(bounded_call_deadline(deadline));
+    results = multi->try_acquire_all(requests);
+  } catch (const Error& e) {
+    if (try_once || !transient(e)) throw;
+    return std::nullopt;  // the names one by one ride over it
+  }
+  if (results.size() != states.size()) return try_once ? std::optional<std::vector<Lease>>(std::vector<Lease>{})
+                                                       : std::nullopt;
+  std::vector<Lease> leases;
+  for (std::size_t i = 0; i < states.size(); ++i) {
+    record(*states[i], results[i], sent_at);
+    leases.push_back(publish(states[i]));  // throws when shutting down: the leases taken are released
+  }
+  return leases;
+}
+
+bool ManagerCore::holds_any(const std::vector<std::string>& names) {
+  const auto self = std::this_thread::get_id();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const std::string& name : names) {
+    auto it = active_.find(name);
+    if (it == active_.end()) continue;
+    for (const auto& state : it->second) {
+      if (state->owner_thread == self && !state->is_lost()) return true;
+    }
+  }
+  return false;
+}
+
+void ManagerCore::record(LeaseState& s, const AcquireResult& result, Instant sent_at) {
+  // The service may hold the lease for less than the TTL (a grant until the waiter's queue entry
+  // would have expired, a short session): safe-until from that, renewed at a third of it.
+  const milliseconds held_for = std::min(s.ttl, duration_cast<milliseconds>(result.granted_for));
+  s.fence = result.fence;
+  s.tag = result.tag;
+  s.expires_at_us.store(result.expires_at_us);
+  s.set_safe_until(sent_at.boot + held_for - drift_margin(held_for));
+  s.next_renew = sent_at.steady + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));
 }
 
 std::shared_ptr<LeaseState> ManagerCore::new_lease_state(const std::string& name, milliseconds ttl,

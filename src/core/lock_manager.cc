@@ -79,6 +79,10 @@ std::optional<std::vector<Lease>> LockManager::acquire_all(std::vector<std::stri
   for (const auto& name : names) validate_lock_name(name);
   const bool once = wait <= std::chrono::milliseconds::zero();
   const auto deadline = once ? std::chrono::steady_clock::now() : deadline_after(wait);
+  if (std::optional<std::vector<Lease>> all = core_->acquire_all_at_once(names, deadline, once, options)) {
+    if (all->empty()) return std::nullopt;  // a single try, refused
+    return all;
+  }
   std::vector<Lease> held;
   try {
     for (const auto& name : names) {

@@ -52,6 +52,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // try_once: one attempt, no queueing. Otherwise waits until `deadline` (SteadyClock).
   std::optional<Lease> acquire(std::string_view name, SteadyClock::time_point deadline, bool try_once,
                                const AcquireOptions& options);
+  // acquire_all's first attempt, all names in one service call (MultiAcquire): the leases; an
+  // empty vector when a single try was refused; nullopt when the names are to be taken one by one
+  // (no such capability, a name this thread holds, refused while waiting, or a fault waiting
+  // rides over). REQUIRES: names validated, distinct, sorted.
+  std::optional<std::vector<Lease>> acquire_all_at_once(const std::vector<std::string>& names,
+                                                        SteadyClock::time_point deadline, bool try_once,
+                                                        const AcquireOptions& options);
   // Releases one hold of `state` (see Lease::release).
   ReleaseResult release_hold(const std::shared_ptr<LeaseState>& state);
 
@@ -89,6 +96,10 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                               const AcquireOptions& options) const;
   // Puts an acquired lease in the active set; releases it and throws when shutting down.
   Lease publish(const std::shared_ptr<LeaseState>& state);
+  // What an acquisition tells its lease: fence, tag, safe-until and the first renewal.
+  void record(LeaseState& state, const AcquireResult& result, Instant sent_at);
+  // True if this thread holds any of `names` through this manager (not lost).
+  bool holds_any(const std::vector<std::string>& names);
 
   // --- renewal.cc ---
   void renewal_loop();

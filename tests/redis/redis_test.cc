@@ -148,6 +148,38 @@ TEST_CASE("redis: the lease is the key <prefix>NAME; its companions share its sl
   CHECK_THROWS_AS(bare->try_acquire("{" + prefix + "layout}:fence"), UsageError);
 }
 
+TEST_CASE("redis: acquire_all is one script: a name held elsewhere leaves the others untouched", "[redis][multi]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  Raw raw(context().url);
+  // Another client's single-key lock on one of the names (redis-py's SET NX PX).
+  REQUIRE(raw.text({"SET", prefix + "multi-b", "token", "NX", "PX", "30000"}) == "OK");
+  CHECK_FALSE(manager->acquire_all({"multi-c", "multi-b", "multi-a"}, 0ms));
+  // Taken one by one, multi-a would have had a fence drawn; in one script nothing was touched.
+  CHECK(raw.text({"EXISTS", "{" + prefix + "multi-a}:fence"}) == "0");
+  CHECK(raw.text({"EXISTS", prefix + "multi-a"}) == "0");
+  CHECK(raw.text({"GET", prefix + "multi-b"}) == "token");
+  REQUIRE(raw.text({"DEL", prefix + "multi-b"}) == "1");
+  auto all = manager->acquire_all({"multi-c", "multi-b", "multi-a"}, 0ms);
+  REQUIRE(all);
+  REQUIRE(all->size() == 3);
+  for (const Lease& lease : *all) {
+    INFO(lease.name());
+    CHECK(raw.text({"HGET", prefix + lease.name(), "fence"}) == std::to_string(lease.fence()));
+    CHECK(std::stoll(raw.text({"PTTL", prefix + lease.name()})) > 0);
+  }
+  CHECK((*all)[0].name() == "multi-a");
+  // Shared leases at once, beside each other.
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  auto r1 = manager->acquire_all({"multi-s1", "multi-s2"}, 0ms, shared);
+  auto r2 = manager->acquire_all({"multi-s1", "multi-s2"}, 0ms, shared);
+  CHECK(r1);
+  CHECK(r2);
+  CHECK_FALSE(manager->acquire_all({"multi-s2", "multi-x"}, 0ms));
+  CHECK(raw.text({"EXISTS", "{" + prefix + "multi-x}:fence"}) == "0");
+}
+
 TEST_CASE("redis: a release repeated after a lost reply reports what the first one did", "[redis][keys]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);

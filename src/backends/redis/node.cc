@@ -50,6 +50,7 @@ Script::Script(const char* name_in, std::string text_in)
 
 ScriptSet::ScriptSet()
     : acquire(script("acquire", scripts::kAcquire)),
+      acquire_all(script("acquire-all", scripts::kAcquireAll)),
       renew(script("renew", scripts::kRenew)),
       release(script("release", scripts::kRelease)),
       force_release(script("force-release", scripts::kForceRelease)),

@@ -32,7 +32,7 @@ struct Script {
 
 struct ScriptSet {
   ScriptSet();
-  Script acquire, renew, release, force_release, describe, position, leave, confirm, raise_fence;
+  Script acquire, acquire_all, renew, release, force_release, describe, position, leave, confirm, raise_fence;
 };
 
 // How a call may be repeated after a failed exchange.

@@ -64,6 +64,32 @@ FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool que
   return out;
 }
 
+std::vector<AcquireResult> RedisService::try_acquire_all(const std::vector<AcquireRequest>& requests) {
+  std::vector<std::string> key_list, values;
+  values.reserve(requests.size() * 2);  // stable: args below view into it
+  for (const AcquireRequest& request : requests) {
+    const LockKeys k = keys(request.name);
+    key_list.insert(key_list.end(), {k.lease, k.fence, k.queue, k.queue_info});
+    values.push_back(std::to_string(request.ttl.count() * 1000));
+    values.push_back(std::string(mode_arg(request.mode)));
+  }
+  std::vector<std::string_view> args{requests.empty() ? std::string_view() : requests.front().holder};
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    args.insert(args.end(), {secret_bytes(*requests[i].secret), values[2 * i], values[2 * i + 1]});
+  }
+  const Reply r = node_.eval(node_.scripts().acquire_all, key_list, args, Repeat::kSafe);
+  std::vector<AcquireResult> out;
+  if (r.size() == 0 || r[0].integer() != 1) return out;
+  if (r.size() != 1 + 2 * requests.size()) throw Error("redis: acquire-all answered with the wrong number of fields", std::string(kServiceName));
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    AcquireResult& result = out.emplace_back();
+    result.acquired = true;
+    result.fence = r[1 + 2 * i].integer();
+    result.expires_at_us = r[2 + 2 * i].integer();
+  }
+  return out;
+}
+
 RenewResult RedisService::renew(const LeaseKey& lease, milliseconds ttl) {
   const LockKeys k = keys(lease.name);
   const std::string ttl_us = std::to_string(ttl.count() * 1000);

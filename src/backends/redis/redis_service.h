@@ -4,8 +4,8 @@
 // subscriber connection owned by the subscriber's thread. Every call is bounded by call_deadline()
 // (at most kLongestCall ahead when the engine set none).
 //
-// Capabilities: FairQueue (the waiters' zset), WakeEvents (subscriber.h), AuditLog (a stream the
-// force-release script appends to). No Maintenance (keys expire on the server: nothing to reap,
+// Capabilities: FairQueue (the waiters' zset), WakeEvents (subscriber.h), MultiAcquire (one
+// script), AuditLog (a stream the force-release script appends to). No Maintenance (keys expire on the server: nothing to reap,
 // no schema), no HolderProbe (a release grants or names the next waiter), no SessionLocks, no
 // SqlFeatures.
 #ifndef DBLOCK_SRC_BACKENDS_REDIS_REDIS_SERVICE_H_
@@ -26,7 +26,7 @@
 
 namespace dblock::redis {
 
-class RedisService final : public LeaseService, public FairQueue, public AuditLog {
+class RedisService final : public LeaseService, public FairQueue, public MultiAcquire, public AuditLog {
  public:
   // Connects, checks the server and loads the scripts. Throws as make_service() documents.
   explicit RedisService(const Options& options);
@@ -44,10 +44,14 @@ class RedisService final : public LeaseService, public FairQueue, public AuditLo
   FairQueue* fair_queue() noexcept override { return this; }
   WakeEvents* wake_events() noexcept override { return events_ ? &*events_ : nullptr; }
   AuditLog* audit_log() noexcept override { return this; }
+  MultiAcquire* multi_acquire() noexcept override { return this; }
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
   void leave(std::string_view name, const OwnerSecret& secret) override;
   Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
+
+  // One script over every name's keys (all in this one server; not for a Redis Cluster).
+  std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
 
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 

@@ -133,6 +133,50 @@ local function leave_line(q, qi, d)
   redis.call('ZREM', q, d)
   redis.call('HDEL', qi, d)
 end
+-- What `d` asking for `mode` finds: 'mine' (it holds the lease so: an acquire extends it), 'free'
+-- (nothing holds it against `mode` and nobody live is ahead of `ticket` in line), else 'held'.
+-- Also returns the state and, unless 'mine', the live waiters. Prunes expired holders and waiters.
+local function claim(K1, q, qi, d, mode, ticket, now)
+  local st = state(K1, now, true)
+  if st == 'alien' then return 'held', st, {} end
+  if mode == 'x' and st == 'x' and redis.call('HGET', K1, 'owner') == d then return 'mine', st, {} end
+  if mode == 's' and st == 's' and redis.call('HGET', K1, 'r:' .. d) then return 'mine', st, {} end
+  local waiters = live_waiters(q, qi, now, true)
+  if (st == 'free' or (st == 's' and mode == 's')) and ahead_of(waiters, d, ticket) == 0 then
+    return 'free', st, waiters
+  end
+  return 'held', st, waiters
+end
+-- Gives `d` the lease `claim` found 'mine' (extended to now + ttl) or 'free' (a new fence).
+-- Returns fence, exp.
+local function take(K1, K2, q, qi, d, holder, ttl, mode, how, waiters, now)
+  local exp = now + ttl
+  if how == 'mine' then
+    local fence
+    if mode == 'x' then
+      redis.call('HSET', K1, 'exp', str(exp))
+      fence = tonumber(redis.call('HGET', K1, 'fence'))
+    else
+      local _, f, acq, ren, h = reader_fields(redis.call('HGET', K1, 'r:' .. d))
+      redis.call('HSET', K1, 'r:' .. d, str(exp) .. '|' .. str(f) .. '|' .. str(acq) .. '|' .. str(ren) .. '|' .. h)
+      fence = f
+    end
+    expire_at(K1, exp, now)
+    leave_line(q, qi, d)
+    return fence, exp
+  end
+  local fence = next_number(K2, now)
+  if mode == 'x' then
+    redis.call('HSET', K1, 'mode', 'x', 'owner', d, 'holder', holder, 'fence', str(fence),
+               'acq', str(now), 'exp', str(exp), 'ren', '0')
+  else
+    redis.call('HSET', K1, 'mode', 's', 'fence', str(fence),
+               'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(now) .. '|0|' .. holder)
+  end
+  expire_at(K1, exp, now)
+  if #waiters > 0 then leave_line(q, qi, d) end
+  return fence, exp
+end
 -- After the lease became free: grants it to the first live exclusive waiter and publishes the
 -- grant, or names a first shared waiter (it attempts itself). A publish is only a hint.
 local function hand_on(K1, K2, q, qi, now, channel, name)
@@ -163,38 +207,10 @@ inline constexpr std::string_view kAcquire = R"LUA(
 local now = now_us()
 local d = redis.sha1hex(ARGV[1])
 local holder, ttl, mode, ticket = ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local st = state(KEYS[1], now, true)
+local how, st, waiters = claim(KEYS[1], KEYS[3], KEYS[4], d, mode, ticket, now)
 if st == 'alien' then return alien(KEYS[1]) end
-local exp = now + ttl
-if mode == 'x' and st == 'x' and redis.call('HGET', KEYS[1], 'owner') == d then
-  redis.call('HSET', KEYS[1], 'exp', str(exp))
-  expire_at(KEYS[1], exp, now)
-  leave_line(KEYS[3], KEYS[4], d)
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'fence')), exp}
-end
-if mode == 's' and st == 's' then
-  local mine = redis.call('HGET', KEYS[1], 'r:' .. d)
-  if mine then
-    local _, fence, acq, ren, h = reader_fields(mine)
-    redis.call('HSET', KEYS[1], 'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(acq) .. '|' .. str(ren) .. '|' .. h)
-    expire_at(KEYS[1], exp, now)
-    leave_line(KEYS[3], KEYS[4], d)
-    return {1, fence, exp}
-  end
-end
-local free = st == 'free' or (st == 's' and mode == 's')
-local waiters = live_waiters(KEYS[3], KEYS[4], now, true)
-if free and ahead_of(waiters, d, ticket) == 0 then
-  local fence = next_number(KEYS[2], now)
-  if mode == 'x' then
-    redis.call('HSET', KEYS[1], 'mode', 'x', 'owner', d, 'holder', holder, 'fence', str(fence),
-               'acq', str(now), 'exp', str(exp), 'ren', '0')
-  else
-    redis.call('HSET', KEYS[1], 'mode', 's', 'fence', str(fence),
-               'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(now) .. '|0|' .. holder)
-  end
-  expire_at(KEYS[1], exp, now)
-  if #waiters > 0 then leave_line(KEYS[3], KEYS[4], d) end
+if how ~= 'held' then
+  local fence, exp = take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], d, holder, ttl, mode, how, waiters, now)
   return {1, fence, exp}
 end
 local remaining = remaining_ms(KEYS[1], st, now)
@@ -212,6 +228,31 @@ local keep = math.ceil(hold / 1000) + 60000
 redis.call('PEXPIRE', KEYS[3], keep)
 redis.call('PEXPIRE', KEYS[4], keep)
 return {0, remaining, ticket, ahead_of(waiters, d, ticket)}
+)LUA";
+
+// Several names at once, all or none. KEYS: K1 K2 K3 K4 of each name in turn. ARGV: holder, then
+// secret, ttl_us, mode of each name in turn. Takes nothing unless every name is free for its
+// mode with nobody live in its line (or already the same secret's). Returns {1, fence1, exp1,
+// fence2, exp2, ...} in KEYS order, or {0, i, holder_remaining_ms} for the first name i refused.
+inline constexpr std::string_view kAcquireAll = R"LUA(
+local now = now_us()
+local holder, n, claims = ARGV[1], #KEYS / 4, {}
+for i = 1, n do
+  local k, a = (i - 1) * 4, 1 + (i - 1) * 3
+  local d, mode = redis.sha1hex(ARGV[a + 1]), ARGV[a + 3]
+  local how, st, waiters = claim(KEYS[k + 1], KEYS[k + 3], KEYS[k + 4], d, mode, 0, now)
+  if st == 'alien' then return alien(KEYS[k + 1]) end
+  if how == 'held' then return {0, i, remaining_ms(KEYS[k + 1], st, now)} end
+  claims[i] = {d, tonumber(ARGV[a + 2]), mode, how, waiters}
+end
+local out = {1}
+for i = 1, n do
+  local k, c = (i - 1) * 4, claims[i]
+  local fence, exp = take(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], c[1], holder, c[2], c[3], c[4], c[5], now)
+  out[#out + 1] = fence
+  out[#out + 1] = exp
+end
+return out
 )LUA";
 
 // KEYS: K1. ARGV: secret, ttl_us, mode. Returns {1, exp_us, fence} or {0}.
