@@ -166,10 +166,11 @@ class LockManager {
   // Throws UnsupportedError with the reason where session locks are absent.
   void require_session_locks() const;
 
-  // Row locks on application tables: runs `body` in a transaction holding the selected rows
-  // FOR UPDATE (or FOR SHARE), with NOWAIT, SKIP LOCKED or a wait timeout. Returns false when
-  // NOWAIT met a locked row or the wait timed out (body not run). Throws UnsupportedError where
-  // absent (SQLite), UsageError for bad identifiers.
+  // Row locks on application tables: runs `body` in a transaction holding the rows `request`
+  // selects (by keys and/or where conditions, see RowLockRequest) FOR UPDATE (or FOR SHARE), with
+  // NOWAIT, SKIP LOCKED or a wait timeout. Returns false when NOWAIT met a locked row or the wait
+  // timed out (body not run). Throws UnsupportedError where absent (SQLite), UsageError for bad
+  // identifiers or a request with neither keys nor where.
   bool with_locked_rows(const RowLockRequest& request, const RowsBody& body);
 
   std::string_view backend_name() const;

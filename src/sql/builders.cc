@@ -35,25 +35,71 @@ std::string read_version_query(std::string_view table, std::string_view id_colum
   return "SELECT " + quote(version_column) + " FROM " + quote(table) + " WHERE " + quote(id_column) + " = ?";
 }
 
-std::string row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
-                           std::string_view backend) {
-  detail::validate_identifier(request.table, "table");
-  detail::validate_identifier(request.key_column, "key column");
-  if (request.keys.empty()) throw UsageError("row lock: no keys", std::string(backend));
-  std::string columns;
-  for (const auto& col : request.columns) {
-    detail::validate_identifier(col, "column");
-    columns += (columns.empty() ? "" : ", ") + quote(col);
+namespace {
+
+// "a, b" or "*".
+std::string select_list(const std::vector<std::string>& columns, QuoteIdentifier quote) {
+  std::string out;
+  for (const auto& column : columns) {
+    detail::validate_identifier(column, "column");
+    out += (out.empty() ? "" : ", ") + quote(column);
   }
-  std::string sql = "SELECT " + (columns.empty() ? std::string("*") : columns) + " FROM " + quote(request.table) +
-                    " WHERE " + quote(request.key_column) + " IN (";
-  for (std::size_t i = 0; i < request.keys.size(); ++i) sql += (i ? ", ?" : "?");
-  sql += ")";
-  if (request.limit > 0) sql += " LIMIT " + std::to_string(request.limit);
-  sql += request.shared ? " " + std::string(shared_clause) : std::string(" FOR UPDATE");
-  if (request.wait == RowLockWait::kNoWait) sql += " NOWAIT";
-  if (request.wait == RowLockWait::kSkipLocked) sql += " SKIP LOCKED";
-  return sql;
+  return out.empty() ? "*" : out;
+}
+
+// The conditions of a row lock, ANDed: key IN (?, ...), then col = ? or col IS NULL.
+std::string row_conditions(const RowLockRequest& request, QuoteIdentifier quote, std::vector<Value>& params) {
+  std::string out;
+  if (!request.keys.empty()) {
+    detail::validate_identifier(request.key_column, "key column");
+    out = quote(request.key_column) + " IN (";
+    for (std::size_t i = 0; i < request.keys.size(); ++i) out += (i ? ", ?" : "?");
+    out += ")";
+    params = request.keys;
+  }
+  for (const auto& [column, value] : request.where) {
+    detail::validate_identifier(column, "where column");
+    out += (out.empty() ? "" : " AND ") + quote(column);
+    if (std::holds_alternative<std::monostate>(value)) {
+      out += " IS NULL";
+    } else {
+      out += " = ?";
+      params.push_back(value);
+    }
+  }
+  return out;
+}
+
+// " ORDER BY a, b DESC" ("-b": descending), or "".
+std::string order_clause(const std::vector<std::string>& order_by, QuoteIdentifier quote) {
+  std::string out;
+  for (const auto& entry : order_by) {
+    const bool descending = !entry.empty() && entry[0] == '-';
+    const std::string_view column = descending ? std::string_view(entry).substr(1) : std::string_view(entry);
+    detail::validate_identifier(column, "order_by column");
+    out += (out.empty() ? " ORDER BY " : ", ") + quote(column) + (descending ? " DESC" : "");
+  }
+  return out;
+}
+
+}  // namespace
+
+BuiltStatement row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
+                              std::string_view backend) {
+  detail::validate_identifier(request.table, "table");
+  if (request.keys.empty() && request.where.empty()) {
+    throw UsageError("row lock on '" + request.table +
+                         "': no rows chosen; set keys (key_column IN keys) or where (column = value conditions)",
+                     std::string(backend));
+  }
+  BuiltStatement out;
+  out.sql = "SELECT " + select_list(request.columns, quote) + " FROM " + quote(request.table) + " WHERE " +
+            row_conditions(request, quote, out.params) + order_clause(request.order_by, quote);
+  if (request.limit > 0) out.sql += " LIMIT " + std::to_string(request.limit);
+  out.sql += request.shared ? " " + std::string(shared_clause) : std::string(" FOR UPDATE");
+  if (request.wait == RowLockWait::kNoWait) out.sql += " NOWAIT";
+  if (request.wait == RowLockWait::kSkipLocked) out.sql += " SKIP LOCKED";
+  return out;
 }
 
 }  // namespace dblock::sql

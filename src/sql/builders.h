@@ -31,11 +31,14 @@ BuiltStatement versioned_update(const VersionedUpdate& update, QuoteIdentifier q
 std::string read_version_query(std::string_view table, std::string_view id_column, std::string_view version_column,
                                QuoteIdentifier quote);
 
-// SELECT cols FROM t WHERE key IN (?, ...) [LIMIT n] FOR UPDATE|<shared_clause> [NOWAIT|SKIP LOCKED].
-// `shared_clause` is the dialect's shared row lock ("FOR SHARE", "LOCK IN SHARE MODE"). The wait
-// timeout is the caller's (dialects differ). Throws UsageError for bad identifiers or no keys.
-std::string row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
-                           std::string_view backend);
+// SELECT cols FROM t WHERE key IN (?, ...) AND c = ? AND d IS NULL ... [ORDER BY ...] [LIMIT n]
+// FOR UPDATE|<shared_clause> [NOWAIT|SKIP LOCKED], with its parameters (the keys, then the
+// where values that are not NULL). `shared_clause` is the dialect's shared row lock ("FOR SHARE",
+// "LOCK IN SHARE MODE"). The wait timeout is the caller's (dialects differ). Throws UsageError
+// (naming `backend` where the fault is the request's shape) for bad identifiers, or for neither
+// keys nor where conditions.
+BuiltStatement row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
+                              std::string_view backend);
 
 }  // namespace dblock::sql
 

@@ -871,15 +871,13 @@ TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "
 
 // ---- optional modes, on every backend that has them ---------------------------------------
 
-namespace {
-
-// An application table for the optional-mode tests, created (and filled) by `statements` in one
-// transaction under the backend's transaction lock.
 void create_app_table(LockManager& manager, const std::string& prefix, const std::vector<std::string>& statements) {
   REQUIRE(manager.run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
     for (const std::string& statement : statements) tx.execute(statement);
   }));
 }
+
+namespace {
 
 // For a service without SQL features: compare-and-set, reading a version and the transaction lock
 // that creates the case's table each throw UnsupportedError.

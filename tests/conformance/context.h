@@ -10,6 +10,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "dblock/dblock.h"
 
@@ -79,6 +80,9 @@ std::string with_table(std::string sql, const std::string& table);
 void create_guard_table(LockManager& manager, const std::string& table);
 // The row locks of the service behind `manager` (nullptr: it has none, or no SQL features).
 RowLocks* row_locks_of(LockManager& manager);
+// An application table for the optional-mode tests, created (and filled) by `statements` in one
+// transaction under the backend's transaction lock "setup-<prefix>".
+void create_app_table(LockManager& manager, const std::string& prefix, const std::vector<std::string>& statements);
 // For a service without SQL features: checks that run_guarded, given a lease `manager` holds,
 // throws UnsupportedError.
 void check_guard_unsupported(LockManager& manager);

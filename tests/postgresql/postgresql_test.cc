@@ -1006,6 +1006,39 @@ TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[p
   CHECK_THROWS_AS(postgresql::guard(tx, *lease, prefix), LeaseLostError);
 }
 
+TEST_CASE("postgresql: interop lock_rows takes rows by a predicate, as with_locked_rows does",
+          "[postgresql][interop][rowlock]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  const std::string table = prefix + "jobs";
+  pqxx::connection c(conninfo());
+  {
+    pqxx::work setup(c);
+    setup.exec("CREATE TABLE " + table + " (id BIGINT PRIMARY KEY, state TEXT)");
+    setup.exec("INSERT INTO " + table + " VALUES (3, 'pending'), (1, 'pending'), (2, 'done'), (4, 'pending')");
+    setup.commit();
+  }
+  const RowLockRequest next{.table = table,
+                            .where = {{"state", "pending"}},
+                            .order_by = {"id"},
+                            .columns = {"id"},
+                            .wait = RowLockWait::kSkipLocked,
+                            .limit = 1};
+  pqxx::work tx(c);
+  pqxx::result mine;
+  REQUIRE(postgresql::lock_rows(tx, next, mine));
+  REQUIRE(mine.size() == 1);
+  CHECK(mine[0][0].as<std::int64_t>() == 1);
+  std::vector<std::int64_t> theirs;
+  CHECK(manager->with_locked_rows(next, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
+    for (const auto& row : rows) theirs.push_back(std::get<std::int64_t>(row.at(0)));
+  }));
+  CHECK(theirs == std::vector<std::int64_t>{3});  // 1 is held by tx, 2 is not pending
+  RowLockRequest none = next;
+  none.where.clear();
+  CHECK_THROWS_AS(postgresql::lock_rows(tx, none, mine), UsageError);
+}
+
 }  // namespace dblock::testing
 
 namespace dblock::testing {

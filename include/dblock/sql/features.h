@@ -56,17 +56,35 @@ enum class RowLockWait {
   kSkipLocked,  // FOR UPDATE SKIP LOCKED: return only the rows nobody has locked
 };
 
-// SELECT <columns> FROM table WHERE key_column IN (keys...) FOR UPDATE|FOR SHARE [NOWAIT|SKIP LOCKED]
-// on an application table. Table and column names are validated as identifiers and quoted.
+// One row lock on an application table, run as
+//   SELECT <columns> FROM table
+//     WHERE key_column IN (keys...) AND c1 = ? AND c2 IS NULL ...   (keys, then where, ANDed)
+//     [ORDER BY o1, o2 DESC ...] [LIMIT limit]
+//     FOR UPDATE|FOR SHARE [NOWAIT|SKIP LOCKED]
+// Rows are chosen by `keys`, by `where`, or by both; a request with neither is a UsageError, as
+// is a table or column name that is not a plain identifier (all are validated, then quoted;
+// values are always bound as parameters, never spliced). Nothing is sent then.
+//
+// A job queue, each worker taking the next 10 pending jobs that no other worker holds:
+//   RowLockRequest next{.table = "jobs", .where = {{"state", "pending"}}, .order_by = {"id"},
+//                       .wait = RowLockWait::kSkipLocked, .limit = 10};
+//   manager.with_locked_rows(next, [](Transaction& tx, const auto& rows) { /* run, mark done */ });
+// Rows stay locked until the body returns (commit) or throws (rollback); a second worker running
+// the same request meanwhile skips them and gets the next 10. An index on the where and order_by
+// columns keeps the scan short.
+// Every member has a default (`{}` for the lists), so designated initialisers may leave any out
+// without -Wmissing-field-initializers warnings.
 struct RowLockRequest {
-  std::string table;
+  std::string table{};
   std::string key_column = "id";
-  std::vector<Value> keys;                    // at least one
-  std::vector<std::string> columns;           // empty: all columns (*)
-  bool shared = false;                        // FOR SHARE instead of FOR UPDATE
+  std::vector<Value> keys{};                          // key_column IN (keys...); may be empty if where is not
+  std::vector<std::pair<std::string, Value>> where{};  // column = value, ANDed; NULL (Value{}): IS NULL
+  std::vector<std::string> order_by{};                // ascending columns; "-col": col descending
+  std::vector<std::string> columns{};                 // empty: all columns (*)
+  bool shared = false;                                // FOR SHARE instead of FOR UPDATE
   RowLockWait wait = RowLockWait::kWait;
-  std::chrono::milliseconds wait_timeout{0};  // kWait only; 0 = server default
-  std::size_t limit = 0;                      // 0: no LIMIT (useful with kSkipLocked for job queues)
+  std::chrono::milliseconds wait_timeout{0};          // kWait only; 0 = server default
+  std::size_t limit = 0;                              // 0: no LIMIT
 };
 
 using RowsBody = std::function<void(Transaction&, const std::vector<std::vector<Value>>& rows)>;

@@ -111,8 +111,9 @@ void MySqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const
 bool MySqlFeatures::run_with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
   // innodb_lock_wait_timeout counts whole seconds (MariaDB's FOR UPDATE WAIT n too), so the
   // millisecond bound comes from max_statement_time, which also interrupts a lock wait.
-  const std::string statement =
-      wait_bound(request) + dblock::sql::row_lock_query(request, &quote_identifier, "LOCK IN SHARE MODE", kServiceName);
+  dblock::sql::BuiltStatement statement =
+      dblock::sql::row_lock_query(request, &quote_identifier, "LOCK IN SHARE MODE", kServiceName);
+  statement.sql = wait_bound(request) + statement.sql;
   auto c = context_.connections().pool().borrow();
   const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   std::vector<std::vector<Value>> rows;
@@ -120,7 +121,7 @@ bool MySqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
   try {
     c->plain->execute(sql::kStartTransaction.text);
     MyTransaction t(context_, *c);
-    rows = t.query(statement, request.keys);
+    rows = t.query(statement.sql, statement.params);
   } catch (const std::exception& e) {
     discarded = is_broken(*c, e);
     if (!discarded) {

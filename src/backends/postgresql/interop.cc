@@ -54,10 +54,11 @@ bool xact_lock(pqxx::transaction_base& tx, std::string_view name, std::chrono::m
 }
 
 bool lock_rows(pqxx::transaction_base& tx, const RowLockRequest& request, pqxx::result& rows) {
-  const std::string statement =
-      number_placeholders(dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", "postgresql"));
+  const dblock::sql::BuiltStatement built =
+      dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", "postgresql");
+  const std::string statement = number_placeholders(built.sql);
   Params params;
-  for (const Value& key : request.keys) params.add_value(key);
+  for (const Value& value : built.params) params.add_value(value);
   const std::vector<const char*> ptrs = params.pointers();
   try {
     if (request.wait == RowLockWait::kWait && request.wait_timeout > std::chrono::milliseconds::zero()) {

@@ -116,7 +116,7 @@ void PgSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const
 }
 
 bool PgSqlFeatures::run_with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
-  const std::string statement =
+  const dblock::sql::BuiltStatement statement =
       dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", kServiceName);
   auto c = context_.connections().pool().borrow();
   const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
@@ -128,7 +128,7 @@ bool PgSqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
       tx->exec_params(context_.text(sql::kSetLocalLockTimeout), lock_timeout_text(request.wait_timeout));
     }
     PgTransaction t(*tx);
-    rows = t.query(statement, request.keys);
+    rows = t.query(statement.sql, statement.params);
   } catch (const TimeoutError&) {
     return false;  // 55P03: NOWAIT met a locked row, or lock_timeout ran out
   } catch (const std::exception& e) {
