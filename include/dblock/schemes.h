@@ -6,7 +6,9 @@
 // services linked into the program, and the core names none of them. An application may add a
 // scheme for a service of its own the same way, or by calling register_scheme() before open().
 //
-// Thread-safe. The registry lives until the process ends (it is never destroyed).
+// Thread-safe. The registry lives until the process ends (it is never destroyed). The services'
+// schemes are registered during static initialisation: an open() from another static initialiser
+// may run before they are.
 #ifndef DBLOCK_SCHEMES_H_
 #define DBLOCK_SCHEMES_H_
 

@@ -8,8 +8,10 @@
 #                     service's client library a hard error (forbid_other_services.cmake); no
 #                     query for libpqxx, libpq or hiredis; the program opens only sqlite:, takes a
 #                     lease on it, and has no NEEDED entry for libpq(xx), libmysqlcppconn, libhiredis.
-#   components        configure only: a required component this installation lacks fails with a
-#                     message naming it; the same one asked as optional does not.
+#   components "<services>"  configure only: a required component this installation lacks fails
+#                     with a message naming it; the same one asked as optional does not; with
+#                     postgresql among <services>, that component asked for while pkg-config finds
+#                     nothing fails with a message naming libpqxx.
 set -euo pipefail
 build_dir="$1"; source_dir="$2"; case="$3"
 work="$(mktemp -d)"
@@ -63,6 +65,14 @@ case "$case" in
       { cat "$work/optional.log"; fail "an optional component that was not built failed the find"; }
     grep -q "consumer: dblock_sqlite_FOUND=TRUE" "$work/optional.log" || fail "sqlite not found"
     grep -q "consumer: dblock_zookeeper_FOUND=FALSE" "$work/optional.log" || fail "zookeeper reported found"
+    if [[ " $4 " == *" postgresql "* ]]; then
+      if configure "$work/nopqxx" -DDBLOCK_CONSUMER_COMPONENTS="postgresql" \
+          -DPKG_CONFIG_EXECUTABLE="$consumer/pkg-config-spy.sh"; then
+        fail "the postgresql component was found without libpqxx"
+      fi
+      grep -q "component 'postgresql': libpqxx libpq through pkg-config (libpqxx-dev)" "$work/nopqxx.log" ||
+        { cat "$work/nopqxx.log"; fail "no message naming libpqxx"; }
+    fi
     echo "components: ok"
     ;;
   *) fail "unknown case '$case'" ;;
