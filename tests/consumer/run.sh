@@ -7,7 +7,7 @@
 #                     and logging each query (pkg-config-spy.sh), and every lookup of another
 #                     service's client library a hard error (forbid_other_services.cmake); no
 #                     query for libpqxx, libpq or hiredis; the program opens only sqlite:, takes a
-#                     lease on it, and has no NEEDED entry for libpq(xx), libmysqlcppconn, libhiredis.
+#                     lease on it, and loads neither libpq(xx), libmysqlcppconn nor libhiredis (ldd).
 #   components "<services>"  configure only: a required component this installation lacks fails
 #                     with a message naming it; the same one asked as optional does not; with
 #                     postgresql among <services>, that component asked for while pkg-config finds
@@ -34,7 +34,7 @@ case "$case" in
     out="$("$work/build/consumer" "sqlite://$work/consumer.db")" || { echo "$out"; fail "consumer on SQLite"; }
     echo "$out"
     schemes=" $(sed -n 's/^consumer schemes: //p' <<<"$out") "
-    for service in $4; do
+    for service in ${4:-}; do
       [[ "$schemes" == *" $service "* ]] || fail "scheme $service missing"
     done
     ;;
@@ -51,9 +51,11 @@ case "$case" in
     out="$("$work/build/consumer" "postgresql://u@127.0.0.1:1/db")" && fail "postgresql: opened"
     echo "$out"
     grep -q "unsupported URL scheme 'postgresql' (this program can open: sqlite)" <<<"$out" || fail "postgresql: $out"
-    needed="$(readelf -d "$work/build/consumer" | grep NEEDED)"
+    # ldd: the NEEDED entries of the program and of every library it loads (dblock's own, when shared).
+    needed="$(ldd "$work/build/consumer")"
     echo "$needed"
-    if grep -Ei 'libpq|mysqlcppconn|hiredis' <<<"$needed"; then fail "another service's client library is NEEDED"; fi
+    grep -q "libsqlite3" <<<"$needed" || fail "ldd lists no libsqlite3"
+    if grep -Ei 'libpq|mysqlcppconn|hiredis' <<<"$needed"; then fail "another service's client library is loaded"; fi
     ;;
   components)
     if configure "$work/absent" -DDBLOCK_CONSUMER_COMPONENTS="sqlite;zookeeper"; then
@@ -65,7 +67,7 @@ case "$case" in
       { cat "$work/optional.log"; fail "an optional component that was not built failed the find"; }
     grep -q "consumer: dblock_sqlite_FOUND=TRUE" "$work/optional.log" || fail "sqlite not found"
     grep -q "consumer: dblock_zookeeper_FOUND=FALSE" "$work/optional.log" || fail "zookeeper reported found"
-    if [[ " $4 " == *" postgresql "* ]]; then
+    if [[ " ${4:-} " == *" postgresql "* ]]; then
       if configure "$work/nopqxx" -DDBLOCK_CONSUMER_COMPONENTS="postgresql" \
           -DPKG_CONFIG_EXECUTABLE="$consumer/pkg-config-spy.sh"; then
         fail "the postgresql component was found without libpqxx"
