@@ -1,6 +1,8 @@
 // dblock/open.h — the one factory: a LockManager from a URL.
 //
-// Part of the dblock::dblock target, which links every backend this build enabled. Thread-safe.
+// The schemes are those of the services linked into the program (dblock/schemes.h): with CMake,
+// the components dblock::dblock was made of (every service built, unless find_package named some).
+// Thread-safe.
 #ifndef DBLOCK_OPEN_H_
 #define DBLOCK_OPEN_H_
 
@@ -16,8 +18,9 @@
 namespace dblock {
 
 // Parses `url` (dblock/url.h), connects, applies or checks the schema and returns a running
-// manager. Throws UsageError (malformed URL, unknown scheme, scheme of a backend this build does
-// not include), ConnectionError (unreachable, wrong credentials), SchemaError.
+// manager. Throws UsageError (malformed URL, unknown scheme, scheme of a service not linked in:
+// the message lists the schemes available), ConnectionError (unreachable, wrong credentials),
+// SchemaError.
 std::unique_ptr<LockManager> open(std::string_view url, ManagerOptions options = {});
 
 // As open(url, options), as the first part of a wait that ends at `deadline` (steady clock;
@@ -31,7 +34,7 @@ inline constexpr std::chrono::milliseconds kMinOpenTime{2000};
 std::unique_ptr<LockManager> open(std::string_view url, ManagerOptions options,
                                   std::chrono::steady_clock::time_point deadline);
 
-// URL schemes this build can open, e.g. {"sqlite"}.
+// URL schemes this program can open (names, each followed by its aliases, by name), e.g. {"sqlite"}.
 std::vector<std::string> available_schemes();
 
 // Library version, "MAJOR.MINOR.PATCH".

@@ -1,67 +1,20 @@
-// dblock::open(url): dispatches on the scheme to the backends compiled into this build, through
-// one table (a service adds a line). Built into dblock::dblock (not dblock::core) so that the core
-// never depends on a driver.
+// dblock::open(url): looks the URL's scheme up in the registry the services fill as they are
+// linked in (dblock/schemes.h, schemes.cc), so the core names no service.
 #include "dblock/open.h"
 
 #include <algorithm>
-#include <initializer_list>
 #include <thread>
 
 #include "call_deadline.h"
 #include "internal.h"
 
 #include "dblock/errors.h"
+#include "dblock/schemes.h"
 #include "dblock/url.h"
-#ifdef DBLOCK_HAVE_SQLITE
-#include "dblock/sqlite/sqlite.h"
-#endif
-#ifdef DBLOCK_HAVE_POSTGRESQL
-#include "dblock/postgresql/postgresql.h"
-#endif
-#ifdef DBLOCK_HAVE_MYSQL
-#include "dblock/mysql/mysql.h"
-#endif
-#ifdef DBLOCK_HAVE_REDIS
-#include "dblock/redis/redis.h"
-#endif
 
 namespace dblock {
 
 namespace {
-
-using Factory = std::unique_ptr<LeaseService> (*)(const Url& url, const std::string& table_prefix);
-
-struct Scheme {
-  std::string_view name;
-  std::initializer_list<std::string_view> aliases;
-  Factory factory;
-};
-
-// Every scheme of this build, in the order available_schemes() lists them.
-const Scheme kSchemes[] = {
-#ifdef DBLOCK_HAVE_SQLITE
-    {"sqlite", {}, &sqlite::make_service},
-#endif
-#ifdef DBLOCK_HAVE_POSTGRESQL
-    {"postgresql", {"postgres"}, &postgresql::make_service},
-#endif
-#ifdef DBLOCK_HAVE_MYSQL
-    {"mysql", {"mariadb"}, &mysql::make_service},
-#endif
-#ifdef DBLOCK_HAVE_REDIS
-    {"redis", {}, &redis::make_service},
-    {"redlock", {}, &redis::make_redlock_service},
-#endif
-    {"", {}, nullptr},  // keeps the table non-empty in a build without backends
-};
-
-const Scheme* find_scheme(std::string_view scheme) {
-  for (const Scheme& s : kSchemes) {
-    if (s.factory == nullptr) continue;
-    if (s.name == scheme || std::find(s.aliases.begin(), s.aliases.end(), scheme) != s.aliases.end()) return &s;
-  }
-  return nullptr;
-}
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -91,24 +44,15 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
 
 std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options) {
   Url url = parse_url(url_text);
-  const Scheme* scheme = find_scheme(url.scheme);
-  if (scheme == nullptr) {
+  const ServiceFactory factory = find_scheme(url.scheme);
+  if (factory == nullptr) {
     std::string known;
     for (const auto& s : available_schemes()) known += (known.empty() ? "" : ", ") + s;
-    throw UsageError("unsupported URL scheme '" + url.scheme + "' (this build supports: " + known + ")");
+    if (known.empty()) known = "none, no service is linked in";
+    throw UsageError("unsupported URL scheme '" + url.scheme + "' (this program can open: " + known + ")");
   }
-  std::unique_ptr<LeaseService> service = scheme->factory(url, options.table_prefix);
+  std::unique_ptr<LeaseService> service = factory(url, options.table_prefix);
   return std::make_unique<LockManager>(std::move(service), std::move(options));
-}
-
-std::vector<std::string> available_schemes() {
-  std::vector<std::string> schemes;
-  for (const Scheme& s : kSchemes) {
-    if (s.factory == nullptr) continue;
-    schemes.emplace_back(s.name);
-    for (std::string_view alias : s.aliases) schemes.emplace_back(alias);
-  }
-  return schemes;
 }
 
 const char* version() noexcept { return DBLOCK_VERSION_STRING; }

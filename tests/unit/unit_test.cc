@@ -103,12 +103,3 @@ TEST_CASE("retry_optimistic: bounded, retries retryable errors only", "[unit][re
   CHECK_THROWS_AS(retry_optimistic([&]() -> bool { throw ConnectionError("down"); }), ConnectionError);
   CHECK_THROWS_AS(retry_optimistic([] { return true; }, RetryOptions{0}), UsageError);
 }
-
-TEST_CASE("open: unknown scheme names what this build supports", "[unit][url]") {
-  try {
-    dblock::open("ftp://h/x");
-    FAIL("no error");
-  } catch (const UsageError& e) {
-    CHECK(std::string(e.what()).find("ftp") != std::string::npos);
-  }
-}

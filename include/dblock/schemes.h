@@ -1,0 +1,45 @@
+// dblock/schemes.h — the URL schemes dblock::open() accepts, as a registry the services fill.
+//
+// A service's library adds its schemes itself: a small unit in it calls register_scheme() from a
+// static initialiser, and the library's CMake target tells the linker to keep that unit even
+// from a static archive (docs/architecture.md, "The seam"). So open() can open exactly the
+// services linked into the program, and the core names none of them. An application may add a
+// scheme for a service of its own the same way, or by calling register_scheme() before open().
+//
+// Thread-safe. The registry lives until the process ends (it is never destroyed). The services'
+// schemes are registered during static initialisation: an open() from another static initialiser
+// may run before they are.
+#ifndef DBLOCK_SCHEMES_H_
+#define DBLOCK_SCHEMES_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/service.h"
+
+namespace dblock {
+
+struct Url;
+
+// Makes the service for a parsed URL of its scheme; throws as the service's make_service() does.
+using ServiceFactory = std::unique_ptr<LeaseService> (*)(const Url& url, const std::string& table_prefix);
+
+struct SchemeEntry {
+  std::string name;                  // as parse_url() gives Url::scheme: [a-z][a-z0-9+.-]*
+  std::vector<std::string> aliases;  // other names for the same service ("postgres"), same form
+  ServiceFactory factory = nullptr;
+};
+
+// Adds `entry`. Returns false and changes nothing when its name or an alias is already taken (the
+// first registration stays, so a service linked in twice is harmless). Throws UsageError for an
+// empty or malformed name or alias, or a null factory.
+bool register_scheme(SchemeEntry entry);
+
+// The factory registered for `scheme` (a name or an alias), or nullptr.
+ServiceFactory find_scheme(std::string_view scheme);
+
+}  // namespace dblock
+
+#endif  // DBLOCK_SCHEMES_H_

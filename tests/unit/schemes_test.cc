@@ -1,0 +1,76 @@
+// The scheme registry (dblock/schemes.h): the services linked in register themselves, and a
+// scheme registered by the application is opened like theirs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "dblock/dblock.h"
+#include "dblock/schemes.h"
+#include "memory_service.h"
+#include "url_params.h"
+
+namespace dblock::testing {
+namespace {
+
+bool listed(const std::string& scheme) {
+  const std::vector<std::string> schemes = available_schemes();
+  return std::find(schemes.begin(), schemes.end(), scheme) != schemes.end();
+}
+
+std::unique_ptr<LeaseService> make_memory_service(const Url& url, const std::string&) {
+  detail::UrlParams(url, "memory").finish();  // refuses every parameter, as the services do unknown ones
+  static const auto store = std::make_shared<MemoryStore>();
+  return std::make_unique<MemoryService>(store, MemoryService::Config{});
+}
+
+TEST_CASE("schemes: every service this build links registers itself", "[unit][url]") {
+  // DBLOCK_TEST_SERVICES: the backends CMake enabled. Each lives in a static archive whose
+  // registration unit nothing refers to: the target's --undefined link option keeps it.
+  std::istringstream services(DBLOCK_TEST_SERVICES);
+  for (std::string service; services >> service;) {
+    INFO(service);
+    CHECK(listed(service));
+  }
+  try {
+    dblock::open("ftp://h/x");
+    FAIL("no error");
+  } catch (const UsageError& e) {
+    const std::string message = e.what();
+    INFO(message);
+    CHECK(message.find("unsupported URL scheme 'ftp' (this program can open: ") != std::string::npos);
+    for (const std::string& scheme : available_schemes()) CHECK(message.find(scheme) != std::string::npos);
+  }
+}
+
+TEST_CASE("schemes: a scheme the application registers is opened like a service's", "[unit][url]") {
+  if (!listed("memory")) {
+    CHECK(register_scheme({"memory", {"mem"}, &make_memory_service}));
+  }
+  CHECK(listed("memory"));
+  CHECK(listed("mem"));
+  CHECK(find_scheme("mem") == &make_memory_service);
+  auto manager = dblock::open("mem://unit/x");
+  auto lease = manager->try_acquire("schemes-test");
+  REQUIRE(lease);
+  CHECK(lease->release() == ReleaseResult::kReleased);
+  CHECK_THROWS_WITH(dblock::open("memory://unit/x?bogus=1"), Catch::Contains("'bogus'"));
+
+  // A name or alias taken stays with its first registration.
+  CHECK_FALSE(register_scheme({"memory", {}, &make_memory_service}));
+  CHECK_FALSE(register_scheme({"other", {"mem"}, &make_memory_service}));
+  CHECK_FALSE(listed("other"));
+  // Malformed entries are refused with a message naming what is wrong.
+  CHECK_THROWS_WITH(register_scheme({"", {}, &make_memory_service}), Catch::Contains("scheme name ''"));
+  CHECK_THROWS_WITH(register_scheme({"Mem", {}, &make_memory_service}), Catch::Contains("'Mem'"));
+  CHECK_THROWS_WITH(register_scheme({"ok", {"no_underscore"}, &make_memory_service}), Catch::Contains("'no_underscore'"));
+  CHECK_THROWS_WITH(register_scheme({"nofactory", {}, nullptr}), Catch::Contains("no factory"));
+  CHECK_FALSE(listed("ok"));
+  CHECK_FALSE(listed("nofactory"));
+}
+
+}  // namespace
+}  // namespace dblock::testing
