@@ -14,18 +14,20 @@ checked=0
 # region FILE NAME: prints the lines strictly between the region's markers.
 region() {
   awk -v name="$2" '
-    $0 ~ "^[[:space:]]*// snippet-end: " name "$" { inside = 0; found_end = 1 }
+    $0 ~ "^[[:space:]]*// snippet-end: " name "$" { if (!inside) bad = 1; inside = 0; found_end++ }
     inside { print }
-    $0 ~ "^[[:space:]]*// snippet-begin: " name "$" { inside = 1; found_begin = 1 }
-    END { if (!found_begin || !found_end) exit 3 }' "$1"
+    $0 ~ "^[[:space:]]*// snippet-begin: " name "$" { inside = 1; found_begin++ }
+    END { if (found_begin != 1 || found_end != 1 || bad) exit 3 }' "$1"
 }
 
 while IFS= read -r -d '' doc; do
   # Split the document's C++ blocks into numbered files, each with its marker's line on top.
   rm -f "$work"/block.*
   awk -v dir="$work" '
-    /^```(cpp|c\+\+)[[:space:]]*$/ { n++; out = dir "/block." n; print (last ~ /^<!-- snippet: / ? last : "NO MARKER") > out; inside = 1; next }
-    inside && /^```[[:space:]]*$/ { inside = 0; close(out); next }
+    /^[[:space:]]*(```|~~~)[[:space:]]*(cpp|c\+\+|cc|cxx|h|hpp)([[:space:]].*)?$/ {
+      n++; out = dir "/block." n; print (last ~ /^<!-- snippet: / ? last : "NO MARKER") > out; inside = 1; next
+    }
+    inside && /^[[:space:]]*(```|~~~)[[:space:]]*$/ { inside = 0; close(out); last = ""; next }
     inside { print > out; next }
     NF { last = $0 }' "$doc"
   for block in "$work"/block.*; do
@@ -39,7 +41,7 @@ while IFS= read -r -d '' doc; do
     fi
     file="$root/${BASH_REMATCH[1]}"; name="${BASH_REMATCH[2]}"
     if ! region "$file" "$name" > "$work/region" 2>/dev/null; then
-      echo "$doc: region '$name' not found in ${BASH_REMATCH[1]}" >&2
+      echo "$doc: region '$name' not found once, begin before end, in ${BASH_REMATCH[1]}" >&2
       failed=1
       continue
     fi
@@ -49,6 +51,10 @@ while IFS= read -r -d '' doc; do
   done
 done < <(find "$root/README.md" "$root/docs" -name '*.md' -print0)
 
+if [[ $checked -eq 0 ]]; then
+  echo "check-snippets: no C++ block found under $root (README.md, docs/): wrong directory?" >&2
+  exit 1
+fi
 if [[ $failed -ne 0 ]]; then
   echo "check-snippets: documentation and examples/ differ (see above)" >&2
   exit 1

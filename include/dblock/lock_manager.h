@@ -102,7 +102,9 @@ class LockManager {
   // and a stop_token that is asked to stop when the lease is lost (from the renewal thread, before
   // options.on_lost runs): long work should check it, as `dblock run` stops its command. The lease
   // is released when `fn` returns; if `fn` throws, it is released and the exception propagates.
-  // Throws as acquire does (a thread already holding `name` without reentrancy: UsageError).
+  // Throws as acquire does (a thread already holding `name` without reentrancy: UsageError). On a
+  // reentrant hold of a name this thread already holds, the lease keeps the first hold's on_lost,
+  // so the token is not asked to stop: check lease.lost() in `fn` then.
   LeaseRun with_lease(std::string_view name, std::chrono::milliseconds wait,
                       const std::function<void(Lease& lease, std::stop_token stop)>& fn,
                       AcquireOptions options = {});

@@ -90,10 +90,15 @@ class HeldSession final : public HeldLock {
 }  // namespace
 
 bool is_run_variable(std::string_view entry) {
-  for (std::string_view name : {"DBLOCK_FENCE", "DBLOCK_KEY", "DBLOCK_SESSION_KEY"}) {
-    if (entry.substr(0, name.size()) != name || entry.size() == name.size()) continue;
-    const char next = entry[name.size()];
-    if (next == '=' || next == '_') return true;  // DBLOCK_KEY=, DBLOCK_KEY_1=, DBLOCK_KEY_COUNT=
+  const std::string_view name = entry.substr(0, entry.find('='));
+  if (name == "DBLOCK_FENCE" || name == "DBLOCK_KEY" || name == "DBLOCK_SESSION_KEY" || name == "DBLOCK_KEY_COUNT") {
+    return true;
+  }
+  for (std::string_view stem : {"DBLOCK_KEY_", "DBLOCK_FENCE_"}) {  // DBLOCK_KEY_<i>, DBLOCK_FENCE_<i>
+    if (name.size() > stem.size() && name.substr(0, stem.size()) == stem &&
+        name.find_first_not_of("0123456789", stem.size()) == std::string_view::npos) {
+      return true;
+    }
   }
   return false;
 }

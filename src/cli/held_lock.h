@@ -36,7 +36,8 @@ class HeldLock {
   virtual ReleaseResult release() = 0;
 };
 
-// True for the environment entries run sets for COMMAND (an inherited one is dropped).
+// True for the environment entries run sets for COMMAND (an inherited one is dropped):
+// DBLOCK_FENCE, DBLOCK_KEY, DBLOCK_SESSION_KEY, DBLOCK_KEY_COUNT, DBLOCK_KEY_<i>, DBLOCK_FENCE_<i>.
 bool is_run_variable(std::string_view entry);
 
 // One acquisition on `m` of `o.keys` in `o`'s mode, waiting up to `wait` in all: the lock, or null

@@ -1,6 +1,7 @@
 // Acquiring a lease: validate, re-enter, then attempt / wait for a turn / attempt ... until the
 // service grants it or the deadline passes, then publish it to the renewal thread.
 #include <algorithm>
+#include <thread>
 
 #include "call_deadline.h"
 #include "dblock/errors.h"
@@ -259,21 +260,52 @@ std::optional<std::vector<Lease>> ManagerCore::acquire_all_at_once(const std::ve
     states.push_back(new_lease_state(name, ttl, options));
     requests.push_back(AcquireRequest{states.back()->name, options.mode, ttl, &states.back()->secret, holder_});
   }
-  const Instant sent_at = Instant::now();
-  std::vector<AcquireResult> results;
-  try {
-    const CallDeadlineScope call(bounded_call_deadline(deadline));
-    results = multi->try_acquire_all(requests);
-  } catch (const Error& e) {
-    if (try_once || !transient(e)) throw;
-    return std::nullopt;  // the names one by one ride over it
+  Instant sent_at;
+  const std::vector<AcquireResult> results = acquire_all_call(*multi, requests, deadline, try_once, sent_at);
+  if (results.size() != states.size()) {
+    return try_once ? std::optional<std::vector<Lease>>(std::vector<Lease>{}) : std::nullopt;
   }
-  if (results.size() != states.size()) return try_once ? std::optional<std::vector<Lease>>(std::vector<Lease>{})
-                                                       : std::nullopt;
+  for (std::size_t i = 0; i < states.size(); ++i) record(*states[i], results[i], sent_at);
+  return publish_all(states);
+}
+
+std::vector<AcquireResult> ManagerCore::acquire_all_call(MultiAcquire& multi, const std::vector<AcquireRequest>& requests,
+                                                         SteadyClock::time_point deadline, bool try_once,
+                                                         Instant& sent_at) {
+  // While waiting, a transient fault is retried with the same secrets until the deadline: a call
+  // whose reply was lost may have taken every name, and only those secrets find them their own.
+  for (int faults = 0;; ++faults) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (stopping_) throw UsageError("LockManager is shutting down");
+    }
+    try {
+      const CallDeadlineScope call(bounded_call_deadline(deadline));
+      sent_at = Instant::now();
+      return multi.try_acquire_all(requests);
+    } catch (const Error& e) {
+      if (try_once || !transient(e) || SteadyClock::now() >= deadline) throw;
+      const auto pause = duration_cast<milliseconds>(jittered(milliseconds(50) * (1 << std::min(faults, 4))));
+      std::this_thread::sleep_for(std::min<SteadyClock::duration>(pause, deadline - SteadyClock::now()));
+    }
+  }
+}
+
+std::vector<Lease> ManagerCore::publish_all(const std::vector<std::shared_ptr<LeaseState>>& states) {
   std::vector<Lease> leases;
   for (std::size_t i = 0; i < states.size(); ++i) {
-    record(*states[i], results[i], sent_at);
-    leases.push_back(publish(states[i]));  // throws when shutting down: the leases taken are released
+    try {
+      leases.push_back(publish(states[i]));  // releases states[i] and throws when shutting down
+    } catch (...) {
+      // The leases published are released by their handles; the rest here, best effort.
+      for (std::size_t j = i + 1; j < states.size(); ++j) {
+        try {
+          release_on_service(states[j]);
+        } catch (...) {
+        }
+      }
+      throw;
+    }
   }
   return leases;
 }

@@ -175,7 +175,11 @@ bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::mi
 }
 
 void LockManager::run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body) {
-  if (!lease.held()) throw UsageError("run_guarded needs a held lease");
+  if (!lease.held()) {
+    (void)lease.name();  // an empty handle: UsageError "empty Lease handle"
+    const char* state = lease.shut_down() ? "released by the LockManager's shutdown" : "released";
+    throw UsageError(std::string("run_guarded needs a held lease; this one is ") + state);
+  }
   // The service's check inside the transaction is the authority; the local lost() flag is not
   // consulted (it can only be more pessimistic, never safer). The whole transaction is one call,
   // bounded by the lease's safe-until: the guard's row lock keeps renewals out until it ends, so

@@ -54,8 +54,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                const AcquireOptions& options);
   // acquire_all's first attempt, all names in one service call (MultiAcquire): the leases; an
   // empty vector when a single try was refused; nullopt when the names are to be taken one by one
-  // (no such capability, a name this thread holds, refused while waiting, or a fault waiting
-  // rides over). REQUIRES: names validated, distinct, sorted.
+  // (no such capability, a name this thread holds, or refused while waiting). Throws what the
+  // call throws (while waiting, a transient fault only once the deadline passed).
+  // REQUIRES: names validated, distinct, sorted.
   std::optional<std::vector<Lease>> acquire_all_at_once(const std::vector<std::string>& names,
                                                         SteadyClock::time_point deadline, bool try_once,
                                                         const AcquireOptions& options);
@@ -96,6 +97,12 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                               const AcquireOptions& options) const;
   // Puts an acquired lease in the active set; releases it and throws when shutting down.
   Lease publish(const std::shared_ptr<LeaseState>& state);
+  // acquire_all_at_once's service call, riding over transient faults while waiting; `sent_at`:
+  // when the call that answered was sent. Empty: refused.
+  std::vector<AcquireResult> acquire_all_call(MultiAcquire& multi, const std::vector<AcquireRequest>& requests,
+                                              SteadyClock::time_point deadline, bool try_once, Instant& sent_at);
+  // publish() of each; when one throws (shutting down), the others are released too.
+  std::vector<Lease> publish_all(const std::vector<std::shared_ptr<LeaseState>>& states);
   // What an acquisition tells its lease: fence, tag, safe-until and the first renewal.
   void record(LeaseState& state, const AcquireResult& result, Instant sent_at);
   // True if this thread holds any of `names` through this manager (not lost).

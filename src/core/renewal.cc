@@ -23,7 +23,8 @@ constexpr std::size_t kReasonLookupRows = 5;
 
 // Why a renewal was refused: an admin's force-release when the service's record names this
 // lease's fence (shared: a fence at least ours, as the record names the newest reader's), else
-// the generic cause. The lookup is bounded by kReasonLookupTime and its failure only costs detail.
+// the generic cause. The lookup is bounded by kReasonLookupTime (a service that refused the
+// renewal is answering: normally a round trip) and its failure only costs detail.
 std::string ManagerCore::refusal_reason(const LeaseState& state) {
   std::string reason = "renewal refused by the backend (expired or taken over)";
   AuditLog* log = service_->audit_log();
@@ -62,6 +63,7 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
   if (!result.renewed) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (state->finished) return;  // released meanwhile: a refused renewal is expected then
       state->lost.store(true, std::memory_order_release);  // lost() answers while the reason is read
     }
     mark_lost(state, refusal_reason(*state));

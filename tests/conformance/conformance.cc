@@ -839,6 +839,10 @@ TEST_CASE("guard: a refused guarded write marks the handle lost; the same thread
   auto again = manager->acquire("guard-lost", 5s);
   REQUIRE(again);
   CHECK(again->fence() > lease->fence());
+  // A released handle: a UsageError that says so (nothing reaches the service).
+  REQUIRE(again->release() == ReleaseResult::kReleased);
+  CHECK_THROWS_WITH(manager->run_guarded(*again, [](Transaction&) {}),
+                    Catch::Matchers::Contains("this one is released"));
 }
 
 TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "[lease][conformance][guard]") {
