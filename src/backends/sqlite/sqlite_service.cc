@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 
 #include "dblock/errors.h"
 #include "error_map.h"
@@ -95,13 +96,14 @@ ServiceTraits SqliteService::traits() const {
 
 // ---- leases ----
 
-AcquireResult SqliteService::take(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
+AcquireResult SqliteService::take(Connection& c, const AcquireRequest& request, std::int64_t ticket,
+                                  bool in_transaction) {
   // Bound before the row is written, so that no instant shows the row taken and the mark free.
   const HolderMarks::Claim mark = marks_->claim(request.name, *request.secret);
   if (mark == HolderMarks::Claim::kHeldElsewhere) return AcquireResult{};
   AcquireResult result;
   try {
-    result = take_row(c, request, ticket);
+    result = take_row(c, request, ticket, in_transaction);
   } catch (...) {
     marks_->drop(request.name, *request.secret);
     throw;
@@ -119,7 +121,8 @@ void SqliteService::confirm_grant(const AcquireRequest& request) {
   }
 }
 
-AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
+AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& request, std::int64_t ticket,
+                                      bool in_transaction) {
   const std::int64_t ttl_us = to_us(request.ttl);
   AcquireResult result;
   auto bind_ticket = [&](Query& q) {
@@ -135,7 +138,8 @@ AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& reque
     result.expires_at_us = c.issued_expiry;
     return result;
   }
-  WriteTxn tx(c);
+  std::optional<WriteTxn> tx;
+  if (!in_transaction) tx.emplace(c);
   {
     Query row = query(c, sql::kAcquireSharedRow);
     row.bind(1, request.name).bind(2, *request.secret).bind(4, ttl_us);
@@ -148,7 +152,7 @@ AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& reque
     reader.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us).bind(5, result.fence);
     if (!reader.fetch({&result.expires_at_us})) throw Error("sqlite: reader row not written", "sqlite");
   }  // statements are finished before COMMIT
-  tx.commit();
+  if (tx) tx->commit();
   return result;
 }
 
@@ -165,6 +169,30 @@ AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
   q.fetch({&remaining_us});
   result.holder_remaining = remaining_ms(remaining_us);
   return result;
+}
+
+std::vector<AcquireResult> SqliteService::try_acquire_all(const std::vector<AcquireRequest>& requests) {
+  auto c = borrow();
+  std::vector<AcquireResult> results;
+  std::size_t marked = 0;  // requests whose holder mark take() kept
+  try {
+    WriteTxn tx(*c);
+    for (const AcquireRequest& request : requests) {
+      results.push_back(take(*c, request, 0, /*in_transaction=*/true));
+      if (!results.back().acquired) break;
+      ++marked;
+    }
+    if (marked == requests.size()) {
+      tx.commit();
+      for (const AcquireRequest& request : requests) confirm_grant(request);
+      return results;
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < marked; ++i) marks_->drop(requests[i].name, *requests[i].secret);
+    throw;
+  }
+  for (std::size_t i = 0; i < marked; ++i) marks_->drop(requests[i].name, *requests[i].secret);
+  return {};  // refused: the transaction rolled back, nothing taken
 }
 
 RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {

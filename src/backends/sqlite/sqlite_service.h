@@ -5,7 +5,7 @@
 // exclusion comes from SQLite's own file locking in WAL mode; every state change is one statement
 // or one BEGIN IMMEDIATE transaction, so it is atomic against other processes.
 //
-// Capabilities: FairQueue, HolderProbe, Maintenance, SqlFeatures (no row locks, no session locks,
+// Capabilities: FairQueue, HolderProbe, Maintenance, AuditLog, MultiAcquire, SqlFeatures (no row locks, no session locks,
 // no events: waiters in other processes poll). Files: sqlite_service.cc (leases, the queue,
 // maintenance), sql_features.cc (guard, transaction lock, compare-and-set), options.cc (URL).
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_
@@ -29,6 +29,7 @@ class SqliteService final : public LeaseService,
                             public HolderProbe,
                             public Maintenance,
                             public AuditLog,
+                            public MultiAcquire,
                             public SqlFeatures {
  public:
   explicit SqliteService(Options options);
@@ -48,7 +49,11 @@ class SqliteService final : public LeaseService,
   HolderProbe* holder_probe() noexcept override { return this; }
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
+  MultiAcquire* multi_acquire() noexcept override { return this; }
   SqlFeatures* sql_features() noexcept override { return this; }
+
+  // One BEGIN IMMEDIATE transaction: every name's acquire, committed only if all were granted.
+  std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
   void leave(std::string_view name, const OwnerSecret& secret) override;
@@ -84,10 +89,11 @@ class SqliteService final : public LeaseService,
   Borrowed borrow_for_lease();
   Query query(Connection& c, const dblock::sql::Statement& statement) { return sqlite::query(c, registry_, statement); }
   // The holder mark first (holder_mark.h: refused without touching the row when the name is held
-  // on a replaced file), then one acquire statement (or transaction, for shared leases); `ticket`
-  // 0: not queued. The mark is kept only when acquired.
-  AcquireResult take(Connection& c, const AcquireRequest& request, std::int64_t ticket);
-  AcquireResult take_row(Connection& c, const AcquireRequest& request, std::int64_t ticket);
+  // on a replaced file), then one acquire statement (or transaction, for shared leases, unless
+  // `in_transaction`: one is open on `c`); `ticket` 0: not queued. The mark is kept only when
+  // acquired.
+  AcquireResult take(Connection& c, const AcquireRequest& request, std::int64_t ticket, bool in_transaction = false);
+  AcquireResult take_row(Connection& c, const AcquireRequest& request, std::int64_t ticket, bool in_transaction);
   // require_our_file() for an acquired lease, dropping its mark when it throws.
   void confirm_grant(const AcquireRequest& request);
   Position position_on(Connection& c, std::string_view name, const OwnerSecret& secret, std::int64_t ticket);
