@@ -4,6 +4,9 @@
 // Figures (bench/README.md explains each one):
 //   lease_pair      try_acquire + release            vs  SET key token NX PX ttl + EVALSHA of the
 //                                                        standard compare-and-delete, one hiredis connection
+//   multi_pair      acquire_all of two names (one script) + both releases
+//                                                    vs  SET NX PX of each + compare-and-delete of each
+//                   (diag: the same two names taken one by one, as services without MultiAcquire do)
 //   handoff_lease   4 processes x K acquire(wait=10s) -> 20 us -> release of one name
 //                                                    vs  a token list: BLPOP the token, hold, RPUSH it back
 //   scale_lease     the same hand-off at 2, 4 and 8 processes, beside the BLPOP floor, a SET NX loop
@@ -105,7 +108,7 @@ constexpr const char* kCleanupPatterns[] = {"dblock_bench_*", "{dblock_bench_*"}
 constexpr const char* kCompareAndDelete =
     "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
 
-constexpr const char* kAllFigures[] = {"pairs", "handoff", "scale"};
+constexpr const char* kAllFigures[] = {"pairs", "multi", "handoff", "scale"};
 
 struct Config {
   std::string url;
@@ -138,7 +141,7 @@ struct Config {
                "                    when the server is on this host)\n"
                "  --pairs N         measured pairs per pair figure (default %d)\n"
                "  --iterations K    acquisitions per contending process (default %d)\n"
-               "  --figures LIST    comma-separated subset of pairs,handoff,scale\n"
+               "  --figures LIST    comma-separated subset of pairs,multi,handoff,scale\n"
                "  --keep            keep the dblock_bench_* keys afterwards\n",
                argv0, kUrlEnv, kTestUrlEnv, kDefaultPairs, kDefaultIterations);
   std::exit(status);
@@ -466,6 +469,59 @@ class DblockScriptSide {
   std::uint64_t sequence_ = 0;
 };
 
+// MultiLock pairs: two names held together. The floor takes each with SET NX PX and gives each
+// back with the compare-and-delete (four round trips).
+class RawMultiSide {
+ public:
+  explicit RawMultiSide(RawRedis& c) : lock_(c) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::string a = kRawPrefix + name + "/1", b = kRawPrefix + name + "/2";
+    const std::string token = counter_token(static_cast<std::uint64_t>(::getpid()), ++sequence_);
+    const auto t0 = Clock::now();
+    const bool acquired = lock_.acquire(a, token) && lock_.acquire(b, token);
+    const auto t1 = Clock::now();
+    const bool released = acquired && lock_.release(a, token) && lock_.release(b, token);
+    const auto t2 = Clock::now();
+    if (!acquired || !released) throw std::runtime_error("floor: uncontended two-key SET NX / CAD failed");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  RawLock lock_;
+  std::uint64_t sequence_ = 0;
+};
+
+// dblock's acquire_all of two names + the release of each; `one_by_one` takes them with two
+// try_acquire calls instead (what acquire_all does on a service without MultiAcquire).
+class DblockMultiSide {
+ public:
+  DblockMultiSide(dblock::LockManager& manager, bool one_by_one) : manager_(manager), one_by_one_(one_by_one) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const auto t0 = Clock::now();
+    std::vector<dblock::Lease> held;
+    if (one_by_one_) {
+      for (const char* suffix : {"/1", "/2"}) {
+        if (auto lease = manager_.try_acquire(name + suffix)) held.push_back(std::move(*lease));
+      }
+    } else if (auto all = manager_.acquire_all({name + "/1", name + "/2"}, std::chrono::milliseconds(0))) {
+      held = std::move(*all);
+    }
+    const auto t1 = Clock::now();
+    bool released = held.size() == 2;
+    for (auto it = held.rbegin(); it != held.rend(); ++it) released = it->release() == dblock::ReleaseResult::kReleased && released;
+    held.clear();
+    const auto t2 = Clock::now();
+    if (!released) throw std::runtime_error("dblock: uncontended acquire_all/release of two names failed");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  dblock::LockManager& manager_;
+  const bool one_by_one_;
+};
+
 dblock::ManagerOptions manager_options() {
   dblock::ManagerOptions options;
   options.table_prefix = kPrefix;  // the redis:// prefix defaults to it
@@ -667,6 +723,23 @@ int run(const Config& config) {
     server_cpu.floor_pair = per_pair(floor_side);
     server_cpu.dblock_pair = per_pair(dblock_side);
     server_cpu.diag_pair = per_pair(diag_side);
+  }
+
+  // --- MultiLock pair figure -------------------------------------------------------------------
+  if (config.wants("multi")) {
+    progress("multi-lock pairs...");
+    RawRedis raw(config.url);
+    auto manager = dblock::open(config.url, manager_options());
+    RawMultiSide floor_side(raw);
+    DblockMultiSide dblock_side(*manager, false);
+    DblockMultiSide ordered_side(*manager, true);
+    const PairFigure f = measure_pairs(floor_side, dblock_side, ordered_side, {"bench-multi"}, config.warmup, config.pairs);
+    rows.push_back(make_row("multi_pair", "two names: acquire_all+releases (vs 2x SET NX + 2x CAD)", f.dblock.pair,
+                            f.floor.pair));
+    rows.push_back(make_row("multi_acquire", "  acquire_all only (vs 2x SET NX PX)", f.dblock.acquire, f.floor.acquire));
+    rows.push_back(make_row("multi_pair_one_by_one", "  diag: the two names one by one", f.diag.pair, f.floor.pair));
+    rows.push_back(make_row("multi_acquire_one_by_one", "  diag: two try_acquire only", f.diag.acquire,
+                            f.floor.acquire));
   }
 
   // --- hand-off figure at 4 processes (fork: nothing may be open here) ---------------------------
