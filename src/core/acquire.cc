@@ -285,8 +285,7 @@ std::vector<AcquireResult> ManagerCore::acquire_all_call(MultiAcquire& multi, co
       return multi.try_acquire_all(requests);
     } catch (const Error& e) {
       if (try_once || !transient(e) || SteadyClock::now() >= deadline) throw;
-      const auto pause = duration_cast<milliseconds>(jittered(milliseconds(50) * (1 << std::min(faults, 4))));
-      std::this_thread::sleep_for(std::min<SteadyClock::duration>(pause, deadline - SteadyClock::now()));
+      std::this_thread::sleep_for(refusal_pause(faults, deadline));
     }
   }
 }

@@ -27,6 +27,11 @@ std::chrono::microseconds jittered(std::chrono::microseconds base, double spread
 // come back together; never past `deadline` (retry.cc).
 std::chrono::steady_clock::duration refusal_pause(int n, std::chrono::steady_clock::time_point deadline);
 
+// When a wait of `wait` from now ends: now for zero or negative, time_point::max() for
+// kWaitForever (and, saturating, for anything over 100 years), else now + wait. The one rule every
+// wait of the API uses.
+std::chrono::steady_clock::time_point wait_deadline(std::chrono::milliseconds wait);
+
 // "<hostname>:<pid>:<instance>" where instance is a per-process counter.
 std::string default_holder();
 // ManagerOptions::holder: 1-255 bytes of UTF-8 without control characters, like a lock name.

@@ -4,21 +4,12 @@
 
 #include "call_deadline.h"
 #include "dblock/errors.h"
+#include "internal.h"
 #include "manager_core.h"
 
 namespace dblock {
 
 namespace {
-
-// When a wait of `wait` from now ends (a negative wait: now).
-std::chrono::steady_clock::time_point deadline_after(std::chrono::milliseconds wait) {
-  auto now = std::chrono::steady_clock::now();
-  if (wait < std::chrono::milliseconds::zero()) return now;
-  if (wait == kWaitForever) return std::chrono::steady_clock::time_point::max();
-  // Saturate instead of overflowing for absurdly long waits.
-  if (wait > std::chrono::hours(24 * 365 * 100)) return std::chrono::steady_clock::time_point::max();
-  return now + wait;
-}
 
 constexpr std::size_t kMaxHistoryRows = 1'000'000;  // fits every dialect's LIMIT parameter
 
@@ -49,7 +40,7 @@ std::optional<Lease> LockManager::try_acquire(std::string_view name, const Acqui
 std::optional<Lease> LockManager::acquire(std::string_view name, std::chrono::milliseconds wait,
                                           const AcquireOptions& options) {
   if (wait <= std::chrono::milliseconds::zero()) return try_acquire(name, options);
-  return core_->acquire(name, deadline_after(wait), /*try_once=*/false, options);
+  return core_->acquire(name, detail::wait_deadline(wait), /*try_once=*/false, options);
 }
 
 namespace {
@@ -78,7 +69,7 @@ std::optional<std::vector<Lease>> LockManager::acquire_all(std::vector<std::stri
   }
   for (const auto& name : names) validate_lock_name(name);
   const bool once = wait <= std::chrono::milliseconds::zero();
-  const auto deadline = once ? std::chrono::steady_clock::now() : deadline_after(wait);
+  const auto deadline = once ? std::chrono::steady_clock::now() : detail::wait_deadline(wait);
   if (std::optional<std::vector<Lease>> all = core_->acquire_all_at_once(names, deadline, once, options)) {
     if (all->empty()) return std::nullopt;  // a single try, refused
     return all;
@@ -169,7 +160,7 @@ bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::mi
                                           const std::function<void(Transaction&)>& body) {
   validate_lock_name(name);
   SqlFeatures& sql = sql_of(core_->service(), "a transaction lock");
-  const auto waits_until = deadline_after(wait);
+  const auto waits_until = detail::wait_deadline(wait);
   const detail::CallDeadlineScope call(core_->call_timeout_after(waits_until));
   return sql.run_in_transaction_lock(name, wait, body);
 }
@@ -216,7 +207,7 @@ bool LockManager::with_locked_rows(const RowLockRequest& request, const RowsBody
   if (rows == nullptr) unsupported(core_->service(), "a row lock (SELECT ... FOR UPDATE)");
   // Waiting on the server's default lock timeout (wait_timeout 0) gets call_timeout alone.
   const bool waits = request.wait == RowLockWait::kWait;
-  const auto waits_until = deadline_after(waits ? request.wait_timeout : std::chrono::milliseconds::zero());
+  const auto waits_until = detail::wait_deadline(waits ? request.wait_timeout : std::chrono::milliseconds::zero());
   const detail::CallDeadlineScope call(core_->call_timeout_after(waits_until));
   return rows->run_with_locked_rows(request, body);
 }

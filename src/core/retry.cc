@@ -31,6 +31,13 @@ bool retry_optimistic(const std::function<bool()>& attempt, const RetryOptions& 
 
 namespace detail {
 
+std::chrono::steady_clock::time_point wait_deadline(std::chrono::milliseconds wait) {
+  const auto now = std::chrono::steady_clock::now();
+  if (wait < std::chrono::milliseconds::zero()) return now;
+  if (wait == kWaitForever || wait > std::chrono::hours(24 * 365 * 100)) return std::chrono::steady_clock::time_point::max();
+  return now + wait;
+}
+
 std::chrono::steady_clock::duration refusal_pause(int n, std::chrono::steady_clock::time_point deadline) {
   using Clock = std::chrono::steady_clock;
   const auto pause = std::chrono::milliseconds(

@@ -16,9 +16,8 @@ namespace {
 // A session lock's own call deadline: its wait (which the service waits out server-side) and
 // the least time a call is given after it; none for a wait without end.
 SteadyClock::time_point session_wait_deadline(std::chrono::milliseconds wait) {
-  const auto now = SteadyClock::now();
-  if (wait >= std::chrono::hours(24 * 365)) return SteadyClock::time_point::max();
-  return now + std::max(wait, std::chrono::milliseconds::zero()) + CallDeadlineScope::kMinCallTime;
+  const auto ends = wait_deadline(std::max(wait, std::chrono::milliseconds::zero()));
+  return ends == SteadyClock::time_point::max() ? ends : ends + CallDeadlineScope::kMinCallTime;
 }
 
 // One session lock acquisition with a wait of `wait`. A failure the service calls transient
@@ -27,8 +26,8 @@ SteadyClock::time_point session_wait_deadline(std::chrono::milliseconds wait) {
 std::unique_ptr<SessionLockHandle> acquire_riding_over(SessionLocks& locks, std::string_view name, LockMode mode,
                                                        std::chrono::milliseconds wait) {
   using std::chrono::milliseconds;
-  const bool forever = wait >= std::chrono::hours(24 * 365);
-  const auto ends = forever ? SteadyClock::time_point::max() : SteadyClock::now() + std::max(wait, milliseconds::zero());
+  const auto ends = wait_deadline(std::max(wait, milliseconds::zero()));
+  const bool forever = ends == SteadyClock::time_point::max();
   for (int attempt = 0;; ++attempt) {
     const milliseconds left =
         forever ? wait : std::max(milliseconds::zero(), std::chrono::ceil<milliseconds>(ends - SteadyClock::now()));
