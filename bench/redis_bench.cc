@@ -404,17 +404,21 @@ class RawLock {
 // ---------------------------------------------------------------------------------------------
 // Pair figures
 
+// The floor's pair: SET NX PX of each of the name's keys (the name itself, or the name + each of
+// `suffixes`), then the compare-and-delete of each.
 class RawLeaseSide {
  public:
-  explicit RawLeaseSide(RawRedis& c) : lock_(c) {}
+  explicit RawLeaseSide(RawRedis& c, std::vector<std::string> suffixes = {""})
+      : lock_(c), suffixes_(std::move(suffixes)) {}
 
   void pair(const std::string& name, PairSamples* out) {
-    const std::string key = kRawPrefix + name;
     const std::string token = counter_token(static_cast<std::uint64_t>(::getpid()), ++sequence_);
     const auto t0 = Clock::now();
-    const bool acquired = lock_.acquire(key, token);
+    bool acquired = true;
+    for (const std::string& s : suffixes_) acquired = acquired && lock_.acquire(kRawPrefix + name + s, token);
     const auto t1 = Clock::now();
-    const bool released = acquired && lock_.release(key, token);
+    bool released = acquired;
+    for (const std::string& s : suffixes_) released = released && lock_.release(kRawPrefix + name + s, token);
     const auto t2 = Clock::now();
     if (!acquired || !released) throw std::runtime_error("floor: uncontended SET NX / compare-and-delete failed");
     if (out) out->add(t0, t1, t2);
@@ -422,6 +426,7 @@ class RawLeaseSide {
 
  private:
   RawLock lock_;
+  const std::vector<std::string> suffixes_;
   std::uint64_t sequence_ = 0;
 };
 
@@ -466,29 +471,6 @@ class DblockScriptSide {
  private:
   RawRedis& c_;
   std::string acquire_sha_, release_sha_, ttl_us_, holder_, channel_;
-  std::uint64_t sequence_ = 0;
-};
-
-// MultiLock pairs: two names held together. The floor takes each with SET NX PX and gives each
-// back with the compare-and-delete (four round trips).
-class RawMultiSide {
- public:
-  explicit RawMultiSide(RawRedis& c) : lock_(c) {}
-
-  void pair(const std::string& name, PairSamples* out) {
-    const std::string a = kRawPrefix + name + "/1", b = kRawPrefix + name + "/2";
-    const std::string token = counter_token(static_cast<std::uint64_t>(::getpid()), ++sequence_);
-    const auto t0 = Clock::now();
-    const bool acquired = lock_.acquire(a, token) && lock_.acquire(b, token);
-    const auto t1 = Clock::now();
-    const bool released = acquired && lock_.release(a, token) && lock_.release(b, token);
-    const auto t2 = Clock::now();
-    if (!acquired || !released) throw std::runtime_error("floor: uncontended two-key SET NX / CAD failed");
-    if (out) out->add(t0, t1, t2);
-  }
-
- private:
-  RawLock lock_;
   std::uint64_t sequence_ = 0;
 };
 
@@ -730,7 +712,7 @@ int run(const Config& config) {
     progress("multi-lock pairs...");
     RawRedis raw(config.url);
     auto manager = dblock::open(config.url, manager_options());
-    RawMultiSide floor_side(raw);
+    RawLeaseSide floor_side(raw, {"/1", "/2"});  // four round trips
     DblockMultiSide dblock_side(*manager, false);
     DblockMultiSide ordered_side(*manager, true);
     const PairFigure f = measure_pairs(floor_side, dblock_side, ordered_side, {"bench-multi"}, config.warmup, config.pairs);

@@ -208,7 +208,7 @@ std::optional<std::string> url_for_child(std::string_view value) {
   }
 }
 
-// The faults the engine rides over while a wait lasts: the same test as Acquirer::transient
+// The faults the engine rides over while a wait lasts: the same test as the engine's transient()
 // (src/core/acquire.cc); keep the two in step.
 bool fault_during_wait(const Error& e) {
   return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||

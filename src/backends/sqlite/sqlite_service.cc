@@ -175,24 +175,29 @@ std::vector<AcquireResult> SqliteService::try_acquire_all(const std::vector<Acqu
   auto c = borrow();
   std::vector<AcquireResult> results;
   std::size_t marked = 0;  // requests whose holder mark take() kept
-  try {
-    WriteTxn tx(*c);
-    for (const AcquireRequest& request : requests) {
-      results.push_back(take(*c, request, 0, /*in_transaction=*/true));
-      if (!results.back().acquired) break;
-      ++marked;
-    }
-    if (marked == requests.size()) {
-      tx.commit();
-      for (const AcquireRequest& request : requests) confirm_grant(request);
-      return results;
-    }
-  } catch (...) {
+  auto drop_marks = [&] {
     for (std::size_t i = 0; i < marked; ++i) marks_->drop(requests[i].name, *requests[i].secret);
+  };
+  try {
+    {
+      WriteTxn tx(*c);  // rolls back unless every name was granted, before the marks are dropped
+      for (const AcquireRequest& request : requests) {
+        results.push_back(take(*c, request, 0, /*in_transaction=*/true));
+        if (!results.back().acquired) break;
+        ++marked;
+      }
+      if (marked == requests.size()) tx.commit();
+    }
+    if (marked < requests.size()) {
+      drop_marks();
+      return {};  // refused: nothing taken
+    }
+    for (const AcquireRequest& request : requests) confirm_grant(request);
+    return results;
+  } catch (...) {
+    drop_marks();
     throw;
   }
-  for (std::size_t i = 0; i < marked; ++i) marks_->drop(requests[i].name, *requests[i].secret);
-  return {};  // refused: the transaction rolled back, nothing taken
 }
 
 RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
