@@ -11,7 +11,7 @@
 #   --seconds S        length of one run (short: 12, Redis 6; long: 10)
 #   --ttl-ms T         lease TTL (default 1000)
 #   --clients K        contending client processes (default 4)
-#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis (default: all this build has)
+#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis,redlock (default: all this build has)
 #   --faults LIST      comma-separated subset of the faults (default: all that apply to a backend)
 #   --budget-minutes M stop starting new runs after M minutes (seeds interleave, so every combination
 #                      gets its first seeds before any gets its last)
@@ -21,7 +21,8 @@
 #
 # Environment: JOBS (build parallelism, default 2); FAULT_PG_PORT, FAULT_PGBOUNCER_PORT,
 # FAULT_MARIADB_PORT, FAULT_REDIS_PORT, FAULT_REDIS_AOF_PORT (default 25437, 26437, 23309, 24380,
-# 24390: not the ports ctest's fixtures use; the second Redis runs with AOF always).
+# 24390: not the ports ctest's fixtures use; the second Redis runs with AOF always),
+# FAULT_REDLOCK_PORT, FAULT_REDLOCK_AOF_PORT (default 24384, 24394: the first of three masters each).
 # The servers run from state directories under /tmp and are stopped on exit, by pid.
 # Exit status: 0 all runs held every invariant, 1 some run reported a violation or failed.
 set -euo pipefail
@@ -62,7 +63,7 @@ if [[ -z "$backends" ]]; then
   [[ " $available " == *" sqlite "* ]] && backends+="sqlite,"
   [[ " $available " == *" postgresql "* ]] && command -v pgbouncer >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && backends+="postgresql,"
   [[ " $available " == *" mysql "* ]] && command -v mariadbd >/dev/null && backends+="mariadb,"
-  [[ " $available " == *" redis "* ]] && command -v redis-server >/dev/null && backends+="redis,"
+  [[ " $available " == *" redis "* ]] && command -v redis-server >/dev/null && backends+="redis,redlock,"
   backends=${backends%,}
 fi
 faults_for() {
@@ -71,6 +72,7 @@ faults_for() {
     postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full pgbouncer" ;;
     mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full" ;;
     redis) echo "none client-kill client-stop conn-kill pubsub-kill server-restart server-restart-aof server-stop relay-stall" ;;
+    redlock) echo "none client-kill node-kill node-kill-two node-restart node-restart-two" ;;
   esac
 }
 
@@ -86,6 +88,12 @@ maria_state=/tmp/dblock-fault-sh-mariadb-$maria_port
 redis_port=${FAULT_REDIS_PORT:-24380} redis_aof_port=${FAULT_REDIS_AOF_PORT:-24390}
 redis_state=/tmp/dblock-fault-sh-redis-$redis_port
 redis_aof_state=/tmp/dblock-fault-sh-redis-aof-$redis_aof_port
+redlock_port=${FAULT_REDLOCK_PORT:-24384} redlock_aof_port=${FAULT_REDLOCK_AOF_PORT:-24394}
+redlock_ports=("$redlock_port" $((redlock_port + 1)) $((redlock_port + 2)))
+redlock_aof_ports=("$redlock_aof_port" $((redlock_aof_port + 1)) $((redlock_aof_port + 2)))
+redlock_state=/tmp/dblock-fault-sh-redlock-$redlock_port
+redlock_aof_state=/tmp/dblock-fault-sh-redlock-aof-$redlock_aof_port
+redlock_url() { local IFS=,; local hosts=("${@/#/127.0.0.1:}"); echo "redlock://${hosts[*]}"; }
 started=()
 cleanup() {
   for s in "${started[@]}"; do
@@ -95,6 +103,9 @@ cleanup() {
       redis)
         scripts/servers/redis.sh stop "$redis_state" >/dev/null 2>&1 || true
         scripts/servers/redis.sh stop "$redis_aof_state" >/dev/null 2>&1 || true ;;
+      redlock)
+        scripts/servers/redis.sh stop "$redlock_state" >/dev/null 2>&1 || true
+        scripts/servers/redis.sh stop "$redlock_aof_state" >/dev/null 2>&1 || true ;;
     esac
   done
 }
@@ -110,6 +121,10 @@ for b in "${backend_list[@]}"; do
       started+=(redis)
       DBLOCK_REDIS_AOF=no scripts/servers/redis.sh start "$redis_state" "$redis_port"
       DBLOCK_REDIS_AOF=always scripts/servers/redis.sh start "$redis_aof_state" "$redis_aof_port" ;;
+    redlock)
+      started+=(redlock)
+      DBLOCK_REDIS_AOF=no scripts/servers/redis.sh start "$redlock_state" "${redlock_ports[@]}"
+      DBLOCK_REDIS_AOF=always scripts/servers/redis.sh start "$redlock_aof_state" "${redlock_aof_ports[@]}" ;;
     sqlite) ;;
     *) echo "fault.sh: unknown backend $b" >&2; exit 64 ;;
   esac
@@ -136,6 +151,14 @@ run_one() {  # backend fault seed
         args=(--url "redis://127.0.0.1:$redis_aof_port" --state "$redis_aof_state")
       else
         args=(--url "redis://127.0.0.1:$redis_port" --state "$redis_state")
+      fi
+      args+=(--server-script "$root/scripts/servers/redis.sh") ;;
+    redlock)
+      secs=$redis_seconds
+      if [[ $f == node-restart* ]]; then  # masters that come back at once keep their keys: AOF always
+        args=(--url "$(redlock_url "${redlock_aof_ports[@]}")" --state "$redlock_aof_state")
+      else
+        args=(--url "$(redlock_url "${redlock_ports[@]}")" --state "$redlock_state")
       fi
       args+=(--server-script "$root/scripts/servers/redis.sh") ;;
   esac

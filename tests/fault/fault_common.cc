@@ -26,6 +26,7 @@ Dialect dialect_of(std::string_view url) {
   if (scheme == "postgresql" || scheme == "postgres") return Dialect::kPostgresql;
   if (scheme == "mysql" || scheme == "mariadb") return Dialect::kMysql;
   if (scheme == "redis") return Dialect::kRedis;
+  if (scheme == "redlock") return Dialect::kRedlock;
   throw UsageError("fault harness: unsupported URL scheme '" + scheme + "'");
 }
 
@@ -35,6 +36,7 @@ const char* dialect_name(Dialect d) {
     case Dialect::kPostgresql: return "postgresql";
     case Dialect::kMysql: return "mariadb";
     case Dialect::kRedis: return "redis";
+    case Dialect::kRedlock: return "redlock";
   }
   return "?";
 }
@@ -86,6 +88,7 @@ ResourceSql resource_sql(Dialect d, const std::string& prefix) {
       s.server_version = "SELECT VERSION()";
       break;
     case Dialect::kRedis:
+    case Dialect::kRedlock:
       throw UsageError("fault harness: Redis keeps no SQL resource (the resource is an SQLite file)");
   }
   s.create.push_back("INSERT INTO " + r + " (id, last_fence, value) VALUES (1, 0, 0)");
@@ -109,7 +112,8 @@ std::optional<LogLine> parse_log_line(std::string_view line) {
 const std::vector<std::string>& fault_kinds() {
   static const std::vector<std::string> kinds = {
       "none",           "client-kill", "client-stop", "session-kill", "conn-kill", "pubsub-kill", "server-restart",
-      "server-restart-aof", "server-stop", "relay-stall", "conn-full", "pgbouncer", "writer-kill", "disk-full"};
+      "server-restart-aof", "server-stop", "relay-stall", "conn-full", "pgbouncer", "writer-kill", "disk-full",
+      "node-kill",      "node-kill-two", "node-restart", "node-restart-two"};
   return kinds;
 }
 

@@ -34,12 +34,13 @@ std::int64_t to_mono_ns(std::chrono::steady_clock::time_point t);
 // Every fault a run can inject (docs/fault-harness.md, "Faults"), in the report's order.
 const std::vector<std::string>& fault_kinds();
 
-enum class Dialect { kSqlite, kPostgresql, kMysql, kRedis };
+enum class Dialect { kSqlite, kPostgresql, kMysql, kRedis, kRedlock };
 // From the URL scheme ("sqlite", "postgresql", "mysql"/"mariadb", "redis"). Throws UsageError otherwise.
 Dialect dialect_of(std::string_view url);
 const char* dialect_name(Dialect d);
 // Whether the service behind `d` has SQL transactions (the resource can live beside the lock).
-inline bool is_sql(Dialect d) { return d != Dialect::kRedis; }
+inline bool is_redis(Dialect d) { return d == Dialect::kRedis || d == Dialect::kRedlock; }
+inline bool is_sql(Dialect d) { return !is_redis(d); }
 // Where a run whose lock service is `d` keeps its protected resource: `url` itself on the SQL
 // backends; on Redis the SQLite file <work>/resource.db.
 std::string resource_url(Dialect d, const std::string& url, const std::string& work);

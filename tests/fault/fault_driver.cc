@@ -44,8 +44,10 @@
 
 #include "dblock/url.h"
 #include "fault_common.h"
+#include "commands.h"
 #include "interruptions.h"
 #include "oracle.h"
+#include "redis_admin.h"
 #include "report.h"
 
 #ifndef DBLOCK_SOURCE_DIR
@@ -86,6 +88,7 @@ struct Args {
   bool sabotage = false;         // clients write unfenced: the run must find violations
   bool expect_violation = false; // exit 0 only if the oracle reported a violation
   bool durable = false;          // check leases as kept across restarts even on Redis without AOF always
+                                 // (Redlock: allows node-restart on masters without AOF)
 };
 
 [[noreturn]] void usage(const std::string& why) {
@@ -99,7 +102,8 @@ struct Args {
                "       fault_driver selftest\n"
                "       fault_driver schemes\n"
                "KIND: none client-kill client-stop session-kill conn-kill pubsub-kill server-restart\n"
-               "      server-restart-aof server-stop relay-stall conn-full pgbouncer writer-kill disk-full\n",
+               "      server-restart-aof server-stop relay-stall conn-full pgbouncer writer-kill disk-full\n"
+               "      node-kill node-kill-two node-restart node-restart-two (Redlock)\n",
                why.c_str());
   std::exit(64);
 }
@@ -122,77 +126,6 @@ std::string self_dir() {
 // disk-full: the SQLite file on the tmpfs the fault mounts on <work>/db.
 std::string disk_full_url(const std::string& work) { return "sqlite://" + work + "/db/fault.db"; }
 
-// ---- processes ---------------------------------------------------------------------------------
-
-// Waits up to `timeout` for `pid` to exit; returns its status or nullopt.
-std::optional<int> wait_pid(pid_t pid, std::chrono::milliseconds timeout) {
-  const std::int64_t deadline = mono_ns() + timeout.count() * kMs;
-  for (;;) {
-    int status = 0;
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) return status;
-    if (r < 0 && errno != EINTR) return -1;
-    if (mono_ns() >= deadline) return std::nullopt;
-    std::this_thread::sleep_for(1ms);  // polling a child's exit, bounded by the deadline
-  }
-}
-
-// Runs a command with stdout captured, stderr appended to `err_path`; SIGKILLs it after
-// `timeout`. Returns the exit code (-1: timed out or did not exit normally).
-int run_command(const std::vector<std::string>& argv, std::chrono::milliseconds timeout, std::string* out,
-                const std::string& err_path) {
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return -1;
-  std::vector<char*> args;
-  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid = fork();
-  if (pid < 0) {
-    close(fds[0]);
-    close(fds[1]);
-    return -1;
-  }
-  if (pid == 0) {
-    dup2(fds[1], STDOUT_FILENO);
-    int err = ::open(err_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (err >= 0) dup2(err, STDERR_FILENO);
-    int devnull = ::open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(fds[1]);
-  const std::int64_t deadline = mono_ns() + timeout.count() * kMs;
-  std::string captured;
-  bool timed_out = false;
-  for (;;) {
-    std::int64_t left = (deadline - mono_ns()) / kMs;
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    pollfd p{fds[0], POLLIN, 0};
-    int rc = poll(&p, 1, static_cast<int>(std::min<std::int64_t>(left, 1000)));
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc <= 0) continue;
-    char buf[4096];
-    ssize_t n = read(fds[0], buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    captured.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
-  auto status = wait_pid(pid, timed_out ? 5000ms : timeout);
-  if (!status) {
-    kill(pid, SIGKILL);
-    status = wait_pid(pid, 5000ms);
-  }
-  if (out) *out = captured;
-  if (timed_out || !status || !WIFEXITED(*status)) return -1;
-  return WEXITSTATUS(*status);
-}
-
 struct Client {
   int id = 0;
   pid_t pid = -1;
@@ -211,7 +144,7 @@ struct Client {
 // The server's main pid from its pid file (postmaster / mariadbd / redis-server of `port`), 0 if none.
 pid_t server_pid(Dialect dialect, const std::string& state, int port) {
   std::ifstream f(dialect == Dialect::kPostgresql ? state + "/data/postmaster.pid"
-                  : dialect == Dialect::kRedis    ? state + "/" + std::to_string(port) + "/redis.pid"
+                  : is_redis(dialect)             ? state + "/" + std::to_string(port) + "/redis.pid"
                                                   : state + "/mysqld.pid");
   long pid = 0;
   if (!(f >> pid) || pid <= 1) return 0;
@@ -288,10 +221,6 @@ class Run {
   // Redis: CLIENT KILL TYPE `type` (normal: the clients' command connections; pubsub: their
   // subscribers); the redis-cli that sends it is skipped.
   void redis_client_kill(const std::string& type);
-  std::vector<std::string> redis_cli() const;  // redis-cli with the admin URL's host, port, credentials
-  int redis_port() const;
-  std::string redis_version();
-  void cleanup_redis_keys();
   void stop_clients(bool stop);  // SIGSTOP (or SIGCONT) every running client, as client-stop events
   void server_restart();
   void server_freeze();
@@ -334,7 +263,8 @@ class Run {
   std::vector<pid_t> frozen_pids_;
   std::int64_t thaw_at_ = 0;
   std::vector<pid_t> watchdogs_;
-  std::unique_ptr<Interruption> interruption_;  // relay-stall, conn-full, disk-full
+  std::unique_ptr<RedisNodes> redis_;           // Redis, Redlock: the servers under test
+  std::unique_ptr<Interruption> interruption_;  // relay-stall, conn-full, disk-full, node-*
   bool interrupted_ = false;
   std::int64_t restore_at_ = 0;
 };
@@ -396,7 +326,7 @@ void Run::setup() {
 }
 
 void Run::cleanup_tables() {
-  if (dialect_ == Dialect::kRedis) cleanup_redis_keys();
+  if (redis_) redis_->delete_keys(prefix_);
   if (dialect_of(resource_url_) == Dialect::kSqlite) return;  // the database file goes with the work directory
   try {
     auto m = open_admin(30s);
@@ -438,7 +368,8 @@ void Run::spawn(int id) {
   // 0.3 s) lands inside holds that outlive it and renew across it. Without AOF those leases are
   // gone when the server is back, which the holder learns at its renewal or release while a waiter
   // may already hold the name and write; with AOF `always` they must all still be there.
-  const bool long_holds = dialect_ == Dialect::kRedis && (a_.fault == "server-restart" || a_.fault == "server-restart-aof");
+  const bool long_holds = is_redis(dialect_) && (a_.fault == "server-restart" || a_.fault == "server-restart-aof" ||
+                                                 a_.fault.rfind("node-", 0) == 0);
   const std::string long_pause = s(a_.ttl_ms * 3 / 10);
   std::vector<std::string> argv = {a_.client_path,
                                    "--url", url,
@@ -666,74 +597,22 @@ void Run::session_kill(bool all) {
   events_.push_back({FaultEvent::kSessionKill, mono_ns(), 0, 0, terminated});
 }
 
-std::vector<std::string> Run::redis_cli() const {
-  const Url url = parse_url(a_.admin_url);
-  std::vector<std::string> cmd = {"redis-cli", "-h", url.hosts.empty() ? "127.0.0.1" : url.hosts[0].host, "-p",
-                                  s(redis_port())};
-  if (!url.user.empty()) cmd.insert(cmd.end(), {"--user", url.user});
-  if (!url.password.empty()) setenv("REDISCLI_AUTH", url.password.c_str(), 1);  // not on the command line
-  if (!url.path.empty()) cmd.insert(cmd.end(), {"-n", url.path});
-  return cmd;
-}
-
-int Run::redis_port() const {
-  const Url url = parse_url(a_.admin_url);
-  return url.hosts.empty() || url.hosts[0].port == 0 ? 6379 : url.hosts[0].port;
-}
-
 void Run::redis_client_kill(const std::string& type) {
-  auto cmd = redis_cli();
-  cmd.insert(cmd.end(), {"CLIENT", "KILL", "TYPE", type});
-  std::string out;
-  const int rc = run_command(cmd, 20'000ms, &out, err_path());
-  const int killed = rc == 0 ? std::atoi(out.c_str()) : 0;
-  note("client-kill type " + type + " rc " + s(rc) + " -> " + s(killed));
+  const int killed = redis_->client_kill(type);
+  note("client-kill type " + type + " -> " + s(killed));
   events_.push_back({FaultEvent::kSessionKill, mono_ns(), 0, 0, killed});
-}
-
-std::string Run::redis_version() {
-  auto cmd = redis_cli();
-  cmd.insert(cmd.end(), {"INFO", "server"});
-  std::string out;
-  if (run_command(cmd, 20'000ms, &out, err_path()) != 0) return "";
-  const auto at = out.find("redis_version:");
-  if (at == std::string::npos) return "";
-  const auto from = at + std::strlen("redis_version:");
-  return out.substr(from, out.find_first_of("\r\n", from) - from);
-}
-
-// The run's keys (every one under the run's prefix: the lease, its fence counter, line and latch);
-// the channel needs nothing.
-void Run::cleanup_redis_keys() {
-  std::vector<std::string> keys;
-  for (const std::string& pattern : {prefix_ + "*", "{" + prefix_ + "*"}) {
-    auto cmd = redis_cli();
-    cmd.insert(cmd.end(), {"--scan", "--pattern", pattern});
-    std::string out;
-    if (run_command(cmd, 20'000ms, &out, err_path()) != 0) return;
-    std::istringstream lines(out);
-    for (std::string key; std::getline(lines, key);) {
-      if (!key.empty()) keys.push_back(key);
-    }
-  }
-  if (keys.empty()) return;
-  auto cmd = redis_cli();
-  cmd.push_back("DEL");
-  cmd.insert(cmd.end(), keys.begin(), keys.end());
-  run_command(cmd, 20'000ms, nullptr, err_path());
 }
 
 void Run::server_restart() {
   const std::int64_t t = mono_ns();
   const bool pg = dialect_ == Dialect::kPostgresql;
   int rc = 0;
-  if (dialect_ == Dialect::kRedis) {
+  if (redis_) {
     // A crash, as PostgreSQL's immediate stop and MariaDB's kill: SIGKILL, then the same server
     // (its AOF, if it has one) comes back.
-    rc = run_command({a_.server_script, "kill", a_.state, s(redis_port())}, 60'000ms, nullptr, err_path());
-    if (rc == 0) {
-      rc = run_command({a_.server_script, "start-one", a_.state, s(redis_port())}, 60'000ms, nullptr, err_path());
-    }
+    const int port = redis_->ports().front();
+    rc = redis_->kill(port);
+    if (rc == 0) rc = redis_->start(port);
   } else {
     rc = run_command({a_.server_script, "restart", a_.state, pg ? "immediate" : "kill"}, 120'000ms, nullptr,
                      err_path());
@@ -745,7 +624,7 @@ void Run::server_restart() {
 }
 
 void Run::server_freeze() {
-  const pid_t main_pid = server_pid(dialect_, a_.state, dialect_ == Dialect::kRedis ? redis_port() : 0);
+  const pid_t main_pid = server_pid(dialect_, a_.state, redis_ ? redis_->ports().front() : 0);
   if (main_pid == 0) throw std::runtime_error("no server pid under " + a_.state);
   const auto hold = milliseconds(static_cast<std::int64_t>(uniform(1.5, 2.5) * a_.ttl_ms));
   // The main process first (a stopped postmaster forks no new backends), then its children;
@@ -958,7 +837,7 @@ int Run::execute() {
   dialect_ = dialect_of(a_.url);
   const bool pg = dialect_ == Dialect::kPostgresql;
   const std::string& f = a_.fault;
-  const bool redis = dialect_ == Dialect::kRedis;
+  const bool redis = is_redis(dialect_);
   if ((f == "session-kill" || f == "server-restart" || f == "server-stop" || f == "relay-stall" || f == "conn-full") &&
       dialect_ == Dialect::kSqlite) {
     usage(f + " needs a server backend");
@@ -972,6 +851,9 @@ int Run::execute() {
     usage("disk-full runs on SQLite in the work directory (no --url)");
   }
   if ((f == "server-restart" || f == "server-stop") && a_.state.empty()) usage(f + " needs --state");
+  const bool node_fault = f.rfind("node-", 0) == 0;
+  if (node_fault && dialect_ != Dialect::kRedlock) usage(f + " needs a redlock URL");
+  if (node_fault && a_.state.empty()) usage(f + " needs --state");
   if (redis && !a_.state.empty()) {
     std::ifstream mode(a_.state + "/aof-mode");  // written by scripts/servers/redis.sh start
     if (!(mode >> aof_mode_)) aof_mode_ = "no";
@@ -979,6 +861,12 @@ int Run::execute() {
   if (f == "server-restart-aof" && aof_mode_ != "always") {
     usage("server-restart-aof needs a server started with DBLOCK_REDIS_AOF=always (" + a_.state + "/aof-mode: " +
           aof_mode_ + ")");
+  }
+  // A node that comes back at once must come back with its keys: without them, a holder may be
+  // left with a minority of nodes while another client takes a majority (docs/backends/redis.md).
+  if ((f == "node-restart" || f == "node-restart-two") && aof_mode_ != "always" && !a_.durable) {
+    usage(f + " needs servers started with DBLOCK_REDIS_AOF=always (" + a_.state + "/aof-mode: " + aof_mode_ +
+          "), or --durable --expect-violation");
   }
   if (f == "pgbouncer" && a_.url.find("prepared=") == std::string::npos) a_.url = with_param(a_.url, "prepared", "0");
   if (a_.server_script.empty()) {
@@ -997,6 +885,11 @@ int Run::execute() {
                                      {[this] { stop_clients(true), session_kill(true); }, [this] { stop_clients(false); }});
   }
   if (f == "disk-full") interruption_ = disk_full(a_.work + "/db");  // before the file is made
+  if (redis) redis_ = std::make_unique<RedisNodes>(a_.admin_url, a_.server_script, a_.state, err_path());
+  if (node_fault) {
+    const int count = f.size() > 4 && f.compare(f.size() - 4, 4, "-two") == 0 ? 2 : 1;
+    interruption_ = node_outage(*redis_, count, f.rfind("node-restart", 0) == 0, a_.seed);
+  }
   if (interruption_) a_.url = interruption_->client_url(a_.url);
   sql_ = resource_sql(dialect_of(resource_url_), prefix_);
   driver_log_.open(a_.work + "/driver.log");
@@ -1063,7 +956,8 @@ int Run::execute() {
   in.baseline = f == "none";
   in.expect_session_refused = f == "pgbouncer";
   in.fence_only = redis;
-  in.leases_volatile = redis && aof_mode_ != "always" && !a_.durable;
+  // Redlock: nothing is excused (its node faults keep a majority's keys, or restart nodes late).
+  in.leases_volatile = dialect_ == Dialect::kRedis && aof_mode_ != "always" && !a_.durable;
   in.events = events_;
   in.death = death_;
   for (auto& [id, c] : clients_) {
@@ -1085,7 +979,7 @@ int Run::execute() {
       if (!v.empty()) server_version = as_text(v[0].at(0));
     });
   }
-  if (redis) server_version = redis_version();  // the resource's SQLite is not the server under test
+  if (redis) server_version = redis_->version();  // the resource's SQLite is not the server under test
   Figures fig = evaluate(in);
   fig.client_crashes = crashes_;
   auto violations = fig.violations(in.baseline);

@@ -167,6 +167,25 @@ TEST_CASE("redlock: a renewal takes a node that lost the key again, with the lea
   CHECK(lease->release() == ReleaseResult::kReleased);
 }
 
+TEST_CASE("redlock: inspect shows the holder of a majority, not what the first node shows", "[redlock][list]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto lease = manager->try_acquire("view");
+  REQUIRE(lease);
+  // Node 0 loses the key and another owner takes that node alone, as a waiter's partial take does.
+  Raw first(nodes().at(0));
+  REQUIRE(first.text({"DEL", prefix + "view"}) == "1");
+  const Url::Host node0 = nodes().at(0);
+  auto alone = dblock::open("redis://" + node0.host + ":" + std::to_string(node0.port) + "?prefix=" + prefix);
+  auto partial = alone->try_acquire("view");
+  REQUIRE(partial);
+  REQUIRE(partial->fence() != lease->fence());
+  auto seen = manager->inspect("view");
+  REQUIRE(seen);
+  CHECK(seen->fence == lease->fence());
+  CHECK(lease->release() == ReleaseResult::kReleased);
+}
+
 TEST_CASE("redlock: a release that reaches no majority is in doubt", "[redlock][faults]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);

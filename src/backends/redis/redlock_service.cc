@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "dblock/errors.h"
 #include "listing.h"
@@ -213,12 +214,14 @@ std::vector<LeaseInfo> RedlockService::list(std::optional<std::string_view> name
     std::sort(lease_keys.begin(), lease_keys.end());
     lease_keys.erase(std::unique(lease_keys.begin(), lease_keys.end()), lease_keys.end());
   }
-  std::map<std::string, std::pair<std::size_t, LeaseInfo>> seen;
+  // A lease is one holder with one fence on a quorum of nodes (its acquire raised them all to the
+  // same fence); the other nodes may show a waiter's partial take meanwhile.
+  std::map<std::tuple<std::string, std::string, std::int64_t>, std::pair<std::size_t, LeaseInfo>> seen;
   std::size_t answered = 0;
   for (auto& node : nodes_) {
     try {
       for (LeaseInfo& info : describe(*node, lease_keys, prefix_, name.has_value())) {
-        auto& entry = seen.try_emplace(info.name, 0, info).first->second;
+        auto& entry = seen.try_emplace({info.name, info.holder, info.fence}, 0, info).first->second;
         ++entry.first;
       }
       ++answered;
