@@ -26,10 +26,17 @@ struct Url;
 // Makes the service for a parsed URL of its scheme; throws as the service's make_service() does.
 using ServiceFactory = std::unique_ptr<LeaseService> (*)(const Url& url, const std::string& table_prefix);
 
+// How a scheme's URLs are written; parse_url() reads a registered scheme's URLs in its shape.
+enum class UrlShape {
+  kHosts,  // scheme://[user[:password]@]host[:port][,host[:port]...][/path][?k=v&...]
+  kFile,   // scheme:///absolute/path[?k=v&...] or scheme:relative/path[?...]: no host; Url::path the file
+};
+
 struct SchemeEntry {
   std::string name;                  // as parse_url() gives Url::scheme: [a-z][a-z0-9+.-]*
   std::vector<std::string> aliases;  // other names for the same service ("postgres"), same form
   ServiceFactory factory = nullptr;
+  UrlShape shape = UrlShape::kHosts;
 };
 
 // Adds `entry`. Returns false and changes nothing when its name or an alias is already taken (the
@@ -39,6 +46,9 @@ bool register_scheme(SchemeEntry entry);
 
 // The factory registered for `scheme` (a name or an alias), or nullptr.
 ServiceFactory find_scheme(std::string_view scheme);
+
+// The URL shape registered for `scheme` (a name or an alias); kHosts for a scheme not registered.
+UrlShape scheme_url_shape(std::string_view scheme);
 
 }  // namespace dblock
 

@@ -4,7 +4,8 @@
 //   postgresql://user:pw@host:port/db?...        mysql://user:pw@host:port/db?socket=...
 //   redis://host:port/N     redlock://h1:p1,h2:p2,h3:p3     zookeeper://h1:2181,h2:2181/chroot
 //
-// Pure functions on values; thread-safe.
+// A scheme's shape (dblock/schemes.h, UrlShape) is the one its service registered: sqlite's is
+// kFile, every other scheme is read as kHosts. Thread-safe.
 #ifndef DBLOCK_URL_H_
 #define DBLOCK_URL_H_
 
@@ -24,9 +25,9 @@ struct Url {
   std::string scheme;                                       // lower-cased
   std::string user;                                         // percent-decoded
   std::string password;                                     // percent-decoded; never printed
-  std::vector<Host> hosts;                                  // empty for sqlite
-  std::string path;                                         // percent-decoded, without the leading '/' for network URLs;
-                                                            // the file path for sqlite
+  std::vector<Host> hosts;                                  // empty for a kFile scheme (sqlite)
+  std::string path;                                         // percent-decoded, without the leading '/' for kHosts URLs;
+                                                            // the file path for a kFile scheme
   std::vector<std::pair<std::string, std::string>> params;  // query parameters, in order, decoded
 
   std::optional<std::string> param(std::string_view key) const;

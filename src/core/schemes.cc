@@ -67,6 +67,15 @@ ServiceFactory find_scheme(std::string_view scheme) {
   return nullptr;
 }
 
+UrlShape scheme_url_shape(std::string_view scheme) {
+  Registry& r = registry();
+  const std::lock_guard lock(r.mutex);
+  for (const SchemeEntry& entry : r.entries) {
+    if (names(entry, scheme)) return entry.shape;
+  }
+  return UrlShape::kHosts;
+}
+
 std::vector<std::string> available_schemes() {
   Registry& r = registry();
   const std::lock_guard lock(r.mutex);

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "dblock/errors.h"
+#include "dblock/schemes.h"
 
 namespace dblock {
 
@@ -145,7 +146,7 @@ std::string render(const Url& url, Secrets secrets) {
   const std::string& password = url.password;
   const auto& hosts = url.hosts;
   std::string out = scheme + ":";
-  if (scheme == "sqlite") {
+  if (scheme_url_shape(scheme) == UrlShape::kFile) {
     out += path.size() && path[0] == '/' ? "//" + percent_encode(path) : percent_encode(path);
   } else {
     out += "//";
@@ -208,16 +209,17 @@ Url parse_url(std::string_view text) {
     rest = rest.substr(0, question);
   }
 
-  if (scheme == "sqlite") {
-    // sqlite:///abs/path.db (authority empty) or sqlite:relative.db
+  if (scheme_url_shape(scheme) == UrlShape::kFile) {
+    // scheme:///abs/path (authority empty) or scheme:relative/path
     if (rest.substr(0, 2) == "//") {
       rest = rest.substr(2);
       if (rest.empty() || rest[0] != '/') {
-        throw UsageError("malformed URL: sqlite:// must be followed by an absolute path (sqlite:///abs/path.db)");
+        throw UsageError("malformed URL: " + scheme + ":// must be followed by an absolute path (" + scheme +
+                         ":///abs/path)");
       }
     }
     url.path = percent_decode(rest, "path");
-    if (url.path.empty()) throw UsageError("malformed URL: sqlite URL has no file path");
+    if (url.path.empty()) throw UsageError("malformed URL: " + scheme + " URL has no file path");
     if (url.path.find('\0') != std::string::npos) throw UsageError("malformed URL: NUL in path");
     return url;
   }

@@ -72,5 +72,28 @@ TEST_CASE("schemes: a scheme the application registers is opened like a service'
   CHECK_FALSE(listed("nofactory"));
 }
 
+TEST_CASE("schemes: a scheme's URLs are read in the shape its service registered", "[unit][url]") {
+  // A kFile scheme of the application's: no host, the path as written.
+  if (!listed("memfile")) {
+    CHECK(register_scheme({"memfile", {}, &make_memory_service, UrlShape::kFile}));
+  }
+  CHECK(scheme_url_shape("memfile") == UrlShape::kFile);
+  CHECK(scheme_url_shape("never-registered") == UrlShape::kHosts);
+  const Url relative = parse_url("memfile:dir/locks.db?x=1");
+  CHECK(relative.hosts.empty());
+  CHECK(relative.path == "dir/locks.db");
+  CHECK(relative.redacted() == "memfile:dir/locks.db?x=1");
+  const Url absolute = parse_url("memfile:///var/tmp/locks.db");
+  CHECK(absolute.path == "/var/tmp/locks.db");
+  CHECK(absolute.redacted() == "memfile:///var/tmp/locks.db");
+  CHECK_THROWS_WITH(parse_url("memfile://host/x"), Catch::Contains("memfile:// must be followed by an absolute path"));
+  CHECK_THROWS_WITH(parse_url("memfile:"), Catch::Contains("memfile URL has no file path"));
+  // The same text under a kHosts scheme names a host.
+  const Url hosts = parse_url("memhosts:///db");
+  CHECK(hosts.hosts.empty());
+  CHECK(hosts.path == "db");
+  CHECK_THROWS_WITH(parse_url("memhosts:dir/locks.db"), Catch::Contains("expected 'memhosts://'"));
+}
+
 }  // namespace
 }  // namespace dblock::testing

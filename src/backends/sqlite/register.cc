@@ -5,7 +5,7 @@
 #include "dblock/sqlite/sqlite.h"
 
 namespace {
-const bool registered = dblock::register_scheme({"sqlite", {}, &dblock::sqlite::make_service});
+const bool registered = dblock::register_scheme({"sqlite", {}, &dblock::sqlite::make_service, dblock::UrlShape::kFile});
 }  // namespace
 
 extern "C" const bool* dblock_scheme_sqlite() { return &registered; }
