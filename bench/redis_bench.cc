@@ -7,6 +7,10 @@
 //   multi_pair      acquire_all of two names (one script) + both releases
 //                                                    vs  SET NX PX of each + compare-and-delete of each
 //                   (diag: the same two names taken one by one, as services without MultiAcquire do)
+//   redlock_pair    try_acquire + release on redlock:// (3 masters)
+//                                                    vs  SET NX PX on the three at once + the compare-and-delete
+//                                                        on the three at once (each node's request written
+//                                                        before any reply is read; diag: one after another)
 //   handoff_lease   4 processes x K acquire(wait=10s) -> 20 us -> release of one name
 //                                                    vs  a token list: BLPOP the token, hold, RPUSH it back
 //   scale_lease     the same hand-off at 2, 4 and 8 processes, beside the BLPOP floor, a SET NX loop
@@ -48,6 +52,7 @@
 #include "bench_util.h"
 #include "contention.h"
 #include "figures.h"
+#include "raw_redis.h"
 #include "scale.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
@@ -86,7 +91,8 @@ constexpr int kQuickIterations = 30;
 
 // Targets (issue 29).
 constexpr double kTargetLeasePair = 1.15;
-constexpr double kTargetHandoff = 1.3;  // hand-off latency p50 vs the BLPOP floor, at 2, 4 and 8 processes
+constexpr double kTargetHandoff = 1.3;
+constexpr double kTargetRedlockPair = 1.2;  // hand-off latency p50 vs the BLPOP floor, at 2, 4 and 8 processes
 constexpr auto kRawPollSleep = 1ms;     // the SET NX polling floor's pause after a miss
 
 // Server CPU per pair: measured on a separate pass of at most this many pairs per side, after the
@@ -102,16 +108,13 @@ constexpr const char* kPrefix = "dblock_bench_";           // dblock's prefix (t
 constexpr const char* kDiagPrefix = "dblock_bench_diag_";  // dblock's scripts sent raw
 constexpr const char* kRawPrefix = "dblock_bench_raw:";    // the SET NX floor's keys
 constexpr const char* kTokenKey = "dblock_bench_raw_token";  // the BLPOP floor's token list
-constexpr const char* kCleanupPatterns[] = {"dblock_bench_*", "{dblock_bench_*"};
+const std::vector<std::string> kCleanupPatterns = {"dblock_bench_*", "{dblock_bench_*"};
 
-// The standard compare-and-delete (redis.io's "distributed locks" page, redis-py's Lock, redsync).
-constexpr const char* kCompareAndDelete =
-    "if redis.call('get',KEYS[1]) == ARGV[1] then return redis.call('del',KEYS[1]) else return 0 end";
-
-constexpr const char* kAllFigures[] = {"pairs", "multi", "handoff", "scale"};
+constexpr const char* kAllFigures[] = {"pairs", "multi", "redlock", "handoff", "scale"};
 
 struct Config {
   std::string url;
+  std::string redlock_url;  // redlock_pair: the masters; the figure is left out without it
   int pairs = kDefaultPairs;
   int warmup = kDefaultWarmup;
   int iterations = kDefaultIterations;
@@ -129,7 +132,7 @@ struct Config {
 [[noreturn]] void usage(const char* argv0, int status) {
   std::fprintf(status == 0 ? stdout : stderr,
                "usage: %s [--url URL] [--quick] [--json-only] [--cpu N | --no-pin] [--server-pid PID]\n"
-               "          [--pairs N] [--iterations K] [--figures LIST] [--keep]\n"
+               "          [--pairs N] [--iterations K] [--figures LIST] [--redlock-url URL] [--keep]\n"
                "  --url URL         redis://[user:password@]host[:port][/db] (default: $%s, else $%s)\n"
                "  --quick           small N everywhere (CI smoke test)\n"
                "  --json-only       print only the BENCH_JSON lines\n"
@@ -141,7 +144,8 @@ struct Config {
                "                    when the server is on this host)\n"
                "  --pairs N         measured pairs per pair figure (default %d)\n"
                "  --iterations K    acquisitions per contending process (default %d)\n"
-               "  --figures LIST    comma-separated subset of pairs,multi,handoff,scale\n"
+               "  --figures LIST    comma-separated subset of pairs,multi,redlock,handoff,scale\n"
+               "  --redlock-url URL redlock://h1:p1,h2:p2,h3:p3 for the redlock figure (left out without it)\n"
                "  --keep            keep the dblock_bench_* keys afterwards\n",
                argv0, kUrlEnv, kTestUrlEnv, kDefaultPairs, kDefaultIterations);
   std::exit(status);
@@ -183,6 +187,8 @@ Config parse_args(int argc, char** argv) {
         }
         config.figures.insert(item);
       }
+    } else if (arg == "--redlock-url") {
+      config.redlock_url = next();
     } else if (arg == "--keep") {
       config.keep = true;
     } else if (arg == "--help" || arg == "-h") {
@@ -205,6 +211,10 @@ Config parse_args(int argc, char** argv) {
     std::fprintf(stderr, "%s: the URL must not carry options (?...): the benchmark sets its own prefix\n", argv[0]);
     std::exit(1);
   }
+  if (config.redlock_url.find('?') != std::string::npos) {
+    std::fprintf(stderr, "%s: the Redlock URL must not carry options (?...)\n", argv[0]);
+    std::exit(1);
+  }
   if (config.quick) {
     config.pairs = kQuickPairs;
     config.warmup = kQuickWarmup;
@@ -221,187 +231,6 @@ Config parse_args(int argc, char** argv) {
 void progress(const char* what) { std::fprintf(stderr, "[redis_bench] %s\n", what); }
 
 // ---------------------------------------------------------------------------------------------
-// Raw connections: the floor talks hiredis directly, like hand-written application code (one
-// blocking redisContext, TCP_NODELAY as hiredis sets it, one command per round trip).
-
-struct RawTarget {
-  std::string host = "127.0.0.1";
-  int port = 6379;
-  std::string user;
-  std::string password;
-  int database = 0;
-};
-
-// redis://[user:password@]host[:port][/db], read by dblock's own URL parser (percent-decoding,
-// IPv6 hosts and its errors included).
-RawTarget parse_url(const std::string& url) {
-  const dblock::Url u = dblock::parse_url(url);
-  if (u.scheme != "redis" || u.hosts.size() != 1) throw std::runtime_error("not a one-host redis:// URL: " + u.redacted());
-  RawTarget t;
-  t.host = u.hosts[0].host;
-  if (u.hosts[0].port != 0) t.port = u.hosts[0].port;
-  t.user = u.user;
-  t.password = u.password;
-  if (!u.path.empty()) t.database = std::stoi(u.path);
-  return t;
-}
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using ReplyPtr = std::unique_ptr<redisReply, ReplyDeleter>;
-
-class RawRedis {
- public:
-  explicit RawRedis(const std::string& url) : target_(parse_url(url)) {
-    const timeval connect_timeout{5, 0};
-    c_ = redisConnectWithTimeout(target_.host.c_str(), target_.port, connect_timeout);
-    if (c_ == nullptr) throw std::runtime_error("hiredis: cannot allocate a context");
-    if (c_->err != 0) {
-      const std::string message = c_->errstr;
-      redisFree(c_);
-      throw std::runtime_error(format("cannot connect to %s:%d: %s", target_.host.c_str(), target_.port,
-                                      message.c_str()));
-    }
-    const timeval command_timeout{30, 0};  // BLPOP waits at most 10 s
-    redisSetTimeout(c_, command_timeout);
-    if (!target_.password.empty()) {
-      if (target_.user.empty()) {
-        check(command({"AUTH", target_.password}), "AUTH");
-      } else {
-        check(command({"AUTH", target_.user, target_.password}), "AUTH");
-      }
-    }
-    if (target_.database != 0) check(command({"SELECT", std::to_string(target_.database)}), "SELECT");
-  }
-  ~RawRedis() { redisFree(c_); }
-  RawRedis(const RawRedis&) = delete;
-  RawRedis& operator=(const RawRedis&) = delete;
-
-  const RawTarget& target() const { return target_; }
-
-  // One command, one round trip. Throws when the exchange fails; an error reply is returned.
-  ReplyPtr command(const std::vector<std::string_view>& args) {
-    argv_.clear();
-    lens_.clear();
-    for (const auto& a : args) {
-      argv_.push_back(a.data());
-      lens_.push_back(a.size());
-    }
-    auto* reply = static_cast<redisReply*>(
-        redisCommandArgv(c_, static_cast<int>(args.size()), argv_.data(), lens_.data()));
-    if (reply == nullptr) throw std::runtime_error(format("redis: %s", c_->errstr));
-    return ReplyPtr(reply);
-  }
-
-  // The reply, or throws on an error reply.
-  static ReplyPtr check(ReplyPtr r, const char* what) {
-    if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error(format("redis %s: %s", what, r->str));
-    return r;
-  }
-
-  // A bulk or status reply as text ("" for nil).
-  std::string text(const std::vector<std::string_view>& args) {
-    ReplyPtr r = check(command(args), std::string(args.front()).c_str());
-    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) return std::string(r->str, r->len);
-    return {};
-  }
-
- private:
-  RawTarget target_;
-  redisContext* c_ = nullptr;
-  std::vector<const char*> argv_;
-  std::vector<std::size_t> lens_;
-};
-
-// "key:value" lines of INFO; "" when absent.
-std::string info_field(const std::string& info, const std::string& field) {
-  const std::string key = "\n" + field + ":";
-  const std::string all = "\n" + info;
-  const std::size_t at = all.find(key);
-  if (at == std::string::npos) return "";
-  const std::size_t start = at + key.size();
-  const std::size_t end = all.find_first_of("\r\n", start);
-  return all.substr(start, end - start);
-}
-
-// CONFIG GET name -> value; "unknown" when refused (an ACL) or absent.
-std::string config_get(RawRedis& c, const char* name) {
-  ReplyPtr r = c.command({"CONFIG", "GET", name});
-  if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->type == REDIS_REPLY_STRING) {
-    return std::string(r->element[1]->str, r->element[1]->len);
-  }
-  return "unknown";
-}
-
-// The server process's CPU time (used_cpu_user + used_cpu_sys of INFO cpu) in µs; NaN when absent.
-// Everything the server does counts: commands, scripts, the network, other clients of a shared server.
-double server_cpu_us(RawRedis& c) {
-  const std::string info = c.text({"INFO", "cpu"});
-  const std::string user = info_field(info, "used_cpu_user");
-  const std::string sys = info_field(info, "used_cpu_sys");
-  if (user.empty() || sys.empty()) return NAN;
-  return (std::atof(user.c_str()) + std::atof(sys.c_str())) * 1e6;
-}
-
-// The same with a connection of its own (the hand-off figures fork: no connection may stay open).
-double server_cpu_us(const std::string& url) {
-  RawRedis c(url);
-  return server_cpu_us(c);
-}
-
-// Deletes every key the benchmark may have created (SCAN, so it never blocks the server).
-void drop_everything(RawRedis& c) {
-  for (const char* pattern : kCleanupPatterns) {
-    std::string cursor = "0";
-    do {
-      ReplyPtr r = RawRedis::check(c.command({"SCAN", cursor, "MATCH", pattern, "COUNT", "1000"}), "SCAN");
-      if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) throw std::runtime_error("redis SCAN: unexpected reply");
-      cursor.assign(r->element[0]->str, r->element[0]->len);
-      const redisReply* keys = r->element[1];
-      if (keys->elements > 0) {
-        std::vector<std::string_view> del{"DEL"};
-        for (std::size_t i = 0; i < keys->elements; ++i) del.emplace_back(keys->element[i]->str, keys->element[i]->len);
-        RawRedis::check(c.command(del), "DEL");
-      }
-    } while (cursor != "0");
-  }
-}
-
-// Tokens and secrets for the floor, from a counter: the floor does not pay for randomness. 32 hex
-// digits, the length of the uuid4().hex token redis-py's Lock uses.
-std::string counter_token(std::uint64_t a, std::uint64_t b) {
-  return format("%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
-}
-std::string counter_secret(std::uint64_t a, std::uint64_t b) {
-  std::string out(16, '\0');
-  std::memcpy(out.data(), &a, 8);
-  std::memcpy(out.data() + 8, &b, 8);
-  return out;
-}
-
-// The floor's lock: SET key token NX PX ttl, released by EVALSHA of the compare-and-delete.
-class RawLock {
- public:
-  explicit RawLock(RawRedis& c)
-      : c_(c), ttl_(std::to_string(kPairTtl.count())), sha_(c.text({"SCRIPT", "LOAD", kCompareAndDelete})) {}
-
-  bool acquire(const std::string& key, const std::string& token) {
-    ReplyPtr r = RawRedis::check(c_.command({"SET", key, token, "NX", "PX", ttl_}), "SET");
-    return r->type == REDIS_REPLY_STATUS;  // "OK"; nil when the key exists
-  }
-  bool release(const std::string& key, const std::string& token) {
-    ReplyPtr r = RawRedis::check(c_.command({"EVALSHA", sha_, "1", key, token}), "EVALSHA");
-    return r->type == REDIS_REPLY_INTEGER && r->integer == 1;
-  }
-
- private:
-  RawRedis& c_;
-  std::string ttl_;
-  std::string sha_;
-};
-
-// ---------------------------------------------------------------------------------------------
 // Pair figures
 
 // The floor's pair: SET NX PX of each of the name's keys (the name itself, or the name + each of
@@ -409,7 +238,7 @@ class RawLock {
 class RawLeaseSide {
  public:
   explicit RawLeaseSide(RawRedis& c, std::vector<std::string> suffixes = {""})
-      : lock_(c), suffixes_(std::move(suffixes)) {}
+      : lock_(c, kPairTtl), suffixes_(std::move(suffixes)) {}
 
   void pair(const std::string& name, PairSamples* out) {
     const std::string token = counter_token(static_cast<std::uint64_t>(::getpid()), ++sequence_);
@@ -504,6 +333,42 @@ class DblockMultiSide {
   const bool one_by_one_;
 };
 
+// Redlock's floor: the single-key lock on every master at once (raw_redis.h, RawQuorumLock).
+class RawQuorumSide {
+ public:
+  RawQuorumSide(std::vector<std::unique_ptr<RawRedis>>& nodes, bool parallel) : lock_(nodes, kPairTtl, parallel), all_(nodes.size()) {}
+
+  void pair(const std::string& name, PairSamples* out) {
+    const std::string token = counter_token(static_cast<std::uint64_t>(::getpid()), ++sequence_);
+    const std::string key = kRawPrefix + name;
+    const auto t0 = Clock::now();
+    const std::size_t taken = lock_.acquire(key, token);
+    const auto t1 = Clock::now();
+    const std::size_t released = lock_.release(key, token);
+    const auto t2 = Clock::now();
+    if (taken != all_ || released != all_) throw std::runtime_error("floor: uncontended quorum SET NX / release failed");
+    if (out) out->add(t0, t1, t2);
+  }
+
+ private:
+  RawQuorumLock lock_;
+  const std::size_t all_;
+  std::uint64_t sequence_ = 0;
+};
+
+// One raw connection per master of a redlock:// URL.
+std::vector<std::unique_ptr<RawRedis>> connect_nodes(const std::string& redlock_url) {
+  const dblock::Url u = dblock::parse_url(redlock_url);
+  if (u.scheme != "redlock") throw std::runtime_error("not a redlock:// URL: " + u.redacted());
+  if (!u.user.empty() || !u.password.empty()) throw std::runtime_error("redlock figure: masters without credentials only");
+  std::vector<std::unique_ptr<RawRedis>> nodes;
+  for (const auto& h : u.hosts) {
+    const std::string db = u.path.empty() ? "" : "/" + u.path;
+    nodes.push_back(std::make_unique<RawRedis>(format("redis://%s:%d%s", h.host.c_str(), h.port, db.c_str())));
+  }
+  return nodes;
+}
+
 dblock::ManagerOptions manager_options() {
   dblock::ManagerOptions options;
   options.table_prefix = kPrefix;  // the redis:// prefix defaults to it
@@ -550,7 +415,7 @@ void raw_blpop_contender(const std::string& url, int index, int iterations, Shar
 // compare-and-delete on release (whoever polls first after a release gets it).
 void raw_poll_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
   RawRedis c(url);
-  RawLock lock(c);
+  RawLock lock(c, kPairTtl);
   const std::string key = std::string(kRawPrefix) + kHotKey;
   start.ready_and_wait();
   contend(
@@ -629,7 +494,7 @@ int run(const Config& config) {
     appendfsync = config_get(c, "appendfsync");
     save = config_get(c, "save");
     io_threads = config_get(c, "io-threads");
-    drop_everything(c);
+    drop_keys(c, kCleanupPatterns);
   }
   const Placement placement = apply_placement(config.pin, config.cpu, server_pid);
   const std::string date = utc_now();
@@ -724,6 +589,31 @@ int run(const Config& config) {
                             f.floor.acquire));
   }
 
+  // --- Redlock pair figure ---------------------------------------------------------------------
+  if (config.wants("redlock") && !config.redlock_url.empty()) {
+    progress("redlock pairs...");
+    auto nodes = connect_nodes(config.redlock_url);
+    for (auto& n : nodes) drop_keys(*n, kCleanupPatterns);
+    auto sequential_nodes = connect_nodes(config.redlock_url);
+    auto manager = dblock::open(config.redlock_url, manager_options());
+    RawQuorumSide floor_side(nodes, true);
+    DblockLeaseSide dblock_side(*manager);
+    RawQuorumSide sequential_side(sequential_nodes, false);
+    const PairFigure f =
+        measure_pairs(floor_side, dblock_side, sequential_side, {"bench-redlock"}, config.warmup, config.pairs);
+    rows.push_back(make_row("redlock_pair", "redlock-3 acquire+release (vs SET NX + CAD on 3 at once)", f.dblock.pair,
+                            f.floor.pair, kTargetRedlockPair));
+    rows.push_back(make_row("redlock_acquire", "  acquire only (vs SET NX PX on 3 at once)", f.dblock.acquire,
+                            f.floor.acquire));
+    rows.push_back(make_row("redlock_release", "  release only (vs CAD on 3 at once)", f.dblock.release,
+                            f.floor.release));
+    rows.push_back(make_row("redlock_pair_sequential", "  diag: the floor one node after another", f.diag.pair,
+                            f.floor.pair));
+    if (!config.keep) {
+      for (auto& n : nodes) drop_keys(*n, kCleanupPatterns);
+    }
+  }
+
   // --- hand-off figure at 4 processes (fork: nothing may be open here) ---------------------------
   std::vector<HandoffFigure> handoffs;
   if (config.wants("handoff")) {
@@ -768,7 +658,7 @@ int run(const Config& config) {
 
   if (!config.keep) {
     RawRedis c(config.url);
-    drop_everything(c);
+    drop_keys(c, kCleanupPatterns);
   }
 
   if (!config.json_only) {
