@@ -923,8 +923,13 @@ int Run::execute() {
   const std::int64_t end = start + static_cast<std::int64_t>(a_.seconds * 1e9);
   if (f != "none") schedule_next(0.5, 1.0);
 
-  while (!g_interrupted && mono_ns() < end && (a_.max_acquisitions <= 0 || acquisitions_seen_ < a_.max_acquisitions)) {
-    std::int64_t wake = end;
+  const auto running = [&] {
+    const bool course = interrupted_ && interruption_->runs_its_course();
+    return course || (mono_ns() < end && (a_.max_acquisitions <= 0 || acquisitions_seen_ < a_.max_acquisitions));
+  };
+  while (!g_interrupted && running()) {
+    // Past the end (an interruption running its course): its own timer below.
+    std::int64_t wake = mono_ns() < end ? end : mono_ns() + 100 * kMs;
     for (std::int64_t t : {next_at_, act_at_ * (target_ != 0), arm_deadline_ * armed_, cont_at_ * (stopped_client_ != 0),
                            thaw_at_ * server_frozen_, restore_at_ * interrupted_}) {
       if (t > 0) wake = std::min(wake, t);

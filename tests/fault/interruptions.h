@@ -28,6 +28,9 @@ class Interruption {
   virtual void end() = 0;
   // Whether the clients finish the run with it taken away (the driver takes it before it stops them).
   virtual bool through_the_end() const { return false; }
+  // Whether it must last its whole hold even when the run's time is up (the run goes on until it
+  // ends): a Redlock master back early, empty, breaks the premise of the fault.
+  virtual bool runs_its_course() const { return false; }
 };
 
 // relay-stall: starts tcp_relay (`relay_path`) in front of the server `url` names; begin() stops

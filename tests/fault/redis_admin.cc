@@ -110,6 +110,7 @@ class NodeOutage : public Interruption {
   std::chrono::milliseconds hold(std::chrono::milliseconds ttl, double u) const override {
     return immediate_ ? 0ms : Interruption::hold(ttl, u);
   }
+  bool runs_its_course() const override { return true; }
   std::string begin() override {
     std::vector<int> ports = nodes_.ports();
     std::shuffle(ports.begin(), ports.end(), rng_);
