@@ -1060,4 +1060,34 @@ TEST_CASE("mysql: acquire_all is one transaction: a name it took is unseen until
   CHECK_FALSE(holder->try_acquire("multi-b"));
 }
 
+TEST_CASE("mysql: an acquire_all blocked past its deadline fails as the single-name acquire does, leaving no name locked",
+          "[mysql][multi]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto m = open_manager({}, prefix);
+  auto observer = open_manager({}, prefix);
+  auto held = holder->try_acquire("multi-b");
+  REQUIRE(held);
+  auto bystander = raw();  // holds multi-b's row for the whole case
+  exec(*bystander, "START TRANSACTION");
+  rows_of(*bystander, "SELECT 1 FROM `" + prefix + "leases` WHERE name = 'multi-b' FOR UPDATE");
+  std::string single;  // what a single-name attempt reports meanwhile
+  try {
+    m->try_acquire("multi-b");
+  } catch (const TimeoutError& e) {
+    single = e.sqlstate();
+  }
+  CHECK(single == "1205");
+  try {
+    m->acquire_all({"multi-a", "multi-b"}, 0ms);  // the call's deadline: 2 s
+    FAIL("acquire_all went past a locked row");
+  } catch (const TimeoutError& e) {
+    INFO(e.what());
+    CHECK(e.sqlstate() == single);
+  }
+  // The transaction was rolled back: multi-a's row is not left locked.
+  CHECK(observer->try_acquire("multi-a"));
+  exec(*bystander, "ROLLBACK");
+}
+
 }  // namespace dblock::testing

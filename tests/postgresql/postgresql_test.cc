@@ -1253,4 +1253,27 @@ TEST_CASE("postgresql: acquire_all is one transaction: a name it took is unseen 
   CHECK_FALSE(holder->try_acquire("multi-b"));
 }
 
+TEST_CASE("postgresql: an acquire_all blocked past its deadline fails retryably and leaves no name locked",
+          "[postgresql][multi]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto m = open_manager({}, prefix);
+  auto observer = open_manager({}, prefix);
+  auto held = holder->try_acquire("multi-b");
+  REQUIRE(held);
+  pqxx::connection raw(conninfo());
+  pqxx::work lock(raw);  // held for the whole case
+  lock.exec("SELECT 1 FROM " + lock.quote_name(prefix + "leases") + " WHERE name = 'multi-b' FOR UPDATE");
+  try {
+    m->acquire_all({"multi-a", "multi-b"}, 0ms);  // the call's deadline: 2 s
+    FAIL("acquire_all went past a locked row");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.retryable());
+    CHECK(e.sqlstate() == "55P03");  // the server ended the wait, not the client's cut
+  }
+  // The server ended the transaction too: multi-a's row is not left locked by a waiting backend.
+  CHECK(observer->try_acquire("multi-a"));
+}
+
 }  // namespace dblock::testing

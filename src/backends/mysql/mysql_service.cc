@@ -152,14 +152,17 @@ std::vector<AcquireResult> MysqlService::try_acquire_all(const std::vector<Acqui
   // Idempotent as a whole: a repetition re-takes what this call's secrets took. A deadlock or a
   // lock wait that ran out (the statements' one-second bound) rolled it back: repeated as one.
   std::vector<AcquireResult> results = context_.connections().idempotent([&](Connection& c) {
-    const auto watch = context_.watch(c);  // the whole transaction, START TRANSACTION to COMMIT
-    c.plain->execute(sql::kStartTransaction.text);
-    try {
-      return take_all(c, requests);
-    } catch (...) {
-      roll_back_or_drop(c);
-      throw;
-    }
+    // The whole transaction, START TRANSACTION to COMMIT, ends by the call's deadline.
+    return dblock::sql::call_within(context_.deadlines(), c.socket, call_deadline(),
+                                    {kServiceName, "acquire_all", "08S01"}, [&] {
+                                      c.plain->execute(sql::kStartTransaction.text);
+                                      try {
+                                        return take_all(c, requests);
+                                      } catch (const std::exception& e) {
+                                        roll_back_or_drop(c, e);
+                                        throw;
+                                      }
+                                    });
   });
   for (std::size_t i = 0; i < results.size(); ++i) {
     beacons_.hold(std::string(requests[i].name), requests[i].secret->hex(), sent_at + requests[i].ttl);
@@ -198,12 +201,14 @@ AcquireResult MysqlService::take_in_transaction(Connection& c, const AcquireRequ
   return r;
 }
 
-void MysqlService::roll_back_or_drop(Connection& c) {
+void MysqlService::roll_back_or_drop(Connection& c, const std::exception& failure) {
+  if (is_broken(c, failure)) return;  // the pool drops it; the server rolls back when it notices
   try {
     c.plain->execute(sql::kRollback.text);
   } catch (const std::exception& e) {
     // The transaction may still hold rows: the connection must not go back to the pool.
-    throw ConnectionError(std::string("mysql: acquire_all: ROLLBACK failed; the connection is dropped: ") + e.what(),
+    throw ConnectionError(std::string("mysql: acquire_all: ROLLBACK after \"") + failure.what() +
+                              "\" failed; the connection is dropped: " + e.what(),
                           kServiceName);
   }
 }

@@ -50,8 +50,8 @@ class MysqlService final : public LeaseService,
   SqlFeatures* sql_features() noexcept override { return &sql_features_; }
 
   // One transaction: every name's unqueued acquire statement (as try_acquire's; shared: its
-  // in-transaction form), in the order given, committed only if every name was granted, else
-  // rolled back (nothing taken). Beacons as for try_acquire.
+  // in-transaction form), in the order given (the engine's: sorted), committed only if every name
+  // was granted, else rolled back (nothing taken). Beacons as for try_acquire.
   std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
@@ -77,9 +77,9 @@ class MysqlService final : public LeaseService,
   std::vector<AcquireResult> take_all(Connection& c, const std::vector<AcquireRequest>& requests);
   // One name's unqueued acquire inside the transaction open on `c`.
   AcquireResult take_in_transaction(Connection& c, const AcquireRequest& request);
-  // Rolls back the transaction open on `c` after a failure; throws ConnectionError (the pool then
-  // drops `c`) when it cannot.
-  void roll_back_or_drop(Connection& c);
+  // Rolls back the transaction open on `c` after `failure`, unless `failure` broke `c` (the pool
+  // drops it); throws ConnectionError (the pool then drops `c`) when the rollback fails.
+  void roll_back_or_drop(Connection& c, const std::exception& failure);
   int current_version(Connection& c);
   bool schema_current(bool create);
   TimeoutError migration_lock_timeout(Connection& c, const std::string& key);

@@ -117,6 +117,7 @@ std::vector<AcquireResult> PostgresService::try_acquire_all(const std::vector<Ac
 std::vector<AcquireResult> PostgresService::take_all(Connection& c, const std::vector<AcquireRequest>& requests) {
   std::vector<AcquireResult> results;
   pqxx::work tx(*c.conn);  // aborted by its destructor unless committed
+  bound_lock_waits(tx);
   for (const AcquireRequest& request : requests) {
     results.push_back(acquire_result(context_.exec(tx, acquire_statement(request, 0), acquire_params(request, 0)), 0));
     if (!results.back().acquired) {
@@ -132,6 +133,18 @@ std::vector<AcquireResult> PostgresService::take_all(Connection& c, const std::v
                           kServiceName, "08006");
   }
   return results;
+}
+
+// The transaction holds the rows of the names it has written while it waits for the next one's,
+// so its lock waits end on the server by the call's deadline (55P03, a retryable TimeoutError),
+// not only at the client when the watch cuts the socket: a backend left waiting after the cut
+// would keep those rows locked until its wait ended.
+void PostgresService::bound_lock_waits(pqxx::work& tx) {
+  const SteadyClock::time_point deadline = call_deadline();
+  if (deadline == SteadyClock::time_point::max()) return;
+  constexpr milliseconds kReplyMargin{50};  // the error's way back, before the watch cuts
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()) - kReplyMargin;
+  tx.exec_params(context_.text(sql::kSetLocalLockTimeout), lock_timeout_text(std::max(left, milliseconds(1))));
 }
 
 void PostgresService::join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket,

@@ -53,7 +53,8 @@ class PostgresService final : public LeaseService,
   SqlFeatures* sql_features() noexcept override { return &sql_features_; }
 
   // One transaction: every name's unqueued acquire statement (as try_acquire's), in the order
-  // given, committed only if every name was granted, else rolled back (nothing taken).
+  // given (the engine's: sorted), committed only if every name was granted, else rolled back
+  // (nothing taken). Lock waits end on the server by the call's deadline.
   std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
@@ -71,6 +72,8 @@ class PostgresService final : public LeaseService,
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
   // try_acquire_all's transaction on `c`: the results, or none when a name was refused.
   std::vector<AcquireResult> take_all(Connection& c, const std::vector<AcquireRequest>& requests);
+  // Sets lock_timeout for the rest of `tx` to what is left of the call's deadline (none without one).
+  void bound_lock_waits(pqxx::work& tx);
   // Joins or refreshes the queue after a refused attempt; fills `out`'s ticket and position.
   void join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket, const Place& place, Attempt& out);
   pqxx::result exec(Connection& c, const dblock::sql::Statement& s, const Params& p) { return context_.exec(c, s, p); }
