@@ -1058,6 +1058,7 @@ TEST_CASE("mysql: acquire_all is one transaction: a name it took is unseen until
   CHECK((*taken)[0].fence() > before);
   CHECK_FALSE(observer->try_acquire("multi-a"));
   CHECK_FALSE(holder->try_acquire("multi-b"));
+  check_repeated_acquire_all(*m, *observer);
 }
 
 TEST_CASE("mysql: an acquire_all blocked past its deadline fails as the single-name acquire does, leaving no name locked",

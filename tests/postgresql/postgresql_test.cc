@@ -1251,6 +1251,7 @@ TEST_CASE("postgresql: acquire_all is one transaction: a name it took is unseen 
   CHECK((*taken)[0].fence() > before);
   CHECK_FALSE(observer->try_acquire("multi-a"));
   CHECK_FALSE(holder->try_acquire("multi-b"));
+  check_repeated_acquire_all(*m, *observer);
 }
 
 TEST_CASE("postgresql: an acquire_all blocked past its deadline fails retryably and leaves no name locked",

@@ -2,7 +2,8 @@
 //
 // Connections: a pool for lease statements (each used by one thread at a time), one beacon
 // connection owned by the beacon thread (beacons.h), and one dedicated connection per held
-// session lock (session_locks.h). Every lease operation is one round trip (see sql.h).
+// session lock (session_locks.h). Every lease operation but acquire_all (a round trip per name,
+// in one transaction) is one round trip (see sql.h).
 //
 // Capabilities: FairQueue, NativeWait (with beacons on), HolderProbe, Maintenance, AuditLog and
 // MultiAcquire here; SessionLocks and SqlFeatures with RowLocks in their own files.
