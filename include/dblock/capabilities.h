@@ -12,6 +12,7 @@
 //   HolderProbe   the first waiter polls a cheap read              yes     -           yes
 //   Maintenance   migrations on open; a reaper thread              yes     yes         yes
 //   SessionLocks  LockManager::session_lock                        -       yes         yes
+//   MultiAcquire  acquire_all's names in one call, all or none     yes     yes         yes
 //   SqlFeatures   guard, transaction/row locks, version CAS        yes     yes         yes
 #ifndef DBLOCK_CAPABILITIES_H_
 #define DBLOCK_CAPABILITIES_H_
@@ -158,9 +159,10 @@ class Maintenance {
   virtual std::size_t reap(std::size_t batch) = 0;
 };
 
-// Several leases taken in one call, all or none (Redis: one script). The engine makes acquire_all's
-// first attempt with it; when it is refused, the engine takes the names one by one in sorted order
-// (waiting as acquire does, in each name's line). Not used for names this thread already holds.
+// Several leases taken in one call, all or none (Redis: one script; the SQL services: one
+// transaction). The engine makes acquire_all's first attempt with it; when it is refused, the
+// engine takes the names one by one in sorted order (waiting as acquire does, in each name's
+// line). Not used for names this thread already holds.
 class MultiAcquire {
  public:
   virtual ~MultiAcquire() = default;

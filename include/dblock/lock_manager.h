@@ -110,8 +110,8 @@ class LockManager {
                       AcquireOptions options = {});
 
   // All of `names` or none (MultiLock). Where the service takes several names in one call (Redis:
-  // one script) the first attempt asks for all at once, and nothing is taken unless all are
-  // free. Otherwise, or when that attempt is refused while waiting, takes them in sorted order, so
+  // one script; SQLite, PostgreSQL, MariaDB: one transaction) the first attempt asks for all at
+  // once, and nothing is taken unless all are free. Otherwise, or when that attempt is refused while waiting, takes them in sorted order, so
   // that callers asking for overlapping sets cannot deadlock each other, each within what is left
   // of `wait` (zero or negative: one attempt each). When one is not acquired in time, or an acquire throws, the
   // leases already taken are released (in reverse order) and the result is empty (or the error

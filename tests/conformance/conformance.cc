@@ -1322,6 +1322,81 @@ TEST_CASE("acquire_all takes every name or none, in sorted order", "[lease][conf
   CHECK_FALSE(a->try_acquire("multi-c"));
 }
 
+TEST_CASE("MultiAcquire takes every name in one call or none", "[lease][conformance][multi]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  ServiceDriver service(*a);
+  if (service.service.multi_acquire() == nullptr) return;  // acquire_all takes the names one by one: the case above
+  const std::vector<std::string> names = {"mc-a", "mc-b", "mc-c"};
+  const std::vector<OwnerSecret> secrets = {OwnerSecret::generate(), OwnerSecret::generate(), OwnerSecret::generate()};
+  std::vector<std::int64_t> earlier;  // each name's fence before the call
+  for (const std::string& name : names) {
+    auto lease = b->try_acquire(name);
+    REQUIRE(lease);
+    earlier.push_back(lease->fence());
+    REQUIRE(lease->release() == ReleaseResult::kReleased);
+  }
+
+  // One name held elsewhere: nothing taken, every other name still free for another manager.
+  auto middle = b->try_acquire("mc-b");
+  REQUIRE(middle);
+  CHECK(service.acquire_all(names, LockMode::kExclusive, secrets).empty());
+  CHECK_FALSE(b->inspect("mc-a"));
+  CHECK_FALSE(b->inspect("mc-c"));
+  for (const char* name : {"mc-a", "mc-c"}) {
+    auto free = b->try_acquire(name);
+    CHECK(free);
+    if (free) CHECK(free->release() == ReleaseResult::kReleased);
+  }
+  REQUIRE(middle->release() == ReleaseResult::kReleased);
+
+  // Every name free: all taken, in request order, with fences above the earlier holders'.
+  const std::vector<AcquireResult> first = service.acquire_all(names, LockMode::kExclusive, secrets);
+  REQUIRE(first.size() == names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    INFO(names[i]);
+    CHECK(first[i].acquired);
+    CHECK(first[i].fence > earlier[i]);
+    CHECK_FALSE(b->try_acquire(names[i]));
+  }
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    CHECK(service.release(names[i], LockMode::kExclusive, secrets[i], first[i].tag));
+  }
+  for (const std::string& name : names) CHECK(b->try_acquire(name));
+
+  // Shared: two owners' calls both join; an exclusive attempt is refused while they hold.
+  if (!context().shared_leases) return;
+  const std::vector<std::string> shared = {"ms-a", "ms-b"};
+  const std::vector<OwnerSecret> readers1 = {OwnerSecret::generate(), OwnerSecret::generate()};
+  const std::vector<OwnerSecret> readers2 = {OwnerSecret::generate(), OwnerSecret::generate()};
+  CHECK(service.acquire_all(shared, LockMode::kShared, readers1).size() == 2);
+  CHECK(service.acquire_all(shared, LockMode::kShared, readers2).size() == 2);
+  CHECK_FALSE(b->try_acquire("ms-b"));
+  auto writer = b->try_acquire("ms-x");
+  REQUIRE(writer);
+  CHECK(service.acquire_all({"ms-a", "ms-x"}, LockMode::kShared, {OwnerSecret::generate(), OwnerSecret::generate()})
+            .empty());
+  CHECK(b->inspect("ms-x"));
+}
+
+void check_repeated_acquire_all(LockManager& manager, LockManager& other) {
+  ServiceDriver service(manager);
+  const std::vector<std::string> names = {"again-a", "again-b"};
+  const std::vector<OwnerSecret> secrets = {OwnerSecret::generate(), OwnerSecret::generate()};
+  const std::vector<AcquireResult> first = service.acquire_all(names, LockMode::kExclusive, secrets);
+  REQUIRE(first.size() == 2);
+  const std::vector<AcquireResult> again = service.acquire_all(names, LockMode::kExclusive, secrets);
+  REQUIRE(again.size() == 2);
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    INFO(names[i]);
+    CHECK(again[i].acquired);
+    CHECK(again[i].fence > first[i].fence);
+    CHECK_FALSE(other.try_acquire(names[i]));
+    CHECK(service.release(names[i], LockMode::kExclusive, secrets[i], again[i].tag));
+  }
+}
+
 // ---- Mutex (TimedLockable) -------------------------------------------------------------------
 
 TEST_CASE("dblock::Mutex works with std::unique_lock and try_lock_for", "[lease][conformance][mutex]") {

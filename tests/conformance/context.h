@@ -91,6 +91,11 @@ std::string unique_prefix();
 // Opens a manager on context().url with `options`; sets the table prefix if it is still the default.
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix);
 
+// For a service whose acquire re-takes a lease its secret holds (the server services: a reply can
+// be lost): a MultiAcquire call repeated with the same secrets finds every name its own again,
+// each with a new fence, and `other` gets none of them meanwhile. Defined in conformance.cc.
+void check_repeated_acquire_all(LockManager& manager, LockManager& other);
+
 // Child-process entry point: `test_binary --child <role> args...`. Returns an exit code.
 int run_child(int argc, char** argv);
 

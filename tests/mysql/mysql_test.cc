@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -992,6 +993,102 @@ TEST_CASE("mysql: latency against the raw floor", "[.bench][mysql]") {
               static_cast<long long>(percentile(raw_handoff, 0.5)), static_cast<long long>(percentile(raw_handoff, 0.99)));
   std::printf("  (of the hand-off, the holder's release() call p50 %lld)\n",
               static_cast<long long>(percentile(release_us, 0.5)));
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
+TEST_CASE("mysql: acquire_all is one transaction: a name it took is unseen until the end, undone by a refusal",
+          "[mysql][multi]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto m = open_manager({}, prefix);
+  auto observer = open_manager({}, prefix);
+  REQUIRE(service_of(*m).multi_acquire() != nullptr);
+  std::int64_t before = 0;
+  {
+    auto lease = observer->try_acquire("multi-a");
+    REQUIRE(lease);
+    before = lease->fence();
+    REQUIRE(lease->release() == ReleaseResult::kReleased);
+  }
+  auto held = holder->try_acquire("multi-b");
+  REQUIRE(held);
+  // A bystander locks multi-b's row: acquire_all blocks there (each lock wait of dblock's
+  // statements ends after a second), having written multi-a already.
+  auto bystander = raw();
+  auto watcher = raw();
+  exec(*bystander, "START TRANSACTION");
+  rows_of(*bystander, "SELECT 1 FROM `" + prefix + "leases` WHERE name = 'multi-b' FOR UPDATE");
+  std::optional<std::vector<Lease>> all;
+  std::exception_ptr failed;
+  std::thread call([&] {
+    try {
+      all = m->acquire_all({"multi-b", "multi-a"}, 0ms);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  // A statement on the leases table running for more than 50 ms is the one blocked (the trx
+  // tables of information_schema are a cache refreshed only after 100 ms without a reader).
+  bool blocked = false;
+  for (int i = 0; i < 400 && !blocked; ++i) {
+    blocked = scalar(*watcher,
+                     "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE COMMAND <> 'Sleep'"
+                     " AND INFO LIKE CONCAT('%', ?, '%') AND TIME_MS > 50",
+                     {"`" + prefix + "leases`"}) > 0;
+    if (!blocked) std::this_thread::sleep_for(2ms);
+  }
+  // Taken one by one, multi-a would be committed and listed by now; in one transaction it is not.
+  const bool listed = observer->inspect("multi-a").has_value();
+  exec(*bystander, "ROLLBACK");
+  call.join();
+  if (failed) std::rethrow_exception(failed);
+  CHECK(blocked);
+  CHECK_FALSE(listed);
+  // multi-b is held: the whole transaction rolled back.
+  CHECK_FALSE(all);
+  CHECK(observer->inspect("multi-b"));
+  CHECK_FALSE(observer->inspect("multi-a"));
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  auto taken = m->acquire_all({"multi-b", "multi-a"}, 0ms);
+  REQUIRE(taken);
+  CHECK((*taken)[0].name() == "multi-a");
+  CHECK((*taken)[0].fence() > before);
+  CHECK_FALSE(observer->try_acquire("multi-a"));
+  CHECK_FALSE(holder->try_acquire("multi-b"));
+  check_repeated_acquire_all(*m, *observer);
+}
+
+TEST_CASE("mysql: an acquire_all blocked past its deadline fails as the single-name acquire does, leaving no name locked",
+          "[mysql][multi]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto m = open_manager({}, prefix);
+  auto observer = open_manager({}, prefix);
+  auto held = holder->try_acquire("multi-b");
+  REQUIRE(held);
+  auto bystander = raw();  // holds multi-b's row for the whole case
+  exec(*bystander, "START TRANSACTION");
+  rows_of(*bystander, "SELECT 1 FROM `" + prefix + "leases` WHERE name = 'multi-b' FOR UPDATE");
+  std::string single;  // what a single-name attempt reports meanwhile
+  try {
+    m->try_acquire("multi-b");
+  } catch (const TimeoutError& e) {
+    single = e.sqlstate();
+  }
+  CHECK(single == "1205");
+  try {
+    m->acquire_all({"multi-a", "multi-b"}, 0ms);  // the call's deadline: 2 s
+    FAIL("acquire_all went past a locked row");
+  } catch (const TimeoutError& e) {
+    INFO(e.what());
+    CHECK(e.sqlstate() == single);
+  }
+  // The transaction was rolled back: multi-a's row is not left locked.
+  CHECK(observer->try_acquire("multi-a"));
+  exec(*bystander, "ROLLBACK");
 }
 
 }  // namespace dblock::testing

@@ -1194,3 +1194,87 @@ TEST_CASE("postgresql: a held session lock does not block CREATE INDEX CONCURREN
 }
 
 }  // namespace dblock::testing
+
+namespace dblock::testing {
+
+namespace {
+
+// Waits (bounded) until a backend is blocked by the session `blocker`; true if one was.
+bool someone_blocked_by(int blocker) {
+  pqxx::connection c(conninfo());
+  pqxx::nontransaction tx(c);
+  for (int i = 0; i < 2000; ++i) {
+    if (tx.exec_params1("SELECT count(*) FROM pg_stat_activity WHERE $1 = ANY(pg_blocking_pids(pid))", blocker)[0]
+            .as<int>() > 0) {
+      return true;
+    }
+    std::this_thread::sleep_for(5ms);
+  }
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("postgresql: acquire_all is one transaction: a name it took is unseen until the end, undone by a refusal",
+          "[postgresql][multi]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto m = open_manager({}, prefix);
+  auto observer = open_manager({}, prefix);
+  REQUIRE(service_of(*m).multi_acquire() != nullptr);
+  const std::int64_t before = [&] {
+    auto lease = observer->try_acquire("multi-a");
+    REQUIRE(lease);
+    REQUIRE(lease->release() == ReleaseResult::kReleased);
+    return lease->fence();
+  }();
+  auto held = holder->try_acquire("multi-b");
+  REQUIRE(held);
+  // A bystander locks multi-b's row: acquire_all blocks there, having written multi-a already.
+  pqxx::connection raw(conninfo());
+  auto lock = std::make_unique<pqxx::work>(raw);
+  lock->exec("SELECT 1 FROM " + lock->quote_name(prefix + "leases") + " WHERE name = 'multi-b' FOR UPDATE");
+  auto all = std::async(std::launch::async, [&] { return m->acquire_all({"multi-b", "multi-a"}, 0ms); });
+  const bool blocked = someone_blocked_by(raw.backendpid());
+  // Taken one by one, multi-a would be committed and listed by now; in one transaction it is not.
+  CHECK(blocked);
+  CHECK_FALSE(observer->inspect("multi-a"));
+  lock->abort();
+  // multi-b is held: the whole transaction rolls back.
+  CHECK_FALSE(all.get());
+  CHECK(observer->inspect("multi-b"));
+  CHECK_FALSE(observer->inspect("multi-a"));
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  auto taken = m->acquire_all({"multi-b", "multi-a"}, 0ms);
+  REQUIRE(taken);
+  CHECK((*taken)[0].name() == "multi-a");
+  CHECK((*taken)[0].fence() > before);
+  CHECK_FALSE(observer->try_acquire("multi-a"));
+  CHECK_FALSE(holder->try_acquire("multi-b"));
+  check_repeated_acquire_all(*m, *observer);
+}
+
+TEST_CASE("postgresql: an acquire_all blocked past its deadline fails retryably and leaves no name locked",
+          "[postgresql][multi]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto m = open_manager({}, prefix);
+  auto observer = open_manager({}, prefix);
+  auto held = holder->try_acquire("multi-b");
+  REQUIRE(held);
+  pqxx::connection raw(conninfo());
+  pqxx::work lock(raw);  // held for the whole case
+  lock.exec("SELECT 1 FROM " + lock.quote_name(prefix + "leases") + " WHERE name = 'multi-b' FOR UPDATE");
+  try {
+    m->acquire_all({"multi-a", "multi-b"}, 0ms);  // the call's deadline: 2 s
+    FAIL("acquire_all went past a locked row");
+  } catch (const Error& e) {
+    INFO(e.what());
+    CHECK(e.retryable());
+    CHECK(e.sqlstate() == "55P03");  // the server ended the wait, not the client's cut
+  }
+  // The server ended the transaction too: multi-a's row is not left locked by a waiting backend.
+  CHECK(observer->try_acquire("multi-a"));
+}
+
+}  // namespace dblock::testing

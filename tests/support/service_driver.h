@@ -5,8 +5,11 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string>
 #include <string_view>
+#include <vector>
 
+#include "call_deadline.h"
 #include "dblock/dblock.h"
 #include "test_access.h"
 
@@ -54,6 +57,19 @@ class ServiceDriver {
     out.tag = result.tag;
     out.holder_remaining = result.holder_remaining;
     return out;
+  }
+
+  // One MultiAcquire call as the engine makes it (under a call deadline): `names` in `mode`,
+  // secrets[i] owning names[i]. REQUIRES: the service has MultiAcquire.
+  std::vector<AcquireResult> acquire_all(const std::vector<std::string>& names, LockMode mode,
+                                         const std::vector<OwnerSecret>& secrets,
+                                         std::chrono::milliseconds ttl = std::chrono::seconds(30)) {
+    std::vector<AcquireRequest> requests;
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      requests.push_back(AcquireRequest{names[i], mode, ttl, &secrets.at(i), "test"});
+    }
+    const detail::CallDeadlineScope call(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    return service.multi_acquire()->try_acquire_all(requests);
   }
 
   bool release(std::string_view name, LockMode mode, const OwnerSecret& secret, std::uint32_t tag = 0) {

@@ -146,6 +146,73 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
   return out;
 }
 
+std::vector<AcquireResult> MysqlService::try_acquire_all(const std::vector<AcquireRequest>& requests) {
+  for (const AcquireRequest& request : requests) check_name(request.name);
+  const SteadyClock::time_point sent_at = SteadyClock::now();
+  // Idempotent as a whole: a repetition re-takes what this call's secrets took. A deadlock or a
+  // lock wait that ran out (the statements' one-second bound) rolled it back: repeated as one.
+  std::vector<AcquireResult> results = context_.connections().idempotent([&](Connection& c) {
+    // The whole transaction, START TRANSACTION to COMMIT, ends by the call's deadline.
+    return dblock::sql::call_within(context_.deadlines(), c.socket, call_deadline(),
+                                    {kServiceName, "acquire_all", "08S01"}, [&] {
+                                      c.plain->execute(sql::kStartTransaction.text);
+                                      try {
+                                        return take_all(c, requests);
+                                      } catch (const std::exception& e) {
+                                        roll_back_or_drop(c, e);
+                                        throw;
+                                      }
+                                    });
+  });
+  for (std::size_t i = 0; i < results.size(); ++i) {
+    beacons_.hold(std::string(requests[i].name), requests[i].secret->hex(), sent_at + requests[i].ttl);
+  }
+  return results;
+}
+
+std::vector<AcquireResult> MysqlService::take_all(Connection& c, const std::vector<AcquireRequest>& requests) {
+  std::vector<AcquireResult> results;
+  for (const AcquireRequest& request : requests) {
+    results.push_back(take_in_transaction(c, request));
+    if (!results.back().acquired) {
+      c.plain->execute(sql::kRollback.text);  // frees the rows locked so far; the fences drawn stay unused
+      return {};
+    }
+  }
+  c.plain->execute(sql::kCommit.text);
+  return results;
+}
+
+AcquireResult MysqlService::take_in_transaction(Connection& c, const AcquireRequest& request) {
+  const Args args = {{"name", std::string(request.name)}, {"secret", request.secret->hex()},
+                     {"holder", utf8_cut(request.holder, 255)}, {"ttl_us", std::int64_t{request.ttl.count() * 1000}},
+                     {"queue_us", std::int64_t{0}}, {"ticket", Value()}};
+  const bool shared = request.mode == LockMode::kShared;
+  // Both rows begin acquired, fence, expiry (µs); the exclusive one's acquired is NULL for a row
+  // the statement did not return as ours.
+  const Rows rows = context_.query(c, shared ? sql::kAcquireSharedInTransaction : sql::kAcquireExclusive, args);
+  const Row& row = rows.at(0);
+  AcquireResult r;
+  r.acquired = !is_null(row.at(0)) && as_int(row[0]) == 1;
+  if (r.acquired) {
+    r.fence = as_int(row.at(1));
+    r.expires_at_us = as_int(row.at(2));
+  }
+  return r;
+}
+
+void MysqlService::roll_back_or_drop(Connection& c, const std::exception& failure) {
+  if (is_broken(c, failure)) return;  // the pool drops it; the server rolls back when it notices
+  try {
+    c.plain->execute(sql::kRollback.text);
+  } catch (const std::exception& e) {
+    // The transaction may still hold rows: the connection must not go back to the pool.
+    throw ConnectionError(std::string("mysql: acquire_all: ROLLBACK after \"") + failure.what() +
+                              "\" failed; the connection is dropped: " + e.what(),
+                          kServiceName);
+  }
+}
+
 RenewResult MysqlService::renew(const LeaseKey& lease, milliseconds ttl) {
   check_name(lease.name);
   const SteadyClock::time_point sent_at = SteadyClock::now();

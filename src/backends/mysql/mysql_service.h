@@ -2,10 +2,11 @@
 //
 // Connections: a pool for lease statements (each used by one thread at a time), one beacon
 // connection owned by the beacon thread (beacons.h), and one dedicated connection per held
-// session lock (session_locks.h). Every lease operation is one round trip (see sql.h).
+// session lock (session_locks.h). Every lease operation but acquire_all (a round trip per name,
+// in one transaction) is one round trip (see sql.h).
 //
-// Capabilities: FairQueue, NativeWait (with beacons on), HolderProbe, Maintenance here;
-// SessionLocks and SqlFeatures with RowLocks in their own files.
+// Capabilities: FairQueue, NativeWait (with beacons on), HolderProbe, Maintenance, AuditLog and
+// MultiAcquire here; SessionLocks and SqlFeatures with RowLocks in their own files.
 #ifndef DBLOCK_SRC_BACKENDS_MYSQL_MYSQL_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_MYSQL_MYSQL_SERVICE_H_
 
@@ -23,7 +24,8 @@ class MysqlService final : public LeaseService,
                            public NativeWait,
                            public HolderProbe,
                            public Maintenance,
-                           public AuditLog {
+                           public AuditLog,
+                           public MultiAcquire {
  public:
   explicit MysqlService(Options options);
 
@@ -44,8 +46,14 @@ class MysqlService final : public LeaseService,
   HolderProbe* holder_probe() noexcept override { return this; }
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
+  MultiAcquire* multi_acquire() noexcept override { return this; }
   SessionLocks* session_locks() noexcept override { return &session_locks_; }
   SqlFeatures* sql_features() noexcept override { return &sql_features_; }
+
+  // One transaction: every name's unqueued acquire statement (as try_acquire's; shared: its
+  // in-transaction form), in the order given (the engine's: sorted), committed only if every name
+  // was granted, else rolled back (nothing taken). Beacons as for try_acquire.
+  std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
   void leave(std::string_view name, const OwnerSecret& secret) override;
@@ -65,6 +73,14 @@ class MysqlService final : public LeaseService,
  private:
   // One attempt, joining or refreshing the queue when `queue` and refused.
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
+  // try_acquire_all's transaction, open on `c`: commits and returns the results, or rolls back
+  // and returns none when a name was refused.
+  std::vector<AcquireResult> take_all(Connection& c, const std::vector<AcquireRequest>& requests);
+  // One name's unqueued acquire inside the transaction open on `c`.
+  AcquireResult take_in_transaction(Connection& c, const AcquireRequest& request);
+  // Rolls back the transaction open on `c` after `failure`, unless `failure` broke `c` (the pool
+  // drops it); throws ConnectionError (the pool then drops `c`) when the rollback fails.
+  void roll_back_or_drop(Connection& c, const std::exception& failure);
   int current_version(Connection& c);
   bool schema_current(bool create);
   TimeoutError migration_lock_timeout(Connection& c, const std::string& key);

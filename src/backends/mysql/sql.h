@@ -4,7 +4,8 @@
 // appears). Times come from UTC_TIMESTAMP(6) on the server; microsecond values are computed only
 // for reporting.
 //
-// Every lease operation is one round trip. Two MariaDB features make that possible where MySQL
+// Every lease operation is one round trip (acquire_all: one per name, in one transaction, plus
+// START TRANSACTION and COMMIT or ROLLBACK). Two MariaDB features make that possible where MySQL
 // needs two or more:
 //  * INSERT ... RETURNING hands back the row a statement wrote (the fence, the expiry) without a
 //    second SELECT.
@@ -39,7 +40,8 @@
 // instead; see migrations/mysql/0002_fence_sequence.sql). Every attempt takes a value, taken or
 // not: gaps are expected, values never repeat.
 //
-// Lock order: a lock's row before its readers' and waiters' rows.
+// Lock order: a lock's row before its readers' and waiters' rows; across names (acquire_all's one
+// transaction, which holds every name's row until it ends), names in ascending order.
 // Autocommit statements inside a compound statement commit one by one and hold no lock across
 // each other. No two dblock statements deadlock on dblock's own rows; 1213 is still retried
 // (application transactions share the tables' pages).
@@ -195,64 +197,74 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
 // queued before it waits (no writer starvation). Result as kAcquireExclusiveQueued; ahead is -1
 // when not queued.
 // :name, :secret, :holder, :ttl_us, :ticket (NULL before queueing), :queue_us (0: do not queue).
-inline constexpr Statement kAcquireShared{"acquire_shared",
-    "BEGIN NOT ATOMIC"
-    " DECLARE v_name VARBINARY(255) DEFAULT :name;"
-    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"
-    " DECLARE v_holder VARCHAR(255) DEFAULT :holder;"
-    " DECLARE v_ttl_us BIGINT DEFAULT :ttl_us;"
-    " DECLARE v_ticket BIGINT DEFAULT :ticket;"
-    " DECLARE v_queue_us BIGINT DEFAULT :queue_us;"
-    " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"
-    " DECLARE v_expires DATETIME(6) DEFAULT v_now + INTERVAL v_ttl_us MICROSECOND;"
-    " DECLARE v_until DATETIME(6) DEFAULT v_now + INTERVAL v_queue_us MICROSECOND;"
-    " DECLARE v_free INT DEFAULT 0;"
-    " DECLARE v_ok INT DEFAULT 0;"
-    " DECLARE v_fence BIGINT DEFAULT 0;"
-    " DECLARE v_remaining_us BIGINT DEFAULT 0;"
-    " DECLARE v_ahead BIGINT DEFAULT -1;"
-    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;"
-    " DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_ok = 0;"
-    " SET v_free = NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"
-    "  AND w.owner_secret <> v_secret AND (v_ticket IS NULL OR w.ticket < v_ticket));"
-    " SET v_fence = NEXTVAL({F});"
-    " START TRANSACTION;"
-    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"
-    "  (v_name, NULL, NULL, 'shared', v_fence, v_now, IF(v_free, v_expires, " DBLOCK_MY_EXPIRED "), 0)"
-    "  ON DUPLICATE KEY UPDATE"
-    "  fence = IF(@dblock_join := ((expires_at <= v_now OR mode = 'shared') AND v_free), v_fence, fence),"
-    "  owner_secret = IF(@dblock_join, NULL, owner_secret),"
-    "  holder = IF(@dblock_join, NULL, holder),"
-    "  acquired_at = IF(@dblock_join AND (mode <> 'shared' OR expires_at <= v_now), v_now, acquired_at),"
-    "  renewals = IF(@dblock_join AND (mode <> 'shared' OR expires_at <= v_now), 0, renewals),"
-    "  expires_at = IF(@dblock_join,"
-    "    IF(mode = 'shared' AND expires_at > v_now, GREATEST(expires_at, v_expires), v_expires), expires_at),"
-    "  mode = IF(@dblock_join, 'shared', mode);"
-    " SELECT fence = v_fence AND expires_at > v_now, TIMESTAMPDIFF(MICROSECOND, v_now, expires_at)"
-    "  INTO v_ok, v_remaining_us FROM {L} WHERE name = v_name;"
-    " IF v_ok THEN"
-    "  INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at, renewals)"
-    "   VALUES (v_name, v_secret, v_holder, v_fence, v_now, v_expires, 0)"
-    "   ON DUPLICATE KEY UPDATE holder = VALUES(holder), fence = VALUES(fence),"
-    "   acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at), renewals = 0;"
-    "  IF v_ticket IS NOT NULL THEN"
-    "   DELETE FROM {W} WHERE name = v_name AND owner_secret = v_secret;"
-    "   " DBLOCK_MY_RECOMPUTE_QUEUED
-    "  END IF;"
-    " ELSEIF v_queue_us > 0 THEN"
-    "  " DBLOCK_MY_MARK_QUEUED("v_until")
-    "  INSERT INTO {W} (name, owner_secret, ticket, until_at)"
-    "   VALUES (v_name, v_secret, COALESCE(v_ticket, " DBLOCK_MY_US("v_now") "), v_until)"
-    "   ON DUPLICATE KEY UPDATE until_at = VALUES(until_at);"
-    "  SELECT ticket INTO v_ticket FROM {W} WHERE name = v_name AND owner_secret = v_secret;"
-    "  SET v_ahead = (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"
-    "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"
-    " END IF;"
-    " COMMIT;"
-    " IF v_ok THEN SELECT 1, v_fence, " DBLOCK_MY_US("v_expires") ", 0, COALESCE(v_ticket, 0), 0;"
-    " ELSE SELECT 0, 0, 0, v_remaining_us, COALESCE(v_ticket, 0), v_ahead;"
-    " END IF;"
-    " END"};
+// Written once for two statements: `begin` and `commit` open and end the statement's own
+// transaction, `on_error` is its error handler (empty where the caller's transaction is open).
+#define DBLOCK_MY_ACQUIRE_SHARED(on_error, begin, commit) \
+    "BEGIN NOT ATOMIC"                                                                                          \
+    " DECLARE v_name VARBINARY(255) DEFAULT :name;"                                                             \
+    " DECLARE v_secret BINARY(16) DEFAULT " DBLOCK_MY_OWNER ";"                                                 \
+    " DECLARE v_holder VARCHAR(255) DEFAULT :holder;"                                                           \
+    " DECLARE v_ttl_us BIGINT DEFAULT :ttl_us;"                                                                 \
+    " DECLARE v_ticket BIGINT DEFAULT :ticket;"                                                                 \
+    " DECLARE v_queue_us BIGINT DEFAULT :queue_us;"                                                             \
+    " DECLARE v_now DATETIME(6) DEFAULT UTC_TIMESTAMP(6);"                                                      \
+    " DECLARE v_expires DATETIME(6) DEFAULT v_now + INTERVAL v_ttl_us MICROSECOND;"                             \
+    " DECLARE v_until DATETIME(6) DEFAULT v_now + INTERVAL v_queue_us MICROSECOND;"                             \
+    " DECLARE v_free INT DEFAULT 0;"                                                                            \
+    " DECLARE v_ok INT DEFAULT 0;"                                                                              \
+    " DECLARE v_fence BIGINT DEFAULT 0;"                                                                        \
+    " DECLARE v_remaining_us BIGINT DEFAULT 0;"                                                                 \
+    " DECLARE v_ahead BIGINT DEFAULT -1;"                                                                       \
+    on_error                                                                                                    \
+    " DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_ok = 0;"                                                     \
+    " SET v_free = NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"                \
+    "  AND w.owner_secret <> v_secret AND (v_ticket IS NULL OR w.ticket < v_ticket));"                          \
+    " SET v_fence = NEXTVAL({F});"                                                                              \
+    begin                                                                                                       \
+    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"                                                             \
+    "  (v_name, NULL, NULL, 'shared', v_fence, v_now, IF(v_free, v_expires, " DBLOCK_MY_EXPIRED "), 0)"         \
+    "  ON DUPLICATE KEY UPDATE"                                                                                 \
+    "  fence = IF(@dblock_join := ((expires_at <= v_now OR mode = 'shared') AND v_free), v_fence, fence),"      \
+    "  owner_secret = IF(@dblock_join, NULL, owner_secret),"                                                    \
+    "  holder = IF(@dblock_join, NULL, holder),"                                                                \
+    "  acquired_at = IF(@dblock_join AND (mode <> 'shared' OR expires_at <= v_now), v_now, acquired_at),"       \
+    "  renewals = IF(@dblock_join AND (mode <> 'shared' OR expires_at <= v_now), 0, renewals),"                 \
+    "  expires_at = IF(@dblock_join,"                                                                           \
+    "    IF(mode = 'shared' AND expires_at > v_now, GREATEST(expires_at, v_expires), v_expires), expires_at),"  \
+    "  mode = IF(@dblock_join, 'shared', mode);"                                                                \
+    " SELECT fence = v_fence AND expires_at > v_now, TIMESTAMPDIFF(MICROSECOND, v_now, expires_at)"             \
+    "  INTO v_ok, v_remaining_us FROM {L} WHERE name = v_name;"                                                 \
+    " IF v_ok THEN"                                                                                             \
+    "  INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at, renewals)"                  \
+    "   VALUES (v_name, v_secret, v_holder, v_fence, v_now, v_expires, 0)"                                      \
+    "   ON DUPLICATE KEY UPDATE holder = VALUES(holder), fence = VALUES(fence),"                                \
+    "   acquired_at = VALUES(acquired_at), expires_at = VALUES(expires_at), renewals = 0;"                      \
+    "  IF v_ticket IS NOT NULL THEN"                                                                            \
+    "   DELETE FROM {W} WHERE name = v_name AND owner_secret = v_secret;"                                       \
+    "   " DBLOCK_MY_RECOMPUTE_QUEUED                                                                            \
+    "  END IF;"                                                                                                 \
+    " ELSEIF v_queue_us > 0 THEN"                                                                               \
+    "  " DBLOCK_MY_MARK_QUEUED("v_until")                                                                       \
+    "  INSERT INTO {W} (name, owner_secret, ticket, until_at)"                                                  \
+    "   VALUES (v_name, v_secret, COALESCE(v_ticket, " DBLOCK_MY_US("v_now") "), v_until)"                      \
+    "   ON DUPLICATE KEY UPDATE until_at = VALUES(until_at);"                                                   \
+    "  SELECT ticket INTO v_ticket FROM {W} WHERE name = v_name AND owner_secret = v_secret;"                   \
+    "  SET v_ahead = (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"                  \
+    "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"                                               \
+    " END IF;"                                                                                                  \
+    commit                                                                                                      \
+    " IF v_ok THEN SELECT 1, v_fence, " DBLOCK_MY_US("v_expires") ", 0, COALESCE(v_ticket, 0), 0;"              \
+    " ELSE SELECT 0, 0, 0, v_remaining_us, COALESCE(v_ticket, 0), v_ahead;"                                     \
+    " END IF;"                                                                                                  \
+    " END"
+inline constexpr Statement kAcquireShared{"acquire_shared", DBLOCK_MY_ACQUIRE_SHARED(
+    " DECLARE EXIT HANDLER FOR SQLEXCEPTION BEGIN ROLLBACK; RESIGNAL; END;", " START TRANSACTION;", " COMMIT;")};
+// The same inside a transaction the caller has open (acquire_all's): no transaction of its own and
+// no handler (an error fails the statement; the caller rolls its whole transaction back). Called
+// with :ticket NULL and :queue_us 0 (never queues).
+inline constexpr Statement kAcquireSharedInTransaction{"acquire_shared_in_transaction",
+    DBLOCK_MY_ACQUIRE_SHARED("", "", "")};
+#undef DBLOCK_MY_ACQUIRE_SHARED
 
 // Read-only: live waiters ahead of :ticket (other than :secret) and the holder's remaining time
 // in microseconds (NULL: no row, free). :name, :secret, :ticket.
@@ -650,8 +662,8 @@ static_assert(std::string_view(kLockWaitBound).find("innodb_lock_wait_timeout = 
 
 // Prepared once per connection (server-side), in this order.
 inline constexpr const Statement* kAll[] = {
-    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kRemaining, &kLeaveQueue,
-    &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
+    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kAcquireSharedInTransaction, &kQueue, &kRemaining,
+    &kLeaveQueue, &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
     &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kListCall, &kForceReleaseHistoryCall, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
     &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
     &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
@@ -660,8 +672,8 @@ inline constexpr const Statement* kAll[] = {
 
 // The statements that run under kLockWaitBound.
 inline constexpr const Statement* kLockBounded[] = {
-    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kLeaveQueue, &kRenewExclusive,
-    &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader, &kForceRelease,
+    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kAcquireSharedInTransaction, &kQueue, &kLeaveQueue,
+    &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader, &kForceRelease,
     &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
 };
 

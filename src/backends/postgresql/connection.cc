@@ -93,11 +93,16 @@ pqxx::result Context::exec(Connection& c, const dblock::sql::Statement& statemen
   return dblock::sql::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, statement.name, "08006"},
                                   [&] {
                                     pqxx::nontransaction tx(*c.conn);
-                                    auto ptrs = params.pointers();
-                                    auto dynamic = pqxx::prepare::make_dynamic_params(ptrs);
-                                    if (options_.prepared) return tx.exec_prepared(statement.name, dynamic);
-                                    return tx.exec_params(registry_.text(statement), dynamic);
+                                    return exec(tx, statement, params);
                                   });
+}
+
+pqxx::result Context::exec(pqxx::transaction_base& tx, const dblock::sql::Statement& statement,
+                           const Params& params) const {
+  auto ptrs = params.pointers();
+  auto dynamic = pqxx::prepare::make_dynamic_params(ptrs);
+  if (options_.prepared) return tx.exec_prepared(statement.name, dynamic);
+  return tx.exec_params(registry_.text(statement), dynamic);
 }
 
 }  // namespace dblock::postgresql

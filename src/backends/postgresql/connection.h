@@ -134,6 +134,9 @@ class Context {
   // false), else as text. Bounded by dblock::call_deadline(): when it passes first, the
   // connection's socket is shut down and the call fails with a ConnectionError.
   pqxx::result exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const;
+  // The same inside the caller's transaction `tx`, unbounded: the caller watches the connection
+  // (watch() or dblock::sql::call_within) for the whole transaction.
+  pqxx::result exec(pqxx::transaction_base& tx, const dblock::sql::Statement& statement, const Params& params) const;
   // The rendered text of a registered statement.
   const std::string& text(const dblock::sql::Statement& statement) const { return registry_.text(statement); }
   // The watchdog of the service's sockets (exec and the LISTEN connection).

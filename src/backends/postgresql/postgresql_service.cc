@@ -29,6 +29,38 @@ using dblock::sql::printable;
 
 milliseconds remaining_ms(const pqxx::field& f) { return dblock::sql::remaining_ms(f.is_null() ? 0 : f.as<std::int64_t>()); }
 
+// The acquire statement of one attempt (`ticket` 0: not queued) and its parameters. The unqueued
+// exclusive statement has no ticket parameter (it reads no queue).
+const dblock::sql::Statement& acquire_statement(const AcquireRequest& request, std::int64_t ticket) {
+  if (request.mode == LockMode::kShared) return sql::kAcquireShared;
+  return ticket != 0 ? sql::kAcquireExclusiveQueued : sql::kAcquireExclusive;
+}
+
+Params acquire_params(const AcquireRequest& request, std::int64_t ticket) {
+  Params p;
+  p.add(request.name).add(*request.secret).add(request.holder).add(request.ttl.count() * std::int64_t{1000});
+  if (ticket != 0) {
+    p.add(ticket);
+  } else if (request.mode == LockMode::kShared) {
+    p.add_null();
+  }
+  return p;
+}
+
+// What an acquire statement returned: a row (fence, expiry in µs) when acquired, none when refused.
+AcquireResult acquire_result(const pqxx::result& r, std::int64_t ticket) {
+  AcquireResult result;
+  if (r.empty()) {
+    result.holder_remaining = milliseconds(0);
+    return result;
+  }
+  result.acquired = true;
+  result.fence = r[0][0].as<std::int64_t>();
+  result.expires_at_us = r[0][1].as<std::int64_t>();
+  if (ticket != 0) result.tag = kViaQueue;
+  return result;
+}
+
 }  // namespace
 
 PostgresService::PostgresService(Options options)
@@ -65,30 +97,54 @@ FairQueue::Attempt PostgresService::attempt(const AcquireRequest& request, bool 
       request.mode == LockMode::kExclusive && queue && ticket == 0 && take_released_to_queue(request.name);
   return context_.connections().idempotent([&](Connection& c) {
     Attempt out;
-    Params p;
-    p.add(request.name).add(*request.secret).add(request.holder).add(request.ttl.count() * std::int64_t{1000});
-    // The unqueued exclusive statement has no ticket parameter (it reads no queue).
-    if (ticket != 0) {
-      p.add(ticket);
-    } else if (request.mode == LockMode::kShared) {
-      p.add_null();
-    }
-    const auto& statement = request.mode == LockMode::kShared
-                                ? sql::kAcquireShared
-                                : (ticket != 0 ? sql::kAcquireExclusiveQueued : sql::kAcquireExclusive);
     pqxx::result r;
-    if (!skip_attempt) r = exec(c, statement, p);
-    if (!r.empty()) {
-      out.result.acquired = true;
-      out.result.fence = r[0][0].as<std::int64_t>();
-      out.result.expires_at_us = r[0][1].as<std::int64_t>();
-      if (ticket != 0) out.result.tag = kViaQueue;
-      return out;
-    }
-    out.result.holder_remaining = milliseconds(0);
-    if (queue) join_queue(c, request, ticket, place, out);
+    if (!skip_attempt) r = exec(c, acquire_statement(request, ticket), acquire_params(request, ticket));
+    out.result = acquire_result(r, ticket);
+    if (!out.result.acquired && queue) join_queue(c, request, ticket, place, out);
     return out;
   });
+}
+
+std::vector<AcquireResult> PostgresService::try_acquire_all(const std::vector<AcquireRequest>& requests) {
+  // Idempotent as a whole: a repetition re-takes what this call's secrets took (a re-take draws a
+  // new fence), so a lost reply or a commit in doubt is repeated once on a fresh connection.
+  return context_.connections().idempotent([&](Connection& c) {
+    return dblock::sql::call_within(context_.deadlines(), c.conn->sock(), call_deadline(),
+                                    {kServiceName, "acquire_all", "08006"}, [&] { return take_all(c, requests); });
+  });
+}
+
+std::vector<AcquireResult> PostgresService::take_all(Connection& c, const std::vector<AcquireRequest>& requests) {
+  std::vector<AcquireResult> results;
+  pqxx::work tx(*c.conn);  // aborted by its destructor unless committed
+  bound_lock_waits(tx);
+  for (const AcquireRequest& request : requests) {
+    results.push_back(acquire_result(context_.exec(tx, acquire_statement(request, 0), acquire_params(request, 0)), 0));
+    if (!results.back().acquired) {
+      tx.abort();  // frees the rows locked so far; the fences drawn stay unused
+      return {};
+    }
+  }
+  try {
+    tx.commit();
+  } catch (const pqxx::in_doubt_error& e) {
+    // The connection broke during COMMIT: as a lost reply, which a repetition resolves.
+    throw ConnectionError(std::string("postgresql: acquire_all: the connection broke during COMMIT: ") + e.what(),
+                          kServiceName, "08006");
+  }
+  return results;
+}
+
+// The transaction holds the rows of the names it has written while it waits for the next one's,
+// so its lock waits end on the server by the call's deadline (55P03, a retryable TimeoutError),
+// not only at the client when the watch cuts the socket: a backend left waiting after the cut
+// would keep those rows locked until its wait ended.
+void PostgresService::bound_lock_waits(pqxx::work& tx) {
+  const SteadyClock::time_point deadline = call_deadline();
+  if (deadline == SteadyClock::time_point::max()) return;
+  constexpr milliseconds kReplyMargin{50};  // the error's way back, before the watch cuts
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()) - kReplyMargin;
+  tx.exec_params(context_.text(sql::kSetLocalLockTimeout), lock_timeout_text(std::max(left, milliseconds(1))));
 }
 
 void PostgresService::join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket,

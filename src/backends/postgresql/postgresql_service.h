@@ -3,7 +3,7 @@
 // Connections: a pool for lease statements (each used by one thread at a time), one LISTEN
 // connection owned by the listener's thread, and one dedicated connection per held session lock.
 //
-// Capabilities: FairQueue and Maintenance here; WakeEvents (listener.h),
+// Capabilities: FairQueue, Maintenance, AuditLog and MultiAcquire here; WakeEvents (listener.h),
 // SessionLocks (session_locks.h), SqlFeatures with RowLocks (sql_features.h). docs/backends/
 // postgresql.md explains the queue marker, the grants and the wake channels. No HolderProbe: with
 // events, no waiter polls the holder (the release that makes it first wakes or names it).
@@ -25,7 +25,11 @@
 
 namespace dblock::postgresql {
 
-class PostgresService final : public LeaseService, public FairQueue, public Maintenance, public AuditLog {
+class PostgresService final : public LeaseService,
+                              public FairQueue,
+                              public Maintenance,
+                              public AuditLog,
+                              public MultiAcquire {
  public:
   explicit PostgresService(Options options);
 
@@ -44,8 +48,14 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
   WakeEvents* wake_events() noexcept override { return context_.options().listen ? &listener_ : nullptr; }
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
+  MultiAcquire* multi_acquire() noexcept override { return this; }
   SessionLocks* session_locks() noexcept override { return &session_locks_; }
   SqlFeatures* sql_features() noexcept override { return &sql_features_; }
+
+  // One transaction: every name's unqueued acquire statement (as try_acquire's), in the order
+  // given (the engine's: sorted), committed only if every name was granted, else rolled back
+  // (nothing taken). Lock waits end on the server by the call's deadline.
+  std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
 
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
   void leave(std::string_view name, const OwnerSecret& secret) override;
@@ -60,6 +70,10 @@ class PostgresService final : public LeaseService, public FairQueue, public Main
  private:
   // One attempt, joining or refreshing the queue when `queue` and refused.
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
+  // try_acquire_all's transaction on `c`: the results, or none when a name was refused.
+  std::vector<AcquireResult> take_all(Connection& c, const std::vector<AcquireRequest>& requests);
+  // Sets lock_timeout for the rest of `tx` to what is left of the call's deadline (none without one).
+  void bound_lock_waits(pqxx::work& tx);
   // Joins or refreshes the queue after a refused attempt; fills `out`'s ticket and position.
   void join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket, const Place& place, Attempt& out);
   pqxx::result exec(Connection& c, const dblock::sql::Statement& s, const Params& p) { return context_.exec(c, s, p); }

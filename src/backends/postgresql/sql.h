@@ -6,6 +6,11 @@
 // Every statement is one round trip; parameters are always bound ($n), never spliced. Every
 // statement dblock runs on PostgreSQL is here: kPrepared lists those prepared by name on each
 // connection, kAdHoc those run as text inside transactions dblock opens.
+//
+// acquire_all (MultiAcquire) runs the unqueued acquire statements (kAcquireExclusive, kAcquireShared
+// with no ticket) once per name inside one transaction, names in ascending order: the transaction
+// holds the row of every name it has written until it ends, so two of them lock in the same order
+// and cannot deadlock each other; one refused name rolls the whole transaction back.
 #ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_SQL_H_
 #define DBLOCK_SRC_BACKENDS_POSTGRESQL_SQL_H_
 
