@@ -1397,6 +1397,20 @@ void check_repeated_acquire_all(LockManager& manager, LockManager& other) {
   }
 }
 
+void check_after_refused_acquire_all(LockManager& manager, LockManager& observer, LockManager& holder, Lease& held,
+                                     std::int64_t before) {
+  CHECK(observer.inspect("multi-b"));
+  CHECK_FALSE(observer.inspect("multi-a"));
+  REQUIRE(held.release() == ReleaseResult::kReleased);
+  auto taken = manager.acquire_all({"multi-b", "multi-a"}, std::chrono::milliseconds(0));
+  REQUIRE(taken);
+  CHECK((*taken)[0].name() == "multi-a");
+  CHECK((*taken)[0].fence() > before);
+  CHECK_FALSE(observer.try_acquire("multi-a"));
+  CHECK_FALSE(holder.try_acquire("multi-b"));
+  check_repeated_acquire_all(manager, observer);
+}
+
 // ---- Mutex (TimedLockable) -------------------------------------------------------------------
 
 TEST_CASE("dblock::Mutex works with std::unique_lock and try_lock_for", "[lease][conformance][mutex]") {

@@ -96,6 +96,13 @@ std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::str
 // each with a new fence, and `other` gets none of them meanwhile. Defined in conformance.cc.
 void check_repeated_acquire_all(LockManager& manager, LockManager& other);
 
+// After `manager`'s acquire_all({"multi-b", "multi-a"}) was refused because `holder` holds
+// "multi-b" (as `held`): nothing was taken ("multi-a" is free to `observer`); once `held` is
+// released, the same call takes both, "multi-a" with a fence above `before`; then
+// check_repeated_acquire_all. Defined in conformance.cc.
+void check_after_refused_acquire_all(LockManager& manager, LockManager& observer, LockManager& holder, Lease& held,
+                                     std::int64_t before);
+
 // Child-process entry point: `test_binary --child <role> args...`. Returns an exit code.
 int run_child(int argc, char** argv);
 
