@@ -133,30 +133,9 @@ C
   clock_preload=(env LD_PRELOAD="$so" DBLOCK_CLOCK_OFFSET_FILE="$DBLOCK_SERVER_CLOCK_FILE")
 }
 
-check_port() {
-  [[ "$1" =~ ^[0-9]+$ ]] && ((10#$1 >= 1 && 10#$1 < 32768)) || { echo "redis.sh: bad port '$1' (1..32767)" >&2; exit 64; }
-}
-
-# The pid in PORT's pid file if that process is alive (not a zombie) and is the redis-server of that
-# port (its process title is "redis-server 127.0.0.1:PORT"), so a stale pid file never hits a
-# reused pid.
-server_pid() {
-  local port="$1" pidfile="$state/$1/redis.pid" pid st title
-  [[ -s "$pidfile" ]] || return 1
-  pid=$(head -1 "$pidfile"); [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [[ -n "$st" && "$st" != Z && "$st" != X ]] || return 1
-  title=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || return 1
-  [[ "$title" == *redis-server*"127.0.0.1:$port"* ]] || return 1
-  echo "$pid"
-}
-
-alive() {  # PID: exists and is not a zombie (pid 1 here may not reap the daemonized servers)
-  local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [[ -n "$st" && "$st" != Z && "$st" != X ]]
-}
-
-ports() { [[ -s "$state/ports" ]] && cat "$state/ports" || true; }
+server_name=redis.sh pid_name=redis.pid
+is_server() { [[ "$2" == *redis-server*"127.0.0.1:$1"* ]]; }  # its process title: "redis-server 127.0.0.1:PORT"
+source "$(dirname "$0")/per-port.sh"
 
 launch() {
   local port="$1" dir="$state/$1" pid
@@ -177,30 +156,6 @@ launch() {
     sleep 0.1
   done
   echo "redis-server on 127.0.0.1:$port did not start:" >&2; tail -30 "$dir/redis.log" >&2 || true; return 1
-}
-
-stop_one() {
-  local port="$1" pid
-  if pid=$(server_pid "$port"); then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
-  fi
-  rm -f "$state/$port/redis.pid"
-}
-
-kill_one() {
-  local port="$1" pid
-  if pid=$(server_pid "$port"); then
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-  fi
-  rm -f "$state/$port/redis.pid"
-}
-
-configured() {  # PORT belongs to STATE_DIR
-  grep -qx "$1" "$state/ports" 2>/dev/null || { echo "redis.sh: port $1 is not one of $state/ports" >&2; exit 64; }
 }
 
 case "$cmd" in

@@ -40,12 +40,6 @@ fi
 run_as=()  # the command prefix that runs a command as the server user (setpriv execs: no extra process)
 if [[ $(id -u) -eq 0 ]]; then run_as=(setpriv --reuid=zookeeper --regid=zookeeper --init-groups --); fi
 
-check_port() {
-  [[ "$1" =~ ^[0-9]+$ ]] && ((10#$1 >= 1 && 10#$1 < 32768)) || { echo "zookeeper.sh: bad port '$1' (1..32767)" >&2; exit 64; }
-}
-
-ports() { [[ -s "$state/ports" ]] && cat "$state/ports" || true; }
-
 # srvr PORT: the server's answer to the `srvr` four-letter word, within 2 s (empty when none).
 srvr() {
   timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf srvr >&3 && cat <&3' _ "$1" 2>/dev/null || true
@@ -53,23 +47,9 @@ srvr() {
 
 mode() { srvr "$1" | sed -n 's/^Mode: //p'; }  # standalone, leader, follower, or empty
 
-# The pid in PORT's pid file if that process is alive (not a zombie) and is the java of that port's
-# zoo.cfg, so a stale pid file never hits a reused pid.
-server_pid() {
-  local port="$1" pidfile="$state/$1/zookeeper.pid" pid st title
-  [[ -s "$pidfile" ]] || return 1
-  pid=$(head -1 "$pidfile"); [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  st=$(sed 's/.*) //' "/proc/$pid/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [[ -n "$st" && "$st" != Z && "$st" != X ]] || return 1
-  title=$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null) || return 1
-  [[ "$title" == *QuorumPeerMain*" $state/$port/zoo.cfg"* ]] || return 1
-  echo "$pid"
-}
-
-alive() {  # PID: exists and is not a zombie (pid 1 here may not reap the detached servers)
-  local st; st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
-  [[ -n "$st" && "$st" != Z && "$st" != X ]]
-}
+server_name=zookeeper.sh pid_name=zookeeper.pid
+is_server() { [[ "$2" == *QuorumPeerMain*" $state/$1/zoo.cfg"* ]]; }  # the java running PORT's zoo.cfg
+source "$(dirname "$0")/per-port.sh"
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
@@ -127,30 +107,6 @@ leader_port() {  # the port whose node reports Mode: leader (or standalone)
     if [[ "$m" == leader || "$m" == standalone ]]; then echo "$p"; return 0; fi
   done
   return 1
-}
-
-stop_one() {
-  local port="$1" pid
-  if pid=$(server_pid "$port"); then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
-  fi
-  rm -f "$state/$port/zookeeper.pid"
-}
-
-kill_one() {
-  local port="$1" pid
-  if pid=$(server_pid "$port"); then
-    kill -KILL "$pid" 2>/dev/null || true
-    for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
-  fi
-  rm -f "$state/$port/zookeeper.pid"
-}
-
-configured() {  # PORT belongs to STATE_DIR
-  grep -qx "$1" "$state/ports" 2>/dev/null || { echo "zookeeper.sh: port $1 is not one of $state/ports" >&2; exit 64; }
 }
 
 # write_cfg PORT ID PORT...: the node's zoo.cfg and myid. tickTime 200 ms: session expiry is checked
