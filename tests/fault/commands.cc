@@ -17,10 +17,6 @@ namespace dblock::fault {
 
 using namespace std::chrono_literals;
 
-namespace {
-constexpr std::int64_t kMs = 1'000'000;  // ns
-}  // namespace
-
 std::optional<int> wait_pid(pid_t pid, std::chrono::milliseconds timeout) {
   const std::int64_t deadline = mono_ns() + timeout.count() * kMs;
   for (;;) {

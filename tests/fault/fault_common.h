@@ -27,6 +27,7 @@
 namespace dblock::fault {
 
 // CLOCK_MONOTONIC, nanoseconds.
+constexpr std::int64_t kMs = 1'000'000;  // one millisecond in mono_ns() units
 std::int64_t mono_ns();
 // A steady_clock time point on the same scale as mono_ns().
 std::int64_t to_mono_ns(std::chrono::steady_clock::time_point t);
