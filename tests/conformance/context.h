@@ -23,6 +23,10 @@ struct Context {
   std::string relay_params;  // query parameters for a URL through that relay ("" for none)
   bool shared_leases = true;
   bool accounts = true;  // the service records the database account of a force-release
+  // A service whose leases are bound by a session (ZooKeeper): the session timeout it grants, which
+  // caps how long it holds a lease whatever TTL is asked (cases timed by a TTL use the smaller).
+  // Zero: leases are bound by their TTL alone.
+  std::chrono::milliseconds lease_bound{0};
   // Statement the guard test runs inside run_guarded to create/insert into its own table;
   // "{T}" is replaced by the table name. Used only where the service has SQL features.
   std::string guard_create = "CREATE TABLE IF NOT EXISTS {T} (id INTEGER PRIMARY KEY, fence INTEGER)";

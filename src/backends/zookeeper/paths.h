@@ -1,0 +1,60 @@
+// Where the ZooKeeper service keeps a lock: path validation, name escaping, node names as Curator
+// writes them, and reading them back. Pure functions; thread-safe.
+#ifndef DBLOCK_SRC_BACKENDS_ZOOKEEPER_PATHS_H_
+#define DBLOCK_SRC_BACKENDS_ZOOKEEPER_PATHS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/options.h"
+#include "dblock/service.h"
+#include "dblock/zookeeper/zookeeper.h"
+
+namespace dblock::zookeeper {
+
+inline constexpr const char* kServiceName = "zookeeper";
+
+// Throws UsageError naming `option` unless `path` is an absolute ZooKeeper path: "/" followed by
+// non-empty segments, none "." or "..", no control or reserved characters, no trailing "/"
+// ("/" alone is accepted).
+void validate_path(std::string_view path, std::string_view option);
+
+// The base the options give (Options::base, or the one derived from `table_prefix`).
+std::string base_path(const Options& options, const std::string& table_prefix);
+
+// A lock name as one path segment that round-trips: '%', '/', U+E000-U+F8FF, U+FFF0-U+FFFF and
+// every code point above U+FFFF (the server, in Java, sees those as surrogates, which it refuses)
+// percent-encoded byte by byte; "." and ".." as "%2E" and "%2E%2E".
+std::string escape_name(std::string_view name);
+// The inverse; nullopt when `segment` is no escaped name (not ours).
+std::optional<std::string> unescape_name(std::string_view segment);
+
+// The owner digest (first 128 bits of SHA-256 of the secret) as a lowercase 8-4-4-4-12 UUID.
+std::string guid_of(const OwnerSecret& secret);
+
+// The lock-name part of a child ("__WRIT__", "__READ__" or "lock-") for `mode` in `layout`.
+std::string_view lock_name(Layout layout, LockMode mode);
+// "_c_<guid>-<lock name>": what the server appends the 10-digit sequence to.
+std::string node_prefix(const std::string& guid, Layout layout, LockMode mode);
+// The full child name of a sequence.
+std::string node_name(const std::string& guid, Layout layout, LockMode mode, std::uint32_t sequence);
+
+// One child of a lock container as Curator sees it.
+struct Child {
+  std::string name;
+  std::string sort_key;     // Curator's fixForSorting: the text after the lock name, else the name
+  bool writer = false;      // holds exclusively when first ("__WRIT__", or "lock-" in curator-mutex)
+  bool reader = false;      // "__READ__" (rw layout only)
+  std::uint32_t sequence = 0;
+};
+// The children sorted as Curator sorts them.
+std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names);
+// Whether the child at `index` holds: a writer when first, a reader when no writer precedes it.
+bool holds(const std::vector<Child>& children, std::size_t index);
+
+}  // namespace dblock::zookeeper
+
+#endif  // DBLOCK_SRC_BACKENDS_ZOOKEEPER_PATHS_H_

@@ -1,0 +1,329 @@
+#include "session.h"
+
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "dblock/errors.h"
+#include "paths.h"
+
+namespace dblock::zookeeper {
+
+SteadyClock::time_point deadline_now() { return std::min(call_deadline(), SteadyClock::now() + kLongestCall); }
+
+// Nodes to delete, each with whether a delete is in flight. Shared with the deletes' completions.
+struct Session::Orphans {
+  std::mutex m;
+  std::map<std::string, bool> paths;
+};
+
+// The session's state as the watcher last saw it. The watcher runs on the client's completion
+// thread: it only stores, notifies and sends (never waits).
+struct Session::Watch {
+  std::mutex m;
+  std::condition_variable cv;
+  int state = 0;
+  zhandle_t* handle = nullptr;  // set once the handle exists
+  std::shared_ptr<Orphans> orphans;
+};
+
+namespace {
+
+struct OrphanDelete {
+  std::shared_ptr<Session::Orphans> orphans;
+  std::string path;
+};
+
+void on_orphan_deleted(int rc, const void* data) {
+  std::unique_ptr<OrphanDelete> d(static_cast<OrphanDelete*>(const_cast<void*>(data)));
+  std::lock_guard<std::mutex> lock(d->orphans->m);
+  const auto it = d->orphans->paths.find(d->path);
+  if (it == d->orphans->paths.end()) return;
+  if (rc == ZOK || rc == ZNONODE) {
+    d->orphans->paths.erase(it);
+  } else {
+    it->second = false;  // sent again after the next reconnect or call
+  }
+}
+
+// Sends a delete for every orphan without one in flight. Never blocks on the server.
+void flush_orphans(zhandle_t* handle, const std::shared_ptr<Session::Orphans>& orphans) noexcept {
+  if (handle == nullptr) return;
+  std::lock_guard<std::mutex> lock(orphans->m);
+  for (auto& [path, in_flight] : orphans->paths) {
+    if (in_flight) continue;
+    auto* d = new OrphanDelete{orphans, path};
+    const int rc = zoo_adelete(handle, path.c_str(), -1, on_orphan_deleted, d);
+    if (rc == ZOK) {
+      in_flight = true;
+    } else if (rc == ZBADARGUMENTS || rc == ZINVALIDSTATE) {
+      delete d;  // not recorded by the client
+    }
+  }
+}
+
+void on_session_event(zhandle_t*, int type, int state, const char*, void* context) {
+  if (type != ZOO_SESSION_EVENT || context == nullptr) return;
+  auto* watch = static_cast<Session::Watch*>(context);
+  zhandle_t* handle = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(watch->m);
+    watch->state = state;
+    handle = watch->handle;
+  }
+  watch->cv.notify_all();
+  if (state == ZOO_CONNECTED_STATE) flush_orphans(handle, watch->orphans);
+}
+
+// A request's shared state: owned by the caller and by the completion (through the heap-allocated
+// shared_ptr the client passes back as `data`), so whichever finishes last frees it.
+struct Pending {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  bool abandoned = false;  // the caller gave up: a late create deletes its node
+  zhandle_t* handle = nullptr;
+  std::shared_ptr<Session::Orphans> orphans;
+  Reply reply;
+};
+using Ticket = std::shared_ptr<Pending>;
+
+NodeStat node_stat(const Stat* stat) {
+  NodeStat out;
+  if (stat == nullptr) return out;
+  out.czxid = stat->czxid;
+  out.ctime_ms = stat->ctime;
+  out.version = stat->version;
+  out.ephemeral_owner = stat->ephemeralOwner;
+  return out;
+}
+
+// Takes the completion's reference and marks the request done once `fill` stored its result.
+template <typename Fill>
+void complete(const void* data, int rc, Fill&& fill) {
+  std::unique_ptr<Ticket> held(static_cast<Ticket*>(const_cast<void*>(data)));
+  Pending& p = **held;
+  {
+    std::lock_guard<std::mutex> lock(p.m);
+    p.reply.rc = rc;
+    if (rc == ZOK) fill(p.reply);
+    p.done = true;
+    if (p.abandoned && rc == ZOK && !p.reply.path.empty() && p.orphans != nullptr) {
+      {
+        std::lock_guard<std::mutex> orphans_lock(p.orphans->m);
+        p.orphans->paths.emplace(p.reply.path, false);
+      }
+      flush_orphans(p.handle, p.orphans);  // async: never blocks
+    }
+  }
+  p.cv.notify_all();
+}
+
+void on_created(int rc, const char* path, const Stat* stat, const void* data) {
+  complete(data, rc, [&](Reply& r) {
+    r.path = path != nullptr ? path : "";
+    r.stat = node_stat(stat);
+  });
+}
+
+void on_void(int rc, const void* data) {
+  complete(data, rc, [](Reply&) {});
+}
+
+void on_stat(int rc, const Stat* stat, const void* data) {
+  complete(data, rc, [&](Reply& r) { r.stat = node_stat(stat); });
+}
+
+void on_data(int rc, const char* value, int length, const Stat* stat, const void* data) {
+  complete(data, rc, [&](Reply& r) {
+    if (value != nullptr && length > 0) r.data.assign(value, static_cast<std::size_t>(length));
+    r.stat = node_stat(stat);
+  });
+}
+
+void on_children(int rc, const String_vector* strings, const Stat*, const void* data) {
+  complete(data, rc, [&](Reply& r) {
+    if (strings == nullptr) return;
+    for (int i = 0; i < strings->count; ++i) r.children.emplace_back(strings->data[i]);
+  });
+}
+
+// Why a call failed, for its ConnectionError.
+std::string failure_text(int rc) {
+  if (rc == ZOPERATIONTIMEOUT) {
+    return std::string(zerror(rc)) + ": no reply by the client's own deadline (two thirds of the session timeout)";
+  }
+  return zerror(rc);
+}
+
+bool connection_failure(int rc) {
+  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
+         rc == ZCLOSING || rc == ZSESSIONMOVED;
+}
+
+// Sends one request: `send(data)` calls the client's async function. Returns the caller's half.
+template <typename Send>
+Ticket submit(zhandle_t* handle, const std::shared_ptr<Session::Orphans>& orphans, const std::string& where,
+              const std::string& what, Send&& send) {
+  auto pending = std::make_shared<Pending>();
+  pending->handle = handle;
+  pending->orphans = orphans;
+  auto* held = new Ticket(pending);
+  const int rc = send(static_cast<const void*>(held));
+  if (rc != ZOK) {
+    // ZBADARGUMENTS and ZINVALIDSTATE come before the client records the completion; other codes
+    // (out of memory) may come after it, so the reference is left to the client then.
+    if (rc == ZBADARGUMENTS || rc == ZINVALIDSTATE) delete held;
+    const std::string message = "zookeeper: " + what + " on " + where + " failed: " + zerror(rc);
+    if (rc == ZBADARGUMENTS) throw UsageError(message, kServiceName, std::to_string(rc));
+    throw ConnectionError(message, kServiceName, std::to_string(rc));
+  }
+  return pending;
+}
+
+Reply await(const Ticket& pending, SteadyClock::time_point deadline, const std::string& where,
+            const std::string& what) {
+  std::unique_lock<std::mutex> lock(pending->m);
+  if (!pending->cv.wait_until(lock, deadline, [&] { return pending->done; })) {
+    pending->abandoned = true;
+    throw ConnectionError("zookeeper: no reply from " + where + " to " + what + " by the call's deadline",
+                          kServiceName);
+  }
+  Reply reply = std::move(pending->reply);
+  const int rc = reply.rc;
+  if (connection_failure(rc)) {
+    throw ConnectionError("zookeeper: " + what + " on " + where + " failed: " + failure_text(rc), kServiceName,
+                          std::to_string(rc));
+  }
+  if (rc == ZNOAUTH) {
+    throw PermissionError("zookeeper: " + what + ": not allowed by the node's ACL", kServiceName, std::to_string(rc));
+  }
+  return reply;
+}
+
+void quiet_client_log() {
+  static std::once_flag once;
+  // Level 0 turns the client's logging (to stderr by default) off.
+  std::call_once(once, [] { zoo_set_debug_level(static_cast<ZooLogLevel>(0)); });
+}
+
+}  // namespace
+
+Session::Session(const std::string& connect_string, std::chrono::milliseconds timeout,
+                 SteadyClock::time_point deadline)
+    : where_(connect_string), orphans_(std::make_shared<Orphans>()), watch_(std::make_unique<Watch>()) {
+  quiet_client_log();
+  watch_->orphans = orphans_;
+  errno = 0;
+  handle_ = zookeeper_init(connect_string.c_str(), on_session_event, static_cast<int>(timeout.count()), nullptr,
+                           watch_.get(), 0);
+  if (handle_ == nullptr) {
+    const int e = errno;
+    throw ConnectionError("zookeeper: cannot start a session with " + where_ + ": " +
+                              (e != 0 ? std::strerror(e) : "the client refused the connect string"),
+                          kServiceName);
+  }
+  std::unique_lock<std::mutex> lock(watch_->m);
+  watch_->handle = handle_;
+  const bool settled = watch_->cv.wait_until(lock, deadline, [&] {
+    return watch_->state == ZOO_CONNECTED_STATE || watch_->state == ZOO_EXPIRED_SESSION_STATE ||
+           watch_->state == ZOO_AUTH_FAILED_STATE;
+  });
+  const int state = watch_->state;
+  lock.unlock();
+  if (!settled || state != ZOO_CONNECTED_STATE) {
+    zookeeper_close(handle_);
+    handle_ = nullptr;
+    throw ConnectionError("zookeeper: no server of " + where_ + " established a session by the deadline",
+                          kServiceName);
+  }
+}
+
+Session::~Session() {
+  if (handle_ != nullptr) zookeeper_close(handle_);
+}
+
+std::int64_t Session::id() const {
+  const clientid_t* client = zoo_client_id(handle_);
+  return client != nullptr ? client->client_id : 0;
+}
+
+std::chrono::milliseconds Session::negotiated_timeout() const {
+  return std::chrono::milliseconds(zoo_recv_timeout(handle_));
+}
+
+bool Session::expired() const {
+  const int state = zoo_state(handle_);
+  return state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
+}
+
+Reply Session::create(const std::string& path, const std::string& data, int flags, SteadyClock::time_point deadline) {
+  flush_orphans(handle_, orphans_);
+  const std::string what = "create " + path;
+  const Ticket t = submit(handle_, orphans_, where_, what, [&](const void* d) {
+    return zoo_acreate2(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+                        flags, on_created, d);
+  });
+  return await(t, deadline, where_, what);
+}
+
+Reply Session::remove(const std::string& path, SteadyClock::time_point deadline) {
+  const std::string what = "delete " + path;
+  const Ticket t = submit(handle_, orphans_, where_, what,
+                          [&](const void* d) { return zoo_adelete(handle_, path.c_str(), -1, on_void, d); });
+  return await(t, deadline, where_, what);
+}
+
+Reply Session::children(const std::string& path, SteadyClock::time_point deadline) {
+  flush_orphans(handle_, orphans_);
+  const std::string what = "get children of " + path;
+  const Ticket t = submit(handle_, orphans_, where_, what,
+                          [&](const void* d) { return zoo_aget_children2(handle_, path.c_str(), 0, on_children, d); });
+  return await(t, deadline, where_, what);
+}
+
+Reply Session::set(const std::string& path, const std::string& data, SteadyClock::time_point deadline) {
+  flush_orphans(handle_, orphans_);
+  const std::string what = "set data of " + path;
+  const Ticket t = submit(handle_, orphans_, where_, what, [&](const void* d) {
+    return zoo_aset(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), -1, on_stat, d);
+  });
+  return await(t, deadline, where_, what);
+}
+
+Reply Session::exists(const std::string& path, SteadyClock::time_point deadline) {
+  const std::string what = "exists " + path;
+  const Ticket t = submit(handle_, orphans_, where_, what,
+                          [&](const void* d) { return zoo_aexists(handle_, path.c_str(), 0, on_stat, d); });
+  return await(t, deadline, where_, what);
+}
+
+Reply Session::get(const std::string& path, SteadyClock::time_point deadline) {
+  const std::string what = "get " + path;
+  const Ticket t = submit(handle_, orphans_, where_, what,
+                          [&](const void* d) { return zoo_aget(handle_, path.c_str(), 0, on_data, d); });
+  return await(t, deadline, where_, what);
+}
+
+bool Session::doomed(const std::string& path) const {
+  std::lock_guard<std::mutex> lock(orphans_->m);
+  return orphans_->paths.count(path) != 0;
+}
+
+void Session::remove_eventually(const std::string& path) noexcept {
+  try {
+    {
+      std::lock_guard<std::mutex> lock(orphans_->m);
+      orphans_->paths.emplace(path, false);
+    }
+    flush_orphans(handle_, orphans_);
+  } catch (const std::exception&) {
+    // Out of memory: the node goes with the session.
+  }
+}
+
+}  // namespace dblock::zookeeper

@@ -1,0 +1,100 @@
+// One ZooKeeper session (one zhandle_t) and its calls, each asynchronous and awaited until a
+// deadline. Internal to the ZooKeeper service.
+//
+// Threads: the client library runs two threads per handle (I/O and completions). The watcher only
+// records the session's state and wakes waiters; completions only store their result in a shared
+// state object that the caller and the completion both own, so a completion arriving after its
+// caller gave up touches no freed memory (a late create deletes the node it made). Every method
+// is thread-safe. The destructor closes the handle, which joins the client's threads: never
+// destroy a Session on one of them.
+//
+// Descriptors: the client opens its wake-up pipe and sockets itself, without FD_CLOEXEC, out of
+// dblock's reach; `dblock run` closes every descriptor above 2 in its child (close_range).
+#ifndef DBLOCK_SRC_BACKENDS_ZOOKEEPER_SESSION_H_
+#define DBLOCK_SRC_BACKENDS_ZOOKEEPER_SESSION_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+typedef struct _zhandle zhandle_t;
+
+namespace dblock::zookeeper {
+
+using SteadyClock = std::chrono::steady_clock;
+
+// The deadline of the call being made: call_deadline(), at most kLongestCall ahead (a direct call
+// on the service, outside the engine, has none).
+inline constexpr std::chrono::seconds kLongestCall{60};
+SteadyClock::time_point deadline_now();
+
+// What ZooKeeper returns about a node (struct Stat), the fields dblock reads.
+struct NodeStat {
+  std::int64_t czxid = 0;
+  std::int64_t ctime_ms = 0;
+  std::int32_t version = 0;
+  std::int64_t ephemeral_owner = 0;
+};
+
+// A call's outcome: rc is ZooKeeper's code (ZOK 0, ZNONODE, ZNODEEXISTS, ...). Codes that say the
+// connection or session failed are thrown instead (check()).
+struct Reply {
+  int rc = 0;
+  std::string path;                    // create: the node made (sequence appended)
+  NodeStat stat;                       // create, set, exists, get
+  std::string data;                    // get
+  std::vector<std::string> children;   // children
+};
+
+class Session {
+ public:
+  // Connects to `connect_string` ("h1:p1,h2:p2/chroot") asking for `timeout`; waits until the
+  // session is established or `deadline` passes (ConnectionError, naming the servers).
+  Session(const std::string& connect_string, std::chrono::milliseconds timeout, SteadyClock::time_point deadline);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  std::int64_t id() const;
+  // The session timeout the server granted.
+  std::chrono::milliseconds negotiated_timeout() const;
+  // The session expired or was closed: no call on it can succeed; open a new one.
+  bool expired() const;
+
+  // Each sends one request and waits for its reply until `deadline`: ConnectionError when it does
+  // not come by then, when the connection was lost (ZCONNECTIONLOSS: the outcome is unknown) or
+  // the session expired; PermissionError for ZNOAUTH. Other codes come back in Reply::rc.
+  Reply create(const std::string& path, const std::string& data, int flags, SteadyClock::time_point deadline);
+  Reply remove(const std::string& path, SteadyClock::time_point deadline);
+  Reply children(const std::string& path, SteadyClock::time_point deadline);
+  Reply set(const std::string& path, const std::string& data, SteadyClock::time_point deadline);
+  Reply exists(const std::string& path, SteadyClock::time_point deadline);
+  Reply get(const std::string& path, SteadyClock::time_point deadline);
+  // Deletes this session's node `path` without waiting: sent now, and again after every reconnect
+  // and before every later call of this session until the server answered (deleted, or no such
+  // node). For a node whose delete failed or was never confirmed, which would otherwise block its
+  // lock as long as the session lives. Never throws.
+  void remove_eventually(const std::string& path) noexcept;
+  // remove_eventually() was asked for `path` and the server has not confirmed it yet.
+  bool doomed(const std::string& path) const;
+
+  // The servers, for messages.
+  const std::string& where() const { return where_; }
+
+  struct Watch;    // the watcher's state (session.cc)
+  struct Orphans;  // nodes remove_eventually() still has to delete (session.cc)
+
+ private:
+  std::string where_;
+  std::shared_ptr<Orphans> orphans_;
+  std::unique_ptr<Watch> watch_;
+  zhandle_t* handle_ = nullptr;
+};
+
+}  // namespace dblock::zookeeper
+
+#endif  // DBLOCK_SRC_BACKENDS_ZOOKEEPER_SESSION_H_

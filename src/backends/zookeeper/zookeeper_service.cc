@@ -1,0 +1,227 @@
+#include "zookeeper_service.h"
+
+#include <zookeeper/zookeeper.h>
+
+#include <algorithm>
+#include <thread>
+
+#include "dblock/errors.h"
+
+namespace dblock::zookeeper {
+
+namespace {
+
+std::string parent_of(const std::string& path) {
+  const std::size_t at = path.rfind('/');
+  return at == 0 || at == std::string::npos ? std::string() : path.substr(0, at);
+}
+
+std::uint32_t sequence_of(const std::string& name) {
+  const std::vector<Child> one = sorted_children(Layout::kReadWrite, {name});
+  return one.front().sequence;
+}
+
+// Between a release's tries while the connection is lost.
+constexpr std::chrono::milliseconds kReleaseRetryPause{100};
+
+[[noreturn]] void unexpected(const std::string& what, int rc) {
+  throw Error("zookeeper: " + what + " failed: " + zerror(rc), kServiceName, std::to_string(rc));
+}
+
+}  // namespace
+
+ZooKeeperService::ZooKeeperService(const Options& options, std::string root)
+    : options_(options), root_(std::move(root)), connect_(options.hosts) {
+  session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline_now()));
+}
+
+ServiceTraits ZooKeeperService::traits() const {
+  ServiceTraits traits;
+  traits.fences = FenceKind::kIncreasing;
+  traits.bound = LeaseBound::kSession;
+  traits.shared_leases = options_.layout == Layout::kReadWrite;
+  return traits;
+}
+
+std::shared_ptr<Session> ZooKeeperService::session(SteadyClock::time_point deadline) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (session_ == nullptr || session_->expired()) {
+    session_.reset();  // an expired handle closes at once
+    session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline));
+  }
+  return session_;
+}
+
+SteadyClock::time_point ZooKeeperService::connect_deadline(SteadyClock::time_point deadline) const {
+  return std::min(deadline, SteadyClock::now() + options_.connect_timeout);
+}
+
+std::string ZooKeeperService::own_path(const LeaseKey& lease) const {
+  return container(lease.name) + "/" + node_name(guid_of(*lease.secret), options_.layout, lease.mode, lease.tag);
+}
+
+// ---- nodes ----
+
+std::vector<std::string> ZooKeeperService::children_of(Session& s, const std::string& path,
+                                                       SteadyClock::time_point deadline) {
+  Reply r = s.children(path, deadline);
+  if (r.rc == ZNONODE) return {};
+  if (r.rc != ZOK) unexpected("get children of " + path, r.rc);
+  return std::move(r.children);
+}
+
+void ZooKeeperService::create_parents(Session& s, const std::string& path, SteadyClock::time_point deadline) {
+  const std::string parent = parent_of(path);
+  if (!parent.empty()) {
+    const Reply probe = s.exists(parent, deadline);
+    if (probe.rc == ZNONODE) create_parents(s, parent, deadline);
+  }
+  const Reply r = s.create(path, "", ZOO_CONTAINER, deadline);
+  if (r.rc != ZOK && r.rc != ZNODEEXISTS) unexpected("create " + path, r.rc);
+}
+
+std::pair<std::string, NodeStat> ZooKeeperService::create_child(Session& s, const std::string& container,
+                                                                const std::string& prefix, std::string_view holder,
+                                                                SteadyClock::time_point deadline) {
+  const std::string path = container + "/" + prefix;
+  const std::string data(holder);
+  // A container the server deleted between our create and the child's is made again: bounded.
+  for (int round = 0; round < 3; ++round) {
+    const Reply r = s.create(path, data, ZOO_EPHEMERAL_SEQUENTIAL, deadline);
+    if (r.rc == ZOK) return {r.path.substr(r.path.rfind('/') + 1), r.stat};
+    if (r.rc != ZNONODE) unexpected("create " + path, r.rc);
+    create_parents(s, container, deadline);
+  }
+  throw ConnectionError("zookeeper: " + container + " kept disappearing while a lock node was created in it",
+                        kServiceName);
+}
+
+std::optional<std::pair<std::string, NodeStat>> ZooKeeperService::own_child(Session& s, const std::string& container,
+                                                                          const std::vector<std::string>& names,
+                                                                          const std::string& prefix,
+                                                                          SteadyClock::time_point deadline) {
+  for (const std::string& child : names) {
+    if (child.rfind(prefix, 0) != 0 || s.doomed(container + "/" + child)) continue;
+    const Reply r = s.exists(container + "/" + child, deadline);
+    if (r.rc == ZOK && r.stat.ephemeral_owner == s.id()) return std::make_pair(child, r.stat);
+  }
+  return std::nullopt;
+}
+
+// ---- the lease calls ----
+
+AcquireResult ZooKeeperService::try_acquire(const AcquireRequest& request) {
+  if (request.mode == LockMode::kShared && options_.layout == Layout::kCuratorMutex) {
+    throw UnsupportedError("zookeeper: layout=curator-mutex has no shared leases (InterProcessMutex)", kServiceName);
+  }
+  const auto deadline = deadline_now();
+  const std::shared_ptr<Session> s = session(deadline);
+  const std::string dir = container(request.name);
+  const std::string prefix = node_prefix(guid_of(*request.secret), options_.layout, request.mode);
+
+  std::vector<std::string> names = children_of(*s, dir, deadline);
+  auto own = own_child(*s, dir, names, prefix, deadline);  // a retried attempt finds its node
+  if (!own) {
+    own = create_child(*s, dir, prefix, request.holder, deadline);
+    names = children_of(*s, dir, deadline);
+  }
+  const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));
+  const auto at = std::find_if(sorted.begin(), sorted.end(), [&](const Child& c) { return c.name == own->first; });
+  const std::string path = dir + "/" + own->first;
+  AcquireResult result;
+  if (at != sorted.end() && holds(sorted, static_cast<std::size_t>(at - sorted.begin()))) {
+    result.acquired = true;
+    result.fence = own->second.czxid;
+    result.expires_at_us = 0;  // the session bounds it, not a time on the server's clock
+    result.granted_for = s->negotiated_timeout();
+    result.tag = sequence_of(own->first);
+    remember(path, request.holder);
+    return result;
+  }
+  // Not holding and not in line: the node goes again (as Curator's acquire(0) does). A delete
+  // that fails is sent again until the server confirms it: the node must not block the name.
+  try {
+    const Reply removed = s->remove(path, deadline);
+    if (removed.rc == ZOK || removed.rc == ZNONODE) return result;
+  } catch (const ConnectionError&) {
+  }
+  s->remove_eventually(path);
+  return result;
+}
+
+RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::milliseconds) {
+  const auto deadline = deadline_now();
+  const std::shared_ptr<Session> s = session(deadline);
+  const std::string path = own_path(lease);
+  const std::optional<std::string> holder = holder_of(path);
+  // A lease this service did not take (not remembered): read, and never overwrite its data.
+  const Reply r = holder ? s->set(path, *holder, deadline) : s->exists(path, deadline);
+  RenewResult result;
+  if (r.rc == ZNONODE) return result;  // force-released, or its session expired
+  if (r.rc != ZOK) unexpected("renew " + path, r.rc);
+  if (r.stat.ephemeral_owner != s->id()) return result;  // not this session's node
+  result.renewed = true;
+  result.expires_at_us = 0;
+  result.granted_for = s->negotiated_timeout();
+  return result;
+}
+
+bool ZooKeeperService::release(const LeaseKey& lease) {
+  const auto deadline = deadline_now();
+  const std::string path = own_path(lease);
+  forget(path);
+  std::shared_ptr<Session> s;
+  // A lost connection is tried again until the deadline (the client reconnects meanwhile); a
+  // retry's "no such node" then counts as released: the first delete may have done it.
+  for (bool retried = false;; retried = true) {
+    try {
+      if (s == nullptr) s = session(deadline);
+      const Reply r = s->remove(path, deadline);
+      if (r.rc != ZOK && r.rc != ZNONODE) unexpected("delete " + path, r.rc);
+      return r.rc == ZOK || retried;
+    } catch (const ConnectionError& e) {
+      if (SteadyClock::now() + kReleaseRetryPause >= deadline) {
+        if (s != nullptr) s->remove_eventually(path);  // the node must not outlive the lease
+        throw InDoubtError(std::string(e.what()) + " (the release's outcome is unknown; its delete is sent again)",
+                           kServiceName, e.sqlstate());
+      }
+    }
+    std::this_thread::sleep_for(kReleaseRetryPause);
+  }
+}
+
+void ZooKeeperService::lease_lost(const LeaseKey& lease) noexcept {
+  try {
+    const std::string path = own_path(lease);
+    forget(path);
+    std::shared_ptr<Session> s;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      s = session_;
+    }
+    if (s != nullptr && !s->expired()) s->remove_eventually(path);
+  } catch (const std::exception&) {
+    // Best effort: the node goes with its session anyway.
+  }
+}
+
+// ---- what renew writes back ----
+
+void ZooKeeperService::remember(const std::string& path, std::string_view holder) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_[path] = std::string(holder);
+}
+
+std::optional<std::string> ZooKeeperService::holder_of(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = held_.find(path);
+  if (it == held_.end()) return std::nullopt;
+  return it->second;
+}
+
+void ZooKeeperService::forget(const std::string& path) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  held_.erase(path);
+}
+
+}  // namespace dblock::zookeeper

@@ -1,0 +1,79 @@
+// The ZooKeeper lock service. Internal; the public face is dblock/zookeeper/zookeeper.h.
+//
+// One session per service (session.h), replaced by a new one for later calls once it expired
+// (its ephemeral nodes, and so its leases, are gone with it). Every call is bounded by
+// call_deadline() (at most kLongestCall ahead when the engine set none).
+//
+// Capabilities: none yet (the engine waits by backoff). Planned: FairQueue (the sequential order),
+// WakeEvents (watches), AuditLog (a node written in the eviction's multi-op), SessionLocks
+// (docs/architecture.md, "ZooKeeper service (plan)"). No Maintenance (containers delete themselves),
+// HolderProbe, NativeWait, MultiAcquire or SqlFeatures.
+#ifndef DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
+#define DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dblock/service.h"
+#include "dblock/zookeeper/zookeeper.h"
+#include "paths.h"
+#include "session.h"
+
+namespace dblock::zookeeper {
+
+class ZooKeeperService final : public LeaseService {
+ public:
+  // `root`: the absolute path of the lock containers' parent (chroot + base). Opens the session
+  // by call_deadline(). Throws ConnectionError.
+  ZooKeeperService(const Options& options, std::string root);
+
+  std::string_view name() const override { return kServiceName; }
+  ServiceTraits traits() const override;
+  AcquireResult try_acquire(const AcquireRequest& request) override;
+  // setData on the own node: one round trip that proves node and session. The TTL is not sent.
+  RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
+  bool release(const LeaseKey& lease) override;
+  // Sends the own node's delete without waiting for it.
+  void lease_lost(const LeaseKey& lease) noexcept override;
+  bool force_release(std::string_view name, std::string_view by) override;
+  std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
+
+ private:
+  // The current session; a new one (opened by `deadline`) when the last one expired.
+  std::shared_ptr<Session> session(SteadyClock::time_point deadline);
+  // `deadline`, or connect_timeout from now when that is sooner.
+  SteadyClock::time_point connect_deadline(SteadyClock::time_point deadline) const;
+  std::string container(std::string_view name) const { return root_ + "/" + escape_name(name); }
+  std::string own_path(const LeaseKey& lease) const;
+  // Children of `path` (none when it does not exist).
+  std::vector<std::string> children_of(Session& s, const std::string& path, SteadyClock::time_point deadline);
+  // Creates the EPHEMERAL_SEQUENTIAL child "<container>/<prefix><seq>", making the container and
+  // its parents (as container nodes) when missing. Returns the child's name and its Stat.
+  std::pair<std::string, NodeStat> create_child(Session& s, const std::string& container, const std::string& prefix,
+                                                std::string_view holder, SteadyClock::time_point deadline);
+  void create_parents(Session& s, const std::string& path, SteadyClock::time_point deadline);
+  // A child of `prefix` this session made (a retried attempt whose reply was lost), with its Stat.
+  std::optional<std::pair<std::string, NodeStat>> own_child(Session& s, const std::string& container,
+                                                            const std::vector<std::string>& names,
+                                                            const std::string& prefix, SteadyClock::time_point deadline);
+  std::optional<LeaseInfo> describe(Session& s, const std::string& name, SteadyClock::time_point deadline);
+
+  void remember(const std::string& path, std::string_view holder);
+  std::optional<std::string> holder_of(const std::string& path);
+  void forget(const std::string& path);
+
+  Options options_;
+  std::string root_;
+  std::string connect_;
+  std::mutex mutex_;
+  std::shared_ptr<Session> session_;        // guarded by mutex_
+  std::map<std::string, std::string> held_;  // own node path -> holder string; guarded by mutex_
+};
+
+}  // namespace dblock::zookeeper
+
+#endif  // DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_

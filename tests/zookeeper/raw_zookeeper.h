@@ -1,0 +1,74 @@
+// Checks made directly on a test server, beside dblock: a plain ZooKeeper client session (the C
+// client's synchronous calls). Test-only.
+#ifndef DBLOCK_TESTS_ZOOKEEPER_RAW_ZOOKEEPER_H_
+#define DBLOCK_TESTS_ZOOKEEPER_RAW_ZOOKEEPER_H_
+
+#include <catch2/catch.hpp>
+#include <zookeeper/zookeeper.h>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dblock/dblock.h"
+
+namespace dblock::testing {
+
+class RawZk {
+ public:
+  // Connects to the first host of `url` and waits (at most 10 s) for the session.
+  explicit RawZk(const std::string& url) {
+    zoo_set_debug_level(static_cast<ZooLogLevel>(0));
+    const Url::Host host = parse_url(url).hosts.at(0);
+    const std::string at = host.host + ":" + std::to_string(host.port);
+    zh_ = zookeeper_init(at.c_str(), nullptr, 10'000, nullptr, nullptr, 0);
+    REQUIRE(zh_ != nullptr);
+    for (int i = 0; i < 1000 && zoo_state(zh_) != ZOO_CONNECTED_STATE; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));  // no watcher: poll the state, bounded
+    }
+    REQUIRE(zoo_state(zh_) == ZOO_CONNECTED_STATE);
+  }
+  ~RawZk() { zookeeper_close(zh_); }
+  RawZk(const RawZk&) = delete;
+  RawZk& operator=(const RawZk&) = delete;
+
+  // The children of `path` (empty when it does not exist).
+  std::vector<std::string> children(const std::string& path) {
+    String_vector strings{};
+    const int rc = zoo_get_children(zh_, path.c_str(), 0, &strings);
+    std::vector<std::string> out;
+    if (rc == ZOK) {
+      for (int i = 0; i < strings.count; ++i) out.emplace_back(strings.data[i]);
+      deallocate_String_vector(&strings);
+    } else {
+      REQUIRE(rc == ZNONODE);
+    }
+    return out;
+  }
+  // The node's Stat, or nullopt when it does not exist.
+  std::optional<Stat> stat(const std::string& path) {
+    Stat stat{};
+    const int rc = zoo_exists(zh_, path.c_str(), 0, &stat);
+    if (rc == ZNONODE) return std::nullopt;
+    REQUIRE(rc == ZOK);
+    return stat;
+  }
+  // The node's data ("" when it has none).
+  std::string data(const std::string& path) {
+    char buffer[1024];
+    int length = sizeof buffer;
+    Stat stat{};
+    REQUIRE(zoo_get(zh_, path.c_str(), 0, buffer, &length, &stat) == ZOK);
+    return std::string(buffer, length > 0 ? static_cast<std::size_t>(length) : 0);
+  }
+  int remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
+
+ private:
+  zhandle_t* zh_ = nullptr;
+};
+
+}  // namespace dblock::testing
+
+#endif  // DBLOCK_TESTS_ZOOKEEPER_RAW_ZOOKEEPER_H_

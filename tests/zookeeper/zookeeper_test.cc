@@ -1,0 +1,215 @@
+// ZooKeeper: the conformance suite's context, and the cases only ZooKeeper has (URLs, the node
+// layout Curator shares, escaping, the order Curator decides holding by). ctest starts the server
+// (scripts/servers/zookeeper.sh) and passes its URL.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "context.h"
+#include "environment.h"
+#include "paths.h"
+#include "raw_zookeeper.h"
+
+namespace dblock::testing {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+namespace zk = dblock::zookeeper;
+
+namespace {
+
+std::string root_for(const std::string& prefix) { return "/dblock/" + prefix + "locks"; }
+
+std::string guid_hex(const std::string& child) {
+  std::string out;
+  for (char c : child.substr(3, 36)) {
+    if (c != '-') out += c;
+  }
+  return out;
+}
+
+// The owner digest in the node of `name` that holds it (table "leases": a writer; "readers": a
+// reader); "" when there is none. ZooKeeper keeps no line of waiters yet ("waiters": "").
+std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
+  if (table == "waiters") return "";
+  RawZk raw(context().url);
+  std::vector<std::string> names = raw.children(root_for(prefix) + "/" + zk::escape_name(name));
+  const std::vector<zk::Child> sorted = zk::sorted_children(zk::Layout::kReadWrite, names);
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (zk::holds(sorted, i) && sorted[i].reader == (table == "readers")) return guid_hex(sorted[i].name);
+  }
+  return "";
+}
+
+}  // namespace
+
+const Context& context() {
+  static Context ctx = [] {
+    const std::string port = std::to_string(
+        parse_url(required_server_url("DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER")).hosts.at(0).port);
+    Context c = server_context("zookeeper", "DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER",
+                               "DBLOCK_TEST_ZOOKEEPER_SCRIPT", "DBLOCK_TEST_ZOOKEEPER_STATE", port);
+    c.accounts = false;
+    c.stored_owner = stored_owner;
+    c.lease_bound = std::chrono::milliseconds(
+        std::stoi(*parse_url(c.url).param("session_timeout")));  // the scripts' servers grant what is asked
+    return c;
+  }();
+  return ctx;
+}
+
+namespace {
+
+std::unique_ptr<LockManager> open_on(const std::string& url, const std::string& prefix,
+                                     const std::string& holder = "") {
+  ManagerOptions options;
+  options.table_prefix = prefix;
+  options.holder = holder;
+  return dblock::open(url, options);
+}
+
+std::string with_params(const std::string& params) {
+  const std::string url = context().url;
+  return url + (url.find('?') == std::string::npos ? "?" : "&") + params;
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper: bad URLs are usage errors naming the option", "[zookeeper][input]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"zookeeper://127.0.0.1:1?session_timeout=999", "session_timeout"},
+      {"zookeeper://127.0.0.1:1?session_timeout=60001", "session_timeout"},
+      {"zookeeper://127.0.0.1:1?session_timeout=soon", "session_timeout"},
+      {"zookeeper://127.0.0.1:1?layout=fifo", "layout"},
+      {"zookeeper://127.0.0.1:1?layout=rw&layout=rw", "layout"},
+      {"zookeeper://127.0.0.1:1?base=relative", "base"},
+      {"zookeeper://127.0.0.1:1?base=/a//b", "base"},
+      {"zookeeper://127.0.0.1:1?base=/a/", "base"},
+      {"zookeeper://127.0.0.1:1?base=/a/../b", "base"},
+      {"zookeeper://127.0.0.1:1?base=", "base"},
+      {"zookeeper://127.0.0.1:1?base=/", "base"},
+      {"zookeeper://127.0.0.1:1?base=/zookeeper/x", "base"},
+      {"zookeeper://127.0.0.1:1/a%2F%2Fb", "chroot"},
+      {"zookeeper://127.0.0.1:1/a/", "chroot"},
+      {"zookeeper://127.0.0.1:1/a/./b", "chroot"},
+      {"zookeeper://127.0.0.1:1?connect_timeout=0", "connect_timeout"},
+      {"zookeeper://127.0.0.1:1?nope=1", "nope"},
+  };
+  for (const auto& [url, option] : cases) {
+    INFO(url);
+    try {
+      dblock::open(url);
+      FAIL("opened");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find(option) != std::string::npos);
+    }
+  }
+  try {
+    dblock::open("zookeeper://user:hunter2@127.0.0.1:1");
+    FAIL("opened");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+  }
+}
+
+TEST_CASE("zookeeper: no server answering by the deadline is a ConnectionError", "[zookeeper][input]") {
+  auto start = SteadyClock::now();
+  // Nothing listens there.
+  CHECK_THROWS_AS(dblock::open("zookeeper://127.0.0.1:1?connect_timeout=1"), ConnectionError);
+  CHECK(SteadyClock::now() - start < 4s);
+  start = SteadyClock::now();  // an open with a deadline of its own (dblock run --wait)
+  CHECK_THROWS_AS(dblock::open("zookeeper://127.0.0.1:1", {}, SteadyClock::now() + 2s), ConnectionError);
+  CHECK(SteadyClock::now() - start < 5s);
+}
+
+TEST_CASE("zookeeper: lock names round-trip through one path segment", "[zookeeper][paths]") {
+  for (const std::string name : {"plain", "a/b", "%", "%41", ".", "..", "...", "x\xEE\x80\x80y", "\xEF\xBF\xBFz",
+                                 "\xC3\xBC-\xE2\x82\xAC", "-_:@", "\xF0\x9F\x94\x92 lock"}) {
+    INFO(name);
+    const std::string segment = zk::escape_name(name);
+    CHECK(segment.find('/') == std::string::npos);
+    CHECK_NOTHROW(zk::validate_path("/" + segment, "name"));
+    CHECK(zk::unescape_name(segment) == name);
+  }
+  CHECK(zk::escape_name("a/b") == "a%2Fb");
+  CHECK(zk::escape_name("..") == "%2E%2E");
+  CHECK(zk::escape_name("\xF0\x9F\x94\x92") == "%F0%9F%94%92");
+  CHECK_FALSE(zk::unescape_name("%zz").has_value());
+  CHECK_FALSE(zk::unescape_name("%%audit").has_value());
+}
+
+TEST_CASE("zookeeper: children are ordered and hold as Curator decides", "[zookeeper][paths]") {
+  const std::string g = "_c_00000000-0000-0000-0000-00000000000";
+  const std::vector<zk::Child> rw = zk::sorted_children(
+      zk::Layout::kReadWrite, {g + "3-__READ__0000000003", g + "2-__WRIT__0000000002", g + "1-__READ__0000000001"});
+  REQUIRE(rw.size() == 3);
+  CHECK(rw[0].sequence == 1);
+  CHECK(rw[1].sequence == 2);
+  CHECK(zk::holds(rw, 0));        // a reader with no writer before it
+  CHECK_FALSE(zk::holds(rw, 1));  // a writer not first
+  CHECK_FALSE(zk::holds(rw, 2));  // a reader behind a writer
+  const std::vector<zk::Child> readers =
+      zk::sorted_children(zk::Layout::kReadWrite, {g + "2-__READ__0000000002", g + "1-__READ__0000000001"});
+  CHECK((zk::holds(readers, 0) && zk::holds(readers, 1)));
+  const std::vector<zk::Child> mutex =
+      zk::sorted_children(zk::Layout::kCuratorMutex, {g + "2-lock-0000000009", g + "1-lock-0000000004"});
+  CHECK(mutex[0].sequence == 4);
+  CHECK(zk::holds(mutex, 0));
+  CHECK_FALSE(zk::holds(mutex, 1));
+}
+
+TEST_CASE("zookeeper: a lease is an ephemeral sequential node named as Curator names it, fenced by its czxid",
+          "[zookeeper][layout]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_on(context().url, prefix, "worker-1");
+  auto lease = manager->try_acquire("nodes/one");
+  REQUIRE(lease);
+  RawZk raw(context().url);
+  const std::string dir = root_for(prefix) + "/nodes%2Fone";
+  const std::vector<std::string> children = raw.children(dir);
+  REQUIRE(children.size() == 1);
+  static const std::regex kWriter("_c_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}-__WRIT__[0-9]{10}");
+  CHECK(std::regex_match(children[0], kWriter));
+  const auto stat = raw.stat(dir + "/" + children[0]);
+  REQUIRE(stat);
+  CHECK(stat->ephemeralOwner != 0);
+  CHECK(lease->fence() == stat->czxid);
+  CHECK(raw.data(dir + "/" + children[0]) == "worker-1");
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  CHECK(raw.children(dir).empty());
+}
+
+TEST_CASE("zookeeper: layout=curator-mutex names nodes as InterProcessMutex and has no shared leases",
+          "[zookeeper][layout]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_on(with_params("layout=curator-mutex"), prefix);
+  auto lease = manager->try_acquire("m");
+  REQUIRE(lease);
+  RawZk raw(context().url);
+  const std::vector<std::string> children = raw.children(root_for(prefix) + "/m");
+  REQUIRE(children.size() == 1);
+  CHECK(std::regex_match(children[0], std::regex("_c_[0-9a-f-]{36}-lock-[0-9]{10}")));
+  auto other = open_on(with_params("layout=curator-mutex"), prefix);
+  CHECK_FALSE(other->try_acquire("m"));
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  CHECK_THROWS_AS(other->try_acquire("m", shared), UnsupportedError);
+}
+
+TEST_CASE("zookeeper: base= places the containers, under the chroot", "[zookeeper][layout]") {
+  const std::string prefix = unique_prefix();
+  const std::string base = "/dblock-base-" + prefix;
+  auto manager = open_on(with_params("base=" + base), prefix);
+  auto lease = manager->try_acquire("b");
+  REQUIRE(lease);
+  RawZk raw(context().url);
+  CHECK(raw.children(base + "/b").size() == 1);
+  CHECK(raw.children(root_for(prefix)).empty());  // table_prefix plays no part with base=
+  lease->release();
+}
+
+}  // namespace dblock::testing
