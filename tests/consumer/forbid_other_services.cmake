@@ -2,7 +2,7 @@
 # Looking for another service's client library is a hard error here, so the test shows that the
 # sqlite component never tries (rather than trying and tolerating a miss): dblock's config asking
 # for pkg-config itself (libpqxx, libpq and hiredis are found through it), or anyone looking for
-# MySQL Connector/C++'s header or library. Every pkg-config query is also logged by
+# MySQL Connector/C++'s or the ZooKeeper C client's header or library. Every pkg-config query is also logged by
 # pkg-config-spy.sh, which answers none, and checked by run.sh. (pkg-config itself cannot be
 # hidden with CMAKE_DISABLE_FIND_PACKAGE_PkgConfig: CMake 3.25's FindOpenSSL, which the sqlite
 # component needs, then fails calling pkg_check_modules.)
@@ -13,13 +13,13 @@ macro(find_package)
   _find_package(${ARGV})
 endmacro()
 macro(find_path)
-  if("${ARGV}" MATCHES "cppconn|mysql")
-    message(FATAL_ERROR "forbidden: find_path(${ARGV}) (MySQL Connector/C++)")
+  if("${ARGV}" MATCHES "cppconn|mysql|zookeeper")
+    message(FATAL_ERROR "forbidden: find_path(${ARGV}) (MySQL Connector/C++, ZooKeeper)")
   endif()
   _find_path(${ARGV})
 endmacro()
 macro(find_library)
-  if("${ARGV}" MATCHES "mysqlcppconn|pqxx|hiredis")
+  if("${ARGV}" MATCHES "mysqlcppconn|pqxx|hiredis|zookeeper")
     message(FATAL_ERROR "forbidden: find_library(${ARGV})")
   endif()
   _find_library(${ARGV})

@@ -55,18 +55,19 @@ case "$case" in
     needed="$(ldd "$work/build/consumer")"
     echo "$needed"
     grep -q "libsqlite3" <<<"$needed" || fail "ldd lists no libsqlite3"
-    if grep -Ei 'libpq|mysqlcppconn|hiredis' <<<"$needed"; then fail "another service's client library is loaded"; fi
+    if grep -Ei 'libpq|mysqlcppconn|hiredis|zookeeper' <<<"$needed"; then fail "another service's client library is loaded"; fi
     ;;
   components)
-    if configure "$work/absent" -DDBLOCK_CONSUMER_COMPONENTS="sqlite;zookeeper"; then
+    # etcd: a service dblock has no backend for (no installation has it).
+    if configure "$work/absent" -DDBLOCK_CONSUMER_COMPONENTS="sqlite;etcd"; then
       fail "a required component that was not built was found"
     fi
-    grep -q "component 'zookeeper': this installation was built without it" "$work/absent.log" ||
+    grep -q "component 'etcd': this installation was built without it" "$work/absent.log" ||
       { cat "$work/absent.log"; fail "no message naming the missing component"; }
-    configure "$work/optional" -DDBLOCK_CONSUMER_COMPONENTS=sqlite -DDBLOCK_CONSUMER_OPTIONAL=zookeeper ||
+    configure "$work/optional" -DDBLOCK_CONSUMER_COMPONENTS=sqlite -DDBLOCK_CONSUMER_OPTIONAL=etcd ||
       { cat "$work/optional.log"; fail "an optional component that was not built failed the find"; }
     grep -q "consumer: dblock_sqlite_FOUND=TRUE" "$work/optional.log" || fail "sqlite not found"
-    grep -q "consumer: dblock_zookeeper_FOUND=FALSE" "$work/optional.log" || fail "zookeeper reported found"
+    grep -q "consumer: dblock_etcd_FOUND=FALSE" "$work/optional.log" || fail "etcd reported found"
     if [[ " ${4:-} " == *" postgresql "* ]]; then
       if configure "$work/nopqxx" -DDBLOCK_CONSUMER_COMPONENTS="postgresql" \
           -DPKG_CONFIG_EXECUTABLE="$consumer/pkg-config-spy.sh"; then

@@ -60,10 +60,6 @@ std::unique_ptr<LeaseService> make_service(const Options& options, const std::st
 }
 
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
-  if (!url.user.empty() || !url.password.empty()) {
-    throw UsageError("zookeeper: credentials in the URL are not supported (no digest or SASL authentication)",
-                     kServiceName);
-  }
   Options options;
   detail::UrlParams params(url, kServiceName);
   if (auto ms = params.integer("session_timeout", kShortestSession.count(), kLongestSession.count())) {
@@ -76,6 +72,10 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   }
   if (auto layout = params.text("layout")) options.layout = layout_of(*layout);
   params.finish();
+  if (!url.user.empty() || !url.password.empty()) {
+    throw UsageError("zookeeper: credentials in the URL are not supported (no digest or SASL authentication)",
+                     kServiceName);
+  }
   options.hosts = connect_string(url);
   if (!url.path.empty()) options.chroot = "/" + url.path;
   return make_service(options, table_prefix);
