@@ -11,6 +11,7 @@
 
 #include "context.h"
 #include "environment.h"
+#include "audit.h"
 #include "paths.h"
 #include "raw_zookeeper.h"
 
@@ -160,6 +161,24 @@ TEST_CASE("zookeeper: children are ordered and hold as Curator decides", "[zooke
   CHECK(mutex[0].sequence == 4);
   CHECK(zk::holds(mutex, 0));
   CHECK_FALSE(zk::holds(mutex, 1));
+}
+
+TEST_CASE("zookeeper: audit records round-trip, whatever the fields hold", "[zookeeper][audit-format]") {
+  ForceReleaseRecord r;
+  r.name = "a:b\n7:c";
+  r.by = "ops:1";
+  r.evicted = "reader-2,worker-1";
+  r.mode = LockMode::kShared;
+  r.old_fence = 0x100000007;
+  const auto back = zk::decode_record(zk::encode_record(r));
+  REQUIRE(back);
+  CHECK(back->name == r.name);
+  CHECK(back->by == r.by);
+  CHECK(back->evicted == r.evicted);
+  CHECK(back->mode == LockMode::kShared);
+  CHECK(back->old_fence == r.old_fence);
+  CHECK_FALSE(zk::decode_record("10.0.0.1"));  // not a record (Curator's data, say)
+  CHECK_FALSE(zk::decode_record(zk::encode_record(r).substr(0, 30)));
 }
 
 TEST_CASE("zookeeper: a lease is an ephemeral sequential node named as Curator names it, fenced by its czxid",

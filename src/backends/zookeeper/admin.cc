@@ -1,8 +1,10 @@
-// The admin calls of the ZooKeeper service: force_release and list.
+// The admin calls of the ZooKeeper service: force_release (with its audit record), the audit log,
+// and list.
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
 
+#include "audit.h"
 #include "dblock/errors.h"
 #include "zookeeper_service.h"
 
@@ -19,26 +21,91 @@ std::vector<Child> holders_of(const std::vector<Child>& sorted) {
   return out;
 }
 
-// Audit records will live under "<root>/%%audit"; no escaped name starts with "%%".
-constexpr std::string_view kAuditNode = "%%audit";
+// Holder strings joined by ',', sorted (as the SQL services list readers).
+std::string joined(std::vector<std::string> holders) {
+  std::sort(holders.begin(), holders.end());
+  std::string out;
+  for (const std::string& h : holders) out += (out.empty() ? "" : ",") + h;
+  return out;
+}
+
+[[noreturn]] void failed(const std::string& what, int rc) {
+  throw Error("zookeeper: " + what + " failed: " + zerror(rc), kServiceName, std::to_string(rc));
+}
+
+// Rounds of force_release when holders change under it (released, or the audit node missing).
+constexpr int kEvictionRounds = 4;
 
 }  // namespace
 
-bool ZooKeeperService::force_release(std::string_view name, std::string_view) {
-  const auto deadline = deadline_now();
-  const std::shared_ptr<Session> s = session(deadline);
+std::string ZooKeeperService::audit_dir() const { return root_ + "/" + std::string(kAuditNode); }
+
+std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s, std::string_view name,
+                                                                     std::string_view by,
+                                                                     SteadyClock::time_point deadline) {
   const std::string dir = container(name);
-  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, children_of(*s, dir, deadline)));
-  bool evicted = false;
+  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, children_of(s, dir, deadline)));
+  if (holding.empty()) return std::nullopt;
+  Eviction out;
+  ForceReleaseRecord record;
+  record.name = std::string(name);
+  record.by = std::string(by);
+  std::vector<std::string> evicted;
   for (const Child& child : holding) {
     const std::string path = dir + "/" + child.name;
-    const Reply r = s->remove(path, deadline);
-    if (r.rc != ZOK && r.rc != ZNONODE) {
-      throw Error("zookeeper: delete " + path + " failed: " + zerror(r.rc), kServiceName, std::to_string(r.rc));
-    }
-    evicted = evicted || r.rc == ZOK;
+    const Reply r = s.get(path, deadline);
+    if (r.rc == ZNONODE) continue;  // released meanwhile
+    if (r.rc != ZOK) failed("get " + path, r.rc);
+    if (child.reader) record.mode = LockMode::kShared;
+    evicted.push_back(r.data.empty() ? child.name : r.data);
+    record.old_fence = std::max(record.old_fence, r.stat.czxid);
+    out.ops.push_back(MultiOp{false, path, "", 0});
   }
-  return evicted;
+  if (out.ops.empty()) return std::nullopt;
+  record.evicted = joined(std::move(evicted));
+  out.ops.push_back(MultiOp{true, audit_dir() + "/" + std::string(kAuditRecordPrefix), encode_record(record),
+                            ZOO_PERSISTENT_SEQUENTIAL});
+  return out;
+}
+
+bool ZooKeeperService::force_release(std::string_view name, std::string_view by) {
+  const auto deadline = deadline_now();
+  const std::shared_ptr<Session> s = session(deadline);
+  for (int round = 0; round < kEvictionRounds; ++round) {
+    const std::optional<Eviction> e = eviction(*s, name, by, deadline);
+    if (!e) return false;
+    // The holders' deletes and the record: all or none.
+    const Reply r = s->multi(e->ops, deadline);
+    if (r.rc == ZOK) return true;
+    if (r.rc != ZNONODE) failed("force-release of " + container(name), r.rc);
+    // A holder went meanwhile, or the audit node does not exist yet: look again.
+    create_parents(*s, audit_dir(), deadline);
+  }
+  throw ConnectionError("zookeeper: the holders of " + container(name) + " kept changing during a force-release",
+                        kServiceName);
+}
+
+std::vector<ForceReleaseRecord> ZooKeeperService::force_releases(std::optional<std::string_view> name,
+                                                                 std::size_t limit) {
+  const auto deadline = deadline_now();
+  const std::shared_ptr<Session> s = session(deadline);
+  const std::string dir = audit_dir();
+  std::vector<std::string> records = children_of(*s, dir, deadline);
+  // Newest first: the sequence (10 digits) orders them.
+  std::sort(records.begin(), records.end(), std::greater<>());
+  std::vector<ForceReleaseRecord> out;
+  for (const std::string& node : records) {
+    if (out.size() >= limit) break;
+    const Reply r = s->get(dir + "/" + node, deadline);
+    if (r.rc == ZNONODE) continue;
+    if (r.rc != ZOK) failed("get " + dir + "/" + node, r.rc);
+    std::optional<ForceReleaseRecord> record = decode_record(r.data);
+    if (!record || (name && record->name != *name)) continue;
+    record->at_us = r.stat.ctime_ms * 1000;
+    record->new_fence = r.stat.czxid;  // the eviction's zxid: every later node's czxid is greater
+    out.push_back(std::move(*record));
+  }
+  return out;
 }
 
 std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::string& name,
@@ -48,13 +115,13 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
   LeaseInfo info;
   info.name = name;
   info.holders = 0;
+  std::vector<std::string> holders;
   for (const Child& child : holding) {
     const Reply r = s.get(dir + "/" + child.name, deadline);
     if (r.rc == ZNONODE) continue;  // released meanwhile
-    if (r.rc != ZOK) throw Error("zookeeper: get " + dir + "/" + child.name + " failed: " + zerror(r.rc), kServiceName);
+    if (r.rc != ZOK) failed("get " + dir + "/" + child.name, r.rc);
     if (child.reader) info.mode = LockMode::kShared;
-    if (!info.holder.empty()) info.holder += ',';
-    info.holder += r.data.empty() ? child.name : r.data;  // a foreign holder shows as its node
+    holders.push_back(r.data.empty() ? child.name : r.data);  // a foreign holder shows as its node
     if (r.stat.czxid > info.fence) {
       info.fence = r.stat.czxid;
       info.acquired_at_us = r.stat.ctime_ms * 1000;
@@ -63,6 +130,7 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
     ++info.holders;
   }
   if (info.holders == 0) return std::nullopt;
+  info.holder = joined(std::move(holders));
   return info;
 }
 

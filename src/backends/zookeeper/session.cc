@@ -89,6 +89,10 @@ struct Pending {
   zhandle_t* handle = nullptr;
   std::shared_ptr<Session::Orphans> orphans;
   Reply reply;
+  // A multi's per-op results and the buffers its creates write their paths into: the client fills
+  // them when the reply comes, so they live as long as the request.
+  std::vector<zoo_op_result_t> results;
+  std::vector<std::vector<char>> buffers;
 };
 using Ticket = std::shared_ptr<Pending>;
 
@@ -158,6 +162,20 @@ std::string failure_text(int rc) {
     return std::string(zerror(rc)) + ": no reply by the client's own deadline (two thirds of the session timeout)";
   }
   return zerror(rc);
+}
+
+void on_multi(int rc, const void* data) {
+  // The per-op results are in the shared state already; copy the created paths out.
+  const Ticket& pending = *static_cast<const Ticket*>(data);
+  std::vector<std::string> paths;
+  {
+    std::lock_guard<std::mutex> lock(pending->m);
+    for (std::size_t i = 0; i < pending->results.size(); ++i) {
+      const std::vector<char>& buffer = pending->buffers[i];
+      paths.emplace_back(buffer.empty() || rc != ZOK ? std::string() : std::string(buffer.data()));
+    }
+  }
+  complete(data, rc, [&](Reply& r) { r.children = std::move(paths); });
 }
 
 bool connection_failure(int rc) {
@@ -312,6 +330,30 @@ Reply Session::get(const std::string& path, SteadyClock::time_point deadline) {
 bool Session::doomed(const std::string& path) const {
   std::lock_guard<std::mutex> lock(orphans_->m);
   return orphans_->paths.count(path) != 0;
+}
+
+Reply Session::multi(const std::vector<MultiOp>& ops, SteadyClock::time_point deadline) {
+  flush_orphans(handle_, orphans_);
+  const std::string what = "multi-op of " + std::to_string(ops.size()) + " (" + (ops.empty() ? "" : ops[0].path) + ", ...)";
+  std::vector<zoo_op_t> zops(ops.size());
+  // The results and path buffers belong to the shared state (filled by the reply, maybe late).
+  const Ticket t = submit(handle_, orphans_, where_, what, [&](const void* d) {
+    Pending& p = **static_cast<const Ticket*>(d);
+    p.results.resize(ops.size());
+    p.buffers.resize(ops.size());
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const MultiOp& op = ops[i];
+      if (op.create) {
+        p.buffers[i].assign(op.path.size() + 16, '\0');  // room for the sequence suffix
+        zoo_create_op_init(&zops[i], op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()),
+                           &ZOO_OPEN_ACL_UNSAFE, op.flags, p.buffers[i].data(), static_cast<int>(p.buffers[i].size()));
+      } else {
+        zoo_delete_op_init(&zops[i], op.path.c_str(), -1);
+      }
+    }
+    return zoo_amulti(handle_, static_cast<int>(zops.size()), zops.data(), p.results.data(), on_multi, d);
+  });
+  return await(t, deadline, where_, what);
 }
 
 void Session::remove_eventually(const std::string& path) noexcept {

@@ -50,6 +50,14 @@ struct Reply {
   std::vector<std::string> children;   // children
 };
 
+// One operation of a multi(): a create (flags as for create()) or a delete (any version).
+struct MultiOp {
+  bool create = false;
+  std::string path;
+  std::string data;
+  int flags = 0;
+};
+
 class Session {
  public:
   // Connects to `connect_string` ("h1:p1,h2:p2/chroot") asking for `timeout`; waits until the
@@ -74,6 +82,9 @@ class Session {
   Reply set(const std::string& path, const std::string& data, SteadyClock::time_point deadline);
   Reply exists(const std::string& path, SteadyClock::time_point deadline);
   Reply get(const std::string& path, SteadyClock::time_point deadline);
+  // All of `ops` or none (ZooKeeper's multi). Reply::rc is the first failing op's code (ZOK when
+  // all succeeded); Reply::children has, per op, the path a create made ("" for a delete).
+  Reply multi(const std::vector<MultiOp>& ops, SteadyClock::time_point deadline);
   // Deletes this session's node `path` without waiting: sent now, and again after every reconnect
   // and before every later call of this session until the server answered (deleted, or no such
   // node). For a node whose delete failed or was never confirmed, which would otherwise block its

@@ -4,9 +4,9 @@
 // (its ephemeral nodes, and so its leases, are gone with it). Every call is bounded by
 // call_deadline() (at most kLongestCall ahead when the engine set none).
 //
-// Capabilities: none yet (the engine waits by backoff). Planned: FairQueue (the sequential order),
-// WakeEvents (watches), AuditLog (a node written in the eviction's multi-op), SessionLocks
-// (docs/architecture.md, "ZooKeeper service (plan)"). No Maintenance (containers delete themselves),
+// Capabilities: AuditLog (audit.h: a record node created in the eviction's own multi-op). Not
+// built yet, so the engine waits by backoff: FairQueue (the sequential order), WakeEvents
+// (watches), SessionLocks (docs/architecture.md, "ZooKeeper service (plan)"). No Maintenance (containers delete themselves),
 // HolderProbe, NativeWait, MultiAcquire or SqlFeatures.
 #ifndef DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dblock/capabilities.h"
 #include "dblock/service.h"
 #include "dblock/zookeeper/zookeeper.h"
 #include "paths.h"
@@ -25,7 +26,7 @@
 
 namespace dblock::zookeeper {
 
-class ZooKeeperService final : public LeaseService {
+class ZooKeeperService final : public LeaseService, public AuditLog {
  public:
   // `root`: the absolute path of the lock containers' parent (chroot + base). Opens the session
   // by call_deadline(). Throws ConnectionError.
@@ -42,7 +43,18 @@ class ZooKeeperService final : public LeaseService {
   bool force_release(std::string_view name, std::string_view by) override;
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
+  AuditLog* audit_log() noexcept override { return this; }
+  // Newest first: the record nodes' sequence order.
+  std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
+
  private:
+  // A force-release's multi-op: delete each holder's node, create the audit record.
+  struct Eviction {
+    std::vector<MultiOp> ops;
+  };
+  std::optional<Eviction> eviction(Session& s, std::string_view name, std::string_view by,
+                                   SteadyClock::time_point deadline);
+  std::string audit_dir() const;
   // The current session; a new one (opened by `deadline`) when the last one expired.
   std::shared_ptr<Session> session(SteadyClock::time_point deadline);
   // `deadline`, or connect_timeout from now when that is sooner.
