@@ -7,6 +7,9 @@
 #include <zookeeper/zookeeper.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
@@ -18,11 +21,13 @@ namespace dblock::testing {
 
 class RawZk {
  public:
-  // Connects to the first host of `url` and waits (at most 10 s) for the session.
+  // Connects to the hosts of `url` and waits (at most 10 s) for the session.
   explicit RawZk(const std::string& url) {
     zoo_set_debug_level(static_cast<ZooLogLevel>(0));
-    const Url::Host host = parse_url(url).hosts.at(0);
-    const std::string at = host.host + ":" + std::to_string(host.port);
+    std::string at;
+    for (const Url::Host& host : parse_url(url).hosts) {
+      at += (at.empty() ? "" : ",") + host.host + ":" + std::to_string(host.port);
+    }
     zh_ = zookeeper_init(at.c_str(), nullptr, 10'000, nullptr, nullptr, 0);
     REQUIRE(zh_ != nullptr);
     for (int i = 0; i < 1000 && zoo_state(zh_) != ZOO_CONNECTED_STATE; ++i) {
@@ -34,8 +39,10 @@ class RawZk {
   RawZk(const RawZk&) = delete;
   RawZk& operator=(const RawZk&) = delete;
 
-  // The children of `path` (empty when it does not exist).
+  // The children of `path` (empty when it does not exist), after a sync: a follower has then applied
+  // every write committed before (another client's, through another server).
   std::vector<std::string> children(const std::string& path) {
+    sync("/");
     String_vector strings{};
     const int rc = zoo_get_children(zh_, path.c_str(), 0, &strings);
     std::vector<std::string> out;
@@ -64,6 +71,26 @@ class RawZk {
     return std::string(buffer, length > 0 ? static_cast<std::size_t>(length) : 0);
   }
   int remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
+
+  // Waits (at most 10 s) for a zoo_async sync of `path`.
+  void sync(const std::string& path) {
+    struct Done {
+      std::mutex m;
+      std::condition_variable cv;
+      bool done = false;
+    };
+    auto done = std::make_shared<Done>();
+    auto* held = new std::shared_ptr<Done>(done);
+    const auto on_synced = [](int, const char*, const void* data) {
+      std::unique_ptr<std::shared_ptr<Done>> d(static_cast<std::shared_ptr<Done>*>(const_cast<void*>(data)));
+      std::lock_guard<std::mutex> lock((*d)->m);
+      (*d)->done = true;
+      (*d)->cv.notify_all();
+    };
+    REQUIRE(zoo_async(zh_, path.c_str(), on_synced, held) == ZOK);
+    std::unique_lock<std::mutex> lock(done->m);
+    REQUIRE(done->cv.wait_for(lock, std::chrono::seconds(10), [&] { return done->done; }));
+  }
 
  private:
   zhandle_t* zh_ = nullptr;

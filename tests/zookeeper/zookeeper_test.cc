@@ -50,8 +50,9 @@ std::string stored_owner(const std::string& prefix, const std::string& table, co
 
 const Context& context() {
   static Context ctx = [] {
-    const std::string port = std::to_string(
-        parse_url(required_server_url("DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER")).hosts.at(0).port);
+    // Standalone: restart the server; an ensemble: every node (zookeeper.sh restart without a port).
+    const Url url = parse_url(required_server_url("DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER"));
+    const std::string port = url.hosts.size() == 1 ? std::to_string(url.hosts.at(0).port) : "";
     Context c = server_context("zookeeper", "DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER",
                                "DBLOCK_TEST_ZOOKEEPER_SCRIPT", "DBLOCK_TEST_ZOOKEEPER_STATE", port);
     c.accounts = false;
