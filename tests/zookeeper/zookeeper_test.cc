@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <regex>
 #include <string>
@@ -230,6 +232,58 @@ TEST_CASE("zookeeper: base= places the containers, under the chroot", "[zookeepe
   CHECK(raw.children(base + "/b").size() == 1);
   CHECK(raw.children(root_for(prefix)).empty());  // table_prefix plays no part with base=
   lease->release();
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
+namespace {
+
+// "$DBLOCK_TEST_ZOOKEEPER_SCRIPT <command> $DBLOCK_TEST_ZOOKEEPER_STATE <args>"'s standard output.
+std::string server_script(const std::string& command, const std::string& args = "") {
+  const std::string line = env("DBLOCK_TEST_ZOOKEEPER_SCRIPT") + " " + command + " " +
+                           env("DBLOCK_TEST_ZOOKEEPER_STATE") + " " + args;
+  std::FILE* out = ::popen(line.c_str(), "r");
+  REQUIRE(out != nullptr);
+  std::string text;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, out) != nullptr) text += buffer;
+  REQUIRE(::pclose(out) == 0);
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return text;
+}
+
+std::int64_t take_and_release(LockManager& manager, const std::string& name) {
+  auto lease = manager.acquire(name, std::chrono::seconds(20));
+  REQUIRE(lease);
+  const std::int64_t fence = lease->fence();
+  lease->release();
+  return fence;
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper: czxid fences increase across node deletions and, on an ensemble, the leader's death",
+          "[zookeeper][fences]") {
+  auto manager = open_on(context().url, unique_prefix());
+  const std::int64_t first = take_and_release(*manager, "elect");
+  const std::int64_t second = take_and_release(*manager, "elect");  // a new node: a new czxid
+  CHECK(second > first);
+  if (parse_url(context().url).hosts.size() < 3) return;  // standalone: the restart case covers it
+  const std::string leader = server_script("leader");
+  REQUIRE_FALSE(leader.empty());
+  server_script("kill", leader);
+  struct Restart {
+    std::string port;
+    ~Restart() { std::system((env("DBLOCK_TEST_ZOOKEEPER_SCRIPT") + " start-one " +
+                              env("DBLOCK_TEST_ZOOKEEPER_STATE") + " " + port + " >/dev/null").c_str()); }
+  } restart{leader};
+  // The session moves to a follower (or expires, and the service opens a new one); a new leader's
+  // epoch is in the high 32 bits of every zxid it writes.
+  const std::int64_t third = take_and_release(*manager, "elect");
+  CHECK(third > second);
+  CHECK((third >> 32) > (second >> 32));
 }
 
 }  // namespace dblock::testing
