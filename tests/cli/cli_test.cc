@@ -2128,3 +2128,87 @@ TEST_CASE("SQLite: a release on a full disk is in doubt because the disk is full
   CHECK(r.err.find("full") != std::string::npos);
   CHECK(r.err.find("backend connection problem") == std::string::npos);
 }
+
+// ZooKeeper: ctest's `cli_zookeeper` runs these (`cli_test [zookeeper]`) against the zookeeper_server
+// fixture's standalone server (tests/zookeeper). No schema (no migrate); names of their own.
+
+namespace {
+
+std::string zookeeper_url() {
+  const char* url = std::getenv("DBLOCK_TEST_ZOOKEEPER_URL");
+  if (url == nullptr || url[0] == '\0') {
+    FAIL("DBLOCK_TEST_ZOOKEEPER_URL is not set: run through ctest (cli_zookeeper starts a server)");
+  }
+  return url;
+}
+
+}  // namespace
+
+TEST_CASE("ZooKeeper: list and inspect show a running holder; release --force evicts it and the run exits 70",
+          "[.][zookeeper][cli]") {
+  Cli cli(/*migrate=*/false, zookeeper_url());
+  const std::string key = unique_key("evict");
+  auto [holder, command] = start_sleeper(cli, {"--key", key, "--ttl", "1s", "--on-lost", "term"});
+  const std::string holder_pid = ":" + std::to_string(holder->pid()) + ":";  // "<host>:<pid>:<instance>"
+
+  Result list = cli.run({"list", "--json"});
+  INFO(list);
+  REQUIRE(list.code == 0);
+  std::optional<std::string> entry = list_entry(list.out, key);
+  REQUIRE(entry.has_value());
+  const std::int64_t fence = json_int(*entry, "fence").value_or(0);
+  CHECK(fence > 0);
+  CHECK(json_str(*entry, "mode") == "exclusive");
+  CHECK(json_int(*entry, "holders") == 1);
+  CHECK(json_str(*entry, "holder").value_or("").find(holder_pid) != std::string::npos);
+  CHECK(json_int(*entry, "expires_at_us") == 0);  // bound by the holder's session, not a time
+
+  std::optional<std::string> info = cli.inspect(key);
+  REQUIRE(info.has_value());
+  CHECK(json_int(*info, "fence") == fence);
+  CHECK(json_str(*info, "holder") == json_str(*entry, "holder"));
+
+  Result busy = cli.run({"run", "--key", key, "--wait", "0", "--", "touch", cli.dir.file("ran")});
+  INFO(busy);
+  CHECK(busy.code == kNotAcquired);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+
+  Result evict = cli.run({"release", "--force", key});
+  const auto evicted_at = Clock::now();
+  INFO(evict);
+  REQUIRE(evict.code == 0);
+  CHECK(evict.out.find("evicted") != std::string::npos);
+  std::optional<int> code = holder->wait(milliseconds(10'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(code.has_value());
+  CHECK(*code == kLeaseLost);
+  CHECK(seconds_since(evicted_at) < 3.0);  // renewals every TTL/3 find the node gone
+  CHECK(holder->err().find("released by admin") != std::string::npos);
+  CHECK(eventually([&, command = command] { return !process_runs(command); }, milliseconds(5'000)));
+  CHECK_FALSE(cli.held(key));
+
+  Result history = cli.run({"list", "--history", "--json"});
+  INFO(history);
+  REQUIRE(history.code == 0);
+  std::optional<std::string> record = list_entry(history.out, key);
+  REQUIRE(record.has_value());
+  CHECK(json_int(*record, "old_fence") == fence);
+  CHECK(json_int(*record, "new_fence").value_or(0) > fence);
+  CHECK(json_str(*record, "evicted") == json_str(*entry, "holder"));
+  CHECK(json_str(*record, "mode") == "exclusive");
+}
+
+TEST_CASE("ZooKeeper: COMMAND inherits no descriptor of dblock's or the client's; --mode session is a usage error",
+          "[.][zookeeper][cli]") {
+  Cli cli(/*migrate=*/false, zookeeper_url());
+  check_command_isolated(cli, {"--key", unique_key("fds")});
+
+  // No session locks yet: refused before anything is acquired or run.
+  const std::string key = unique_key("session");
+  Result session = cli.run({"run", "--key", key, "--mode", "session", "--", "touch", cli.dir.file("ran")});
+  INFO(session);
+  CHECK(session.code == kUsage);
+  CHECK(session.err.find("not supported by the zookeeper backend") != std::string::npos);
+  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  CHECK_FALSE(cli.held(key));
+}
