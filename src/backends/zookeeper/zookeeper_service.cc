@@ -46,7 +46,8 @@ ServiceTraits ZooKeeperService::traits() const {
 std::shared_ptr<Session> ZooKeeperService::session(SteadyClock::time_point deadline) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (session_ == nullptr || session_->expired()) {
-    session_.reset();  // an expired handle closes at once
+    uncertain_.clear();  // the expired session's nodes are gone
+    session_.reset();    // an expired handle closes at once
     session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline));
   }
   return session_;
@@ -119,12 +120,20 @@ AcquireResult ZooKeeperService::try_acquire(const AcquireRequest& request) {
   const std::string dir = container(request.name);
   const std::string prefix = node_prefix(guid_of(*request.secret), options_.layout, request.mode);
 
-  std::vector<std::string> names = children_of(*s, dir, deadline);
-  auto own = own_child(*s, dir, names, prefix, deadline);  // a retried attempt finds its node
+  // Only an attempt after one of this secret that failed once its create was sent can find a
+  // node of its own (made by that create): then read first, and take that node again.
+  const std::string attempt_key = dir + "/" + prefix;
+  std::vector<std::string> names;
+  std::optional<std::pair<std::string, NodeStat>> own;
+  if (uncertain(attempt_key, true)) {
+    names = children_of(*s, dir, deadline);
+    own = own_child(*s, dir, names, prefix, deadline);
+  }
   if (!own) {
     own = create_child(*s, dir, prefix, request.holder, deadline);
     names = children_of(*s, dir, deadline);
   }
+  uncertain(attempt_key, false);  // from here on the outcome is known: held, or deleted below
   const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));
   const auto at = std::find_if(sorted.begin(), sorted.end(), [&](const Child& c) { return c.name == own->first; });
   const std::string path = dir + "/" + own->first;
@@ -203,6 +212,15 @@ void ZooKeeperService::lease_lost(const LeaseKey& lease) noexcept {
   } catch (const std::exception&) {
     // Best effort: the node goes with its session anyway.
   }
+}
+
+// ---- attempts whose create may have made a node ----
+
+bool ZooKeeperService::uncertain(const std::string& attempt, bool mark) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (mark) return !uncertain_.insert(attempt).second;  // true: an earlier attempt left it marked
+  uncertain_.erase(attempt);
+  return false;
 }
 
 // ---- what renew writes back ----

@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,10 @@ class ZooKeeperService final : public LeaseService, public AuditLog {
                                                             const std::string& prefix, SteadyClock::time_point deadline);
   std::optional<LeaseInfo> describe(Session& s, const std::string& name, SteadyClock::time_point deadline);
 
+  // `mark`: records that an attempt ("<container>/<prefix>") is about to create its node and
+  // returns whether an earlier attempt of the same secret left that record (it failed once its
+  // create was sent: its node may exist). Not `mark`: the attempt's outcome is known; forgets it.
+  bool uncertain(const std::string& attempt, bool mark);
   void remember(const std::string& path, std::string_view holder);
   std::optional<std::string> holder_of(const std::string& path);
   void forget(const std::string& path);
@@ -84,6 +89,7 @@ class ZooKeeperService final : public LeaseService, public AuditLog {
   std::mutex mutex_;
   std::shared_ptr<Session> session_;        // guarded by mutex_
   std::map<std::string, std::string> held_;  // own node path -> holder string; guarded by mutex_
+  std::set<std::string> uncertain_;          // attempts that may have left a node; guarded by mutex_
 };
 
 }  // namespace dblock::zookeeper
