@@ -9,6 +9,7 @@
 #include <memory>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "context.h"
@@ -36,14 +37,16 @@ std::string guid_hex(const std::string& child) {
 }
 
 // The owner digest in the node of `name` that holds it (table "leases": a writer; "readers": a
-// reader); "" when there is none. ZooKeeper keeps no line of waiters yet ("waiters": "").
+// reader) or, for "waiters", of the first child that does not hold; "" when there is none.
 std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
-  if (table == "waiters") return "";
   RawZk raw(context().url);
   std::vector<std::string> names = raw.children(root_for(prefix) + "/" + zk::escape_name(name));
   const std::vector<zk::Child> sorted = zk::sorted_children(zk::Layout::kReadWrite, names);
   for (std::size_t i = 0; i < sorted.size(); ++i) {
-    if (zk::holds(sorted, i) && sorted[i].reader == (table == "readers")) return guid_hex(sorted[i].name);
+    if (table == "waiters" && !zk::holds(sorted, i)) return guid_hex(sorted[i].name);
+    if (table != "waiters" && zk::holds(sorted, i) && sorted[i].reader == (table == "readers")) {
+      return guid_hex(sorted[i].name);
+    }
   }
   return "";
 }
@@ -284,6 +287,38 @@ TEST_CASE("zookeeper: czxid fences increase across node deletions and, on an ens
   const std::int64_t third = take_and_release(*manager, "elect");
   CHECK(third > second);
   CHECK((third >> 32) > (second >> 32));
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
+TEST_CASE("zookeeper: a waiter in line is woken by the watch on the node ahead, not by polling",
+          "[zookeeper][events]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions slow_polls;
+  slow_polls.max_poll = 5s;  // a poll cannot explain a prompt hand-off
+  auto holder_manager = open_on(context().url, prefix);
+  ManagerOptions options = slow_polls;
+  options.table_prefix = prefix;
+  auto waiter_manager = dblock::open(context().url, options);
+  auto lease = holder_manager->try_acquire("watched");
+  REQUIRE(lease);
+  std::optional<Lease> got;
+  SteadyClock::time_point got_at;
+  std::thread waiter([&] {
+    got = waiter_manager->acquire("watched", 20s);
+    got_at = SteadyClock::now();
+  });
+  std::this_thread::sleep_for(2s);  // the waiter's backoff grows past a second meanwhile
+  const auto released_at = SteadyClock::now();
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  waiter.join();
+  REQUIRE(got);
+  CHECK(got->fence() > lease->fence());
+  INFO("hand-off took " << std::chrono::duration_cast<std::chrono::milliseconds>(got_at - released_at).count()
+                        << " ms");
+  CHECK(got_at - released_at < 500ms);
 }
 
 }  // namespace dblock::testing

@@ -29,6 +29,7 @@ struct Session::Watch {
   int state = 0;
   zhandle_t* handle = nullptr;  // set once the handle exists
   std::shared_ptr<Orphans> orphans;
+  std::function<void()> on_connected;
 };
 
 namespace {
@@ -76,7 +77,10 @@ void on_session_event(zhandle_t*, int type, int state, const char*, void* contex
     handle = watch->handle;
   }
   watch->cv.notify_all();
-  if (state == ZOO_CONNECTED_STATE) flush_orphans(handle, watch->orphans);
+  if (state == ZOO_CONNECTED_STATE) {
+    flush_orphans(handle, watch->orphans);
+    if (watch->on_connected) watch->on_connected();
+  }
 }
 
 // A request's shared state: owned by the caller and by the completion (through the heap-allocated
@@ -232,10 +236,11 @@ void quiet_client_log() {
 }  // namespace
 
 Session::Session(const std::string& connect_string, std::chrono::milliseconds timeout,
-                 SteadyClock::time_point deadline)
+                 SteadyClock::time_point deadline, std::function<void()> on_connected)
     : where_(connect_string), orphans_(std::make_shared<Orphans>()), watch_(std::make_unique<Watch>()) {
   quiet_client_log();
   watch_->orphans = orphans_;
+  watch_->on_connected = std::move(on_connected);
   errno = 0;
   handle_ = zookeeper_init(connect_string.c_str(), on_session_event, static_cast<int>(timeout.count()), nullptr,
                            watch_.get(), 0);
@@ -325,6 +330,11 @@ Reply Session::get(const std::string& path, SteadyClock::time_point deadline) {
   const Ticket t = submit(handle_, orphans_, where_, what,
                           [&](const void* d) { return zoo_aget(handle_, path.c_str(), 0, on_data, d); });
   return await(t, deadline, where_, what);
+}
+
+int Session::watch_exists(const std::string& path, void (*watcher)(zhandle_t*, int, int, const char*, void*),
+                          void* context, void (*completion)(int, const ::Stat*, const void*)) {
+  return zoo_awexists(handle_, path.c_str(), watcher, context, completion, context);
 }
 
 bool Session::doomed(const std::string& path) const {

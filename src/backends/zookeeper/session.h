@@ -16,12 +16,14 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
 typedef struct _zhandle zhandle_t;
+struct Stat;
 
 namespace dblock::zookeeper {
 
@@ -62,7 +64,9 @@ class Session {
  public:
   // Connects to `connect_string` ("h1:p1,h2:p2/chroot") asking for `timeout`; waits until the
   // session is established or `deadline` passes (ConnectionError, naming the servers).
-  Session(const std::string& connect_string, std::chrono::milliseconds timeout, SteadyClock::time_point deadline);
+  // `on_connected` runs on the client's thread at every (re)connection; it must not block.
+  Session(const std::string& connect_string, std::chrono::milliseconds timeout, SteadyClock::time_point deadline,
+          std::function<void()> on_connected = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -85,6 +89,10 @@ class Session {
   // All of `ops` or none (ZooKeeper's multi). Reply::rc is the first failing op's code (ZOK when
   // all succeeded); Reply::children has, per op, the path a create made ("" for a delete).
   Reply multi(const std::vector<MultiOp>& ops, SteadyClock::time_point deadline);
+  // Arms an exists watch on `path` (zoo_awexists): `watcher` gets `context` when the node changes,
+  // `completion` gets it (as data) with the reply. Returns the client's code (0: sent).
+  int watch_exists(const std::string& path, void (*watcher)(zhandle_t*, int, int, const char*, void*), void* context,
+                   void (*completion)(int, const ::Stat*, const void*));
   // Deletes this session's node `path` without waiting: sent now, and again after every reconnect
   // and before every later call of this session until the server answered (deleted, or no such
   // node). For a node whose delete failed or was never confirmed, which would otherwise block its

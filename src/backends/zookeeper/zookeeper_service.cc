@@ -16,11 +16,6 @@ std::string parent_of(const std::string& path) {
   return at == 0 || at == std::string::npos ? std::string() : path.substr(0, at);
 }
 
-std::uint32_t sequence_of(const std::string& name) {
-  const std::vector<Child> one = sorted_children(Layout::kReadWrite, {name});
-  return one.front().sequence;
-}
-
 // Between a release's tries while the connection is lost.
 constexpr std::chrono::milliseconds kReleaseRetryPause{100};
 
@@ -32,7 +27,8 @@ constexpr std::chrono::milliseconds kReleaseRetryPause{100};
 
 ZooKeeperService::ZooKeeperService(const Options& options, std::string root)
     : options_(options), root_(std::move(root)), connect_(options.hosts) {
-  session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline_now()));
+  session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline_now()),
+                                       [events = &events_] { events->post_all(); });
 }
 
 ServiceTraits ZooKeeperService::traits() const {
@@ -47,8 +43,10 @@ std::shared_ptr<Session> ZooKeeperService::session(SteadyClock::time_point deadl
   std::lock_guard<std::mutex> lock(mutex_);
   if (session_ == nullptr || session_->expired()) {
     uncertain_.clear();  // the expired session's nodes are gone
+    waiting_.clear();
     session_.reset();    // an expired handle closes at once
-    session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline));
+    session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline),
+                                         [events = &events_] { events->post_all(); });
   }
   return session_;
 }
@@ -111,52 +109,7 @@ std::optional<std::pair<std::string, NodeStat>> ZooKeeperService::own_child(Sess
 
 // ---- the lease calls ----
 
-AcquireResult ZooKeeperService::try_acquire(const AcquireRequest& request) {
-  if (request.mode == LockMode::kShared && options_.layout == Layout::kCuratorMutex) {
-    throw UnsupportedError("zookeeper: layout=curator-mutex has no shared leases (InterProcessMutex)", kServiceName);
-  }
-  const auto deadline = deadline_now();
-  const std::shared_ptr<Session> s = session(deadline);
-  const std::string dir = container(request.name);
-  const std::string prefix = node_prefix(guid_of(*request.secret), options_.layout, request.mode);
-
-  // Only an attempt after one of this secret that failed once its create was sent can find a
-  // node of its own (made by that create): then read first, and take that node again.
-  const std::string attempt_key = dir + "/" + prefix;
-  std::vector<std::string> names;
-  std::optional<std::pair<std::string, NodeStat>> own;
-  if (uncertain(attempt_key, true)) {
-    names = children_of(*s, dir, deadline);
-    own = own_child(*s, dir, names, prefix, deadline);
-  }
-  if (!own) {
-    own = create_child(*s, dir, prefix, request.holder, deadline);
-    names = children_of(*s, dir, deadline);
-  }
-  uncertain(attempt_key, false);  // from here on the outcome is known: held, or deleted below
-  const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));
-  const auto at = std::find_if(sorted.begin(), sorted.end(), [&](const Child& c) { return c.name == own->first; });
-  const std::string path = dir + "/" + own->first;
-  AcquireResult result;
-  if (at != sorted.end() && holds(sorted, static_cast<std::size_t>(at - sorted.begin()))) {
-    result.acquired = true;
-    result.fence = own->second.czxid;
-    result.expires_at_us = 0;  // the session bounds it, not a time on the server's clock
-    result.granted_for = s->negotiated_timeout();
-    result.tag = sequence_of(own->first);
-    remember(path, request.holder);
-    return result;
-  }
-  // Not holding and not in line: the node goes again (as Curator's acquire(0) does). A delete
-  // that fails is sent again until the server confirms it: the node must not block the name.
-  try {
-    const Reply removed = s->remove(path, deadline);
-    if (removed.rc == ZOK || removed.rc == ZNONODE) return result;
-  } catch (const ConnectionError&) {
-  }
-  s->remove_eventually(path);
-  return result;
-}
+AcquireResult ZooKeeperService::try_acquire(const AcquireRequest& request) { return attempt(request, false).result; }
 
 RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::milliseconds) {
   const auto deadline = deadline_now();

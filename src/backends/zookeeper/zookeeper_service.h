@@ -4,9 +4,10 @@
 // (its ephemeral nodes, and so its leases, are gone with it). Every call is bounded by
 // call_deadline() (at most kLongestCall ahead when the engine set none).
 //
-// Capabilities: AuditLog (audit.h: a record node created in the eviction's own multi-op). Not
-// built yet, so the engine waits by backoff: FairQueue (the sequential order), WakeEvents
-// (watches), SessionLocks (docs/architecture.md, "ZooKeeper service (plan)"). No Maintenance (containers delete themselves),
+// Capabilities: FairQueue (the sequential order: a waiter keeps its node; ticket = sequence + 1),
+// WakeEvents (events.h: the watch on the node a waiter waits for), AuditLog (audit.h: a record
+// node created in the eviction's own multi-op). Not built yet: SessionLocks
+// (docs/architecture.md, "ZooKeeper service (plan)"). No Maintenance (containers delete themselves),
 // HolderProbe, NativeWait, MultiAcquire or SqlFeatures.
 #ifndef DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
@@ -22,12 +23,13 @@
 #include "dblock/capabilities.h"
 #include "dblock/service.h"
 #include "dblock/zookeeper/zookeeper.h"
+#include "events.h"
 #include "paths.h"
 #include "session.h"
 
 namespace dblock::zookeeper {
 
-class ZooKeeperService final : public LeaseService, public AuditLog {
+class ZooKeeperService final : public LeaseService, public FairQueue, public WakeEvents, public AuditLog {
  public:
   // `root`: the absolute path of the lock containers' parent (chroot + base). Opens the session
   // by call_deadline(). Throws ConnectionError.
@@ -45,6 +47,20 @@ class ZooKeeperService final : public LeaseService, public AuditLog {
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
 
   AuditLog* audit_log() noexcept override { return this; }
+  FairQueue* fair_queue() noexcept override { return this; }
+  WakeEvents* wake_events() noexcept override { return this; }
+
+  // A waiter's node stays in the container between attempts (until it holds, leaves, or its
+  // session ends); position = the children ahead of it that do not hold.
+  Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
+  void leave(std::string_view name, const OwnerSecret& secret) override;
+  Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
+
+  void set_listener(Listener listener) override { events_.set_listener(std::move(listener)); }
+  void subscribe(std::string_view name) override { events_.subscribe(name); }
+  void unsubscribe(std::string_view name) override { events_.unsubscribe(name); }
+  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                          const LeaseGrant& claimed) override;
   // Newest first: the record nodes' sequence order.
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
@@ -53,6 +69,11 @@ class ZooKeeperService final : public LeaseService, public AuditLog {
   struct Eviction {
     std::vector<MultiOp> ops;
   };
+  // One attempt; `queue`: a refused waiter keeps its node and watches the one it waits for.
+  Attempt attempt(const AcquireRequest& request, bool queue);
+  // The waiter's kept node of `attempt` ("<container>/<prefix>"), if any.
+  std::optional<std::pair<std::string, NodeStat>> waiting(const std::string& attempt);
+  void set_waiting(const std::string& attempt, std::optional<std::pair<std::string, NodeStat>> node);
   std::optional<Eviction> eviction(Session& s, std::string_view name, std::string_view by,
                                    SteadyClock::time_point deadline);
   std::string audit_dir() const;
@@ -86,10 +107,12 @@ class ZooKeeperService final : public LeaseService, public AuditLog {
   Options options_;
   std::string root_;
   std::string connect_;
+  Events events_;  // before session_: the handle's watches point into it
   std::mutex mutex_;
   std::shared_ptr<Session> session_;        // guarded by mutex_
   std::map<std::string, std::string> held_;  // own node path -> holder string; guarded by mutex_
   std::set<std::string> uncertain_;          // attempts that may have left a node; guarded by mutex_
+  std::map<std::string, std::pair<std::string, NodeStat>> waiting_;  // attempt -> kept node; guarded by mutex_
 };
 
 }  // namespace dblock::zookeeper
