@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <regex>
 #include <string>
@@ -17,6 +18,8 @@
 #include "audit.h"
 #include "paths.h"
 #include "raw_zookeeper.h"
+#include "service_driver.h"
+#include "zookeeper_service.h"
 
 namespace dblock::testing {
 
@@ -319,6 +322,64 @@ TEST_CASE("zookeeper: a waiter in line is woken by the watch on the node ahead, 
   INFO("hand-off took " << std::chrono::duration_cast<std::chrono::milliseconds>(got_at - released_at).count()
                         << " ms");
   CHECK(got_at - released_at < 500ms);
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
+namespace {
+
+// Takes the session over with its id and password and closes it: the server ends it, and its own
+// client learns that it expired at its next contact.
+void expire_session(const std::string& url, const std::pair<std::int64_t, std::string>& credentials) {
+  REQUIRE(credentials.second.size() == sizeof(clientid_t{}.passwd));
+  clientid_t id{};
+  id.client_id = credentials.first;
+  std::memcpy(id.passwd, credentials.second.data(), sizeof id.passwd);
+  const Url::Host host = parse_url(url).hosts.at(0);
+  const std::string at = host.host + ":" + std::to_string(host.port);
+  zhandle_t* zh = zookeeper_init(at.c_str(), nullptr, 10'000, &id, nullptr, 0);
+  REQUIRE(zh != nullptr);
+  for (int i = 0; i < 1000 && zoo_state(zh) != ZOO_CONNECTED_STATE; ++i) {
+    std::this_thread::sleep_for(10ms);  // no watcher: poll the state, bounded
+  }
+  CHECK(zoo_state(zh) == ZOO_CONNECTED_STATE);
+  zookeeper_close(zh);
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper: an expired session loses its leases at once, saying so; later acquires use a new session",
+          "[zookeeper][expiry]") {
+  const std::string prefix = unique_prefix();
+  // A long session and TTL: safe-until (10 s) and the client's own timeout (6.7 s) come later; the
+  // first renewal (3.3 s) meets the expiry if the watcher has not reported it by then.
+  const std::string url = parse_url(context().url).hosts.size() == 1
+                              ? "zookeeper://127.0.0.1:" + std::to_string(parse_url(context().url).hosts[0].port) +
+                                    "?session_timeout=10000"
+                              : "";
+  if (url.empty()) return;  // standalone only: the takeover names one server
+  auto manager = open_on(url, prefix);
+  auto* service = dynamic_cast<zk::ZooKeeperService*>(&ServiceDriver(*manager).service);
+  REQUIRE(service != nullptr);
+  LostWatch lost;
+  AcquireOptions options;
+  options.ttl = 60s;
+  options.on_lost = lost.callback();
+  auto lease = manager->try_acquire("expiring", options);
+  REQUIRE(lease);
+  const auto expired_at = SteadyClock::now();
+  expire_session(url, service->session_credentials());
+  const std::optional<LostLease> loss = lost.wait(8s);
+  REQUIRE(loss);
+  CHECK(SteadyClock::now() - expired_at < 5s);
+  CHECK(loss->reason.find("session expired") != std::string::npos);
+  CHECK(lease->lost());
+  // The node went with the session; the next acquire opens a new one.
+  auto again = manager->try_acquire("expiring");
+  REQUIRE(again);
+  CHECK(again->fence() > lease->fence());
 }
 
 }  // namespace dblock::testing

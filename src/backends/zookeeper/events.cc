@@ -97,6 +97,24 @@ void Events::post_released(const std::string& name, std::int64_t ticket) noexcep
   }
 }
 
+void Events::post_lost(const std::string& name, const OwnerSecret& secret, const std::string& reason) noexcept {
+  WakeEvents::Listener listener;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    listener = listener_;
+  }
+  if (!listener) return;
+  WakeEvents::Event event;
+  event.kind = WakeEvents::Kind::kLost;
+  event.name = name;
+  event.secret = &secret;
+  event.reason = reason;
+  try {
+    listener(event);
+  } catch (...) {
+  }
+}
+
 void Events::post_all() noexcept {
   std::vector<std::string> names;
   {

@@ -39,6 +39,9 @@ class Events {
   // Posts kReleased for every subscribed name (after a reconnect). Never blocks.
   void post_all() noexcept;
 
+  // Posts kLost for `secret`'s lease on `name`. Never blocks.
+  void post_lost(const std::string& name, const OwnerSecret& secret, const std::string& reason) noexcept;
+
   // For the client's callbacks (events.cc).
   void post_released(const std::string& name, std::int64_t ticket) noexcept;
   void disarm(Watch* watch) noexcept;

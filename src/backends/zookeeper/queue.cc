@@ -102,7 +102,7 @@ FairQueue::Attempt ZooKeeperService::attempt(const AcquireRequest& request, bool
     out.result.expires_at_us = 0;  // the session bounds it, not a time on the server's clock
     out.result.granted_for = s->negotiated_timeout();
     out.result.tag = sorted[*at].sequence;
-    remember(path, request.holder);
+    remember(path, request, s->id());
     return out;
   }
   if (queue && at) {

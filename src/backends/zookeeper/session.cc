@@ -29,7 +29,9 @@ struct Session::Watch {
   int state = 0;
   zhandle_t* handle = nullptr;  // set once the handle exists
   std::shared_ptr<Orphans> orphans;
-  std::function<void()> on_connected;
+  Session::Hooks hooks;
+  std::int64_t id = 0;             // the session's id once connected
+  bool expiry_reported = false;    // Hooks::expired ran
 };
 
 namespace {
@@ -67,6 +69,18 @@ void flush_orphans(zhandle_t* handle, const std::shared_ptr<Session::Orphans>& o
   }
 }
 
+// Runs the expired hook once per session.
+void report_expiry(Session::Watch& watch) noexcept {
+  std::int64_t id = 0;
+  {
+    std::lock_guard<std::mutex> lock(watch.m);
+    if (watch.expiry_reported || watch.id == 0) return;
+    watch.expiry_reported = true;
+    id = watch.id;
+  }
+  if (watch.hooks.expired) watch.hooks.expired(id);
+}
+
 void on_session_event(zhandle_t*, int type, int state, const char*, void* context) {
   if (type != ZOO_SESSION_EVENT || context == nullptr) return;
   auto* watch = static_cast<Session::Watch*>(context);
@@ -75,11 +89,17 @@ void on_session_event(zhandle_t*, int type, int state, const char*, void* contex
     std::lock_guard<std::mutex> lock(watch->m);
     watch->state = state;
     handle = watch->handle;
+    if (state == ZOO_CONNECTED_STATE && handle != nullptr) {
+      const clientid_t* client = zoo_client_id(handle);
+      if (client != nullptr) watch->id = client->client_id;
+    }
   }
   watch->cv.notify_all();
   if (state == ZOO_CONNECTED_STATE) {
     flush_orphans(handle, watch->orphans);
-    if (watch->on_connected) watch->on_connected();
+    if (watch->hooks.connected) watch->hooks.connected();
+  } else if (state == ZOO_EXPIRED_SESSION_STATE) {
+    report_expiry(*watch);
   }
 }
 
@@ -227,6 +247,16 @@ Reply await(const Ticket& pending, SteadyClock::time_point deadline, const std::
   return reply;
 }
 
+// await() for a Session's call; a reply saying the session expired reports it at once.
+Reply finish(Session& session, const Ticket& pending, SteadyClock::time_point deadline, const std::string& what) {
+  try {
+    return await(pending, deadline, session.where(), what);
+  } catch (const ConnectionError& e) {
+    if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED)) session.report_expired();
+    throw;
+  }
+}
+
 void quiet_client_log() {
   static std::once_flag once;
   // Level 0 turns the client's logging (to stderr by default) off.
@@ -236,11 +266,11 @@ void quiet_client_log() {
 }  // namespace
 
 Session::Session(const std::string& connect_string, std::chrono::milliseconds timeout,
-                 SteadyClock::time_point deadline, std::function<void()> on_connected)
+                 SteadyClock::time_point deadline, Hooks hooks)
     : where_(connect_string), orphans_(std::make_shared<Orphans>()), watch_(std::make_unique<Watch>()) {
   quiet_client_log();
   watch_->orphans = orphans_;
-  watch_->on_connected = std::move(on_connected);
+  watch_->hooks = std::move(hooks);
   errno = 0;
   handle_ = zookeeper_init(connect_string.c_str(), on_session_event, static_cast<int>(timeout.count()), nullptr,
                            watch_.get(), 0);
@@ -257,6 +287,10 @@ Session::Session(const std::string& connect_string, std::chrono::milliseconds ti
            watch_->state == ZOO_AUTH_FAILED_STATE;
   });
   const int state = watch_->state;
+  if (state == ZOO_CONNECTED_STATE && watch_->id == 0) {
+    const clientid_t* client = zoo_client_id(handle_);  // connected before the handle was recorded
+    if (client != nullptr) watch_->id = client->client_id;
+  }
   lock.unlock();
   if (!settled || state != ZOO_CONNECTED_STATE) {
     zookeeper_close(handle_);
@@ -275,6 +309,14 @@ std::int64_t Session::id() const {
   return client != nullptr ? client->client_id : 0;
 }
 
+void Session::report_expired() noexcept { report_expiry(*watch_); }
+
+std::pair<std::int64_t, std::string> Session::credentials() const {
+  const clientid_t* client = zoo_client_id(handle_);
+  if (client == nullptr) return {0, ""};
+  return {client->client_id, std::string(client->passwd, sizeof client->passwd)};
+}
+
 std::chrono::milliseconds Session::negotiated_timeout() const {
   return std::chrono::milliseconds(zoo_recv_timeout(handle_));
 }
@@ -291,14 +333,14 @@ Reply Session::create(const std::string& path, const std::string& data, int flag
     return zoo_acreate2(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
                         flags, on_created, d);
   });
-  return await(t, deadline, where_, what);
+  return finish(*this, t, deadline, what);
 }
 
 Reply Session::remove(const std::string& path, SteadyClock::time_point deadline) {
   const std::string what = "delete " + path;
   const Ticket t = submit(handle_, orphans_, where_, what,
                           [&](const void* d) { return zoo_adelete(handle_, path.c_str(), -1, on_void, d); });
-  return await(t, deadline, where_, what);
+  return finish(*this, t, deadline, what);
 }
 
 Reply Session::children(const std::string& path, SteadyClock::time_point deadline) {
@@ -306,7 +348,7 @@ Reply Session::children(const std::string& path, SteadyClock::time_point deadlin
   const std::string what = "get children of " + path;
   const Ticket t = submit(handle_, orphans_, where_, what,
                           [&](const void* d) { return zoo_aget_children2(handle_, path.c_str(), 0, on_children, d); });
-  return await(t, deadline, where_, what);
+  return finish(*this, t, deadline, what);
 }
 
 Reply Session::set(const std::string& path, const std::string& data, SteadyClock::time_point deadline) {
@@ -315,21 +357,21 @@ Reply Session::set(const std::string& path, const std::string& data, SteadyClock
   const Ticket t = submit(handle_, orphans_, where_, what, [&](const void* d) {
     return zoo_aset(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), -1, on_stat, d);
   });
-  return await(t, deadline, where_, what);
+  return finish(*this, t, deadline, what);
 }
 
 Reply Session::exists(const std::string& path, SteadyClock::time_point deadline) {
   const std::string what = "exists " + path;
   const Ticket t = submit(handle_, orphans_, where_, what,
                           [&](const void* d) { return zoo_aexists(handle_, path.c_str(), 0, on_stat, d); });
-  return await(t, deadline, where_, what);
+  return finish(*this, t, deadline, what);
 }
 
 Reply Session::get(const std::string& path, SteadyClock::time_point deadline) {
   const std::string what = "get " + path;
   const Ticket t = submit(handle_, orphans_, where_, what,
                           [&](const void* d) { return zoo_aget(handle_, path.c_str(), 0, on_data, d); });
-  return await(t, deadline, where_, what);
+  return finish(*this, t, deadline, what);
 }
 
 int Session::watch_exists(const std::string& path, void (*watcher)(zhandle_t*, int, int, const char*, void*),
@@ -363,7 +405,7 @@ Reply Session::multi(const std::vector<MultiOp>& ops, SteadyClock::time_point de
     }
     return zoo_amulti(handle_, static_cast<int>(zops.size()), zops.data(), p.results.data(), on_multi, d);
   });
-  return await(t, deadline, where_, what);
+  return finish(*this, t, deadline, what);
 }
 
 void Session::remove_eventually(const std::string& path) noexcept {

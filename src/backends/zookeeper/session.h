@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 typedef struct _zhandle zhandle_t;
@@ -64,9 +65,14 @@ class Session {
  public:
   // Connects to `connect_string` ("h1:p1,h2:p2/chroot") asking for `timeout`; waits until the
   // session is established or `deadline` passes (ConnectionError, naming the servers).
-  // `on_connected` runs on the client's thread at every (re)connection; it must not block.
+  // What the session's watcher reports besides its state; each runs on the client's thread and
+  // must not block.
+  struct Hooks {
+    std::function<void()> connected;                    // at every (re)connection
+    std::function<void(std::int64_t session)> expired;  // the session (its id) expired
+  };
   Session(const std::string& connect_string, std::chrono::milliseconds timeout, SteadyClock::time_point deadline,
-          std::function<void()> on_connected = {});
+          Hooks hooks = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -101,6 +107,12 @@ class Session {
   // remove_eventually() was asked for `path` and the server has not confirmed it yet.
   bool doomed(const std::string& path) const;
 
+  // A reply said the session expired: runs Hooks::expired now, once (the watcher's report of the
+  // same expiry, which can come seconds later, then does nothing). Never blocks.
+  void report_expired() noexcept;
+  // The session's id and password, as another client needs them to take the session over (tests
+  // force an expiry that way).
+  std::pair<std::int64_t, std::string> credentials() const;
   // The servers, for messages.
   const std::string& where() const { return where_; }
 

@@ -27,8 +27,27 @@ constexpr std::chrono::milliseconds kReleaseRetryPause{100};
 
 ZooKeeperService::ZooKeeperService(const Options& options, std::string root)
     : options_(options), root_(std::move(root)), connect_(options.hosts) {
-  session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline_now()),
-                                       [events = &events_] { events->post_all(); });
+  session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline_now()), hooks());
+}
+
+ZooKeeperService::~ZooKeeperService() {
+  std::shared_ptr<Session> closing;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closing.swap(session_);
+  }
+  closing.reset();  // joins the client's threads while every member is still alive
+}
+
+Session::Hooks ZooKeeperService::hooks() {
+  Session::Hooks hooks;
+  hooks.connected = [this] { events_.post_all(); };
+  hooks.expired = [this](std::int64_t session) { session_expired(session); };
+  return hooks;
+}
+
+std::pair<std::int64_t, std::string> ZooKeeperService::session_credentials() {
+  return session(deadline_now())->credentials();
 }
 
 ServiceTraits ZooKeeperService::traits() const {
@@ -45,8 +64,7 @@ std::shared_ptr<Session> ZooKeeperService::session(SteadyClock::time_point deadl
     uncertain_.clear();  // the expired session's nodes are gone
     waiting_.clear();
     session_.reset();    // an expired handle closes at once
-    session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline),
-                                         [events = &events_] { events->post_all(); });
+    session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline), hooks());
   }
   return session_;
 }
@@ -116,9 +134,15 @@ RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::millisec
   const std::shared_ptr<Session> s = session(deadline);
   const std::string path = own_path(lease);
   const std::optional<std::string> holder = holder_of(path);
-  // A lease this service did not take (not remembered): read, and never overwrite its data.
-  const Reply r = holder ? s->set(path, *holder, deadline) : s->exists(path, deadline);
   RenewResult result;
+  Reply r;
+  try {
+    // A lease this service did not take (not remembered): read, and never overwrite its data.
+    r = holder ? s->set(path, *holder, deadline) : s->exists(path, deadline);
+  } catch (const ConnectionError& e) {
+    if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED)) return result;  // its node went with it
+    throw;
+  }
   if (r.rc == ZNONODE) return result;  // force-released, or its session expired
   if (r.rc != ZOK) unexpected("renew " + path, r.rc);
   if (r.stat.ephemeral_owner != s->id()) return result;  // not this session's node
@@ -178,20 +202,33 @@ bool ZooKeeperService::uncertain(const std::string& attempt, bool mark) {
 
 // ---- what renew writes back ----
 
-void ZooKeeperService::remember(const std::string& path, std::string_view holder) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  held_[path] = std::string(holder);
+void ZooKeeperService::remember(const std::string& path, const AcquireRequest& request, std::int64_t session) {
+  std::lock_guard<std::mutex> lock(held_mutex_);
+  held_[path] = Held{std::string(request.holder), std::string(request.name), *request.secret, session};
+}
+
+void ZooKeeperService::session_expired(std::int64_t session) noexcept {
+  std::vector<Held> lost;
+  try {
+    std::lock_guard<std::mutex> lock(held_mutex_);
+    for (const auto& [path, held] : held_) {
+      if (held.session == session) lost.push_back(held);
+    }
+  } catch (const std::exception&) {
+    return;  // out of memory: the next renewal finds the nodes gone
+  }
+  for (const Held& held : lost) events_.post_lost(held.name, held.secret, "the ZooKeeper session expired");
 }
 
 std::optional<std::string> ZooKeeperService::holder_of(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(held_mutex_);
   const auto it = held_.find(path);
   if (it == held_.end()) return std::nullopt;
-  return it->second;
+  return it->second.holder;
 }
 
 void ZooKeeperService::forget(const std::string& path) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(held_mutex_);
   held_.erase(path);
 }
 

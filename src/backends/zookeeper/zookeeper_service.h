@@ -34,6 +34,8 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // `root`: the absolute path of the lock containers' parent (chroot + base). Opens the session
   // by call_deadline(). Throws ConnectionError.
   ZooKeeperService(const Options& options, std::string root);
+  // Closes the session first: its callbacks reach into the members.
+  ~ZooKeeperService() override;
 
   std::string_view name() const override { return kServiceName; }
   ServiceTraits traits() const override;
@@ -61,6 +63,9 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   void unsubscribe(std::string_view name) override { events_.unsubscribe(name); }
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
                                           const LeaseGrant& claimed) override;
+
+  // The current session's id and password (tests take the session over to force its expiry).
+  std::pair<std::int64_t, std::string> session_credentials();
   // Newest first: the record nodes' sequence order.
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
@@ -100,7 +105,18 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // returns whether an earlier attempt of the same secret left that record (it failed once its
   // create was sent: its node may exist). Not `mark`: the attempt's outcome is known; forgets it.
   bool uncertain(const std::string& attempt, bool mark);
-  void remember(const std::string& path, std::string_view holder);
+  // A lease this service holds: its node's path -> what renew writes back and what a session
+  // expiry reports lost.
+  struct Held {
+    std::string holder;
+    std::string name;
+    OwnerSecret secret;
+    std::int64_t session = 0;
+  };
+  void remember(const std::string& path, const AcquireRequest& request, std::int64_t session);
+  // The session's watcher: every lease of `session` is lost (kLost). Never blocks.
+  void session_expired(std::int64_t session) noexcept;
+  Session::Hooks hooks();
   std::optional<std::string> holder_of(const std::string& path);
   void forget(const std::string& path);
 
@@ -110,7 +126,8 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   Events events_;  // before session_: the handle's watches point into it
   std::mutex mutex_;
   std::shared_ptr<Session> session_;        // guarded by mutex_
-  std::map<std::string, std::string> held_;  // own node path -> holder string; guarded by mutex_
+  std::mutex held_mutex_;                     // never held across a call to the server
+  std::map<std::string, Held> held_;         // guarded by held_mutex_
   std::set<std::string> uncertain_;          // attempts that may have left a node; guarded by mutex_
   std::map<std::string, std::pair<std::string, NodeStat>> waiting_;  // attempt -> kept node; guarded by mutex_
 };
