@@ -38,6 +38,11 @@ constexpr int kEvictionRounds = 4;
 
 }  // namespace
 
+void ZooKeeperService::up_to_date(Session& s, SteadyClock::time_point deadline) {
+  const Reply r = s.sync(root_, deadline);
+  if (r.rc != ZOK && r.rc != ZNONODE) failed("sync " + root_, r.rc);
+}
+
 std::string ZooKeeperService::audit_dir() const { return root_ + "/" + std::string(kAuditNode); }
 
 std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s, std::string_view name,
@@ -71,6 +76,7 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
 bool ZooKeeperService::force_release(std::string_view name, std::string_view by) {
   const auto deadline = deadline_now();
   const std::shared_ptr<Session> s = session(deadline);
+  up_to_date(*s, deadline);  // an admin acts on every holder, whichever server it went through
   for (int round = 0; round < kEvictionRounds; ++round) {
     const std::optional<Eviction> e = eviction(*s, name, by, deadline);
     if (!e) return false;
@@ -89,6 +95,7 @@ std::vector<ForceReleaseRecord> ZooKeeperService::force_releases(std::optional<s
                                                                  std::size_t limit) {
   const auto deadline = deadline_now();
   const std::shared_ptr<Session> s = session(deadline);
+  up_to_date(*s, deadline);  // records made through other servers
   const std::string dir = audit_dir();
   std::vector<std::string> records = children_of(*s, dir, deadline);
   // Newest first: the sequence (10 digits) orders them.
@@ -137,6 +144,7 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
 std::vector<LeaseInfo> ZooKeeperService::list(std::optional<std::string_view> name) {
   const auto deadline = deadline_now();
   const std::shared_ptr<Session> s = session(deadline);
+  up_to_date(*s, deadline);  // leases taken through other servers
   std::vector<LeaseInfo> out;
   if (name) {
     if (auto info = describe(*s, std::string(*name), deadline)) out.push_back(std::move(*info));

@@ -158,6 +158,10 @@ void on_created(int rc, const char* path, const Stat* stat, const void* data) {
   });
 }
 
+void on_string(int rc, const char*, const void* data) {
+  complete(data, rc, [](Reply&) {});
+}
+
 void on_void(int rc, const void* data) {
   complete(data, rc, [](Reply&) {});
 }
@@ -382,6 +386,13 @@ int Session::watch_exists(const std::string& path, void (*watcher)(zhandle_t*, i
 bool Session::doomed(const std::string& path) const {
   std::lock_guard<std::mutex> lock(orphans_->m);
   return orphans_->paths.count(path) != 0;
+}
+
+Reply Session::sync(const std::string& path, SteadyClock::time_point deadline) {
+  const std::string what = "sync " + path;
+  const Ticket t =
+      submit(handle_, orphans_, where_, what, [&](const void* d) { return zoo_async(handle_, path.c_str(), on_string, d); });
+  return finish(*this, t, deadline, what);
 }
 
 Reply Session::multi(const std::vector<MultiOp>& ops, SteadyClock::time_point deadline) {

@@ -92,6 +92,9 @@ class Session {
   Reply set(const std::string& path, const std::string& data, SteadyClock::time_point deadline);
   Reply exists(const std::string& path, SteadyClock::time_point deadline);
   Reply get(const std::string& path, SteadyClock::time_point deadline);
+  // Brings the server this session talks to up to date with the leader for `path` (zoo_async), so
+  // that a read after it sees every write other clients made through other servers before it.
+  Reply sync(const std::string& path, SteadyClock::time_point deadline);
   // All of `ops` or none (ZooKeeper's multi). Reply::rc is the first failing op's code (ZOK when
   // all succeeded); Reply::children has, per op, the path a create made ("" for a delete).
   Reply multi(const std::vector<MultiOp>& ops, SteadyClock::time_point deadline);

@@ -82,6 +82,9 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   std::optional<Eviction> eviction(Session& s, std::string_view name, std::string_view by,
                                    SteadyClock::time_point deadline);
   std::string audit_dir() const;
+  // A sync before an admin read: the server this session uses has every write made before it
+  // (a follower may lag behind the leader; a client only ever sees its own writes at once).
+  void up_to_date(Session& s, SteadyClock::time_point deadline);
   // The current session; a new one (opened by `deadline`) when the last one expired.
   std::shared_ptr<Session> session(SteadyClock::time_point deadline);
   // `deadline`, or connect_timeout from now when that is sooner.
