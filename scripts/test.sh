@@ -19,7 +19,7 @@ run_one() {
   local name="$1" dir="$2"; shift 2
   echo "=== dblock tests: $name ($dir) ==="
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBLOCK_BUILD_TESTS=ON -DDBLOCK_BUILD_CLI=ON -DDBLOCK_BUILD_BENCH=ON \
-    -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_REDIS=ON "$@"
+    -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_REDIS=ON -DDBLOCK_WITH_ZOOKEEPER=ON "$@"
   cmake --build "$dir" -j "$jobs"
   # halt_on_error makes UBSan findings fail the run instead of only printing.
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
