@@ -2198,17 +2198,47 @@ TEST_CASE("ZooKeeper: list and inspect show a running holder; release --force ev
   CHECK(json_str(*record, "mode") == "exclusive");
 }
 
-TEST_CASE("ZooKeeper: COMMAND inherits no descriptor of dblock's or the client's; --mode session is a usage error",
+TEST_CASE("ZooKeeper: COMMAND inherits no descriptor of dblock's or the client's (lease and session)",
           "[.][zookeeper][cli]") {
   Cli cli(/*migrate=*/false, zookeeper_url());
   check_command_isolated(cli, {"--key", unique_key("fds")});
+  check_command_isolated(cli, {"--key", unique_key("fds-session"), "--mode", "session"});
+}
 
-  // No session locks yet: refused before anything is acquired or run.
+TEST_CASE("ZooKeeper --mode session: exclusive with leases too / no fence / freed when the dead holder's session "
+          "expires",
+          "[.][zookeeper][cli]") {
+  Cli cli(/*migrate=*/false, zookeeper_url());
   const std::string key = unique_key("session");
-  Result session = cli.run({"run", "--key", key, "--mode", "session", "--", "touch", cli.dir.file("ran")});
-  INFO(session);
-  CHECK(session.code == kUsage);
-  CHECK(session.err.find("not supported by the zookeeper backend") != std::string::npos);
-  CHECK_FALSE(fs::exists(cli.dir.file("ran")));
+  const std::string env_file = cli.dir.file("env");
+  auto holder = cli.start({"run", "--key", key, "--mode", "session", "--", "sh", "-c",
+                           "echo \"${DBLOCK_FENCE-unset} $DBLOCK_KEY\" > \"$1.tmp\" && mv \"$1.tmp\" \"$1\"; exec sleep 60",
+                           "sh", env_file});
+  const bool started = eventually([&] { return fs::exists(env_file); }, milliseconds(15'000));
+  INFO("holder stderr: " << holder->err());
+  REQUIRE(started);
+  std::istringstream env(read_file(env_file));
+  std::string fence, name;
+  env >> fence >> name;
+  CHECK(fence == "unset");
+  CHECK(name == key);
+
+  // The session lock is a node in the lock's container: it excludes session locks and leases.
+  Result busy = cli.run({"run", "--key", key, "--mode", "session", "--wait", "0", "--", "true"});
+  INFO(busy);
+  CHECK(busy.code == kNotAcquired);
+  Result lease = cli.run({"run", "--key", key, "--wait", "0", "--", "true"});
+  INFO(lease);
+  CHECK(lease.code == kNotAcquired);
+  Result busy_wait = cli.run({"run", "--key", key, "--mode", "session", "--wait", "1s", "--", "true"});
+  CHECK(busy_wait.code == kNotAcquired);
+  CHECK(busy_wait.seconds >= 1.0);
+
+  // A SIGKILLed holder's node lives until the server expires its session (2 s here), no longer.
+  holder->signal_all(SIGKILL);
+  REQUIRE(holder->wait(milliseconds(5'000)) == 1000 + SIGKILL);
+  Result next = cli.run({"run", "--key", key, "--mode", "session", "--wait", "15s", "--", "true"});
+  INFO(next);
+  CHECK(next.code == 0);
   CHECK_FALSE(cli.held(key));
 }

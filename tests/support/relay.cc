@@ -17,5 +17,7 @@ TcpRelay::TcpRelay(const std::string& relay_path, int target_port)
 
 void TcpRelay::pause() { child_.signal(SIGUSR1); }
 void TcpRelay::resume() { child_.signal(SIGUSR2); }
+void TcpRelay::mute_replies() { child_.signal(SIGRTMIN); }
+void TcpRelay::cut() { child_.signal(SIGRTMIN + 1); }
 
 }  // namespace dblock::testing

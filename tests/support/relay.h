@@ -20,6 +20,10 @@ class TcpRelay {
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   void pause();
   void resume();
+  // Requests still pass, replies are held back (resume() lets them go).
+  void mute_replies();
+  // Closes every connection through the relay (new ones pass); ends a pause or mute.
+  void cut();
 
  private:
   Child child_;

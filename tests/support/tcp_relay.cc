@@ -1,7 +1,9 @@
 // A TCP relay for fault tests: listens on 127.0.0.1 (an ephemeral port, printed as "port N" on
 // stdout) and forwards every connection to 127.0.0.1:TARGET_PORT. SIGUSR1 pauses it: it stops
 // reading from both sides but keeps every socket open, as a stalled network path or a stopped
-// peer does (the kernel still acknowledges what is sent, nothing comes back). SIGUSR2 resumes.
+// peer does (the kernel still acknowledges what is sent, nothing comes back). SIGRTMIN mutes the
+// replies only: requests still reach the server, nothing comes back. SIGUSR2 resumes both.
+// SIGRTMIN+1 cuts: closes every connection (the client sees its connection reset) and resumes.
 // Runs until killed, or until the process that started it is gone (checked every 50 ms), so that
 // a relay never outlives its test.
 //
@@ -21,6 +23,8 @@
 namespace {
 
 volatile sig_atomic_t paused = 0;
+volatile sig_atomic_t muted = 0;
+volatile sig_atomic_t cut = 0;
 
 int listen_socket() {
   int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -79,19 +83,32 @@ int main(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   struct sigaction pause_action {}, resume_action {};
   pause_action.sa_handler = [](int) { paused = 1; };
-  resume_action.sa_handler = [](int) { paused = 0; };
+  resume_action.sa_handler = [](int) { paused = muted = 0; };
   ::sigaction(SIGUSR1, &pause_action, nullptr);
   ::sigaction(SIGUSR2, &resume_action, nullptr);
+  struct sigaction mute_action {}, cut_action {};
+  mute_action.sa_handler = [](int) { muted = 1; };
+  cut_action.sa_handler = [](int) { cut = 1; };
+  ::sigaction(SIGRTMIN, &mute_action, nullptr);
+  ::sigaction(SIGRTMIN + 1, &cut_action, nullptr);
   const pid_t parent = ::getppid();
   const int listener = listen_socket();
   std::vector<Pair> pairs;
   for (;;) {
     if (::getppid() != parent) return 0;
+    if (cut) {
+      for (const Pair& p : pairs) {
+        ::close(p.a);
+        ::close(p.b);
+      }
+      pairs.clear();
+      cut = paused = muted = 0;
+    }
     std::vector<pollfd> fds{{listener, POLLIN, 0}};
     if (!paused) {
       for (const Pair& p : pairs) {
         fds.push_back({p.a, POLLIN, 0});
-        fds.push_back({p.b, POLLIN, 0});
+        fds.push_back({p.b, static_cast<short>(muted ? 0 : POLLIN), 0});
       }
     }
     if (::poll(fds.data(), fds.size(), 50) <= 0) continue;  // also wakes for a signal
@@ -112,7 +129,7 @@ int main(int argc, char** argv) {
       const Pair& p = pairs[i];
       bool ok = true;
       if (fds[1 + 2 * i].revents != 0) ok = pump(p.a, p.b);
-      if (ok && fds[2 + 2 * i].revents != 0) ok = pump(p.b, p.a);
+      if (ok && !muted && fds[2 + 2 * i].revents != 0) ok = pump(p.b, p.a);
       if (ok) {
         alive.push_back(p);
       } else {

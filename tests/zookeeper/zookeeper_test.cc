@@ -7,7 +7,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <string>
 #include <thread>
@@ -18,6 +20,7 @@
 #include "audit.h"
 #include "paths.h"
 #include "raw_zookeeper.h"
+#include "relay.h"
 #include "service_driver.h"
 #include "zookeeper_service.h"
 
@@ -380,6 +383,52 @@ TEST_CASE("zookeeper: an expired session loses its leases at once, saying so; la
   auto again = manager->try_acquire("expiring");
   REQUIRE(again);
   CHECK(again->fence() > lease->fence());
+}
+
+namespace {
+
+// Bounded: true once `condition` holds, false when `limit` passed first.
+bool within(std::chrono::milliseconds limit, const std::function<bool()>& condition) {
+  const auto until = SteadyClock::now() + limit;
+  while (!condition()) {
+    if (SteadyClock::now() >= until) return false;
+    std::this_thread::sleep_for(20ms);
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper: a create whose reply never came leaves no node behind once the session is connected again",
+          "[zookeeper][orphans]") {
+  const Url server = parse_url(context().url);
+  if (server.hosts.size() != 1) return;  // standalone: the relay fronts the one server
+  TcpRelay relay(DBLOCK_TCP_RELAY, server.hosts[0].port);
+  // A session that outlives the muted seconds; the client declares the connection lost at 4 s.
+  const std::string url = "zookeeper://" + relay.address() + "?session_timeout=6000";
+  const std::string prefix = unique_prefix();
+  const std::string dir = root_for(prefix) + "/" + zk::escape_name("orphan");
+  auto manager = open_on(url, prefix);
+  auto other = open_on(context().url, prefix);
+  auto held = other->try_acquire("orphan");  // the container exists; the orphan would queue behind
+  REQUIRE(held);
+  RawZk raw(context().url);
+
+  relay.mute_replies();  // the create reaches the server; its reply never comes back
+  std::optional<Lease> lease;
+  CHECK_THROWS_AS(lease = manager->try_acquire("orphan"), ConnectionError);
+  CHECK_FALSE(lease);
+  REQUIRE(raw.children(dir).size() == 2);  // the holder's node and the orphan, of a live session
+
+  relay.cut();  // the client reconnects, with the same session
+  CHECK(within(10s, [&] { return raw.children(dir).size() == 1; }));
+  held->release();
+  // Nothing is left ahead of a newcomer: the orphan would hold the lock now, for nobody.
+  auto third = open_on(context().url, prefix);
+  CHECK(third->try_acquire("orphan"));
+  third.reset();
+  // The manager that left the orphan works on.
+  CHECK(within(10s, [&] { return manager->try_acquire("orphan").has_value(); }));
 }
 
 }  // namespace dblock::testing

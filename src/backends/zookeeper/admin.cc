@@ -6,6 +6,7 @@
 
 #include "audit.h"
 #include "dblock/errors.h"
+#include "nodes.h"
 #include "zookeeper_service.h"
 
 namespace dblock::zookeeper {
@@ -29,10 +30,6 @@ std::string joined(std::vector<std::string> holders) {
   return out;
 }
 
-[[noreturn]] void failed(const std::string& what, int rc) {
-  throw Error("zookeeper: " + what + " failed: " + zerror(rc), kServiceName, std::to_string(rc));
-}
-
 // Rounds of force_release when holders change under it (released, or the audit node missing).
 constexpr int kEvictionRounds = 4;
 
@@ -40,7 +37,7 @@ constexpr int kEvictionRounds = 4;
 
 void ZooKeeperService::up_to_date(Session& s, SteadyClock::time_point deadline) {
   const Reply r = s.sync(root_, deadline);
-  if (r.rc != ZOK && r.rc != ZNONODE) failed("sync " + root_, r.rc);
+  if (r.rc != ZOK && r.rc != ZNONODE) unexpected("sync " + root_, r.rc);
 }
 
 std::string ZooKeeperService::audit_dir() const { return root_ + "/" + std::string(kAuditNode); }
@@ -60,7 +57,7 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
     const std::string path = dir + "/" + child.name;
     const Reply r = s.get(path, deadline);
     if (r.rc == ZNONODE) continue;  // released meanwhile
-    if (r.rc != ZOK) failed("get " + path, r.rc);
+    if (r.rc != ZOK) unexpected("get " + path, r.rc);
     if (child.reader) record.mode = LockMode::kShared;
     evicted.push_back(r.data.empty() ? child.name : r.data);
     record.old_fence = std::max(record.old_fence, r.stat.czxid);
@@ -83,7 +80,7 @@ bool ZooKeeperService::force_release(std::string_view name, std::string_view by)
     // The holders' deletes and the record: all or none.
     const Reply r = s->multi(e->ops, deadline);
     if (r.rc == ZOK) return true;
-    if (r.rc != ZNONODE) failed("force-release of " + container(name), r.rc);
+    if (r.rc != ZNONODE) unexpected("force-release of " + container(name), r.rc);
     // A holder went meanwhile, or the audit node does not exist yet: look again.
     create_parents(*s, audit_dir(), deadline);
   }
@@ -105,7 +102,7 @@ std::vector<ForceReleaseRecord> ZooKeeperService::force_releases(std::optional<s
     if (out.size() >= limit) break;
     const Reply r = s->get(dir + "/" + node, deadline);
     if (r.rc == ZNONODE) continue;
-    if (r.rc != ZOK) failed("get " + dir + "/" + node, r.rc);
+    if (r.rc != ZOK) unexpected("get " + dir + "/" + node, r.rc);
     std::optional<ForceReleaseRecord> record = decode_record(r.data);
     if (!record || (name && record->name != *name)) continue;
     record->at_us = r.stat.ctime_ms * 1000;
@@ -126,7 +123,7 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
   for (const Child& child : holding) {
     const Reply r = s.get(dir + "/" + child.name, deadline);
     if (r.rc == ZNONODE) continue;  // released meanwhile
-    if (r.rc != ZOK) failed("get " + dir + "/" + child.name, r.rc);
+    if (r.rc != ZOK) unexpected("get " + dir + "/" + child.name, r.rc);
     if (child.reader) info.mode = LockMode::kShared;
     holders.push_back(r.data.empty() ? child.name : r.data);  // a foreign holder shows as its node
     if (r.stat.czxid > info.fence) {

@@ -200,4 +200,19 @@ bool holds(const std::vector<Child>& children, std::size_t index) {
   return true;
 }
 
+std::optional<std::size_t> awaited(const std::vector<Child>& sorted, std::size_t index) {
+  if (index == 0 || index >= sorted.size()) return std::nullopt;
+  if (!sorted[index].reader) return index - 1;
+  for (std::size_t i = index; i-- > 0;) {
+    if (sorted[i].writer) return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::size_t> index_of(const std::vector<Child>& sorted, const std::string& name) {
+  const auto at = std::find_if(sorted.begin(), sorted.end(), [&](const Child& c) { return c.name == name; });
+  if (at == sorted.end()) return std::nullopt;
+  return static_cast<std::size_t>(at - sorted.begin());
+}
+
 }  // namespace dblock::zookeeper

@@ -54,6 +54,11 @@ struct Child {
 std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names);
 // Whether the child at `index` holds: a writer when first, a reader when no writer precedes it.
 bool holds(const std::vector<Child>& children, std::size_t index);
+// The child the one at `index` waits for when it does not hold: a writer the one just ahead, a
+// reader the nearest writer ahead.
+std::optional<std::size_t> awaited(const std::vector<Child>& sorted, std::size_t index);
+// Where the child `name` is in `sorted`.
+std::optional<std::size_t> index_of(const std::vector<Child>& sorted, const std::string& name);
 
 }  // namespace dblock::zookeeper
 

@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,6 +62,13 @@ struct MultiOp {
   int flags = 0;
 };
 
+// How a sweep (Session::sweep) ended.
+enum class SweepOutcome {
+  kComplete,  // every node was judged
+  kDeferred,  // the judge asked to look again later
+  kFailed,    // a request failed (no connection): nothing certain
+};
+
 class Session {
  public:
   // Connects to `connect_string` ("h1:p1,h2:p2/chroot") asking for `timeout`; waits until the
@@ -68,7 +76,7 @@ class Session {
   // What the session's watcher reports besides its state; each runs on the client's thread and
   // must not block.
   struct Hooks {
-    std::function<void()> connected;                    // at every (re)connection
+    std::function<void(Session&, std::int64_t session)> connected;  // at every (re)connection
     std::function<void(std::int64_t session)> expired;  // the session (its id) expired
   };
   Session(const std::string& connect_string, std::chrono::milliseconds timeout, SteadyClock::time_point deadline,
@@ -109,6 +117,13 @@ class Session {
   void remove_eventually(const std::string& path) noexcept;
   // remove_eventually() was asked for `path` and the server has not confirmed it yet.
   bool doomed(const std::string& path) const;
+  // Looks, without waiting, for this session's children of `container` whose names start with
+  // `prefix`: `judge(path)` decides for each (true: an orphan, which the judge has doomed; false:
+  // keep; nullopt: judge again later), then `done` runs once with the outcome. Both run on the
+  // client's thread and must not block. Never throws.
+  using Judge = std::function<std::optional<bool>(const std::string& path)>;
+  void sweep(const std::string& container, const std::string& prefix, Judge judge,
+             std::function<void(SweepOutcome)> done) noexcept;
 
   // A reply said the session expired: runs Hooks::expired now, once (the watcher's report of the
   // same expiry, which can come seconds later, then does nothing). Never blocks.

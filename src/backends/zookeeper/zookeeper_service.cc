@@ -6,27 +6,19 @@
 #include <thread>
 
 #include "dblock/errors.h"
+#include "nodes.h"
 
 namespace dblock::zookeeper {
 
 namespace {
 
-std::string parent_of(const std::string& path) {
-  const std::size_t at = path.rfind('/');
-  return at == 0 || at == std::string::npos ? std::string() : path.substr(0, at);
-}
-
 // Between a release's tries while the connection is lost.
 constexpr std::chrono::milliseconds kReleaseRetryPause{100};
-
-[[noreturn]] void unexpected(const std::string& what, int rc) {
-  throw Error("zookeeper: " + what + " failed: " + zerror(rc), kServiceName, std::to_string(rc));
-}
 
 }  // namespace
 
 ZooKeeperService::ZooKeeperService(const Options& options, std::string root)
-    : options_(options), root_(std::move(root)), connect_(options.hosts) {
+    : options_(options), root_(std::move(root)), connect_(options.hosts), session_locks_(options, root_) {
   session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline_now()), hooks());
 }
 
@@ -41,7 +33,11 @@ ZooKeeperService::~ZooKeeperService() {
 
 Session::Hooks ZooKeeperService::hooks() {
   Session::Hooks hooks;
-  hooks.connected = [this] { events_.post_all(); };
+  hooks.connected = [this](Session& s, std::int64_t id) {
+    events_.post_all();
+    if (id == 0) return;  // the first connection, before the handle was recorded: nothing to sweep
+    for (const std::string& key : attempts_.to_sweep(id)) sweep(s, key);
+  };
   hooks.expired = [this](std::int64_t session) { session_expired(session); };
   return hooks;
 }
@@ -61,8 +57,7 @@ ServiceTraits ZooKeeperService::traits() const {
 std::shared_ptr<Session> ZooKeeperService::session(SteadyClock::time_point deadline) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (session_ == nullptr || session_->expired()) {
-    uncertain_.clear();  // the expired session's nodes are gone
-    waiting_.clear();
+    attempts_.clear();  // the expired session's nodes are gone
     session_.reset();    // an expired handle closes at once
     session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline), hooks());
   }
@@ -78,40 +73,6 @@ std::string ZooKeeperService::own_path(const LeaseKey& lease) const {
 }
 
 // ---- nodes ----
-
-std::vector<std::string> ZooKeeperService::children_of(Session& s, const std::string& path,
-                                                       SteadyClock::time_point deadline) {
-  Reply r = s.children(path, deadline);
-  if (r.rc == ZNONODE) return {};
-  if (r.rc != ZOK) unexpected("get children of " + path, r.rc);
-  return std::move(r.children);
-}
-
-void ZooKeeperService::create_parents(Session& s, const std::string& path, SteadyClock::time_point deadline) {
-  const std::string parent = parent_of(path);
-  if (!parent.empty()) {
-    const Reply probe = s.exists(parent, deadline);
-    if (probe.rc == ZNONODE) create_parents(s, parent, deadline);
-  }
-  const Reply r = s.create(path, "", ZOO_CONTAINER, deadline);
-  if (r.rc != ZOK && r.rc != ZNODEEXISTS) unexpected("create " + path, r.rc);
-}
-
-std::pair<std::string, NodeStat> ZooKeeperService::create_child(Session& s, const std::string& container,
-                                                                const std::string& prefix, std::string_view holder,
-                                                                SteadyClock::time_point deadline) {
-  const std::string path = container + "/" + prefix;
-  const std::string data(holder);
-  // A container the server deleted between our create and the child's is made again: bounded.
-  for (int round = 0; round < 3; ++round) {
-    const Reply r = s.create(path, data, ZOO_EPHEMERAL_SEQUENTIAL, deadline);
-    if (r.rc == ZOK) return {r.path.substr(r.path.rfind('/') + 1), r.stat};
-    if (r.rc != ZNONODE) unexpected("create " + path, r.rc);
-    create_parents(s, container, deadline);
-  }
-  throw ConnectionError("zookeeper: " + container + " kept disappearing while a lock node was created in it",
-                        kServiceName);
-}
 
 std::optional<std::pair<std::string, NodeStat>> ZooKeeperService::own_child(Session& s, const std::string& container,
                                                                           const std::vector<std::string>& names,
@@ -189,15 +150,6 @@ void ZooKeeperService::lease_lost(const LeaseKey& lease) noexcept {
   } catch (const std::exception&) {
     // Best effort: the node goes with its session anyway.
   }
-}
-
-// ---- attempts whose create may have made a node ----
-
-bool ZooKeeperService::uncertain(const std::string& attempt, bool mark) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (mark) return !uncertain_.insert(attempt).second;  // true: an earlier attempt left it marked
-  uncertain_.erase(attempt);
-  return false;
 }
 
 // ---- what renew writes back ----

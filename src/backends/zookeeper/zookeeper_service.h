@@ -6,8 +6,8 @@
 //
 // Capabilities: FairQueue (the sequential order: a waiter keeps its node; ticket = sequence + 1),
 // WakeEvents (events.h: the watch on the node a waiter waits for), AuditLog (audit.h: a record
-// node created in the eviction's own multi-op). Not built yet: SessionLocks
-// (docs/architecture.md, "ZooKeeper service (plan)"). No Maintenance (containers delete themselves),
+// node created in the eviction's own multi-op), SessionLocks (session_locks.h: a session per held
+// lock). No Maintenance (containers delete themselves),
 // HolderProbe, NativeWait, MultiAcquire or SqlFeatures.
 #ifndef DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_ZOOKEEPER_ZOOKEEPER_SERVICE_H_
@@ -22,10 +22,12 @@
 
 #include "dblock/capabilities.h"
 #include "dblock/service.h"
+#include "attempts.h"
 #include "dblock/zookeeper/zookeeper.h"
 #include "events.h"
 #include "paths.h"
 #include "session.h"
+#include "session_locks.h"
 
 namespace dblock::zookeeper {
 
@@ -51,6 +53,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   AuditLog* audit_log() noexcept override { return this; }
   FairQueue* fair_queue() noexcept override { return this; }
   WakeEvents* wake_events() noexcept override { return this; }
+  SessionLocks* session_locks() noexcept override { return &session_locks_; }
 
   // A waiter's node stays in the container between attempts (until it holds, leaves, or its
   // session ends); position = the children ahead of it that do not hold.
@@ -76,9 +79,9 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   };
   // One attempt; `queue`: a refused waiter keeps its node and watches the one it waits for.
   Attempt attempt(const AcquireRequest& request, bool queue);
-  // The waiter's kept node of `attempt` ("<container>/<prefix>"), if any.
-  std::optional<std::pair<std::string, NodeStat>> waiting(const std::string& attempt);
-  void set_waiting(const std::string& attempt, std::optional<std::pair<std::string, NodeStat>> node);
+  // The attempt itself, between Attempts::begin and end (queue.cc).
+  Attempt attempt_once(Session& s, const AcquireRequest& request, const std::string& key, bool queue,
+                       SteadyClock::time_point deadline);
   std::optional<Eviction> eviction(Session& s, std::string_view name, std::string_view by,
                                    SteadyClock::time_point deadline);
   std::string audit_dir() const;
@@ -91,23 +94,16 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   SteadyClock::time_point connect_deadline(SteadyClock::time_point deadline) const;
   std::string container(std::string_view name) const { return root_ + "/" + escape_name(name); }
   std::string own_path(const LeaseKey& lease) const;
-  // Children of `path` (none when it does not exist).
-  std::vector<std::string> children_of(Session& s, const std::string& path, SteadyClock::time_point deadline);
-  // Creates the EPHEMERAL_SEQUENTIAL child "<container>/<prefix><seq>", making the container and
-  // its parents (as container nodes) when missing. Returns the child's name and its Stat.
-  std::pair<std::string, NodeStat> create_child(Session& s, const std::string& container, const std::string& prefix,
-                                                std::string_view holder, SteadyClock::time_point deadline);
-  void create_parents(Session& s, const std::string& path, SteadyClock::time_point deadline);
   // A child of `prefix` this session made (a retried attempt whose reply was lost), with its Stat.
   std::optional<std::pair<std::string, NodeStat>> own_child(Session& s, const std::string& container,
                                                             const std::vector<std::string>& names,
                                                             const std::string& prefix, SteadyClock::time_point deadline);
   std::optional<LeaseInfo> describe(Session& s, const std::string& name, SteadyClock::time_point deadline);
 
-  // `mark`: records that an attempt ("<container>/<prefix>") is about to create its node and
-  // returns whether an earlier attempt of the same secret left that record (it failed once its
-  // create was sent: its node may exist). Not `mark`: the attempt's outcome is known; forgets it.
-  bool uncertain(const std::string& attempt, bool mark);
+  // Orphans (orphans.cc): the nodes of `key` ("<container>/<prefix>") that session `s` made in
+  // an attempt whose create failed once sent, and that nothing holds or waits with, are deleted.
+  // Never blocks: requests and judgement run on the client's thread. `key` must be claimed.
+  void sweep(Session& s, const std::string& key) noexcept;
   // A lease this service holds: its node's path -> what renew writes back and what a session
   // expiry reports lost.
   struct Held {
@@ -126,13 +122,13 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   Options options_;
   std::string root_;
   std::string connect_;
+  ZkSessionLocks session_locks_;
   Events events_;  // before session_: the handle's watches point into it
-  std::mutex mutex_;
+  Attempts attempts_;
+  std::mutex mutex_;                         // held while a new session connects
   std::shared_ptr<Session> session_;        // guarded by mutex_
   std::mutex held_mutex_;                     // never held across a call to the server
   std::map<std::string, Held> held_;         // guarded by held_mutex_
-  std::set<std::string> uncertain_;          // attempts that may have left a node; guarded by mutex_
-  std::map<std::string, std::pair<std::string, NodeStat>> waiting_;  // attempt -> kept node; guarded by mutex_
 };
 
 }  // namespace dblock::zookeeper

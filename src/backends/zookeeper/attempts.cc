@@ -1,0 +1,87 @@
+#include "attempts.h"
+
+namespace dblock::zookeeper {
+
+bool Attempts::begin(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++running_[key];
+  return !uncertain_.insert(key).second;
+}
+
+void Attempts::settle(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uncertain_.erase(key);
+}
+
+bool Attempts::end(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = running_.find(key);
+  if (it != running_.end() && --it->second <= 0) running_.erase(it);
+  if (running_.count(key) != 0 || suspects_.count(key) == 0) return false;
+  return sweeping_.insert(key).second;
+}
+
+void Attempts::suspect(const std::string& key, std::int64_t session) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  suspects_[key] = session;
+}
+
+std::optional<OwnNode> Attempts::waiting(const std::string& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = waiting_.find(key);
+  if (it == waiting_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Attempts::set_waiting(const std::string& key, std::optional<OwnNode> node) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (node) {
+    waiting_[key] = std::move(*node);
+  } else {
+    waiting_.erase(key);
+  }
+}
+
+std::vector<std::string> Attempts::to_sweep(std::int64_t session) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (auto it = suspects_.begin(); it != suspects_.end();) {
+    if (it->second != session) {
+      it = suspects_.erase(it);
+      continue;
+    }
+    if (sweeping_.insert(it->first).second) out.push_back(it->first);
+    ++it;
+  }
+  return out;
+}
+
+bool Attempts::swept(const std::string& key, SweepOutcome outcome) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (outcome == SweepOutcome::kDeferred && running_.count(key) == 0 && suspects_.count(key) != 0) return true;
+  sweeping_.erase(key);
+  if (outcome == SweepOutcome::kComplete) suspects_.erase(key);
+  return false;
+}
+
+std::optional<bool> Attempts::judge(const std::string& key, const std::string& path,
+                                    const std::function<bool(const std::string&)>& held,
+                                    const std::function<void(const std::string&)>& doom) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (running_.count(key) != 0) return std::nullopt;
+  const auto waiter = waiting_.find(key);
+  if (waiter != waiting_.end() && key.substr(0, key.rfind('/') + 1) + waiter->second.first == path) return false;
+  if (held(path)) return false;
+  doom(path);
+  return true;
+}
+
+void Attempts::clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uncertain_.clear();
+  waiting_.clear();
+  suspects_.clear();
+  sweeping_.clear();
+}
+
+}  // namespace dblock::zookeeper
