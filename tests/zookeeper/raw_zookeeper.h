@@ -71,6 +71,14 @@ class RawZk {
     return std::string(buffer, length > 0 ? static_cast<std::size_t>(length) : 0);
   }
   int remove(const std::string& path) { return zoo_delete(zh_, path.c_str(), -1); }
+  // Creates `path` (flags: ZOO_EPHEMERAL_SEQUENTIAL, ...) holding `data`; returns the path made, or
+  // "" when the server refused.
+  std::string create(const std::string& path, const std::string& data, int flags) {
+    char made[1024] = {};
+    const int rc = zoo_create(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
+                              flags, made, sizeof made);
+    return rc == ZOK ? std::string(made) : std::string();
+  }
 
   // Waits (at most 10 s) for a zoo_async sync of `path`.
   void sync(const std::string& path) {

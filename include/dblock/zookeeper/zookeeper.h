@@ -6,7 +6,7 @@
 // Curator names its own: "_c_<guid>-__WRIT__<seq>" / "_c_<guid>-__READ__<seq>"
 // (InterProcessReadWriteLock, layout "rw") or "_c_<guid>-lock-<seq>" (InterProcessMutex, layout
 // "curator-mutex"). The guid is the owner digest (the first 128 bits of SHA-256 of the owner
-// secret) written as a UUID; the node's data is the holder string. The fence is the node's czxid.
+// secret) written as a UUID; the node's data is "dblock:" + the holder string. The fence is the node's czxid.
 // A lease lives as long as the manager's ZooKeeper session (one per service): granted_for is the
 // session timeout the server negotiated.
 //
@@ -45,6 +45,9 @@ struct Options {
   std::chrono::milliseconds session_timeout{10'000};
   // How long opening a session may take (shortened to the call's deadline when it has one).
   std::chrono::milliseconds connect_timeout{5'000};
+  // force_release also evicts holders that are not dblock's (their node's data lacks dblock's
+  // tag: Apache Curator's, say). Off: such a holder makes force_release a UsageError naming it.
+  bool force_foreign = false;
 };
 
 // Opens the session (waiting for it until the call's deadline). Throws UsageError (bad options,
@@ -53,6 +56,7 @@ std::unique_ptr<LeaseService> make_service(const Options& options, const std::st
 
 // From a parsed zookeeper:// URL:
 //   zookeeper://h1:p1,h2:p2/chroot?session_timeout=MS&connect_timeout=S&base=/path&layout=rw|curator-mutex
+//     &force_foreign=0|1
 // (port 2181 when not given; session_timeout in milliseconds, connect_timeout in seconds). base defaults as Options::base says, from `table_prefix`.
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
 

@@ -30,6 +30,13 @@ std::string joined(std::vector<std::string> holders) {
   return out;
 }
 
+[[noreturn]] void throw_foreign(std::string_view name, const std::string& child, const std::string& data) {
+  throw UsageError("zookeeper: '" + std::string(name) + "' is held by a client that is not dblock (" +
+                       shown_holder(data, child) +
+                       ", e.g. Apache Curator); add force_foreign=1 to the URL to force-release it too",
+                   kServiceName);
+}
+
 // Rounds of force_release when holders change under it (released, or the audit node missing).
 constexpr int kEvictionRounds = 4;
 
@@ -59,7 +66,8 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
     if (r.rc == ZNONODE) continue;  // released meanwhile
     if (r.rc != ZOK) unexpected("get " + path, r.rc);
     if (child.reader) record.mode = LockMode::kShared;
-    evicted.push_back(r.data.empty() ? child.name : r.data);
+    if (!holder_in(r.data) && !options_.force_foreign) throw_foreign(name, child.name, r.data);
+    evicted.push_back(shown_holder(r.data, child.name));
     record.old_fence = std::max(record.old_fence, r.stat.czxid);
     out.ops.push_back(MultiOp{false, path, "", 0});
   }
@@ -125,7 +133,7 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
     if (r.rc == ZNONODE) continue;  // released meanwhile
     if (r.rc != ZOK) unexpected("get " + dir + "/" + child.name, r.rc);
     if (child.reader) info.mode = LockMode::kShared;
-    holders.push_back(r.data.empty() ? child.name : r.data);  // a foreign holder shows as its node
+    holders.push_back(shown_holder(r.data, child.name));
     if (r.stat.czxid > info.fence) {
       info.fence = r.stat.czxid;
       info.acquired_at_us = r.stat.ctime_ms * 1000;

@@ -71,6 +71,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
     options.base = *base;
   }
   if (auto layout = params.text("layout")) options.layout = layout_of(*layout);
+  options.force_foreign = params.boolean("force_foreign").value_or(false);
   params.finish();
   if (!url.user.empty() || !url.password.empty()) {
     throw UsageError("zookeeper: credentials in the URL are not supported (no digest or SASL authentication)",

@@ -200,6 +200,24 @@ bool holds(const std::vector<Child>& children, std::size_t index) {
   return true;
 }
 
+namespace {
+constexpr std::string_view kDataTag = "dblock:";
+}  // namespace
+
+std::string node_data(std::string_view holder) { return std::string(kDataTag) + std::string(holder); }
+
+std::optional<std::string> holder_in(std::string_view data) {
+  if (data.substr(0, kDataTag.size()) != kDataTag) return std::nullopt;
+  return std::string(data.substr(kDataTag.size()));
+}
+
+std::string shown_holder(std::string_view data, std::string_view child) {
+  if (auto holder = holder_in(data)) return *holder;
+  std::string out = "foreign " + std::string(child);
+  if (!data.empty()) out += " (" + std::string(data) + ")";
+  return out;
+}
+
 std::optional<std::size_t> awaited(const std::vector<Child>& sorted, std::size_t index) {
   if (index == 0 || index >= sorted.size()) return std::nullopt;
   if (!sorted[index].reader) return index - 1;

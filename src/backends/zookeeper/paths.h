@@ -42,6 +42,15 @@ std::string node_prefix(const std::string& guid, Layout layout, LockMode mode);
 // The full child name of a sequence.
 std::string node_name(const std::string& guid, Layout layout, LockMode mode, std::uint32_t sequence);
 
+// A dblock node's data: "dblock:" + the holder string. Data without that tag is another client's
+// (Curator writes the client's IP address).
+std::string node_data(std::string_view holder);
+// The holder string in a dblock node's data; nullopt for another client's node.
+std::optional<std::string> holder_in(std::string_view data);
+// How a holder is shown (list, inspect, the audit record): a dblock node's holder string, another
+// client's as "foreign <child name>" and its data in parentheses when it has any.
+std::string shown_holder(std::string_view data, std::string_view child);
+
 // One child of a lock container as Curator sees it.
 struct Child {
   std::string name;

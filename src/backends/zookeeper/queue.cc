@@ -69,7 +69,7 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   if (!own && retried) own = own_child(s, dir, names, prefix, deadline);
   if (!own) {
     try {
-      own = create_child(s, dir, prefix, request.holder, deadline);
+      own = create_child(s, dir, prefix, node_data(request.holder), deadline);
     } catch (const ConnectionError& e) {
       // The create may have made the node: the same secret's next attempt looks for it, and the
       // sweep deletes it once no attempt of it runs (an expired session took it already).

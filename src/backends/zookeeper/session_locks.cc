@@ -111,7 +111,7 @@ std::unique_ptr<SessionLockHandle> ZkSessionLocks::acquire_session_lock(std::str
                                            std::min(deadline, now + options_.connect_timeout));
   const std::string dir = root_ + "/" + escape_name(name);
   const std::string prefix = node_prefix(guid_of(OwnerSecret::generate()), options_.layout, mode);
-  const std::string own = create_child(*session, dir, prefix, holder_text(), deadline).first;
+  const std::string own = create_child(*session, dir, prefix, node_data(holder_text()), deadline).first;
   for (;;) {
     const std::vector<Child> sorted = sorted_children(options_.layout, children_of(*session, dir, deadline));
     const std::optional<std::size_t> at = index_of(sorted, own);

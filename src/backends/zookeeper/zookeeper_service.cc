@@ -156,7 +156,7 @@ void ZooKeeperService::lease_lost(const LeaseKey& lease) noexcept {
 
 void ZooKeeperService::remember(const std::string& path, const AcquireRequest& request, std::int64_t session) {
   std::lock_guard<std::mutex> lock(held_mutex_);
-  held_[path] = Held{std::string(request.holder), std::string(request.name), *request.secret, session};
+  held_[path] = Held{node_data(request.holder), std::string(request.name), *request.secret, session};
 }
 
 void ZooKeeperService::session_expired(std::int64_t session) noexcept {
@@ -176,7 +176,7 @@ std::optional<std::string> ZooKeeperService::holder_of(const std::string& path) 
   std::lock_guard<std::mutex> lock(held_mutex_);
   const auto it = held_.find(path);
   if (it == held_.end()) return std::nullopt;
-  return it->second.holder;
+  return it->second.data;
 }
 
 void ZooKeeperService::forget(const std::string& path) {

@@ -107,7 +107,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // A lease this service holds: its node's path -> what renew writes back and what a session
   // expiry reports lost.
   struct Held {
-    std::string holder;
+    std::string data;  // the node's data (node_data of the holder string)
     std::string name;
     OwnerSecret secret;
     std::int64_t session = 0;
@@ -116,6 +116,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // The session's watcher: every lease of `session` is lost (kLost). Never blocks.
   void session_expired(std::int64_t session) noexcept;
   Session::Hooks hooks();
+  // The data of this service's held node `path`.
   std::optional<std::string> holder_of(const std::string& path);
   void forget(const std::string& path);
 
