@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <future>
 #include <memory>
 #include <regex>
 #include <string>
@@ -18,6 +19,7 @@
 #include "audit.h"
 #include "paths.h"
 #include "raw_zookeeper.h"
+#include "relay.h"
 #include "service_driver.h"
 #include "zookeeper_service.h"
 
@@ -380,6 +382,41 @@ TEST_CASE("zookeeper: an expired session loses its leases at once, saying so; la
   auto again = manager->try_acquire("expiring");
   REQUIRE(again);
   CHECK(again->fence() > lease->fence());
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
+// Found by the fault harness's session-expire row: a release whose delete met the takeover kept
+// retrying on the expired handle until its deadline and answered "in doubt".
+TEST_CASE("zookeeper: a release whose session is taken over and closed meanwhile answers already lost, not in doubt",
+          "[zookeeper][expiry]") {
+  const std::vector<Url::Host> hosts = parse_url(context().url).hosts;
+  if (hosts.size() != 1) return;  // standalone only: the takeover names one server
+  const std::string direct = "zookeeper://127.0.0.1:" + std::to_string(hosts[0].port) + "?session_timeout=10000";
+  TcpRelay relay(DBLOCK_TCP_RELAY, hosts[0].port);
+  // A 10 s session: the release's deadline is its safe-until, up to 10 s away, far after the
+  // expiry is known (the client's own timeout, 6.7 s, never fires).
+  auto manager = open_on("zookeeper://" + relay.address() + "?session_timeout=10000", unique_prefix());
+  auto* service = dynamic_cast<zk::ZooKeeperService*>(&ServiceDriver(*manager).service);
+  REQUIRE(service != nullptr);
+  AcquireOptions options;
+  options.ttl = 60s;
+  auto lease = manager->try_acquire("taken-over", options);
+  REQUIRE(lease);
+  const auto credentials = service->session_credentials();
+  relay.pause();  // the holder's path stalls: it sees nothing of the takeover yet
+  expire_session(direct, credentials);
+  const auto started = SteadyClock::now();
+  auto released = std::async(std::launch::async, [&] { return lease->release(); });
+  std::this_thread::sleep_for(200ms);  // the delete goes into the stalled path (no event tells when)
+  relay.resume();  // the server closed that connection: the client reconnects and finds its session expired
+  REQUIRE(released.wait_for(30s) == std::future_status::ready);
+  const ReleaseResult result = released.get();
+  INFO("release took " << std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - started).count()
+                       << " ms");
+  CHECK(result == ReleaseResult::kAlreadyLost);
 }
 
 }  // namespace dblock::testing

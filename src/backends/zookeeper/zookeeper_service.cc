@@ -140,7 +140,8 @@ RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::millisec
     // A lease this service did not take (not remembered): read, and never overwrite its data.
     r = holder ? s->set(path, *holder, deadline) : s->exists(path, deadline);
   } catch (const ConnectionError& e) {
-    if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED)) return result;  // its node went with it
+    // Its node went with the session (the handle may know it before any reply says so).
+    if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED) || s->expired()) return result;
     throw;
   }
   if (r.rc == ZNONODE) return result;  // force-released, or its session expired
@@ -166,6 +167,10 @@ bool ZooKeeperService::release(const LeaseKey& lease) {
       if (r.rc != ZOK && r.rc != ZNONODE) unexpected("delete " + path, r.rc);
       return r.rc == ZOK || retried;
     } catch (const ConnectionError& e) {
+      // The session expired meanwhile (another client closed it, or the server ended it): its
+      // ephemeral node is gone with it, whether or not our delete came first. Already lost: no
+      // retry can succeed on an expired handle, and the outcome is not in doubt.
+      if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED) || (s != nullptr && s->expired())) return false;
       if (SteadyClock::now() + kReleaseRetryPause >= deadline) {
         if (s != nullptr) s->remove_eventually(path);  // the node must not outlive the lease
         throw InDoubtError(std::string(e.what()) + " (the release's outcome is unknown; its delete is sent again)",
