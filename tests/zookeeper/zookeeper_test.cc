@@ -420,3 +420,32 @@ TEST_CASE("zookeeper: a release whose session is taken over and closed meanwhile
 }
 
 }  // namespace dblock::testing
+
+namespace dblock::testing {
+
+// Found by the fault harness's leader-stop row: a wrong owner's release whose delete met a lost
+// connection was sent again, found no node, and answered "released" (a retry's "no such node"
+// counted as the first delete's doing, for a node nobody of that secret ever took).
+TEST_CASE("zookeeper: a wrong owner's release that meets a lost connection is not reported released",
+          "[zookeeper][faults]") {
+  const std::vector<Url::Host> hosts = parse_url(context().url).hosts;
+  if (hosts.size() != 1) return;  // standalone only: the relay stands in front of one server
+  REQUIRE(context().restart);
+  TcpRelay relay(DBLOCK_TCP_RELAY, hosts[0].port);
+  // A 10 s session: it outlives the restart below (the server keeps it in its data).
+  auto manager = open_on("zookeeper://" + relay.address() + "?session_timeout=10000", unique_prefix());
+  auto lease = manager->try_acquire("wrong-owner");
+  REQUIRE(lease);
+  ServiceDriver service(*manager);
+  relay.pause();
+  auto released = std::async(std::launch::async, [&] {
+    return service.release("wrong-owner", LockMode::kExclusive, OwnerSecret::generate());
+  });
+  std::this_thread::sleep_for(200ms);  // the delete goes into the stalled path (no event tells when)
+  context().restart();  // the server closes every connection, the stalled one too
+  relay.resume();       // the client sees it closed: its delete failed with a lost connection, and is retried
+  REQUIRE(released.wait_for(30s) == std::future_status::ready);
+  CHECK_FALSE(released.get());
+}
+
+}  // namespace dblock::testing
