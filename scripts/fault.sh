@@ -2,16 +2,18 @@
 # Fault-injection harness runner (docs/fault-harness.md): every backend x fault, several seeds,
 # then one markdown table of the figures.
 #
-#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 12 s each, Redis 6 s (what CI's ctest -L fault runs)
+#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 12 s each, Redis 6 s, ZooKeeper 4 s
+#                                    (what CI's ctest -L fault runs)
 #   scripts/fault.sh --long          long mode: 20 seeds per backend x fault
 #
 # Options (after the mode):
 #   --runs N           seeds per backend x fault (short: 1, long: 20); seeds are SEED_BASE..SEED_BASE+N-1
 #   --seed-base N      first seed (default 1)
-#   --seconds S        length of one run (short: 12, Redis 6; long: 10)
+#   --seconds S        length of one run (short: 12, Redis 6, ZooKeeper 4; long: 10)
 #   --ttl-ms T         lease TTL (default 1000)
 #   --clients K        contending client processes (default 4)
-#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis,redlock (default: all this build has)
+#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis,redlock,zookeeper (default: all
+#                      this build has)
 #   --faults LIST      comma-separated subset of the faults (default: all that apply to a backend)
 #   --budget-minutes M stop starting new runs after M minutes (seeds interleave, so every combination
 #                      gets its first seeds before any gets its last)
@@ -22,7 +24,9 @@
 # Environment: JOBS (build parallelism, default 2); FAULT_PG_PORT, FAULT_PGBOUNCER_PORT,
 # FAULT_MARIADB_PORT, FAULT_REDIS_PORT, FAULT_REDIS_AOF_PORT (default 25437, 26437, 23309, 24380,
 # 24390: not the ports ctest's fixtures use; the second Redis runs with AOF always),
-# FAULT_REDLOCK_PORT, FAULT_REDLOCK_AOF_PORT (default 24384, 24394: the first of three masters each).
+# FAULT_REDLOCK_PORT, FAULT_REDLOCK_AOF_PORT (default 24384, 24394: the first of three masters each);
+# FAULT_ZOOKEEPER_PORT (standalone, default 22312), FAULT_ZOOKEEPER_ENSEMBLE_PORT (the first of three
+# client ports of the ensemble the leader-* rows use, default 22326; quorum +1000, election +2000).
 # The servers run from state directories under /tmp and are stopped on exit, by pid.
 # Exit status: 0 all runs held every invariant, 1 some run reported a violation or failed.
 set -euo pipefail
@@ -47,8 +51,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "fault.sh: unknown argument $1" >&2; sed -n '2,26p' "$0" >&2; exit 64 ;;
   esac
 done
-redis_seconds=${seconds:-6}  # short mode: as ctest's DBLOCK_FAULT_REDIS_SECONDS
-if [[ $mode == long ]]; then runs=${runs:-20}; seconds=${seconds:-10}; redis_seconds=$seconds; else runs=${runs:-1}; seconds=${seconds:-12}; fi
+redis_seconds=${seconds:-6} zk_seconds=${seconds:-4}  # short mode: as ctest's DBLOCK_FAULT_{REDIS,ZOOKEEPER}_SECONDS
+if [[ $mode == long ]]; then runs=${runs:-20}; seconds=${seconds:-10}; redis_seconds=$seconds; zk_seconds=$seconds; else runs=${runs:-1}; seconds=${seconds:-12}; fi
 
 driver="$build/tests/fault/fault_driver"
 if [[ ! -x "$driver" || ! -x "$build/tests/fault/fault_client" ]]; then
@@ -64,6 +68,7 @@ if [[ -z "$backends" ]]; then
   [[ " $available " == *" postgresql "* ]] && command -v pgbouncer >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && backends+="postgresql,"
   [[ " $available " == *" mysql "* ]] && command -v mariadbd >/dev/null && backends+="mariadb,"
   [[ " $available " == *" redis "* ]] && command -v redis-server >/dev/null && backends+="redis,redlock,"
+  [[ " $available " == *" zookeeper "* ]] && [[ -r /usr/share/java/zookeeper.jar ]] && backends+="zookeeper,"
   backends=${backends%,}
 fi
 faults_for() {
@@ -73,6 +78,7 @@ faults_for() {
     mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full" ;;
     redis) echo "none client-kill client-stop conn-kill pubsub-kill server-restart server-restart-aof server-stop relay-stall" ;;
     redlock) echo "none client-kill node-kill node-kill-two node-restart node-restart-two" ;;
+    zookeeper) echo "none client-kill client-stop session-expire server-stop server-restart relay-stall leader-kill leader-stop" ;;
   esac
 }
 
@@ -93,6 +99,10 @@ redlock_ports=("$redlock_port" $((redlock_port + 1)) $((redlock_port + 2)))
 redlock_aof_ports=("$redlock_aof_port" $((redlock_aof_port + 1)) $((redlock_aof_port + 2)))
 redlock_state=/tmp/dblock-fault-sh-redlock-$redlock_port
 redlock_aof_state=/tmp/dblock-fault-sh-redlock-aof-$redlock_aof_port
+zk_port=${FAULT_ZOOKEEPER_PORT:-22312} zk_ens_port=${FAULT_ZOOKEEPER_ENSEMBLE_PORT:-22326}
+zk_ens_ports=("$zk_ens_port" $((zk_ens_port + 1)) $((zk_ens_port + 2)))
+zk_state=/tmp/dblock-fault-sh-zookeeper-$zk_port
+zk_ens_state=/tmp/dblock-fault-sh-zookeeper-ensemble-$zk_ens_port
 redlock_url() { local IFS=,; local hosts=("${@/#/127.0.0.1:}"); echo "redlock://${hosts[*]}"; }
 started=()
 cleanup() {
@@ -106,6 +116,9 @@ cleanup() {
       redlock)
         scripts/servers/redis.sh stop "$redlock_state" >/dev/null 2>&1 || true
         scripts/servers/redis.sh stop "$redlock_aof_state" >/dev/null 2>&1 || true ;;
+      zookeeper)
+        scripts/servers/zookeeper.sh stop "$zk_state" >/dev/null 2>&1 || true
+        scripts/servers/zookeeper.sh stop "$zk_ens_state" >/dev/null 2>&1 || true ;;
     esac
   done
 }
@@ -125,6 +138,10 @@ for b in "${backend_list[@]}"; do
       started+=(redlock)
       DBLOCK_REDIS_AOF=no scripts/servers/redis.sh start "$redlock_state" "${redlock_ports[@]}"
       DBLOCK_REDIS_AOF=always scripts/servers/redis.sh start "$redlock_aof_state" "${redlock_aof_ports[@]}" ;;
+    zookeeper)
+      started+=(zookeeper)
+      scripts/servers/zookeeper.sh start "$zk_state" "$zk_port"
+      scripts/servers/zookeeper.sh start "$zk_ens_state" "${zk_ens_ports[@]}" ;;
     sqlite) ;;
     *) echo "fault.sh: unknown backend $b" >&2; exit 64 ;;
   esac
@@ -161,6 +178,15 @@ run_one() {  # backend fault seed
         args=(--url "$(redlock_url "${redlock_ports[@]}")" --state "$redlock_state")
       fi
       args+=(--server-script "$root/scripts/servers/redis.sh") ;;
+    zookeeper)
+      secs=$zk_seconds
+      if [[ $f == leader-* ]]; then
+        local IFS=,; local hosts=("${zk_ens_ports[@]/#/127.0.0.1:}")
+        args=(--url "zookeeper://${hosts[*]}" --state "$zk_ens_state"); unset IFS
+      else
+        args=(--url "zookeeper://127.0.0.1:$zk_port" --state "$zk_state")
+      fi
+      args+=(--server-script "$root/scripts/servers/zookeeper.sh") ;;
   esac
   local log="$logdir/$b-$f-$seed.log"
   if "$driver" run --fault "$f" --seed "$seed" --seconds "$secs" --ttl-ms "$ttl" --clients "$clients" \
@@ -174,7 +200,7 @@ run_one() {  # backend fault seed
 
 selected() { [[ -z "$faults" || ",$faults," == *",$1,"* ]]; }
 
-echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run (Redis $redis_seconds s), TTL $ttl ms, $clients clients; backends: $backends"
+echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run (Redis $redis_seconds s, ZooKeeper $zk_seconds s), TTL $ttl ms, $clients clients; backends: $backends"
 echo "fault.sh: per-run logs in $logdir"
 failures=0
 start=$(date +%s)

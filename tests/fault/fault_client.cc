@@ -8,8 +8,8 @@
 // (PR_SET_PDEATHSIG), so an aborted driver leaves no contenders behind.
 //
 // The write: on the SQL backends a guarded write (run_guarded) into the lock's own database, whose
-// resource row also refuses a fence not above the last one. With --resource-url (Redis: no
-// transactions to guard) the resource is another database, an SQLite file: the write is a plain
+// resource row also refuses a fence not above the last one. With --resource-url (Redis, ZooKeeper:
+// no transactions to guard) the resource is another database, an SQLite file: the write is a plain
 // transaction there (BEGIN IMMEDIATE), no check of the lease at all, and the resource's fence
 // check is the only thing that refuses a stale holder's write.
 #include <fcntl.h>
@@ -31,6 +31,9 @@
 
 #include "fault_common.h"
 #include "service_driver.h"
+#ifdef DBLOCK_FAULT_ZOOKEEPER
+#include "zookeeper_service.h"
+#endif
 
 namespace dblock::fault {
 namespace {
@@ -58,6 +61,7 @@ struct Args {
   bool check_session_refused = false;
   bool fsync = false;
   bool unfenced = false;  // sabotage: write without the guard and without the resource's fence check
+  bool announce_session = false;  // ZooKeeper: tell the driver the session's id and password (session-expire)
   int open_timeout_ms = 60'000;
 };
 
@@ -93,6 +97,37 @@ class Log {
 void say(const std::string& text) {
   std::string data = text + "\n";
   (void)!::write(STDOUT_FILENO, data.data(), data.size());
+}
+
+// session-expire: "zs <id hex> <password hex>" on stdout when the ZooKeeper session changed since
+// the last announcement, so that the driver can take it over and close it. A test-only path (the
+// service's internals), not the public API. `last`: the id announced last.
+void announce_session(LockManager& manager, std::int64_t& last) {
+#ifdef DBLOCK_FAULT_ZOOKEEPER
+  auto* service = dynamic_cast<zookeeper::ZooKeeperService*>(&ServiceDriver(manager).service);
+  if (service == nullptr) return;
+  try {
+    const detail::CallDeadlineScope bound(std::chrono::steady_clock::now() + 2s);  // a new session, if any, by then
+    const auto [id, password] = service->session_credentials();
+    if (id == 0 || id == last) return;
+    char buf[8];
+    std::string line = "zs ";
+    char idbuf[32];
+    std::snprintf(idbuf, sizeof idbuf, "%llx", static_cast<unsigned long long>(id));
+    line += std::string(idbuf) + " ";
+    for (unsigned char c : password) {
+      std::snprintf(buf, sizeof buf, "%02x", c);
+      line += buf;
+    }
+    say(line);
+    last = id;
+  } catch (const std::exception&) {
+    // No session now (the server is unreachable): announced after a later acquisition.
+  }
+#else
+  (void)manager;
+  (void)last;
+#endif
 }
 
 std::string s(std::int64_t v) { return std::to_string(v); }
@@ -141,6 +176,7 @@ Args parse(int argc, char** argv) {
     else if (k == "--check-session-refused") a.check_session_refused = true;
     else if (k == "--fsync") a.fsync = true;
     else if (k == "--unfenced") a.unfenced = true;
+    else if (k == "--announce-session") a.announce_session = true;
     else throw UsageError("unknown argument " + k);
   }
   if (a.url.empty() || a.prefix.empty() || a.log.empty()) throw UsageError("--url, --prefix and --log are required");
@@ -238,6 +274,7 @@ int run(const Args& a) {
   auto log_call = [&log](const char* what, std::int64_t t_call, std::int64_t bound, const std::string& outcome) {
     log.line(std::string("C ") + what + " " + s(t_call) + " " + s(mono_ns()) + " " + s(bound) + " " + outcome);
   };
+  std::int64_t announced_session = 0;
   for (std::int64_t k = 1; !stop.load(); ++k) {
     acquire_options.on_lost = [&log, k](const LostLease&) { log.line("L " + s(k) + " " + s(mono_ns())); };
     const std::int64_t t_call = mono_ns();
@@ -260,6 +297,7 @@ int run(const Args& a) {
     const std::int64_t fence = lease->fence();
     log.line("A " + s(k) + " " + s(t_call) + " " + s(t_ret) + " " + s(fence) + " " +
              s(to_mono_ns(lease->safe_until())));
+    if (a.announce_session) announce_session(*manager, announced_session);
     say("cs " + s(k));
 
     if (a.unfenced) {

@@ -27,6 +27,7 @@ Dialect dialect_of(std::string_view url) {
   if (scheme == "mysql" || scheme == "mariadb") return Dialect::kMysql;
   if (scheme == "redis") return Dialect::kRedis;
   if (scheme == "redlock") return Dialect::kRedlock;
+  if (scheme == "zookeeper") return Dialect::kZookeeper;
   throw UsageError("fault harness: unsupported URL scheme '" + scheme + "'");
 }
 
@@ -37,6 +38,7 @@ const char* dialect_name(Dialect d) {
     case Dialect::kMysql: return "mariadb";
     case Dialect::kRedis: return "redis";
     case Dialect::kRedlock: return "redlock";
+    case Dialect::kZookeeper: return "zookeeper";
   }
   return "?";
 }
@@ -89,7 +91,8 @@ ResourceSql resource_sql(Dialect d, const std::string& prefix) {
       break;
     case Dialect::kRedis:
     case Dialect::kRedlock:
-      throw UsageError("fault harness: Redis keeps no SQL resource (the resource is an SQLite file)");
+    case Dialect::kZookeeper:
+      throw UsageError("fault harness: Redis and ZooKeeper keep no SQL resource (the resource is an SQLite file)");
   }
   s.create.push_back("INSERT INTO " + r + " (id, last_fence, value) VALUES (1, 0, 0)");
   s.guarded_update = "UPDATE " + r + " SET last_fence = ?, value = value + 1 WHERE id = 1 AND last_fence < ?";
@@ -113,7 +116,8 @@ const std::vector<std::string>& fault_kinds() {
   static const std::vector<std::string> kinds = {
       "none",           "client-kill", "client-stop", "session-kill", "conn-kill", "pubsub-kill", "server-restart",
       "server-restart-aof", "server-stop", "relay-stall", "conn-full", "pgbouncer", "writer-kill", "disk-full",
-      "node-kill",      "node-kill-two", "node-restart", "node-restart-two"};
+      "node-kill",      "node-kill-two", "node-restart", "node-restart-two", "session-expire", "leader-kill",
+      "leader-stop"};
   return kinds;
 }
 

@@ -5,8 +5,8 @@
 //   fault_driver selftest                              the oracle against synthetic histories
 //
 // A run creates the protected resource under its own table prefix (in the lock's database; on
-// Redis in an SQLite file of the work directory, outside the lock service), starts K fault_client
-// processes, injects faults on a schedule drawn from a seeded generator (the draws are
+// Redis and ZooKeeper in an SQLite file of the work directory, outside the lock service), starts K
+// fault_client processes, injects faults on a schedule drawn from a seeded generator (the draws are
 // reproducible; the interleaving with the clients is not), stops everything after --seconds or
 // --max-acquisitions, then checks the invariants and prints the figures plus one RESULT line.
 // Exit status: 0 all invariants held, 1 a safety invariant was violated, 2 the run itself failed
@@ -49,6 +49,7 @@
 #include "oracle.h"
 #include "redis_admin.h"
 #include "report.h"
+#include "zookeeper_admin.h"
 
 #ifndef DBLOCK_SOURCE_DIR
 #define DBLOCK_SOURCE_DIR "."
@@ -101,7 +102,8 @@ struct Args {
                "       fault_driver schemes\n"
                "KIND: none client-kill client-stop session-kill conn-kill pubsub-kill server-restart\n"
                "      server-restart-aof server-stop relay-stall conn-full pgbouncer writer-kill disk-full\n"
-               "      node-kill node-kill-two node-restart node-restart-two (Redlock)\n",
+               "      node-kill node-kill-two node-restart node-restart-two (Redlock)\n"
+               "      session-expire leader-kill leader-stop (ZooKeeper)\n",
                why.c_str());
   std::exit(64);
 }
@@ -221,6 +223,7 @@ class Run {
   void redis_client_kill(const std::string& type);
   void stop_clients(bool stop);  // SIGSTOP (or SIGCONT) every running client, as client-stop events
   void server_restart();
+  void session_expire(Client& c);  // ZooKeeper: takes the client's session over and closes it
   void server_freeze();
   void server_thaw();
   void interrupt();
@@ -262,6 +265,8 @@ class Run {
   std::int64_t thaw_at_ = 0;
   std::vector<pid_t> watchdogs_;
   std::unique_ptr<RedisNodes> redis_;           // Redis, Redlock: the servers under test
+  std::unique_ptr<ZkServers> zk_;               // ZooKeeper: the servers under test
+  std::map<int, ZkSession> zk_sessions_;        // session-expire: each client's session as it announced it
   std::unique_ptr<Interruption> interruption_;  // relay-stall, conn-full, disk-full, node-*
   bool interrupted_ = false;
   std::int64_t restore_at_ = 0;
@@ -366,8 +371,12 @@ void Run::spawn(int id) {
   // 0.3 s) lands inside holds that outlive it and renew across it. Without AOF those leases are
   // gone when the server is back, which the holder learns at its renewal or release while a waiter
   // may already hold the name and write; with AOF `always` they must all still be there.
-  const bool long_holds = is_redis(dialect_) && (a_.fault == "server-restart" || a_.fault == "server-restart-aof" ||
-                                                 a_.fault.rfind("node-", 0) == 0);
+  // ZooKeeper likewise: a session outlives a restart or a leader's death when its client reconnects
+  // in time, and its leases with it; a forced expiry lands in a hold whose holder writes after it.
+  const bool long_holds = (is_redis(dialect_) && (a_.fault == "server-restart" || a_.fault == "server-restart-aof" ||
+                                                  a_.fault.rfind("node-", 0) == 0)) ||
+                          (dialect_ == Dialect::kZookeeper &&
+                           (a_.fault == "server-restart" || a_.fault == "leader-kill" || a_.fault == "session-expire"));
   const std::string long_pause = s(a_.ttl_ms * 3 / 10);
   std::vector<std::string> argv = {a_.client_path,
                                    "--url", url,
@@ -387,6 +396,7 @@ void Run::spawn(int id) {
     argv.push_back(resource_url_);
   }
   if (a_.sabotage) argv.push_back("--unfenced");
+  if (a_.fault == "session-expire") argv.push_back("--announce-session");
   std::vector<char*> args;
   for (auto& x : argv) args.push_back(x.data());
   args.push_back(nullptr);
@@ -466,6 +476,11 @@ void Run::on_line(Client& c, const std::string& line) {
     c.writing = false;
   } else if (line == "bye") {
     c.said_bye = true;
+  } else if (line.rfind("zs ", 0) == 0) {
+    std::istringstream fields(line.substr(3));
+    std::string id, password;
+    fields >> id >> password;
+    zk_sessions_[c.id] = parse_zk_session(id, password);
   }
 }
 
@@ -605,7 +620,15 @@ void Run::server_restart() {
   const std::int64_t t = mono_ns();
   const bool pg = dialect_ == Dialect::kPostgresql;
   int rc = 0;
-  if (redis_) {
+  if (zk_ && a_.fault == "leader-kill") {
+    // The leader's crash: the other two elect a new one meanwhile; it comes back as a follower.
+    const int port = zk_->leader();
+    rc = port == 0 ? -1 : zk_->kill(port);
+    if (rc == 0) rc = zk_->start(port);
+    note("leader-kill " + s(port));
+  } else if (zk_) {
+    rc = zk_->restart();  // a clean stop and start, the data directory kept: sessions survive it
+  } else if (redis_) {
     // A crash, as PostgreSQL's immediate stop and MariaDB's kill: SIGKILL, then the same server
     // (its AOF, if it has one) comes back.
     const int port = redis_->ports().front();
@@ -621,10 +644,24 @@ void Run::server_restart() {
   if (rc != 0) throw std::runtime_error("server restart failed (see " + err_path() + ")");
 }
 
+void Run::session_expire(Client& c) {
+  const std::int64_t t = mono_ns();
+  const auto it = zk_sessions_.find(c.id);
+  const bool taken = it != zk_sessions_.end() && zk_->expire(it->second, 5000ms);
+  const std::int64_t t_end = mono_ns();
+  events_.push_back({FaultEvent::kSessionExpire, t, t_end, c.id, taken ? 1 : 0});
+  note("session-expire " + s(c.id) + (c.in_cs ? " in-cs" : "") + (taken ? " taken over and closed" : " not taken over") +
+       " in " + fmt(static_cast<double>(t_end - t) / 1e6) + " ms");
+}
+
 void Run::server_freeze() {
-  const pid_t main_pid = server_pid(dialect_, a_.state, redis_ ? redis_->ports().front() : 0);
+  // leader-stop: the ensemble's leader, long enough past the followers' syncLimit (2 s in
+  // zookeeper.sh) that they elect another; it finds itself stale when it goes on.
+  const bool leader = a_.fault == "leader-stop";
+  const pid_t main_pid = zk_ ? zk_->pid(leader ? zk_->leader() : zk_->ports().front())
+                             : server_pid(dialect_, a_.state, redis_ ? redis_->ports().front() : 0);
   if (main_pid == 0) throw std::runtime_error("no server pid under " + a_.state);
-  const auto hold = milliseconds(static_cast<std::int64_t>(uniform(1.5, 2.5) * a_.ttl_ms));
+  const auto hold = milliseconds(static_cast<std::int64_t>(uniform(1.5, 2.5) * a_.ttl_ms)) + (leader ? 2000ms : 0ms);
   // The main process first (a stopped postmaster forks no new backends), then its children;
   // mariadbd and redis-server are one process each, and SIGSTOP stops all their threads.
   frozen_pids_ = {main_pid};
@@ -715,6 +752,9 @@ void Run::step_faults() {
         events_.push_back({FaultEvent::kClientStop, now, 0, c.id, 0});
         note("client-stop " + s(c.id) + (c.in_cs ? " in-cs" : ""));
         next_at_ = 0;
+      } else if (f == "session-expire") {
+        session_expire(c);
+        schedule_next(1.0, 2.0);
       } else {
         kill_client(c, FaultEvent::kClientKill);
         spawn(next_id_++);
@@ -734,7 +774,7 @@ void Run::step_faults() {
   }
 
   next_at_ = 0;
-  if (f == "client-kill" || f == "pgbouncer" || f == "client-stop" || f == "writer-kill") {
+  if (f == "client-kill" || f == "pgbouncer" || f == "client-stop" || f == "writer-kill" || f == "session-expire") {
     if (f == "writer-kill" && std::uniform_int_distribution<int>(0, 1)(rng_) == 0) {
       // Half of the writer kills land at an arbitrary instant (acquire, renewal, release, idle).
       if (Client* c = random_client(false)) {
@@ -760,10 +800,10 @@ void Run::step_faults() {
   } else if (f == "conn-kill" || f == "pubsub-kill") {
     redis_client_kill(f == "conn-kill" ? "normal" : "pubsub");
     schedule_next(0.3, 1.0);
-  } else if (f == "server-restart" || f == "server-restart-aof") {
+  } else if (f == "server-restart" || f == "server-restart-aof" || f == "leader-kill") {
     server_restart();
     schedule_next(2.0, 4.0);
-  } else if (f == "server-stop") {
+  } else if (f == "server-stop" || f == "leader-stop") {
     server_freeze();
   } else if (interruption_) {
     interrupt();
@@ -849,6 +889,20 @@ int Run::execute() {
     usage("disk-full runs on SQLite in the work directory (no --url)");
   }
   if ((f == "server-restart" || f == "server-stop") && a_.state.empty()) usage(f + " needs --state");
+  const bool zookeeper = dialect_ == Dialect::kZookeeper;
+  if ((f == "session-expire" || f == "leader-kill" || f == "leader-stop") && !zookeeper) usage(f + " needs a zookeeper URL");
+  if (zookeeper && f != "none" && f != "client-kill" && f != "client-stop" && f != "session-expire" &&
+      f != "server-restart" && f != "server-stop" && f != "relay-stall" && f != "leader-kill" && f != "leader-stop") {
+    usage(f + " does not apply to ZooKeeper");
+  }
+  if ((f == "leader-kill" || f == "leader-stop") && (a_.state.empty() || parse_url(a_.url).hosts.size() < 3)) {
+    usage(f + " needs an ensemble (a URL naming three servers) and --state");
+  }
+  // A session as long as the TTL (the least the test servers grant is 1 s): a lease is bound by
+  // both, and a client stopped for longer than a TTL outlives its session.
+  if (zookeeper && a_.url.find("session_timeout=") == std::string::npos) {
+    a_.url = with_param(a_.url, "session_timeout", s(std::max(1000, a_.ttl_ms)));
+  }
   const bool node_fault = f.rfind("node-", 0) == 0;
   if (node_fault && dialect_ != Dialect::kRedlock) usage(f + " needs a redlock URL");
   if (node_fault && a_.state.empty()) usage(f + " needs --state");
@@ -869,7 +923,7 @@ int Run::execute() {
   if (f == "pgbouncer" && a_.url.find("prepared=") == std::string::npos) a_.url = with_param(a_.url, "prepared", "0");
   if (a_.server_script.empty()) {
     a_.server_script = std::string(DBLOCK_SOURCE_DIR) + "/scripts/servers/" +
-                       (pg ? "postgresql.sh" : redis ? "redis.sh" : "mariadb.sh");
+                       (pg ? "postgresql.sh" : redis ? "redis.sh" : zookeeper ? "zookeeper.sh" : "mariadb.sh");
   }
 
   prefix_ = "fault" + s(getpid() % 100000) + "_" + s(static_cast<std::int64_t>(a_.seed % 100000)) + "_";
@@ -884,6 +938,7 @@ int Run::execute() {
   }
   if (f == "disk-full") interruption_ = disk_full(a_.work + "/db");  // before the file is made
   if (redis) redis_ = std::make_unique<RedisNodes>(a_.admin_url, a_.server_script, a_.state, err_path());
+  if (zookeeper) zk_ = std::make_unique<ZkServers>(a_.admin_url, a_.server_script, a_.state, err_path());
   if (node_fault) {
     const int count = f.size() > 4 && f.compare(f.size() - 4, 4, "-two") == 0 ? 2 : 1;
     interruption_ = node_outage(*redis_, count, f.rfind("node-restart", 0) == 0, a_.seed);
@@ -958,7 +1013,7 @@ int Run::execute() {
   in.ttl_ns = ttl_ns();
   in.baseline = f == "none";
   in.expect_session_refused = f == "pgbouncer";
-  in.fence_only = redis;
+  in.fence_only = !is_sql(dialect_);
   // Redlock: nothing is excused (its node faults keep a majority's keys, or restart nodes late).
   in.leases_volatile = dialect_ == Dialect::kRedis && aof_mode_ != "always" && !a_.durable;
   in.events = events_;
@@ -983,6 +1038,7 @@ int Run::execute() {
     });
   }
   if (redis) server_version = redis_->version();  // the resource's SQLite is not the server under test
+  if (zk_) server_version = zk_->version();
   Figures fig = evaluate(in);
   fig.client_crashes = crashes_;
   auto violations = fig.violations(in.baseline);
@@ -1024,6 +1080,10 @@ int Run::execute() {
               excused ? (" (lost to a restart: " + s(fig.lost_to_restart) + " releases, " +
                          s(fig.probe_gone_at_restart) + " probes; allowed)").c_str()
                       : "");
+  if (f == "session-expire") {
+    std::printf("  (forced expiries: %lld holds cut where the expiry began, %lld releases/probes found the lease gone; allowed)\n",
+                (long long)fig.expired_holds, (long long)fig.lost_to_expiry);
+  }
   if (in.expect_session_refused) {
     std::printf("  session locks granted behind the pooler %lld (refused %lld, unchecked %lld)\n",
                 (long long)fig.session_not_refused, (long long)fig.session_refused, (long long)fig.session_unchecked);
@@ -1079,6 +1139,7 @@ int Run::execute() {
          << " rejected_guard=" << fig.rejected_guard << " rejected_resource=" << fig.rejected_resource
          << " lost_early=" << fig.lost_early << " restart_overlaps=" << fig.restart_overlaps
          << " lost_to_restart=" << fig.lost_to_restart << " probe_gone_at_restart=" << fig.probe_gone_at_restart
+         << " expired_holds=" << fig.expired_holds << " lost_to_expiry=" << fig.lost_to_expiry
          << " write_errors=" << fig.write_errors
          << " indoubt_committed=" << fig.indoubt_committed << " lost_callbacks=" << fig.lost_callbacks
          << " lost_at_release=" << fig.lost_at_release << " errors=" << fig.errors

@@ -75,6 +75,26 @@ bool intersects(const std::vector<std::pair<std::int64_t, std::int64_t>>& spans,
   return std::any_of(spans.begin(), spans.end(), [&](const auto& s) { return s.first < to && s.second > from; });
 }
 
+// [begun, session closed] of each forced expiry of `client`'s session.
+std::vector<std::pair<std::int64_t, std::int64_t>> expiries_of(const OracleInput& in, int client) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> out;
+  for (const auto& e : in.events) {
+    if (e.kind == FaultEvent::kSessionExpire && e.client == client) out.emplace_back(e.t, e.t_end);
+  }
+  return out;
+}
+
+// A hold [start, end) of a client whose session was expired by force at [t, t_end]: the lease was
+// taken away at t (a hold that began before the session was closed may be in it: it ends at its
+// start). Returns the end the hold keeps.
+std::int64_t cut_by_expiry(const std::vector<std::pair<std::int64_t, std::int64_t>>& expiries, std::int64_t start,
+                           std::int64_t end) {
+  for (const auto& [t, t_end] : expiries) {
+    if (start <= t_end && end > t) end = std::max(start, std::min(end, t));
+  }
+  return end;
+}
+
 }  // namespace
 
 const char* to_string(FaultEvent::Kind kind) {
@@ -89,6 +109,7 @@ const char* to_string(FaultEvent::Kind kind) {
     case FaultEvent::kEndKill: return "end-kill";
     case FaultEvent::kInterrupt: return "interrupt";
     case FaultEvent::kRestore: return "restore";
+    case FaultEvent::kSessionExpire: return "session-expire";
   }
   return "?";
 }
@@ -349,6 +370,9 @@ Figures evaluate(const OracleInput& in) {
     // when one ends before the next starts, the fences increase. A holder paused inside
     // acquire() may return with safe-until already passed: that hold is empty.
     std::int64_t cend = std::min(end, a->safe_until);
+    const std::int64_t cut = cut_by_expiry(expiries_of(in, a->client), a->t_ret, cend);
+    if (cut < cend) ++fig.expired_holds;
+    cend = cut;
     if (cend > a->t_ret) {
       clipped.push_back({a->t_ret, cend, a->fence, a->client});
     } else {
@@ -385,9 +409,14 @@ Figures evaluate(const OracleInput& in) {
   // safe-until and is not counted, nor is one whose client was stopped meanwhile.
   for (const auto& c : in.clients) {
     const auto stopped = stops_of(in, c.client);
+    const auto expired = expiries_of(in, c.client);
     for (const auto& a : c.acquisitions) {
       if (!a.released || a.result != "already_lost" || a.t_released >= a.safe_until) continue;
       if (intersects(stopped, a.t_end, a.t_released)) continue;
+      if (intersects(expired, a.t_call, a.t_released)) {
+        ++fig.lost_to_expiry;
+        continue;
+      }
       const bool restarted = std::any_of(restarts.begin(), restarts.end(), [&](const auto& r) {
         return r.first <= a.t_released && r.second >= a.t_call;
       });
@@ -395,6 +424,11 @@ Figures evaluate(const OracleInput& in) {
     }
     // A probe that saw the lease vanish while a restart was under way.
     for (const auto& g : c.probe_gone) {
+      if (intersects(expired, g.t0, g.t)) {
+        fig.lost_to_expiry += g.count;
+        fig.wrong_owner_effects -= g.count;
+        continue;
+      }
       const bool restarted = std::any_of(restarts.begin(), restarts.end(),
                                          [&](const auto& r) { return r.first <= g.t && r.second >= g.t0; });
       if (restarted) {
@@ -688,6 +722,34 @@ std::vector<std::string> oracle_selftest() {
     in.events.erase(in.events.begin());
     f = evaluate(in);
     expect(f.lost_early == 0 && f.lost_to_restart == 0, "a stopped client's late release counted as lost early");
+  }
+  {  // forced session expiry: the expired holder's hold ends when the expiry began, not later
+    auto t = [](std::int64_t v) { return std::to_string(v * 1'000'000); };
+    constexpr std::int64_t ms = 1'000'000;
+    auto in = clean_history();
+    in.clients[0] = parse_text(1, "START 1 11 50\nA 1 " + t(90) + " " + t(100) + " 1 " + t(1000) + "\nP 1 " + t(400) +
+                                      " 1 1 " + t(120) + "\nR 1 " + t(500) + " " + t(510) + " already_lost " + t(1000) +
+                                      " 0\nEND " + t(520) + "\n");
+    in.clients[1] = parse_text(2, "START 2 12 50\nA 1 " + t(200) + " " + t(300) + " 2 " + t(1200) + "\nR 1 " + t(600) +
+                                      " " + t(610) + " released " + t(1200) + " 0\nEND " + t(620) + "\n");
+    in.ops.clear();
+    in.resource_value = 0;
+    in.resource_last_fence = 0;
+    in.baseline = false;
+    Figures f = evaluate(in);
+    expect(f.safe_overlaps == 1 && f.lost_early == 1 && f.wrong_owner_effects == 1 && f.expired_holds == 0,
+           "a lease taken away without an expiry event not detected");
+    in.events.push_back({FaultEvent::kSessionExpire, 250 * ms, 260 * ms, 1, 0});
+    f = evaluate(in);
+    expect(f.safe_overlaps == 0 && f.lost_early == 0 && f.wrong_owner_effects == 0 && f.expired_holds == 1 &&
+               f.lost_to_expiry == 2 && f.violations(false).empty(),
+           "a forced expiry's lost lease not excused");
+    in.events[0].client = 2;  // another client's session: nothing excused
+    f = evaluate(in);
+    expect(f.safe_overlaps == 1 && f.lost_early == 1, "an expiry of another session excused the holder");
+    in.events[0] = {FaultEvent::kSessionExpire, 350 * ms, 360 * ms, 1, 0};  // after the takeover: no excuse
+    f = evaluate(in);
+    expect(f.safe_overlaps == 1, "an overlap excused by a later expiry");
   }
   {  // restart regression
     auto in = clean_history();

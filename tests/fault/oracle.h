@@ -84,11 +84,12 @@ struct OpRow {
 struct FaultEvent {
   enum Kind {
     kClientKill, kClientStop, kClientCont, kSessionKill, kServerRestart, kServerStop, kServerCont, kEndKill,
-    kInterrupt, kRestore  // relay-stall, conn-full, disk-full: taken away, given back
+    kInterrupt, kRestore,  // relay-stall, conn-full, disk-full: taken away, given back
+    kSessionExpire         // ZooKeeper: `client`'s session taken over and closed [t, t_end]
   };
   Kind kind = kClientKill;
   std::int64_t t = 0;
-  std::int64_t t_end = 0;  // kServerRestart: server back up
+  std::int64_t t_end = 0;  // kServerRestart: server back up; kSessionExpire: the session closed
   int client = 0;          // client events
   int count = 0;           // kSessionKill: sessions terminated
 };
@@ -146,6 +147,10 @@ struct Figures {
   std::int64_t rejected_resource = 0;      // fence_only: writes the resource refused for a stale fence
   // leases_volatile: what a restart that lost the leases explains (reported, not violations).
   std::int64_t restart_overlaps = 0, lost_to_restart = 0, probe_gone_at_restart = 0;
+  // Forced session expiry (ZooKeeper): the expired session's holds end when the expiry began (the
+  // lease was taken away then: its holder learns it later); holds so cut, and the releases and
+  // probes that found such a lease gone (reported, not violations).
+  std::int64_t expired_holds = 0, lost_to_expiry = 0;
   std::int64_t lost_callbacks = 0, lost_at_release = 0, lost_flag_at_write = 0, expired_on_return = 0;
   std::int64_t probes = 0, probe_errors = 0, not_acquired = 0, errors = 0, background_errors = 0;
   std::int64_t session_refused = 0, session_unchecked = 0, malformed = 0;  // unchecked: errors

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <regex>
@@ -243,10 +244,6 @@ TEST_CASE("zookeeper: base= places the containers, under the chroot", "[zookeepe
   lease->release();
 }
 
-}  // namespace dblock::testing
-
-namespace dblock::testing {
-
 namespace {
 
 // "$DBLOCK_TEST_ZOOKEEPER_SCRIPT <command> $DBLOCK_TEST_ZOOKEEPER_STATE <args>"'s standard output.
@@ -295,10 +292,6 @@ TEST_CASE("zookeeper: czxid fences increase across node deletions and, on an ens
   CHECK((third >> 32) > (second >> 32));
 }
 
-}  // namespace dblock::testing
-
-namespace dblock::testing {
-
 TEST_CASE("zookeeper: a waiter in line is woken by the watch on the node ahead, not by polling",
           "[zookeeper][events]") {
   const std::string prefix = unique_prefix();
@@ -326,10 +319,6 @@ TEST_CASE("zookeeper: a waiter in line is woken by the watch on the node ahead, 
                         << " ms");
   CHECK(got_at - released_at < 500ms);
 }
-
-}  // namespace dblock::testing
-
-namespace dblock::testing {
 
 namespace {
 
@@ -464,6 +453,62 @@ TEST_CASE("zookeeper: a create whose reply never came leaves no node behind once
   third.reset();
   // The manager that left the orphan works on.
   CHECK(within(10s, [&] { return manager->try_acquire("orphan").has_value(); }));
+}
+
+// Found by the fault harness's session-expire row: a release whose delete met the takeover kept
+// retrying on the expired handle until its deadline and answered "in doubt".
+TEST_CASE("zookeeper: a release whose session is taken over and closed meanwhile answers already lost, not in doubt",
+          "[zookeeper][expiry]") {
+  const std::vector<Url::Host> hosts = parse_url(context().url).hosts;
+  if (hosts.size() != 1) return;  // standalone only: the takeover names one server
+  const std::string direct = "zookeeper://127.0.0.1:" + std::to_string(hosts[0].port) + "?session_timeout=10000";
+  TcpRelay relay(DBLOCK_TCP_RELAY, hosts[0].port);
+  // A 10 s session: the release's deadline is its safe-until, up to 10 s away, far after the
+  // expiry is known (the client's own timeout, 6.7 s, never fires).
+  auto manager = open_on("zookeeper://" + relay.address() + "?session_timeout=10000", unique_prefix());
+  auto* service = dynamic_cast<zk::ZooKeeperService*>(&ServiceDriver(*manager).service);
+  REQUIRE(service != nullptr);
+  AcquireOptions options;
+  options.ttl = 60s;
+  auto lease = manager->try_acquire("taken-over", options);
+  REQUIRE(lease);
+  const auto credentials = service->session_credentials();
+  relay.pause();  // the holder's path stalls: it sees nothing of the takeover yet
+  expire_session(direct, credentials);
+  const auto started = SteadyClock::now();
+  auto released = std::async(std::launch::async, [&] { return lease->release(); });
+  std::this_thread::sleep_for(200ms);  // the delete goes into the stalled path (no event tells when)
+  relay.resume();  // the server closed that connection: the client reconnects and finds its session expired
+  REQUIRE(released.wait_for(30s) == std::future_status::ready);
+  const ReleaseResult result = released.get();
+  INFO("release took " << std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - started).count()
+                       << " ms");
+  CHECK(result == ReleaseResult::kAlreadyLost);
+}
+
+// Found by the fault harness's leader-stop row: a wrong owner's release whose delete met a lost
+// connection was sent again, found no node, and answered "released" (a retry's "no such node"
+// counted as the first delete's doing, for a node nobody of that secret ever took).
+TEST_CASE("zookeeper: a wrong owner's release that meets a lost connection is not reported released",
+          "[zookeeper][faults]") {
+  const std::vector<Url::Host> hosts = parse_url(context().url).hosts;
+  if (hosts.size() != 1) return;  // standalone only: the relay stands in front of one server
+  REQUIRE(context().restart);
+  TcpRelay relay(DBLOCK_TCP_RELAY, hosts[0].port);
+  // A 10 s session: it outlives the restart below (the server keeps it in its data).
+  auto manager = open_on("zookeeper://" + relay.address() + "?session_timeout=10000", unique_prefix());
+  auto lease = manager->try_acquire("wrong-owner");
+  REQUIRE(lease);
+  ServiceDriver service(*manager);
+  relay.pause();
+  auto released = std::async(std::launch::async, [&] {
+    return service.release("wrong-owner", LockMode::kExclusive, OwnerSecret::generate());
+  });
+  std::this_thread::sleep_for(200ms);  // the delete goes into the stalled path (no event tells when)
+  context().restart();  // the server closes every connection, the stalled one too
+  relay.resume();       // the client sees it closed: its delete failed with a lost connection, and is retried
+  REQUIRE(released.wait_for(30s) == std::future_status::ready);
+  CHECK_FALSE(released.get());
 }
 
 }  // namespace dblock::testing

@@ -101,7 +101,8 @@ RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::millisec
     // A lease this service did not take (not remembered): read, and never overwrite its data.
     r = holder ? s->set(path, *holder, deadline) : s->exists(path, deadline);
   } catch (const ConnectionError& e) {
-    if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED)) return result;  // its node went with it
+    // Its node went with the session (the handle may know it before any reply says so).
+    if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED) || s->expired()) return result;
     throw;
   }
   if (r.rc == ZNONODE) return result;  // force-released, or its session expired
@@ -116,17 +117,25 @@ RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::millisec
 bool ZooKeeperService::release(const LeaseKey& lease) {
   const auto deadline = deadline_now();
   const std::string path = own_path(lease);
+  // Whether this service took the node (a wrong secret names a node nobody took).
+  const bool taken_here = holder_of(path).has_value();
   forget(path);
   std::shared_ptr<Session> s;
   // A lost connection is tried again until the deadline (the client reconnects meanwhile); a
-  // retry's "no such node" then counts as released: the first delete may have done it.
+  // retry's "no such node" then counts as released when this service took the node: the first
+  // delete may have done it. A node it did not take (another process's secret, or a wrong one)
+  // is not claimed released on that guess.
   for (bool retried = false;; retried = true) {
     try {
       if (s == nullptr) s = session(deadline);
       const Reply r = s->remove(path, deadline);
       if (r.rc != ZOK && r.rc != ZNONODE) unexpected("delete " + path, r.rc);
-      return r.rc == ZOK || retried;
+      return r.rc == ZOK || (retried && taken_here);
     } catch (const ConnectionError& e) {
+      // The session expired meanwhile (another client closed it, or the server ended it): its
+      // ephemeral node is gone with it, whether or not our delete came first. Already lost: no
+      // retry can succeed on an expired handle, and the outcome is not in doubt.
+      if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED) || (s != nullptr && s->expired())) return false;
       if (SteadyClock::now() + kReleaseRetryPause >= deadline) {
         if (s != nullptr) s->remove_eventually(path);  // the node must not outlive the lease
         throw InDoubtError(std::string(e.what()) + " (the release's outcome is unknown; its delete is sent again)",
