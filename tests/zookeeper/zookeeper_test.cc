@@ -320,6 +320,59 @@ TEST_CASE("zookeeper: a waiter in line is woken by the watch on the node ahead, 
   CHECK(got_at - released_at < 500ms);
 }
 
+TEST_CASE("zookeeper: a reader queued behind a waiting writer is woken by the watch when that writer releases",
+          "[zookeeper][events]") {
+  // A reader's wake-up names no ticket: a reader with waiters ahead asks position(), where its own
+  // node, holding by then, must not count as a holder to wait for (it did: the reader slept for a
+  // session timeout).
+  const std::string prefix = unique_prefix();
+  const std::string name = "read-after-write";
+  const std::string url = std::regex_replace(context().url, std::regex("session_timeout=[0-9]+"),
+                                             "session_timeout=10000");
+  ManagerOptions slow;
+  slow.table_prefix = prefix;
+  slow.min_poll = 20s;  // polls every 10-30 s: a prompt hand-off is the watch's
+  slow.max_poll = 20s;
+  auto first_manager = open_on(url, prefix);
+  auto writer_manager = dblock::open(url, slow);
+  auto reader_manager = dblock::open(url, slow);
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  RawZk raw(url);
+  const std::string dir = root_for(prefix) + "/" + name;
+  const auto await_children = [&](std::size_t n) {
+    for (int i = 0; i < 1000 && raw.children(dir).size() != n; ++i) std::this_thread::sleep_for(10ms);  // bounded
+    REQUIRE(raw.children(dir).size() == n);
+  };
+
+  auto first_reader = first_manager->try_acquire(name, shared);
+  REQUIRE(first_reader);
+  std::optional<Lease> writer;
+  std::jthread writer_thread([&] { writer = writer_manager->acquire(name, 60s); });
+  await_children(2);
+  std::optional<Lease> reader;
+  SteadyClock::time_point reader_at;
+  std::jthread reader_thread([&] {
+    reader = reader_manager->acquire(name, 60s, shared);
+    reader_at = SteadyClock::now();
+  });
+  await_children(3);  // reader, waiting writer, waiting reader
+  REQUIRE(first_reader->release() == ReleaseResult::kReleased);
+  writer_thread.join();
+  REQUIRE(writer);
+  const auto released_at = SteadyClock::now();
+  REQUIRE(writer->release() == ReleaseResult::kReleased);
+  reader_thread.join();
+  REQUIRE(reader);
+  INFO("hand-off took " << std::chrono::duration_cast<std::chrono::milliseconds>(reader_at - released_at).count()
+                        << " ms");
+  CHECK(reader_at - released_at < 5s);  // the session timeout is 10 s
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
 namespace {
 
 // Takes the session over with its id and password and closes it: the server ends it, and its own

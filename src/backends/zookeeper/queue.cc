@@ -21,9 +21,10 @@ int waiters_ahead(const std::vector<Child>& sorted, std::size_t index) {
   return ahead;
 }
 
-bool any_holder(const std::vector<Child>& sorted) {
+// Whether a child other than `own` (the waiter's node) holds.
+bool other_holder(const std::vector<Child>& sorted, std::optional<std::size_t> own) {
   for (std::size_t i = 0; i < sorted.size(); ++i) {
-    if (holds(sorted, i)) return true;
+    if (i != own && holds(sorted, i)) return true;
   }
   return false;
 }
@@ -142,15 +143,20 @@ FairQueue::Position ZooKeeperService::position(std::string_view name, const Owne
   const std::string guid = guid_of(secret);
   const std::vector<Child> sorted = sorted_children(options_.layout, children_of(*s, dir, deadline));
   Position out;
-  // The holder's time is unknown (its session bounds it): the session timeout as an upper bound.
-  out.holder_remaining =
-      any_holder(sorted) ? std::chrono::duration_cast<std::chrono::milliseconds>(s->negotiated_timeout())
-                         : std::chrono::milliseconds(0);
+  std::optional<std::size_t> own;
   for (LockMode mode : {LockMode::kExclusive, LockMode::kShared}) {
     const auto node = attempts_.waiting(dir + "/" + node_prefix(guid, options_.layout, mode));
     if (!node) continue;
-    if (const auto at = index_of(sorted, node->first)) out.waiters_ahead = waiters_ahead(sorted, *at);
+    if (const auto at = index_of(sorted, node->first)) {
+      own = at;
+      out.waiters_ahead = waiters_ahead(sorted, *at);
+    }
   }
+  // The holder's time is unknown (its session bounds it): the session timeout as an upper bound.
+  // The waiter's own node is no holder to wait for: once it holds, the waiter's attempt takes it.
+  out.holder_remaining = other_holder(sorted, own)
+                             ? std::chrono::duration_cast<std::chrono::milliseconds>(s->negotiated_timeout())
+                             : std::chrono::milliseconds(0);
   return out;
 }
 
