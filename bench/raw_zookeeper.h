@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -47,10 +48,13 @@ inline std::string connect_string(const std::string& url) {
 }
 
 // One ZooKeeper session of the C client (libzookeeper_mt). Connecting waits (at most 10 s) for the
-// session.
+// session. `async` (a diagnostic) sends create, get children and delete with the asynchronous calls
+// and waits on a condition variable, as dblock's session does (for its per-call deadlines), instead
+// of the synchronous calls: the client's I/O thread completes a synchronous call itself, while an
+// asynchronous one's completion runs on the client's completion thread, one more thread hop.
 class RawZk {
  public:
-  explicit RawZk(const std::string& url) {
+  explicit RawZk(const std::string& url, bool async = false) : async_(async) {
     zoo_set_debug_level(static_cast<ZooLogLevel>(0));
     zh_ = zookeeper_init(connect_string(url).c_str(), nullptr, kRawSessionTimeoutMs, nullptr, nullptr, 0);
     if (zh_ == nullptr) throw std::runtime_error("zookeeper_init failed: " + url);
@@ -70,14 +74,28 @@ class RawZk {
 
   // Creates `path` with `flags`; the created path (with its sequence), or "" when it existed.
   std::string create(const std::string& path, int flags) {
-    char created[1024];
-    const int rc = zoo_create(zh_, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, created, sizeof created);
+    char created[1024] = "";
+    int rc = ZOK;
+    if (async_) {
+      Pending p;
+      rc = p.await(zoo_acreate(zh_, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, &Pending::on_string, &p));
+      if (rc == ZOK) std::snprintf(created, sizeof created, "%s", p.path.c_str());
+    } else {
+      rc = zoo_create(zh_, path.c_str(), nullptr, -1, &ZOO_OPEN_ACL_UNSAFE, flags, created, sizeof created);
+    }
     if (rc == ZNODEEXISTS) return "";
     if (rc != ZOK) zk_fail("create " + path, rc);
     return created;
   }
   // The children's names; empty when `path` does not exist.
   std::vector<std::string> children(const std::string& path) {
+    if (async_) {
+      Pending p;
+      const int rc = p.await(zoo_aget_children(zh_, path.c_str(), 0, &Pending::on_strings, &p));
+      if (rc == ZNONODE) return {};
+      if (rc != ZOK) zk_fail("get children of " + path, rc);
+      return std::move(p.children);
+    }
     String_vector strings{};
     const int rc = zoo_get_children(zh_, path.c_str(), 0, &strings);
     if (rc == ZNONODE) return {};
@@ -88,7 +106,9 @@ class RawZk {
   }
   // Deletes `path` (any version); false when it did not exist.
   bool remove(const std::string& path) {
-    const int rc = zoo_delete(zh_, path.c_str(), -1);
+    Pending p;
+    const int rc = async_ ? p.await(zoo_adelete(zh_, path.c_str(), -1, &Pending::on_void, &p))
+                          : zoo_delete(zh_, path.c_str(), -1);
     if (rc == ZNONODE) return false;
     if (rc != ZOK) zk_fail("delete " + path, rc);
     return true;
@@ -100,7 +120,44 @@ class RawZk {
   }
 
  private:
+  // One asynchronous call awaited on a condition variable. No deadline of its own (a benchmark's
+  // server answers; the client's own timeout fails a lost connection), so it lives on the stack.
+  struct Pending {
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    int rc = ZOK;
+    std::string path;
+    std::vector<std::string> children;
+
+    int await(int sent) {
+      if (sent != ZOK) return sent;
+      std::unique_lock<std::mutex> lock(m);
+      cv.wait(lock, [&] { return done; });
+      return rc;
+    }
+    static Pending& of(const void* data) { return *static_cast<Pending*>(const_cast<void*>(data)); }
+    void finish(int code) {
+      {
+        std::lock_guard<std::mutex> lock(m);
+        rc = code;
+        done = true;
+      }
+      cv.notify_all();
+    }
+    static void on_string(int rc, const char* value, const void* data) {
+      if (rc == ZOK && value != nullptr) of(data).path = value;
+      of(data).finish(rc);
+    }
+    static void on_strings(int rc, const String_vector* strings, const void* data) {
+      if (rc == ZOK && strings != nullptr) of(data).children.assign(strings->data, strings->data + strings->count);
+      of(data).finish(rc);
+    }
+    static void on_void(int rc, const void* data) { of(data).finish(rc); }
+  };
+
   zhandle_t* zh_ = nullptr;
+  const bool async_;
 };
 
 // The lock recipe on one lock node (persistent, made by the constructor).

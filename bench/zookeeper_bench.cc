@@ -20,6 +20,7 @@
 // 1 when it could not run (no URL, server unreachable, ...).
 
 #include <netdb.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <zookeeper/zookeeper_version.h>
@@ -239,6 +240,23 @@ double process_cpu_us(int pid) {
   return (utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// Context switches (voluntary + involuntary) of every thread of this process (RUSAGE_SELF) or of
+// its waited-for children (RUSAGE_CHILDREN). On one client CPU each one is a thread hop that a
+// loaded machine can delay by a scheduler slice.
+double context_switches(int who) {
+  rusage usage{};
+  getrusage(who, &usage);
+  return static_cast<double>(usage.ru_nvcsw + usage.ru_nivcsw);
+}
+
+// CPU time (user + system, µs) of every thread of this process.
+double own_cpu_us() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
+  return us(usage.ru_utime) + us(usage.ru_stime);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Pair figures
 
@@ -280,15 +298,22 @@ void drop_nodes(const std::string& url) {
 struct ServerCost {
   double packets = NAN;
   double cpu_us = NAN;
+  double switches = NAN;  // the client's context switches
+  double client_cpu_us = NAN;
 };
 
 template <class Side>
 ServerCost server_cost(const std::string& url, int server_pid, Side& side, int pairs) {
   const double packets = packets_received(url);
   const double cpu = process_cpu_us(server_pid);
+  const double switches = context_switches(RUSAGE_SELF);
+  const double client_cpu = own_cpu_us();
   for (int i = 0; i < pairs; ++i) side.pair("bench-lease", nullptr);
+  const double switched = context_switches(RUSAGE_SELF) - switches;
+  const double client_used = own_cpu_us() - client_cpu;
   // mntr's own connection is not a packet; a session's pings are (one per third of the timeout).
-  return ServerCost{(packets_received(url) - packets) / pairs, (process_cpu_us(server_pid) - cpu) / pairs};
+  return ServerCost{(packets_received(url) - packets) / pairs, (process_cpu_us(server_pid) - cpu) / pairs,
+                    switched / pairs, client_used / pairs};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -376,17 +401,23 @@ int run(const Config& config) {
   if (!config.json_only) print_header(config, h);
 
   std::vector<Row> rows;
-  ServerCost floor_cost, dblock_cost, diag_cost;
+  ServerCost floor_cost, dblock_cost, diag_cost, async_cost;
   int probe_pairs = 0;
   if (config.wants("pairs")) {
     progress("lease pairs...");
     RawZk raw(config.url);
+    RawZk raw_async(config.url, true);
     auto manager = dblock::open(dblock_url(config.url, "rw"), manager_options());
     auto mutex_manager = dblock::open(dblock_url(config.url, "curator-mutex"), manager_options());
     RawPairSide floor_side(raw, "bench-lease");
+    RawPairSide async_side(raw_async, "bench-lease-async");
     DblockLeaseSide dblock_side(*manager);
     DblockLeaseSide diag_side(*mutex_manager);
-    const PairFigure f = measure_pairs(floor_side, dblock_side, diag_side, {"bench-lease"}, config.warmup, config.pairs);
+    auto side = [](auto& s) { return [&s](const std::string& n, PairSamples* o) { s.pair(n, o); }; };
+    std::vector<PairSamples> samples = measure_sides({side(floor_side), side(dblock_side), side(diag_side), side(async_side)},
+                                                     {"bench-lease"}, config.warmup, config.pairs);
+    const PairFigure f{std::move(samples[0]), std::move(samples[1]), std::move(samples[2])};
+    const PairSamples& async_pairs = samples[3];
     rows.push_back(make_row("lease_pair", "lease acquire+release (vs create+children+delete)", f.dblock.pair,
                             f.floor.pair, kTargetLeasePair));
     rows.push_back(make_row("lease_acquire", "  acquire only (vs create + get children)", f.dblock.acquire,
@@ -394,25 +425,40 @@ int run(const Config& config) {
     rows.push_back(make_row("lease_release", "  release only (vs delete)", f.dblock.release, f.floor.release));
     rows.push_back(make_row("lease_pair_curator_mutex", "  diag: dblock, layout=curator-mutex", f.diag.pair,
                             f.floor.pair));
+    rows.push_back(make_row("lease_pair_raw_async", "  diag: the recipe with async calls + condvar", async_pairs.pair,
+                            f.floor.pair));
 
     progress("server requests and CPU per pair...");
     probe_pairs = std::min(config.pairs, kProbePairs);
     floor_cost = server_cost(config.url, server_pid, floor_side, probe_pairs);
     dblock_cost = server_cost(config.url, server_pid, dblock_side, probe_pairs);
     diag_cost = server_cost(config.url, server_pid, diag_side, probe_pairs);
+    async_cost = server_cost(config.url, server_pid, async_side, probe_pairs);
   }
 
   std::vector<HandoffFigure> handoffs;
+  ServerCost handoff_dblock, handoff_floor;  // per acquisition
   if (config.wants("handoff")) {
     const std::string title =
         format("hand-off (leases): %d processes x %d acquire(\"%s\", wait=%llds) -> %lld us busy critical section -> "
                "release\n  with dblock acquire(wait=10s) / the recipe's watch on the child ahead",
                kProcesses, config.iterations, kHotKey, static_cast<long long>(kContentionWait.count()),
                static_cast<long long>(kCriticalSection.count()));
-    progress("hand-off, dblock lease...");
-    ContentionResult d = run_contention(Kind::kDblockLease, config.url, kProcesses, config.iterations);
-    progress("hand-off, raw watch recipe...");
-    ContentionResult r = run_contention(Kind::kRawRecipe, config.url, kProcesses, config.iterations);
+    // Requests the server received per acquisition over each whole run (the contenders' session
+    // set-up and pings included): the round trips a hand-off costs each side.
+    // Also the contenders' context switches per acquisition (every thread, set-up included).
+    auto measured = [&](Kind kind, ServerCost& per_acquisition) {
+      progress(format("hand-off, %s...", kind_name(kind)).c_str());
+      const double before = packets_received(config.url);
+      const double switches = context_switches(RUSAGE_CHILDREN);
+      ContentionResult result = run_contention(kind, config.url, kProcesses, config.iterations);
+      const double n = static_cast<double>(std::max<std::size_t>(result.acquired, 1));
+      per_acquisition.packets = (packets_received(config.url) - before) / n;
+      per_acquisition.switches = (context_switches(RUSAGE_CHILDREN) - switches) / n;
+      return result;
+    };
+    ContentionResult d = measured(Kind::kDblockLease, handoff_dblock);
+    ContentionResult r = measured(Kind::kRawRecipe, handoff_floor);
     rows.push_back(handoff_row("handoff_lease", "hand-off lease, 4 procs (vs watch recipe)", d, r, kTargetHandoff));
     handoffs.push_back(HandoffFigure{"handoff_lease", title, "dblock lease", "raw watch recipe", std::move(d),
                                      std::move(r), kTargetHandoff});
@@ -439,10 +485,21 @@ int run(const Config& config) {
     std::printf("(hand-off latency = from the start of the release call to the return of the next holder's acquire.)\n");
     if (probe_pairs > 0) {
       std::printf("server per pair (one side at a time, %d pairs each): requests floor %s, dblock %s, curator-mutex %s;"
-                  "\n  CPU floor %s us, dblock %s us, curator-mutex %s us\n",
+                  "\n  CPU floor %s us, dblock %s us, curator-mutex %s us;"
+                  "\n  client context switches floor %s, dblock %s, curator-mutex %s, recipe async %s;"
+                  "\n  client CPU floor %s us, dblock %s us, curator-mutex %s us, recipe async %s us\n",
                   probe_pairs, cell(floor_cost.packets, "%.2f").c_str(), cell(dblock_cost.packets, "%.2f").c_str(),
                   cell(diag_cost.packets, "%.2f").c_str(), cell(floor_cost.cpu_us).c_str(),
-                  cell(dblock_cost.cpu_us).c_str(), cell(diag_cost.cpu_us).c_str());
+                  cell(dblock_cost.cpu_us).c_str(), cell(diag_cost.cpu_us).c_str(), cell(floor_cost.switches).c_str(),
+                  cell(dblock_cost.switches).c_str(), cell(diag_cost.switches).c_str(), cell(async_cost.switches).c_str(),
+                  cell(floor_cost.client_cpu_us).c_str(), cell(dblock_cost.client_cpu_us).c_str(),
+                  cell(diag_cost.client_cpu_us).c_str(), cell(async_cost.client_cpu_us).c_str());
+    }
+    if (!handoffs.empty()) {
+      std::printf("per acquisition, hand-off at %d processes (whole run): server requests dblock %s, recipe %s;\n"
+                  "  client context switches dblock %s, recipe %s\n",
+                  kProcesses, cell(handoff_dblock.packets, "%.2f").c_str(), cell(handoff_floor.packets, "%.2f").c_str(),
+                  cell(handoff_dblock.switches, "%.2f").c_str(), cell(handoff_floor.switches, "%.2f").c_str());
     }
     std::printf("\n");
     for (const HandoffFigure& f : handoffs) {
@@ -472,6 +529,17 @@ int run(const Config& config) {
                                       .str()
                                       .c_str());
   print_rows_json(rows, handoffs, config.iterations, false);
+  if (!handoffs.empty()) {
+    std::printf("BENCH_JSON %s\n", JsonLine()
+                                        .add("figure", "server_per_handoff_acquisition")
+                                        .add("processes", kProcesses)
+                                        .add("dblock_requests", handoff_dblock.packets)
+                                        .add("floor_requests", handoff_floor.packets)
+                                        .add("dblock_context_switches", handoff_dblock.switches)
+                                        .add("floor_context_switches", handoff_floor.switches)
+                                        .str()
+                                        .c_str());
+  }
   if (probe_pairs > 0) {
     std::printf("BENCH_JSON %s\n", JsonLine()
                                         .add("figure", "server_per_pair")
@@ -482,6 +550,14 @@ int run(const Config& config) {
                                         .add("floor_cpu_us", floor_cost.cpu_us)
                                         .add("dblock_cpu_us", dblock_cost.cpu_us)
                                         .add("curator_mutex_cpu_us", diag_cost.cpu_us)
+                                        .add("floor_context_switches", floor_cost.switches)
+                                        .add("dblock_context_switches", dblock_cost.switches)
+                                        .add("curator_mutex_context_switches", diag_cost.switches)
+                                        .add("floor_async_context_switches", async_cost.switches)
+                                        .add("floor_client_cpu_us", floor_cost.client_cpu_us)
+                                        .add("dblock_client_cpu_us", dblock_cost.client_cpu_us)
+                                        .add("curator_mutex_client_cpu_us", diag_cost.client_cpu_us)
+                                        .add("floor_async_client_cpu_us", async_cost.client_cpu_us)
                                         .str()
                                         .c_str());
   }
