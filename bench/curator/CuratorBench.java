@@ -3,6 +3,8 @@
 // three can be put side by side (scripts/bench-zookeeper.sh compiles it with javac against Debian's
 // jars in /usr/share/java and runs it pinned to the client CPU; nothing is downloaded).
 //
+//   java raw: the raw recipe pair with the Java client (create + get children + delete), before
+//             and after the Curator pairs
 //   pair:     acquire(10 s) + release of one InterProcessMutex, uncontended, N measured pairs after
 //             a warm-up (which also lets the JIT compile the path)
 //   hand-off: P contenders, each with its own CuratorFramework (its own session, as the forked
@@ -14,7 +16,8 @@
 //             CLOCK_MONOTONIC, as the C++ side's steady_clock.
 //
 // Usage: java -cp CLASSPATH CuratorBench CONNECT_STRING PAIRS WARMUP ITERATIONS PROCESSES
-// Prints a few human lines and BENCH_JSON lines (curator_pair, curator_handoff). Times in µs.
+// Prints a few human lines and BENCH_JSON lines (java_raw_pair before and after curator_pair,
+// curator_handoff). Times in µs.
 
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -27,6 +30,9 @@ import org.apache.curator.framework.CuratorFramework;
 import org.apache.curator.framework.CuratorFrameworkFactory;
 import org.apache.curator.framework.recipes.locks.InterProcessMutex;
 import org.apache.curator.retry.RetryOneTime;
+import org.apache.zookeeper.CreateMode;
+import org.apache.zookeeper.ZooDefs;
+import org.apache.zookeeper.ZooKeeper;
 
 public final class CuratorBench {
   static final String ROOT = "/dblock_bench_curator";
@@ -82,6 +88,30 @@ public final class CuratorBench {
           p(release, 0.5));
       System.out.printf("BENCH_JSON {\"figure\":\"curator_pair\",\"n\":%d,%s,%s,%s}%n", pairs, summary("pair", pair),
           summary("acquire", acquire), summary("release", release));
+    }
+  }
+
+  // The raw recipe's pair with the Java client Curator wraps (its synchronous calls): create
+  // EPHEMERAL_SEQUENTIAL + get children + delete, as zookeeper_bench's floor does with the C client.
+  // It separates Curator's own cost from the Java client's.
+  static void rawPairs(String connect, int pairs, int warmup) throws Exception {
+    try (CuratorFramework c = client(connect)) {
+      String dir = ROOT + "/raw-lease";
+      c.create().creatingParentsIfNeeded().forPath(dir);
+      ZooKeeper zk = c.getZookeeperClient().getZooKeeper();
+      double[] pair = new double[pairs];
+      for (int i = -warmup; i < pairs; ++i) {
+        long t0 = System.nanoTime();
+        String own = zk.create(dir + "/lock-", new byte[0], ZooDefs.Ids.OPEN_ACL_UNSAFE, CreateMode.EPHEMERAL_SEQUENTIAL);
+        List<String> children = zk.getChildren(dir, false);
+        if (children.size() != 1) throw new IllegalStateException("raw recipe: not alone in " + dir);
+        zk.delete(own, -1);
+        long t1 = System.nanoTime();
+        if (i >= 0) pair[i] = (t1 - t0) / 1e3;
+      }
+      System.out.printf("java raw recipe pair (create + get children + delete, the Java client), N=%d: p50 %.1f us, p99 %.1f us%n",
+          pairs, p(pair, 0.5), p(pair, 0.99));
+      System.out.printf("BENCH_JSON {\"figure\":\"java_raw_pair\",\"n\":%d,%s}%n", pairs, summary("pair", pair));
     }
   }
 
@@ -185,7 +215,9 @@ public final class CuratorBench {
     System.out.printf("curator: Apache Curator (Debian's jars), java %s, session timeout %d ms, at %s%n",
         System.getProperty("java.version"), SESSION_TIMEOUT_MS, connect);
     cleanup(connect);
+    rawPairs(connect, pairs, warmup);
     pairs(connect, pairs, warmup);
+    rawPairs(connect, pairs, 0);  // after as well as before: drift shows as a difference between the two
     handoff(connect, processes, iterations);
     cleanup(connect);
   }
