@@ -5,13 +5,15 @@
 // Figures (bench/README.md explains each one):
 //   lease_pair     try_acquire + release (layout rw)   vs  create EPHEMERAL_SEQUENTIAL + get children
 //                                                          + delete, one libzookeeper_mt session
-//                  (diag: the same with layout=curator-mutex)
+//                  (diag: the same with layout=curator-mutex; the recipe with asynchronous calls, each
+//                  awaited on a condition variable, as dblock's session sends them)
 //   handoff_lease  4 processes x K acquire(wait=10s) -> 20 us -> release of one name
 //                                                      vs  the recipe's waiter: a watch on the child
 //                                                          just ahead, get children when it goes
 //   scale_lease    the same hand-off at 2, 4 and 8 processes
 // plus diagnostics: the server's request count (mntr zk_packets_received) and CPU time
-// (/proc/<pid>/stat) per pair of each side, one side at a time.
+// (/proc/<pid>/stat) and the client's context switches and CPU time (getrusage) per pair of each
+// side, one side at a time, and requests and context switches per hand-off acquisition.
 //
 // Placement: the server runs on one CPU (scripts/bench-zookeeper.sh starts it and pins it with
 // taskset) and this process pins itself to another before anything starts; forked contenders and

@@ -97,7 +97,7 @@ public final class CuratorBench {
   static void rawPairs(String connect, int pairs, int warmup) throws Exception {
     try (CuratorFramework c = client(connect)) {
       String dir = ROOT + "/raw-lease";
-      c.create().creatingParentsIfNeeded().forPath(dir);
+      if (c.checkExists().forPath(dir) == null) c.create().creatingParentsIfNeeded().forPath(dir);
       ZooKeeper zk = c.getZookeeperClient().getZooKeeper();
       double[] pair = new double[pairs];
       for (int i = -warmup; i < pairs; ++i) {
