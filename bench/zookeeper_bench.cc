@@ -10,7 +10,7 @@
 //   handoff_lease  4 processes x K acquire(wait=10s) -> 20 us -> release of one name
 //                                                      vs  the recipe's waiter: a watch on the child
 //                                                          just ahead, get children when it goes
-//   scale_lease    the same hand-off at 2, 4 and 8 processes
+//   scale_lease    the same hand-off at 2, 4 and 8 processes (also the recipe with asynchronous calls)
 // plus diagnostics: the server's request count (mntr zk_packets_received) and CPU time
 // (/proc/<pid>/stat) and the client's context switches and CPU time (getrusage) per pair of each
 // side, one side at a time, and requests and context switches per hand-off acquisition.
@@ -321,14 +321,22 @@ ServerCost server_cost(const std::string& url, int server_pid, Side& side, int p
 // ---------------------------------------------------------------------------------------------
 // Hand-off figures: forked processes, results in shared memory.
 
-enum class Kind { kDblockLease, kRawRecipe };
+enum class Kind { kDblockLease, kRawRecipe, kRawRecipeAsync };
 
-const char* kind_name(Kind kind) { return kind == Kind::kDblockLease ? "dblock lease" : "raw watch recipe"; }
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kDblockLease: return "dblock lease";
+    case Kind::kRawRecipe: return "raw watch recipe";
+    case Kind::kRawRecipeAsync: return "raw watch recipe, async calls";
+  }
+  return "?";
+}
 
 // The recipe's waiter: create, get children, watch the child ahead, get children again when it
 // goes; the fence is the own node's sequence (unique and increasing in acquisition order).
-void raw_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
-  RawZk zk(url);
+void raw_contender(const std::string& url, bool async, int index, int iterations, SharedArena& arena,
+                   StartLine& start) {
+  RawZk zk(url, async);
   RawZkLock lock(zk, std::string(kRawRoot) + "/" + kHotKey);
   start.ready_and_wait();
   std::string own;
@@ -352,7 +360,7 @@ ContentionResult run_contention(Kind kind, const std::string& url, int processes
     if (kind == Kind::kDblockLease) {
       dblock_lease_contender(lease_url, options, index, iterations, arena, start);
     } else {
-      raw_contender(url, index, iterations, arena, start);
+      raw_contender(url, kind == Kind::kRawRecipeAsync, index, iterations, arena, start);
     }
   });
 }
@@ -468,12 +476,13 @@ int run(const Config& config) {
 
   std::vector<ScaleFigure> scales;
   if (config.wants("scale")) {
-    const std::vector<Kind> kinds{Kind::kDblockLease, Kind::kRawRecipe};
+    const std::vector<Kind> kinds{Kind::kDblockLease, Kind::kRawRecipe, Kind::kRawRecipeAsync};
     ScaleTargets targets;
     targets.max_handoff_vs_raw = kTargetHandoff;
     scales.push_back(measure_scale(
         "scale_lease", "lease at 2, 4, 8 processes: acquire(wait) -> 20 us -> release (x raw: vs the watch recipe)",
-        targets, {{"dblock", "dblock lease"}, {"floor", "raw watch recipe"}},
+        targets,
+        {{"dblock", "dblock lease"}, {"floor", "raw watch recipe"}, {"async_floor", "raw watch recipe, async calls"}},
         [&config, &kinds](std::size_t side, int processes) {
           progress(format("scale, %d processes, %s...", processes, kind_name(kinds[side])).c_str());
           return run_contention(kinds[side], config.url, processes, config.iterations);
