@@ -43,6 +43,7 @@
 #include <string_view>
 #include <vector>
 
+#include "bench_args.h"
 #include "bench_util.h"
 #include "contention.h"
 #include "figures.h"
@@ -86,20 +87,10 @@ constexpr const char* kRawRoot = "/dblock_bench_raw";
 
 constexpr const char* kAllFigures[] = {"pairs", "handoff", "scale"};
 
-struct Config {
-  std::string url;
+struct Config : ServerBenchFlags {
   int pairs = kDefaultPairs;
   int warmup = kDefaultWarmup;
   int iterations = kDefaultIterations;
-  bool quick = false;
-  bool json_only = false;
-  bool pin = true;
-  std::optional<int> cpu;
-  std::optional<int> server_pid;
-  bool keep = false;
-  std::set<std::string> figures{std::begin(kAllFigures), std::end(kAllFigures)};
-
-  bool wants(const char* figure) const { return figures.count(figure) > 0; }
 };
 
 [[noreturn]] void usage(const char* argv0, int status) {
@@ -124,49 +115,7 @@ struct Config {
 
 Config parse_args(int argc, char** argv) {
   Config config;
-  std::optional<int> pairs, iterations;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) usage(argv[0], 2);
-      return argv[++i];
-    };
-    if (arg == "--url") {
-      config.url = next();
-    } else if (arg == "--quick") {
-      config.quick = true;
-    } else if (arg == "--json-only") {
-      config.json_only = true;
-    } else if (arg == "--no-pin") {
-      config.pin = false;
-    } else if (arg == "--cpu") {
-      config.cpu = parse_non_negative(argv[0], "--cpu", next(), usage);
-    } else if (arg == "--server-pid") {
-      config.server_pid = parse_non_negative(argv[0], "--server-pid", next(), usage);
-    } else if (arg == "--pairs") {
-      pairs = parse_non_negative(argv[0], "--pairs", next(), usage);
-    } else if (arg == "--iterations") {
-      iterations = parse_non_negative(argv[0], "--iterations", next(), usage);
-    } else if (arg == "--figures") {
-      config.figures.clear();
-      std::stringstream list(next());
-      std::string item;
-      while (std::getline(list, item, ',')) {
-        if (std::find(std::begin(kAllFigures), std::end(kAllFigures), item) == std::end(kAllFigures)) {
-          std::fprintf(stderr, "%s: unknown figure: %s\n", argv[0], item.c_str());
-          usage(argv[0], 2);
-        }
-        config.figures.insert(item);
-      }
-    } else if (arg == "--keep") {
-      config.keep = true;
-    } else if (arg == "--help" || arg == "-h") {
-      usage(argv[0], 0);
-    } else {
-      std::fprintf(stderr, "%s: unknown argument: %s\n", argv[0], argv[i]);
-      usage(argv[0], 2);
-    }
-  }
+  parse_server_flags(argc, argv, kAllFigures, usage, config, [](std::string_view, auto) { return false; });
   if (const char* value = std::getenv(kUrlEnv); config.url.empty() && value != nullptr) config.url = value;
   if (config.url.empty()) {
     std::fprintf(stderr, "%s: no server: pass --url zookeeper://... or set %s\n", argv[0], kUrlEnv);
@@ -181,8 +130,8 @@ Config parse_args(int argc, char** argv) {
     config.warmup = kQuickWarmup;
     config.iterations = kQuickIterations;
   }
-  if (pairs) config.pairs = std::max(*pairs, 1);
-  if (iterations) config.iterations = std::max(*iterations, 2);
+  if (config.pairs_given) config.pairs = std::max(*config.pairs_given, 1);
+  if (config.iterations_given) config.iterations = std::max(*config.iterations_given, 2);
   return config;
 }
 
