@@ -1495,13 +1495,17 @@ TEST_CASE("--mode shared admits many holders and excludes an exclusive one; sess
 
 namespace {
 
-std::string postgresql_url() {
-  const char* url = std::getenv("DBLOCK_TEST_POSTGRESQL_URL");
+// The URL ctest's `test` passes in `env` for the server its fixture started; the case fails
+// without it (a test that needs a server never passes without one).
+std::string server_url(const char* env, const char* test) {
+  const char* url = std::getenv(env);
   if (url == nullptr || url[0] == '\0') {
-    FAIL("DBLOCK_TEST_POSTGRESQL_URL is not set: run through ctest (cli_postgresql starts a server)");
+    FAIL(env << " is not set: run through ctest (" << test << " starts a server)");
   }
   return url;
 }
+
+std::string postgresql_url() { return server_url("DBLOCK_TEST_POSTGRESQL_URL", "cli_postgresql"); }
 
 // A lock name no other run on the same server uses.
 std::string unique_key(const std::string& what) {
@@ -1752,13 +1756,7 @@ TEST_CASE("PostgreSQL: COMMAND inherits no descriptor of dblock's (lease and ses
 
 namespace {
 
-std::string mysql_url() {
-  const char* url = std::getenv("DBLOCK_TEST_MYSQL_URL");
-  if (url == nullptr || url[0] == '\0') {
-    FAIL("DBLOCK_TEST_MYSQL_URL is not set: run through ctest (cli_mysql starts a server)");
-  }
-  return url;
-}
+std::string mysql_url() { return server_url("DBLOCK_TEST_MYSQL_URL", "cli_mysql"); }
 
 }  // namespace
 
@@ -1768,6 +1766,59 @@ TEST_CASE("MariaDB: COMMAND inherits no descriptor of dblock's (lease and sessio
   check_command_isolated(cli, {"--key", unique_key("fds-session"), "--mode", "session"});
 }
 
+// What a service with list/inspect/force-release shows of a running `run` holder, and its
+// eviction: shared by the Redis and ZooKeeper cases (each adds its own checks).
+namespace {
+
+// `list --json`'s entry for `key`, checked: one exclusive holder, `holder`'s pid in the holder
+// string, a positive fence.
+std::string listed_holder(Cli& cli, const std::string& key, const Process& holder) {
+  const std::string holder_pid = ":" + std::to_string(holder.pid()) + ":";  // "<host>:<pid>:<instance>"
+  Result list = cli.run({"list", "--json"});
+  INFO(list);
+  REQUIRE(list.code == 0);
+  std::optional<std::string> entry = list_entry(list.out, key);
+  REQUIRE(entry.has_value());
+  CHECK(json_int(*entry, "fence").value_or(0) > 0);
+  CHECK(json_str(*entry, "mode") == "exclusive");
+  CHECK(json_int(*entry, "holders") == 1);
+  CHECK(json_str(*entry, "holder").value_or("").find(holder_pid) != std::string::npos);
+  return *entry;
+}
+
+// `release --force key` evicts the holder, whose run exits 70 within 3 s saying `lost_text`, its
+// COMMAND gone; the history has the record (old and new fence, whom, mode), which it returns.
+std::string evict_and_check(Cli& cli, const std::string& key, Process& holder, pid_t command,
+                            const std::string& entry, const std::string& lost_text) {
+  const std::int64_t fence = json_int(entry, "fence").value_or(0);
+  Result evict = cli.run({"release", "--force", key});
+  const auto evicted_at = Clock::now();
+  INFO(evict);
+  REQUIRE(evict.code == 0);
+  CHECK(evict.out.find("evicted") != std::string::npos);
+  std::optional<int> code = holder.wait(milliseconds(10'000));
+  INFO("holder stderr: " << holder.err());
+  REQUIRE(code.has_value());
+  CHECK(*code == kLeaseLost);
+  CHECK(seconds_since(evicted_at) < 3.0);  // renewals every TTL/3 find it gone
+  CHECK(holder.err().find(lost_text) != std::string::npos);
+  CHECK(eventually([&] { return !process_runs(command); }, milliseconds(5'000)));
+  CHECK_FALSE(cli.held(key));
+
+  Result history = cli.run({"list", "--history", "--json"});
+  INFO(history);
+  REQUIRE(history.code == 0);
+  std::optional<std::string> record = list_entry(history.out, key);
+  REQUIRE(record.has_value());
+  CHECK(json_int(*record, "old_fence") == fence);
+  CHECK(json_int(*record, "new_fence").value_or(0) > fence);
+  CHECK(json_str(*record, "evicted") == json_str(entry, "holder"));
+  CHECK(json_str(*record, "mode") == "exclusive");
+  return *record;
+}
+
+}  // namespace
+
 // ---------------------------------------------------------------------------------------------
 // Redis: ctest's `cli_redis` runs these (`cli_test [redis]`) against its fixture's server. Redis
 // has no schema (no migrate); each case keeps to names of its own (unique_key) on the shared
@@ -1776,13 +1827,7 @@ TEST_CASE("MariaDB: COMMAND inherits no descriptor of dblock's (lease and sessio
 
 namespace {
 
-std::string redis_url() {
-  const char* url = std::getenv("DBLOCK_TEST_REDIS_URL");
-  if (url == nullptr || url[0] == '\0') {
-    FAIL("DBLOCK_TEST_REDIS_URL is not set: run through ctest (cli_redis starts a server)");
-  }
-  return url;
-}
+std::string redis_url() { return server_url("DBLOCK_TEST_REDIS_URL", "cli_redis"); }
 
 // Host and port of a "redis://HOST:PORT[/DB][?...]" URL without user info (the fixture's).
 std::pair<std::string, std::string> redis_host_port(const std::string& url) {
@@ -1867,18 +1912,8 @@ TEST_CASE("Redis: list and inspect show a running holder; release --force evicts
   Cli cli(/*migrate=*/false, redis_url());
   const std::string key = unique_key("evict");
   auto [holder, command] = start_sleeper(cli, {"--key", key, "--ttl", "1s", "--on-lost", "term"});
-  const std::string holder_pid = ":" + std::to_string(holder->pid()) + ":";  // "<host>:<pid>:<instance>"
-
-  Result list = cli.run({"list", "--json"});
-  INFO(list);
-  REQUIRE(list.code == 0);
-  std::optional<std::string> entry = list_entry(list.out, key);
-  REQUIRE(entry.has_value());
+  const std::optional<std::string> entry = listed_holder(cli, key, *holder);
   const std::int64_t fence = json_int(*entry, "fence").value_or(0);
-  CHECK(fence > 0);
-  CHECK(json_str(*entry, "mode") == "exclusive");
-  CHECK(json_int(*entry, "holders") == 1);
-  CHECK(json_str(*entry, "holder").value_or("").find(holder_pid) != std::string::npos);
   CHECK(json_int(*entry, "expires_in_us").value_or(-1) > 0);
   CHECK(json_int(*entry, "expires_in_us").value_or(1'000'000'000) <= 1'000'000);
   // The lease is the hash "dblock_<key>" (the default prefix), with the same fence.
@@ -1893,30 +1928,8 @@ TEST_CASE("Redis: list and inspect show a running holder; release --force evicts
   CHECK(text.code == 0);
   CHECK(text.out.find("fence:       " + std::to_string(fence)) != std::string::npos);
 
-  Result evict = cli.run({"release", "--force", key});
-  const auto evicted_at = Clock::now();
-  INFO(evict);
-  REQUIRE(evict.code == 0);
-  CHECK(evict.out.find("evicted") != std::string::npos);
-  std::optional<int> code = holder->wait(milliseconds(10'000));
-  INFO("holder stderr: " << holder->err());
-  REQUIRE(code.has_value());
-  CHECK(*code == kLeaseLost);
-  CHECK(seconds_since(evicted_at) < 3.0);  // renewals every TTL/3 find it gone
-  CHECK(holder->err().find("lost") != std::string::npos);
-  CHECK(eventually([&, command = command] { return !process_runs(command); }, milliseconds(5'000)));
-  CHECK_FALSE(cli.held(key));
-
-  Result history = cli.run({"list", "--history", "--json"});
-  INFO(history);
-  REQUIRE(history.code == 0);
-  std::optional<std::string> record = list_entry(history.out, key);
-  REQUIRE(record.has_value());
-  CHECK(json_int(*record, "old_fence") == fence);
-  CHECK(json_int(*record, "new_fence").value_or(0) > fence);
-  CHECK(json_str(*record, "evicted") == json_str(*entry, "holder"));
-  CHECK(json_str(*record, "by").value_or("").find('@') != std::string::npos);
-  CHECK(json_str(*record, "mode") == "exclusive");
+  const std::string record = evict_and_check(cli, key, *holder, command, *entry, "lost");
+  CHECK(json_str(record, "by").value_or("").find('@') != std::string::npos);
   Result history_table = cli.run({"list", "--history"});
   CHECK(history_table.out.rfind("AT", 0) == 0);
   CHECK(history_table.out.find(key) != std::string::npos);
@@ -2134,13 +2147,7 @@ TEST_CASE("SQLite: a release on a full disk is in doubt because the disk is full
 
 namespace {
 
-std::string zookeeper_url() {
-  const char* url = std::getenv("DBLOCK_TEST_ZOOKEEPER_URL");
-  if (url == nullptr || url[0] == '\0') {
-    FAIL("DBLOCK_TEST_ZOOKEEPER_URL is not set: run through ctest (cli_zookeeper starts a server)");
-  }
-  return url;
-}
+std::string zookeeper_url() { return server_url("DBLOCK_TEST_ZOOKEEPER_URL", "cli_zookeeper"); }
 
 }  // namespace
 
@@ -2149,18 +2156,8 @@ TEST_CASE("ZooKeeper: list and inspect show a running holder; release --force ev
   Cli cli(/*migrate=*/false, zookeeper_url());
   const std::string key = unique_key("evict");
   auto [holder, command] = start_sleeper(cli, {"--key", key, "--ttl", "1s", "--on-lost", "term"});
-  const std::string holder_pid = ":" + std::to_string(holder->pid()) + ":";  // "<host>:<pid>:<instance>"
-
-  Result list = cli.run({"list", "--json"});
-  INFO(list);
-  REQUIRE(list.code == 0);
-  std::optional<std::string> entry = list_entry(list.out, key);
-  REQUIRE(entry.has_value());
+  const std::optional<std::string> entry = listed_holder(cli, key, *holder);
   const std::int64_t fence = json_int(*entry, "fence").value_or(0);
-  CHECK(fence > 0);
-  CHECK(json_str(*entry, "mode") == "exclusive");
-  CHECK(json_int(*entry, "holders") == 1);
-  CHECK(json_str(*entry, "holder").value_or("").find(holder_pid) != std::string::npos);
   CHECK(json_int(*entry, "expires_at_us") == 0);  // bound by the holder's session, not a time
 
   std::optional<std::string> info = cli.inspect(key);
@@ -2173,29 +2170,7 @@ TEST_CASE("ZooKeeper: list and inspect show a running holder; release --force ev
   CHECK(busy.code == kNotAcquired);
   CHECK_FALSE(fs::exists(cli.dir.file("ran")));
 
-  Result evict = cli.run({"release", "--force", key});
-  const auto evicted_at = Clock::now();
-  INFO(evict);
-  REQUIRE(evict.code == 0);
-  CHECK(evict.out.find("evicted") != std::string::npos);
-  std::optional<int> code = holder->wait(milliseconds(10'000));
-  INFO("holder stderr: " << holder->err());
-  REQUIRE(code.has_value());
-  CHECK(*code == kLeaseLost);
-  CHECK(seconds_since(evicted_at) < 3.0);  // renewals every TTL/3 find the node gone
-  CHECK(holder->err().find("released by admin") != std::string::npos);
-  CHECK(eventually([&, command = command] { return !process_runs(command); }, milliseconds(5'000)));
-  CHECK_FALSE(cli.held(key));
-
-  Result history = cli.run({"list", "--history", "--json"});
-  INFO(history);
-  REQUIRE(history.code == 0);
-  std::optional<std::string> record = list_entry(history.out, key);
-  REQUIRE(record.has_value());
-  CHECK(json_int(*record, "old_fence") == fence);
-  CHECK(json_int(*record, "new_fence").value_or(0) > fence);
-  CHECK(json_str(*record, "evicted") == json_str(*entry, "holder"));
-  CHECK(json_str(*record, "mode") == "exclusive");
+  evict_and_check(cli, key, *holder, command, *entry, "released by admin");
 }
 
 TEST_CASE("ZooKeeper: COMMAND inherits no descriptor of dblock's or the client's (lease and session)",
