@@ -13,17 +13,13 @@ void Attempts::settle(const std::string& key) {
   uncertain_.erase(key);
 }
 
-bool Attempts::end(const std::string& key) {
+bool Attempts::end(const std::string& key, std::int64_t session) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (uncertain_.count(key) != 0) suspects_[key] = session;  // ended unsettled
   const auto it = running_.find(key);
   if (it != running_.end() && --it->second <= 0) running_.erase(it);
   if (running_.count(key) != 0 || suspects_.count(key) == 0) return false;
   return sweeping_.insert(key).second;
-}
-
-void Attempts::suspect(const std::string& key, std::int64_t session) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  suspects_[key] = session;
 }
 
 std::optional<OwnNode> Attempts::waiting(const std::string& key) {

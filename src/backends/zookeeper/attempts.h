@@ -31,11 +31,11 @@ class Attempts {
   bool begin(const std::string& key);
   // The attempt's outcome is known (held, in line, or its node deleted): no longer uncertain.
   void settle(const std::string& key);
-  // The attempt ends, whatever happened. Returns whether to sweep `key` now (a suspect no sweep
-  // has claimed, and no other attempt of it runs): then it is claimed.
-  bool end(const std::string& key);
-  // The attempt's create failed once sent, on session `session`: its node may exist.
-  void suspect(const std::string& key, std::int64_t session);
+  // The attempt, on session `session`, ends, whatever happened. One that ended before settle()
+  // (an error after its create may have been sent, or after it made its node) leaves a suspect:
+  // its node may exist. Returns whether to sweep `key` now (a suspect no sweep has claimed, and no
+  // other attempt of it runs): then it is claimed.
+  bool end(const std::string& key, std::int64_t session);
 
   std::optional<OwnNode> waiting(const std::string& key);
   void set_waiting(const std::string& key, std::optional<OwnNode> node);
@@ -61,7 +61,7 @@ class Attempts {
   std::mutex mutex_;
   std::set<std::string> uncertain_;
   std::map<std::string, int> running_;              // key -> attempts running
-  std::map<std::string, std::int64_t> suspects_;    // key -> the session its create failed on
+  std::map<std::string, std::int64_t> suspects_;    // key -> the session its attempt ended unsettled on
   std::set<std::string> sweeping_;
   std::map<std::string, OwnNode> waiting_;
 };

@@ -1,7 +1,8 @@
-// The orphan sweep of the ZooKeeper service: an attempt whose create failed once sent (the
-// connection was lost: the node may exist) leaves a suspect; once the session is connected again
-// (or the next attempt of the same secret ends), the container is listed and every node of the
-// suspect that this session owns, and that neither a held lease nor a waiter uses, is deleted.
+// The orphan sweep of the ZooKeeper service: an attempt that ended before its outcome was known
+// (its create failed once sent, or a read after it did: the node may exist) leaves a suspect;
+// once the session is connected again (or the next attempt of the same secret ends), the
+// container is listed and every node of the suspect that this session owns, and that neither a
+// held lease nor a waiter uses, is deleted.
 // An ephemeral node would otherwise block its lock for as long as the session lives.
 #include "zookeeper_service.h"
 

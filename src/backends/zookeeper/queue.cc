@@ -49,7 +49,7 @@ FairQueue::Attempt ZooKeeperService::attempt(const AcquireRequest& request, bool
     Session& session;
     const std::string& key;
     ~End() {
-      if (service.attempts_.end(key)) service.sweep(session, key);
+      if (service.attempts_.end(key, session.id())) service.sweep(session, key);
     }
   } end{*this, *s, key};
   return attempt_once(*s, request, key, queue, deadline);
@@ -69,14 +69,9 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   if (own && std::find(names.begin(), names.end(), own->first) == names.end()) own.reset();  // gone
   if (!own && retried) own = own_child(s, dir, names, prefix, deadline);
   if (!own) {
-    try {
-      own = create_child(s, dir, prefix, node_data(request.holder), deadline);
-    } catch (const ConnectionError& e) {
-      // The create may have made the node: the same secret's next attempt looks for it, and the
-      // sweep deletes it once no attempt of it runs (an expired session took it already).
-      if (e.sqlstate() != std::to_string(ZSESSIONEXPIRED)) attempts_.suspect(key, s.id());
-      throw;
-    }
+    // An error from here until settle() leaves the node, if made, to the same secret's next
+    // attempt and to the sweep (Attempts::end).
+    own = create_child(s, dir, prefix, node_data(request.holder), deadline);
     names = children_of(s, dir, deadline);
   }
   attempts_.settle(key);  // from here on the outcome is known: held, in line, or deleted below
