@@ -80,39 +80,34 @@ void Events::watch(Session& session, std::string_view name, const std::string& p
   }
 }
 
-void Events::post_released(const std::string& name, std::int64_t ticket) noexcept {
+void Events::post(const WakeEvents::Event& event) noexcept {
   WakeEvents::Listener listener;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     listener = listener_;
   }
   if (!listener) return;
-  WakeEvents::Event event;
-  event.kind = WakeEvents::Kind::kReleased;
-  event.name = name;
-  event.next_ticket = ticket;
   try {
     listener(event);
   } catch (...) {
   }
 }
 
+void Events::post_released(const std::string& name, std::int64_t ticket) noexcept {
+  WakeEvents::Event event;
+  event.kind = WakeEvents::Kind::kReleased;
+  event.name = name;
+  event.next_ticket = ticket;
+  post(event);
+}
+
 void Events::post_lost(const std::string& name, const OwnerSecret& secret, const std::string& reason) noexcept {
-  WakeEvents::Listener listener;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    listener = listener_;
-  }
-  if (!listener) return;
   WakeEvents::Event event;
   event.kind = WakeEvents::Kind::kLost;
   event.name = name;
   event.secret = &secret;
   event.reason = reason;
-  try {
-    listener(event);
-  } catch (...) {
-  }
+  post(event);
 }
 
 void Events::post_all() noexcept {

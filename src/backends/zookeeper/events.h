@@ -47,6 +47,9 @@ class Events {
   void disarm(Watch* watch) noexcept;
 
  private:
+  // Gives `event` to the listener, if any; a listener's exception is dropped. Never blocks.
+  void post(const WakeEvents::Event& event) noexcept;
+
   std::mutex mutex_;
   WakeEvents::Listener listener_;              // guarded by mutex_
   std::map<std::string, int> subscribed_;      // name -> count; guarded by mutex_
