@@ -592,19 +592,27 @@ TEST_CASE("a SIGKILLed holder is replaced after its TTL / not before", "[cli][sq
 // other clocks) an hour off, as after an NTP step, a manual `date` or a VM's clock resync: a
 // SQLite lease must not care.
 
-// `argv` run under faketime with the wall clock `offset` ("+1h", "-1h").
+// `argv` run with libfaketime preloaded and the wall clock `offset` ("+1h", "-1h").
 std::vector<std::string> faked(const std::string& offset, std::vector<std::string> argv) {
-  const std::string faketime = DBLOCK_FAKETIME_PATH;
-  REQUIRE_FALSE(faketime.empty());  // the faketime package is not installed (apt-get install faketime)
+  const std::string libfaketime = DBLOCK_LIBFAKETIME_PATH;
+  REQUIRE_FALSE(libfaketime.empty());  // the faketime package is not installed (apt-get install faketime)
   // Under AddressSanitizer the preload comes before its runtime; tell it that is intended.
   const char* asan = std::getenv("ASAN_OPTIONS");
   const std::string asan_options = std::string(asan != nullptr ? asan : "") + ":verify_asan_link_order=0";
-  argv.insert(argv.begin(), {"/usr/bin/env", "ASAN_OPTIONS=" + asan_options, faketime, "-f", offset});
+  argv.insert(argv.begin(), {"/usr/bin/env", "ASAN_OPTIONS=" + asan_options, "LD_PRELOAD=" + libfaketime,
+                             "FAKETIME=" + offset});
   return argv;
 }
 
-// `dblock run --key clk --ttl TTL -- sleep 60` under faketime `offset`, in its own process group
-// (faketime runs dblock as its child), once it holds clk.
+// libfaketime names a semaphore and a shared-memory segment after the pid of the process it starts
+// in and removes them at that process's exit; a SIGKILLed process leaves them in /dev/shm.
+void remove_faketime_segments(pid_t pid) {
+  for (const std::string name : {"sem.faketime_sem_", "faketime_shm_"})
+    fs::remove("/dev/shm/" + name + std::to_string(pid));
+}
+
+// `dblock run --key clk --ttl TTL -- sleep 60` under libfaketime `offset`, in its own process
+// group, once it holds clk.
 std::unique_ptr<Process> start_faked_holder(Cli& cli, const std::string& offset, const std::string& ttl) {
   Process::Options group;
   group.new_group = true;
@@ -638,7 +646,7 @@ TEST_CASE("a holder whose wall clock is an hour behind keeps its lease from the 
   INFO(now);
   CHECK(now.code == kNotAcquired);
   CHECK_FALSE(fs::exists(cli.dir.file("ran")));
-  holder.signal_all(SIGTERM);  // faketime runs dblock as its child: the whole group
+  holder.signal_all(SIGTERM);  // dblock and its COMMAND
   CHECK(holder.wait(milliseconds(10'000)).has_value());
 }
 
@@ -649,6 +657,7 @@ TEST_CASE("a crashed holder whose wall clock was an hour ahead is replaced after
   holder.signal_all(SIGKILL);
   const auto killed_at = Clock::now();
   REQUIRE(holder.wait(milliseconds(5'000)).has_value());
+  remove_faketime_segments(holder.pid());
   // Its lease ends with its TTL, not an hour later.
   Result late = cli.run({"run", "--key", "clk", "--wait", "10s", "--", "true"});
   INFO(late);
