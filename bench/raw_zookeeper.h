@@ -58,6 +58,8 @@ class RawZk {
     zoo_set_debug_level(static_cast<ZooLogLevel>(0));
     zh_ = zookeeper_init(connect_string(url).c_str(), nullptr, kRawSessionTimeoutMs, nullptr, nullptr, 0);
     if (zh_ == nullptr) throw std::runtime_error("zookeeper_init failed: " + url);
+    // As dblock's session: resolve the host list when connecting, not at every I/O wake-up.
+    zoo_set_servers_resolution_delay(zh_, -1);
     for (int i = 0; i < 1000 && zoo_state(zh_) != ZOO_CONNECTED_STATE; ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(10));  // no session watcher: poll, bounded
     }

@@ -289,6 +289,10 @@ Session::Session(const std::string& connect_string, std::chrono::milliseconds ti
                               (e != 0 ? std::strerror(e) : "the client refused the connect string"),
                           kServiceName);
   }
+  // The client re-resolves the host list at every I/O wake-up unless told otherwise (a getaddrinfo,
+  // netlink socket included, per request and per reply). Resolve when (re)connecting only, as the
+  // Java client does.
+  zoo_set_servers_resolution_delay(handle_, -1);
   std::unique_lock<std::mutex> lock(watch_->m);
   watch_->handle = handle_;
   const bool settled = watch_->cv.wait_until(lock, deadline, [&] {
