@@ -3,6 +3,7 @@
 #define DBLOCK_DBLOCK_H_
 
 #include "dblock/capabilities.h"
+#include "dblock/election.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"

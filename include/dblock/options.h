@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <string>
 
 namespace dblock {
@@ -119,6 +120,12 @@ struct AcquireOptions {
   // Called once, on the renewal thread, when the lease is found lost (renewal refused, safe-until
   // passed, connection gone for too long). Must not block for long; may call Lease::release().
   std::function<void(const LostLease&)> on_lost;
+
+  // Cancels a waiting acquire: once a stop is requested, the acquire wakes and returns empty
+  // without another attempt. An attempt already under way completes (a lease it took is
+  // returned); a wait blocked inside the service (MariaDB's GET_LOCK turn) ends at its next
+  // refresh, at most a second later. A stop requested before the call: one attempt, no wait.
+  std::stop_token stop;
 };
 
 // Waiting helpers: pass as the wait of LockManager::acquire.

@@ -1,6 +1,9 @@
 // Acquiring a lease: validate, re-enter, then attempt / wait for a turn / attempt ... until the
 // service grants it or the deadline passes, then publish it to the renewal thread.
 #include <algorithm>
+#include <functional>
+#include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "call_deadline.h"
@@ -61,9 +64,10 @@ AcquireResult from_grant(const LeaseGrant& grant) {
 // the wake board unless it acquired.
 class Acquirer {
  public:
-  // `fair`: wait in the service's queue of waiters, where it has one.
+  // `fair`: wait in the service's queue of waiters, where it has one. `stop`: the caller's
+  // cancellation (AcquireOptions::stop).
   Acquirer(ManagerCore& core, std::shared_ptr<LeaseState> state, SteadyClock::time_point deadline, bool try_once,
-           bool fair)
+           bool fair, std::stop_token stop)
       : core_(core),
         state_(std::move(state)),
         deadline_(deadline),
@@ -81,6 +85,7 @@ class Acquirer {
     wait_.deadline = deadline;
     wait_.refresh_at = SteadyClock::time_point::max();
     wait_.backoff = core.options_.min_poll;
+    wait_.stop = std::move(stop);
   }
 
   ~Acquirer() {
@@ -110,20 +115,28 @@ class Acquirer {
 
   std::optional<Lease> run() {
     if (!try_once_) enter();
+    // A stop request wakes this waiter (and the name's other waiters here, who wait on).
+    std::optional<std::stop_callback<std::function<void()>>> on_stop;
+    if (!try_once_ && wait_.stop.stop_possible()) {
+      on_stop.emplace(wait_.stop, std::function<void()>([this] { core_.board_.bump(state_->name); }));
+    }
     for (int faults = 0;;) {
       if (riding_faults(faults, [this] { return attempt(); })) {
         acquired_ = true;
         return core_.publish(state_);
       }
-      if (try_once_ || SteadyClock::now() >= deadline_) return std::nullopt;
+      if (try_once_ || stopped() || SteadyClock::now() >= deadline_) return std::nullopt;
       riding_faults(faults, [this] {
         wait_turn();
         return true;
       });
+      if (stopped()) return std::nullopt;
     }
   }
 
  private:
+  bool stopped() const { return wait_.stop.stop_requested(); }
+
   // Registers on the wake board and with the service's events before the first attempt, so that
   // a release between the attempt and the wait is not missed.
   void enter() {
@@ -152,6 +165,7 @@ class Acquirer {
         const auto pause = jittered(milliseconds(50) * (1 << std::min(faults++, 4)));
         std::uint64_t seen = core_.board_.generation(state_->name);
         core_.board_.wait(state_->name, seen, std::min(deadline_, SteadyClock::now() + pause));
+        if (stopped()) return false;  // run() returns empty
       }
     }
   }
@@ -242,7 +256,7 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
   if (std::optional<Lease> again = reenter(key, try_once, options)) return again;
   Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once,
-                    options.fair.value_or(options_.fair));
+                    options.fair.value_or(options_.fair), options.stop);
   return acquirer.run();
 }
 

@@ -79,7 +79,7 @@ class BackoffWait final : public PausingWait {
       if (c.ticket != 0) c.backoff = std::min<microseconds>(c.backoff, queued_cap(c));
       const bool woken = sleep(c, plain_pause(c));
       const auto now = SteadyClock::now();
-      if (now >= c.refresh_at || now >= c.deadline) return WaitResult::kAttempt;
+      if (now >= c.refresh_at || now >= c.deadline || c.stop.stop_requested()) return WaitResult::kAttempt;
       if (still_behind(queue_, c)) continue;
       if (woken) c.backoff = options_.min_poll;  // our turn may have come: attempt at once
       return WaitResult::kAttempt;
@@ -111,7 +111,7 @@ class EventWait final : public PausingWait {
       const bool await_release = behind_others(c) && c.holder_remaining != std::chrono::milliseconds::zero();
       const microseconds pause =
           await_release ? std::max(jittered(options_.max_poll), microseconds(100)) : plain_pause(c);
-      if (!sleep(c, pause)) return WaitResult::kAttempt;
+      if (!sleep(c, pause) || c.stop.stop_requested()) return WaitResult::kAttempt;
       if (c.ticket != 0) {
         c.grant = board_.take_grant(c.name, c.ticket);
         c.grant_confirmed = false;                 // an event: the attempt confirms it first

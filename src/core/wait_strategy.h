@@ -44,6 +44,7 @@ struct WaitContext {
   std::chrono::microseconds backoff{0};             // the plain pause; doubles while nothing happens
   std::optional<LeaseGrant> grant;                  // set when a release granted this waiter the lease
   bool grant_confirmed = false;                     // the grant came from the service's own reply, not an event
+  std::stop_token stop;                             // the caller's (AcquireOptions::stop): a request ends the wait
 };
 
 enum class WaitResult {

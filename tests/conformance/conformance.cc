@@ -226,17 +226,6 @@ int child_guarded(const std::string& prefix, const std::string& name, int ttl_ms
   return 0;
 }
 
-// Waits (bounded) for a line starting with `prefix` from `child`.
-std::string expect_line(Child& child, const std::string& prefix, milliseconds timeout = 20s) {
-  auto deadline = SteadyClock::now() + timeout;
-  while (SteadyClock::now() < deadline) {
-    auto line = child.read_line(std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()));
-    if (!line) break;
-    if (line->rfind(prefix, 0) == 0) return *line;
-  }
-  FAIL("child did not print '" << prefix << "' in time");
-  return {};
-}
 
 long read_counter(const std::string& file) {
   std::ifstream in(file);
@@ -272,6 +261,20 @@ int child_turns(const std::string& prefix, const std::string& name, int iteratio
 
 }  // namespace
 
+// Waits (bounded) for a line starting with `prefix` from `child`.
+std::string expect_line(Child& child, const std::string& prefix, milliseconds timeout) {
+  auto deadline = SteadyClock::now() + timeout;
+  std::string skipped;
+  while (SteadyClock::now() < deadline) {
+    auto line = child.read_line(std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()));
+    if (!line) break;
+    if (line->rfind(prefix, 0) == 0) return *line;
+    skipped += "\n  " + *line;
+  }
+  FAIL("child did not print '" << prefix << "' in time; it printed:" << skipped);
+  return {};
+}
+
 int run_child(int argc, char** argv) {
   std::vector<std::string> a(argv, argv + argc);
   try {
@@ -279,6 +282,7 @@ int run_child(int argc, char** argv) {
     if (a.size() == 6 && a[2] == "hold") return child_hold(a[3], a[4], std::stoi(a[5]));
     if (a.size() == 7 && a[2] == "guarded") return child_guarded(a[3], a[4], std::stoi(a[5]), a[6]);
     if (a.size() == 6 && a[2] == "turns") return child_turns(a[3], a[4], std::stoi(a[5]));
+    if (a.size() == 6 && a[2] == "elect") return child_elect(a[3], a[4], std::stoi(a[5]));
   } catch (const std::exception& e) {
     std::printf("error %s\n", e.what());
     return 3;

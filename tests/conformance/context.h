@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "dblock/dblock.h"
+#include "process.h"
 
 namespace dblock::testing {
 
@@ -109,6 +110,11 @@ void check_after_refused_acquire_all(LockManager& manager, LockManager& observer
 
 // Child-process entry point: `test_binary --child <role> args...`. Returns an exit code.
 int run_child(int argc, char** argv);
+// Waits (bounded) for a line starting with `prefix` from `child`; fails the case without one.
+std::string expect_line(Child& child, const std::string& prefix, std::chrono::milliseconds timeout = std::chrono::seconds(20));
+// The child role "elect <prefix> <name> <ttl_ms>" (recipes.cc): campaigns for `name` and prints
+// "elected <term>" and "revoked <term>" as they happen, until its stdin ends.
+int child_elect(const std::string& prefix, const std::string& name, int ttl_ms);
 
 // Records the LostLease an on_lost callback is given; wait() blocks until one came. Thread-safe.
 class LostWatch {

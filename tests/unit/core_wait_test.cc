@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <optional>
+#include <stop_token>
 #include <thread>
 
 #include "core_rig.h"
@@ -318,6 +319,50 @@ TEST_CASE("wait: destroying the manager ends its waits with a usage error", "[un
   CHECK(waiter.error().find("shutting down") != std::string::npos);
   CHECK(SteadyClock::now() - start < 2s);
   CHECK(holder_service->queued("k") == 0);  // it left the line on the way out
+}
+
+TEST_CASE("wait: a stop request ends a waiting acquire without another attempt; the other waiters wait on",
+          "[unit][wait][stop]") {
+  for (const MemoryService::Config& config : {MemoryService::Config{}, with_events(), poll_only()}) {
+    INFO("wake events " << config.wake_events << ", queue " << config.fair_queue);
+    Rig rig;
+    auto holder = rig.open(config);
+    MemoryService* service = nullptr;
+    auto manager = rig.open(config, slow_polls(), &service);
+    auto held = holder->try_acquire("k");
+    REQUIRE(held);
+    const Op attempt_op = config.fair_queue ? Op::kInLine : Op::kTryAcquire;
+    std::stop_source stop_first;  // only to end the case without waiting out a 5 s poll
+    AcquireOptions first_options;
+    first_options.stop = stop_first.get_token();
+    Waiter first(*manager, "k", kWaitForever, first_options);
+    REQUIRE(eventually([&] { return service->calls(attempt_op) == 1; }));
+    std::stop_source stop;
+    AcquireOptions stoppable;
+    stoppable.stop = stop.get_token();
+    Waiter second(*manager, "k", kWaitForever, stoppable);
+    REQUIRE(eventually([&] { return service->calls(attempt_op) == 2; }));
+    if (config.fair_queue) REQUIRE(eventually([&] { return service->queued("k") == 2; }));
+
+    const auto start = SteadyClock::now();
+    stop.request_stop();
+    CHECK_FALSE(second.result());  // polls are 5 s apart: only the stop ends it this soon
+    CHECK(SteadyClock::now() - start < 2s);
+    CHECK(second.error().empty());
+    CHECK(service->calls(attempt_op) <= 3);  // at most the first waiter's attempt on the wake-up
+    if (config.fair_queue) CHECK(eventually([&] { return service->queued("k") == 1; }));  // it left the line
+    CHECK_FALSE(first.done());
+    stop_first.request_stop();
+    CHECK_FALSE(first.result());
+    REQUIRE(held->release() == ReleaseResult::kReleased);
+
+    // Stopped before the call: one attempt, no wait.
+    auto again = holder->try_acquire("k2");
+    REQUIRE(again);
+    const int before = service->calls(Op::kTryAcquire) + service->calls(Op::kInLine);
+    CHECK_FALSE(manager->acquire("k2", kWaitForever, stoppable));
+    CHECK(service->calls(Op::kTryAcquire) + service->calls(Op::kInLine) == before + 1);
+  }
 }
 
 TEST_CASE("wait: a waiter rides over transient faults of the service until its deadline", "[unit][wait][faults]") {
