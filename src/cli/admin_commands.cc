@@ -1,4 +1,4 @@
-// list, inspect, release, migrate, reap, version.
+// list, inspect, leader, release, migrate, reap, version.
 #include <pwd.h>
 #include <unistd.h>
 
@@ -9,6 +9,7 @@
 
 #include "args.h"
 #include "commands.h"
+#include "dblock/election.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
 #include "dblock/open.h"
@@ -162,6 +163,25 @@ int inspect_command(GlobalOptions global, std::vector<std::string> args) {
     print((info ? lease_text(*info) : terminal_text(name) + ": not held\n") + recent_force_releases(*manager, name));
   }
   return info ? kExitOk : kExitError;
+}
+
+int leader_command(GlobalOptions global, std::vector<std::string> args) {
+  bool json = false;
+  std::string name;
+  if (!parse_name_and_flag("leader", "--json", nullptr, global, std::move(args), &json, &name)) return kExitOk;
+  validate_lock_name(name);
+  auto manager = open_manager(resolve_url(global), admin_options());
+  const std::optional<Leader> leader = current_leader(*manager, name);
+  if (json) {
+    print(leader ? "{\"name\":" + json_string(name) + ",\"leader\":" + json_string(leader->holder) +
+                       ",\"term\":" + std::to_string(leader->term) + "}\n"
+                 : "null\n");
+  } else {
+    print(leader ? terminal_text(name) + ": leader " + terminal_text(leader->holder) + ", term " +
+                       std::to_string(leader->term) + "\n"
+                 : terminal_text(name) + ": no leader\n");
+  }
+  return leader ? kExitOk : kExitError;
 }
 
 int release_command(GlobalOptions global, std::vector<std::string> args) {

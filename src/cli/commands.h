@@ -36,6 +36,8 @@ std::unique_ptr<LockManager> open_manager(const std::string& url, ManagerOptions
                                           std::optional<std::chrono::steady_clock::time_point> deadline);
 
 int run_command(GlobalOptions global, std::vector<std::string> args);
+int elect_command(GlobalOptions global, std::vector<std::string> args);
+int leader_command(GlobalOptions global, std::vector<std::string> args);
 int list_command(GlobalOptions global, std::vector<std::string> args);
 int inspect_command(GlobalOptions global, std::vector<std::string> args);
 int release_command(GlobalOptions global, std::vector<std::string> args);

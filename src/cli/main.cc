@@ -2,7 +2,8 @@
 //
 //   dblock [--url URL] run --key NAME [--ttl 30s] [--wait 0|DURATION|forever]
 //                          [--mode lease|session|shared] [--on-lost term|kill|ignore] -- COMMAND [ARGS...]
-//   dblock [--url URL] list [--json] | inspect NAME [--json] | release --force NAME
+//   dblock [--url URL] elect --key NAME [--forever] [--ttl 30s] [--on-lost ...] -- COMMAND [ARGS...]
+//   dblock [--url URL] list [--json] | inspect NAME [--json] | leader NAME [--json] | release --force NAME
 //   dblock [--url URL] migrate | reap | version
 //
 // main() parses the global options, dispatches to a subcommand (commands.h) and maps every
@@ -50,6 +51,8 @@ int dispatch(std::vector<std::string> args) {
   const std::string command = cur.take();
   std::vector<std::string> rest = cur.rest();
   if (command == "run") return run_command(global, std::move(rest));
+  if (command == "elect") return elect_command(global, std::move(rest));
+  if (command == "leader") return leader_command(global, std::move(rest));
   if (command == "list") return list_command(global, std::move(rest));
   if (command == "inspect") return inspect_command(global, std::move(rest));
   if (command == "release") return release_command(global, std::move(rest));

@@ -363,6 +363,7 @@ class Supervisor {
       int sig = static_cast<int>(info.ssi_signo);
       if (!is_forwarded(sig)) continue;  // SIGCHLD: waitpid() at the top of the loop
       child_.signal_group(sig);
+      signalled_ = sig;
     }
   }
 
@@ -427,7 +428,12 @@ class Supervisor {
   const int lost_fd_;
   Child child_;
   bool lost_ = false;
+  int signalled_ = 0;
   std::optional<Clock::time_point> kill_at_;
+
+ public:
+  // The last signal forwarded to COMMAND (0: none): someone asked dblock to stop.
+  int signalled() const { return signalled_; }
 };
 
 // What is left of a wait of `wait` that ends at `ends`: kWaitForever stays; 0 once it has passed.
@@ -436,10 +442,91 @@ milliseconds left_of(milliseconds wait, std::chrono::steady_clock::time_point en
   return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(ends - std::chrono::steady_clock::now()));
 }
 
-}  // namespace
+// elect --forever: the pause between a leadership's end and the next campaign (a COMMAND that
+// fails at once is not restarted in a tight loop; the candidates already in line go first).
+constexpr milliseconds kCampaignPause{1'000};
 
-int run_command(GlobalOptions global, std::vector<std::string> args) {
-  std::optional<RunOptions> parsed = parse_run(global, std::move(args));
+// Waits up to `pause` for a forwarded signal on the signalfd `sfd`: the signal, or 0.
+int signal_within(int sfd, milliseconds pause) {
+  const auto until = Clock::now() + pause;
+  for (;;) {
+    for (const signalfd_siginfo& info : read_signals(sfd)) {
+      const int sig = static_cast<int>(info.ssi_signo);
+      if (is_forwarded(sig)) return sig;
+    }
+    const auto left = std::chrono::ceil<milliseconds>(until - Clock::now());
+    if (left.count() <= 0) return 0;
+    pollfd fd{sfd, POLLIN, 0};
+    ::poll(&fd, 1, static_cast<int>(left.count()));
+  }
+}
+
+// Empties the non-blocking descriptor `fd`.
+void drain(int fd) {
+  char buf[512];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0 || (n < 0 && errno == EINTR)) continue;
+    return;
+  }
+}
+
+// What the rounds of one dblock process share.
+struct Rounds {
+  const RunOptions& o;
+  const Acquire& acquire;
+  std::unique_ptr<LockManager>& manager;  // opened by the first acquire
+  const SignalSetup& signals;
+  int lost_read;  // the self-pipe on_lost writes to
+};
+
+// What one acquisition and one run of COMMAND came to.
+struct Round {
+  int status = kExitOk;  // dblock's exit status for it
+  bool last = false;     // dblock ends here (not acquired, a signal), whatever --forever says
+};
+
+Round hold_and_run(const Rounds& r) {
+  const RunOptions& o = r.o;
+  std::unique_ptr<HeldLock> held;
+  try {
+    held = acquire_interruptibly(r.acquire, o, r.signals.fd.get());
+  } catch (const Error& e) {
+    // Once open, the engine rides over a failing service until the wait's deadline: what ends a
+    // wait that way is "not acquired within --wait", with the fault as the reason. An open that
+    // failed (69) and a single try (--wait 0) report the fault itself.
+    if (r.manager == nullptr || o.wait.count() <= 0 || !fault_during_wait(e)) throw;
+    std::fprintf(stderr, "dblock: %s not acquired within --wait %s: the service failed while waiting: %s\n",
+                 locks_text(o).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
+    return {kExitNotAcquired, true};
+  }
+  if (!held) {
+    report_not_acquired(*r.manager, o);
+    return {kExitNotAcquired, true};
+  }
+
+  // A signal that came in during a one-shot acquire: do not start COMMAND.
+  for (const signalfd_siginfo& info : read_signals(r.signals.fd.get())) {
+    int sig = static_cast<int>(info.ssi_signo);
+    if (is_forwarded(sig)) {
+      std::fprintf(stderr, "dblock: %s before the command started; releasing %s\n", ::strsignal(sig),
+                   locks_text(o).c_str());
+      held->release();
+      return {kExitSignalBase + sig, true};
+    }
+  }
+  if (o.elect) {
+    std::fprintf(stderr, "dblock: elected leader of %s, term %s\n", locks_text(o).c_str(),
+                 held->fence() ? std::to_string(*held->fence()).c_str() : "?");
+  }
+
+  Supervisor supervisor(*held, o, r.signals.fd.get(), r.lost_read);
+  const int status = supervisor.run(r.signals.original_mask);
+  return {status, supervisor.signalled() != 0};
+}
+
+int run_or_elect(GlobalOptions global, std::vector<std::string> args, std::string_view command) {
+  std::optional<RunOptions> parsed = parse_run(global, std::move(args), command);
   if (!parsed) return kExitOk;
   const RunOptions& o = *parsed;
   for (const std::string& key : o.keys) validate_lock_name(key);
@@ -474,39 +561,28 @@ int run_command(GlobalOptions global, std::vector<std::string> args) {
   // Written by the acquiring thread; read here only after it is done (acquire_interruptibly).
   std::unique_ptr<LockManager> manager;
   const Acquire acquire = [&]() -> std::unique_ptr<HeldLock> {
-    manager = open_manager(url, mo, wait_ends);
+    if (manager == nullptr) manager = open_manager(url, mo, wait_ends);
     return acquire_with(*manager, o, left_of(o.wait, wait_ends), on_lost);
   };
-  std::unique_ptr<HeldLock> held;
-  try {
-    held = acquire_interruptibly(acquire, o, signals.fd.get());
-  } catch (const Error& e) {
-    // Once open, the engine rides over a failing service until the wait's deadline: what ends a
-    // wait that way is "not acquired within --wait", with the fault as the reason. An open that
-    // failed (69) and a single try (--wait 0) report the fault itself.
-    if (manager == nullptr || o.wait.count() <= 0 || !fault_during_wait(e)) throw;
-    std::fprintf(stderr, "dblock: %s not acquired within --wait %s: the service failed while waiting: %s\n",
-                 locks_text(o).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
-    return kExitNotAcquired;
+  const Rounds rounds{o, acquire, manager, signals, lost_pipe->read_end.get()};
+  for (;;) {
+    const Round round = hold_and_run(rounds);
+    if (!o.forever || round.last) return round.status;
+    std::fprintf(stderr, "dblock: leadership of %s ended (exit status %d); campaigning again in %s\n",
+                 locks_text(o).c_str(), round.status, format_duration(kCampaignPause).c_str());
+    if (const int sig = signal_within(signals.fd.get(), kCampaignPause)) return kExitSignalBase + sig;
+    drain(lost_pipe->read_end.get());  // a late report of the last lease
   }
-  if (!held) {
-    report_not_acquired(*manager, o);
-    return kExitNotAcquired;
-  }
+}
 
-  // A signal that came in during a one-shot acquire: do not start COMMAND.
-  for (const signalfd_siginfo& info : read_signals(signals.fd.get())) {
-    int sig = static_cast<int>(info.ssi_signo);
-    if (is_forwarded(sig)) {
-      std::fprintf(stderr, "dblock: %s before the command started; releasing %s\n", ::strsignal(sig),
-                   locks_text(o).c_str());
-      held->release();
-      return kExitSignalBase + sig;
-    }
-  }
+}  // namespace
 
-  Supervisor supervisor(*held, o, signals.fd.get(), lost_pipe->read_end.get());
-  return supervisor.run(signals.original_mask);
+int run_command(GlobalOptions global, std::vector<std::string> args) {
+  return run_or_elect(std::move(global), std::move(args), "run");
+}
+
+int elect_command(GlobalOptions global, std::vector<std::string> args) {
+  return run_or_elect(std::move(global), std::move(args), "elect");
 }
 
 }  // namespace dblock::cli

@@ -25,6 +25,7 @@ constexpr milliseconds kMinRunTtl{1000};
 struct RunArgs {
   std::vector<std::string> keys;
   std::optional<std::string> ttl, wait, mode, on_lost, on_death;
+  bool forever = false;
 };
 
 // `value` looked up in `choices`; a usage failure naming the option and the choices otherwise
@@ -88,10 +89,23 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
   return o;
 }
 
+// `dblock elect`: a leader holds one name as a lease and waits for it as long as it takes.
+RunOptions checked_elect_options(const ArgCursor& cur, const RunArgs& a, std::vector<std::string> command) {
+  if (a.wait) cur.fail("elect waits until elected: --wait is an option of run, not of elect");
+  if (a.mode) cur.fail("elect holds a lease (its fence is the term): --mode is an option of run, not of elect");
+  if (a.keys.size() > 1) cur.fail("elect takes one --key");
+  RunOptions o = checked_run_options(cur, a, std::move(command));
+  o.wait = kWaitForever;
+  o.elect = true;
+  o.forever = a.forever;
+  return o;
+}
+
 }  // namespace
 
-std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args) {
-  ArgCursor cur(std::move(args), "run");
+std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args, std::string_view command) {
+  const bool elect = command == "elect";
+  ArgCursor cur(std::move(args), std::string(command));
   RunArgs a;
   bool saw_separator = false;
   while (!cur.done()) {
@@ -100,7 +114,7 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
       break;
     }
     if (cur.flag("--help", "-h")) {
-      const std::string_view text = usage_text("run");
+      const std::string_view text = usage_text(command);
       std::fwrite(text.data(), 1, text.size(), stdout);
       return std::nullopt;
     }
@@ -109,16 +123,20 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
         cur.option("--on-dblock-death", &a.on_death)) {
       continue;
     }
+    if (elect && cur.flag("--forever")) {
+      a.forever = true;
+      continue;
+    }
     if (!cur.peek().empty() && cur.peek()[0] != '-') {
-      cur.fail("unexpected argument '" + cur.peek() + "': put the command after --, as in "
-               "dblock run --key NAME [--key NAME...] -- COMMAND [ARGS...]");
+      cur.fail("unexpected argument '" + cur.peek() + "': put the command after --, as in dblock " +
+               std::string(command) + " --key NAME [OPTIONS] -- COMMAND [ARGS...]");
     }
     cur.unexpected();
   }
   if (!saw_separator) {
-    cur.fail("missing -- and COMMAND: dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]");
+    cur.fail("missing -- and COMMAND: dblock " + std::string(command) + " --key NAME [OPTIONS] -- COMMAND [ARGS...]");
   }
-  return checked_run_options(cur, a, cur.rest());
+  return elect ? checked_elect_options(cur, a, cur.rest()) : checked_run_options(cur, a, cur.rest());
 }
 
 

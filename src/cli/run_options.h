@@ -23,11 +23,15 @@ struct RunOptions {
   RunMode mode = RunMode::kLease;
   OnLost on_lost = OnLost::kTerm;
   bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
+  bool elect = false;            // `dblock elect`: one key, a lease, waiting forever
+  bool forever = false;          // elect --forever: campaign again after each leadership
   std::vector<std::string> command;
 };
 
-// Returns the options, or an empty optional when --help was printed. Throws UsageFailure.
-std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args);
+// The options of `command` ("run" or "elect"), or an empty optional when --help was printed.
+// Throws UsageFailure.
+std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::string> args,
+                                    std::string_view command = "run");
 
 // "lock 'a'" or "locks 'a', 'b'" (names made safe for a terminal), for messages.
 std::string locks_text(const RunOptions& o);

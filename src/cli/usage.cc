@@ -10,6 +10,8 @@ A distributed lock on the database you already have.
 
 Commands:
   run       hold a lock while a command runs:   dblock run --key NAME [OPTIONS] -- COMMAND [ARGS...]
+  elect     run a command while leader:         dblock elect --key NAME [--forever] -- COMMAND [ARGS...]
+  leader    show the leader of an election:     dblock leader NAME [--json]
   list      show the live leases:               dblock list [--history] [--json]
   inspect   show one lock:                      dblock inspect NAME [--json]
   release   evict a holder (admin):             dblock release --force NAME
@@ -26,7 +28,8 @@ Global options:
 
 Exit status:
   0    success (run: COMMAND's own exit status is passed through)
-  1    other error (busy database, outcome in doubt, ...); inspect: the lock is not held
+  1    other error (busy database, outcome in doubt, ...); inspect: the lock is not held;
+       leader: there is no leader
   64   usage error: bad option, duration, lock name or URL
   69   backend unreachable or cannot be opened
   70   run: the lease was lost while COMMAND was running
@@ -96,6 +99,45 @@ Exit status:
   78   lock tables missing or newer than this dblock
   126  COMMAND could not be executed; 127: COMMAND not found
   1    other backend error
+)";
+
+constexpr std::string_view kElect = R"(Usage: dblock [--url URL] elect --key NAME [--forever] [--ttl 30s] [--on-lost term|kill|ignore]
+                  [--on-dblock-death kill|keep] -- COMMAND [ARGS...]
+
+Leader election: campaigns for NAME (waiting in line, as `run --wait forever` does), and once
+elected runs COMMAND while it is the leader. The leadership is a lease on NAME: renewed every
+TTL/3, lost when a renewal is refused or its TTL passes without one (then COMMAND is stopped per
+--on-lost, as with run), and taken over by the next candidate within the TTL when this dblock
+dies. The term is the lease's fencing token: COMMAND gets it as DBLOCK_FENCE (strictly greater
+than every earlier term of NAME), and `dblock leader NAME` shows the leader and its term.
+Without --forever, dblock exits when COMMAND ends (its exit status; 70 when the leadership was
+lost meanwhile). With --forever, it gives up the leadership when COMMAND ends or the leadership
+is lost, waits 1s and campaigns again, until a signal (forwarded to COMMAND if it runs) ends it.
+COMMAND's environment, process group and signals are as with `dblock run` (dblock run --help).
+
+Options:
+  --key NAME        the election's name (required, once)
+  --forever         campaign again after each leadership ends
+  --ttl, --on-lost, --on-dblock-death   as for run: how fast a dead leader is replaced (default
+                    30s), and what happens to COMMAND when the leadership is lost or dblock dies
+  -h, --help        show this help
+
+Exit status: as for run (without 75: elect waits until elected); with --forever, 128+N after
+signal N.
+)";
+
+constexpr std::string_view kLeader = R"(Usage: dblock [--url URL] leader NAME [--json]
+
+Shows the current leader of the election NAME (`dblock elect`, dblock::Election) as the service
+sees it: the leader's holder string and its term (the lease's fencing token). Prints
+"NAME: no leader" (with --json: null) and exits 1 when nobody leads.
+
+Options:
+  --json      print {"name": ..., "leader": ..., "term": ...}, or null
+  -h, --help  show this help
+
+Exit status: 0 there is a leader; 1 none (or other error); 64 usage error; 69 backend unreachable;
+78 schema problem.
 )";
 
 constexpr std::string_view kList = R"(Usage: dblock [--url URL] list [--history] [--json]
@@ -181,6 +223,8 @@ Options:
 
 std::string_view usage_text(std::string_view command) {
   if (command == "run") return kRun;
+  if (command == "elect") return kElect;
+  if (command == "leader") return kLeader;
   if (command == "list") return kList;
   if (command == "inspect") return kInspect;
   if (command == "release") return kRelease;
