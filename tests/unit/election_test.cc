@@ -109,18 +109,25 @@ TEST_CASE("election: a leader whose renewals are refused is revoked, campaigns a
   CHECK(*ea.term() > first_term);
 }
 
-TEST_CASE("election: is_leader turns false at safe-until even before the loss is reported",
+TEST_CASE("election: a leader whose renewals hang stops being leader at its safe time; another leads",
           "[unit][election][lost]") {
   Rig rig;
-  MemoryService* service = nullptr;
-  auto manager = rig.open({}, {}, &service);
-  Journal journal;
-  Election election(*manager, "jobs", journal.options(300ms));
-  REQUIRE(election.await_leadership(5s));
-  service->set_renew_delay(1500ms);  // renewals hang past the TTL: only safe-until ends the leadership
-  REQUIRE(eventually([&] { return !election.is_leader(); }, 5s));
-  CHECK_FALSE(election.term());
-  service->set_renew_delay(0ms);
+  MemoryService* service_a = nullptr;
+  auto a = rig.open({}, named("host-a"), &service_a);
+  auto b = rig.open({}, named("host-b"));
+  Journal ja;
+  Election ea(*a, "jobs", ja.options(300ms));
+  REQUIRE(ea.await_leadership(5s));
+  const std::int64_t first = *ea.term();
+  Election eb(*b, "jobs", ElectionOptions{300ms, {}, {}});
+  service_a->set_renew_delay(1500ms);  // a's renewals hang past its TTL: only its safe time ends it
+  REQUIRE(eb.await_leadership(5s));  // b leads once a's lease expired in the service
+  CHECK_FALSE(ea.is_leader());       // and a knows it is not leader, its renewal still hanging
+  CHECK_FALSE(ea.term());
+  CHECK(*eb.term() > first);
+  REQUIRE(eventually([&] { return ja.size() >= 2; }));
+  CHECK(ja.events()[1] == "revoked " + std::to_string(first));
+  service_a->set_renew_delay(0ms);
 }
 
 TEST_CASE("election: resign while campaigning ends the wait at once and never leads", "[unit][election][stop]") {
