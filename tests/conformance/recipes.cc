@@ -1,4 +1,5 @@
-// The recipes above the engine, written once for every service: leader election (dblock/election.h).
+// The recipes above the engine, written once for every service: leader election (dblock/election.h)
+// and the read-write policy of shared leases.
 // One leader at a time; terms (fences) strictly increasing across resignation, a leader's SIGKILL
 // and its SIGSTOP; a leader stopped past its lease finds itself no longer leader when it resumes.
 #include <catch2/catch.hpp>
@@ -8,7 +9,9 @@
 #include <cstdio>
 #include <iostream>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 
 #include "context.h"
 
@@ -126,6 +129,60 @@ TEST_CASE("election: a SIGKILLed leader is replaced after its TTL, a SIGSTOPped 
   CHECK(term_of(revoked) == t3);
   CHECK(next.is_leader());
   CHECK(current_leader(*manager, "leader")->term == t4);
+}
+
+// ---- read-write policy ------------------------------------------------------------------------
+
+namespace {
+
+// A shared lease of `name` taken (and at once given back) by `manager` within `wait`: whether it was.
+bool reader_gets_in(LockManager& manager, const std::string& name, milliseconds wait, bool fair = true) {
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  shared.fair = fair;
+  std::optional<Lease> lease = wait.count() == 0 ? manager.try_acquire(name, shared) : manager.acquire(name, wait, shared);
+  return lease.has_value();
+}
+
+}  // namespace
+
+TEST_CASE("read-write policy: no reader overtakes a waiting writer (try, fair or not); it writes once the readers leave",
+          "[conformance][recipes][shared][rw]") {
+  if (!context().shared_leases) {
+    SUCCEED("no shared leases on " + context().backend);
+    return;
+  }
+  const std::string prefix = unique_prefix();
+  auto readers = open_manager({}, prefix);
+  auto writers = open_manager({}, prefix);
+  auto late = open_manager({}, prefix);
+  AcquireOptions shared;
+  shared.mode = LockMode::kShared;
+  auto first_reader = readers->try_acquire("rw", shared);
+  REQUIRE(first_reader);
+  CHECK(reader_gets_in(*late, "rw", 0ms));  // readers share while no writer waits
+
+  std::optional<Lease> written;
+  std::thread writer([&] { written = writers->acquire("rw", 30s); });
+  // Once the writer waits in line, a reader asking now is refused (it polls until then: a reader
+  // that gets in before the writer queued is given back at once).
+  const bool queued = [&] {
+    for (const auto until = SteadyClock::now() + 10s; SteadyClock::now() < until;) {
+      if (!reader_gets_in(*late, "rw", 0ms)) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }();
+  CHECK(queued);
+  CHECK_FALSE(reader_gets_in(*late, "rw", 0ms));                 // try_acquire
+  CHECK_FALSE(reader_gets_in(*late, "rw", 300ms));               // a waiting reader queues behind it
+  CHECK_FALSE(reader_gets_in(*late, "rw", 300ms, /*fair=*/false));  // outside the line: still yields
+  CHECK(first_reader->release() == ReleaseResult::kReleased);
+  writer.join();
+  REQUIRE(written);
+  CHECK_FALSE(reader_gets_in(*late, "rw", 0ms));  // excluded while it writes
+  CHECK(written->release() == ReleaseResult::kReleased);
+  CHECK(reader_gets_in(*late, "rw", 5s));
 }
 
 }  // namespace dblock::testing

@@ -837,31 +837,6 @@ TEST_CASE("mysql: guarded writes of a shared-lease reader", "[mysql][guard][shar
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + table + "`") == 1);
 }
 
-TEST_CASE("mysql: a waiting shared acquire queues behind a waiting writer", "[mysql][shared]") {
-  const std::string prefix = unique_prefix();
-  auto a = open_manager({}, prefix);
-  auto b = open_manager({}, prefix);
-  AcquireOptions shared;
-  shared.mode = LockMode::kShared;
-  shared.ttl = 5s;
-  auto r1 = a->try_acquire("queue-rw", shared);
-  REQUIRE(r1);
-  std::atomic<bool> writer_done{false};
-  std::thread writer([&] {
-    auto w = b->acquire("queue-rw", 20s);
-    writer_done = w.has_value();
-  });
-  auto c = raw();
-  for (int i = 0; i < 500; ++i) {
-    if (scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "waiters`") > 0) break;
-    std::this_thread::sleep_for(10ms);
-  }
-  CHECK_FALSE(a->try_acquire("queue-rw", shared));  // no writer starvation: readers wait behind it
-  CHECK(r1->release() == ReleaseResult::kReleased);
-  writer.join();
-  CHECK(writer_done);
-}
-
 }  // namespace dblock::testing
 
 namespace dblock::testing {
