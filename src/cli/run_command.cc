@@ -1,10 +1,12 @@
-// `dblock run`: hold a lock while a child command runs.
+// `dblock run` and `dblock elect`: hold a lock (waiting for it, or campaigning) while a child
+// command runs (supervisor.h), once or, with elect --forever, again after each leadership.
 //
 // Signal handling: every signal the command forwards, and SIGCHLD, is blocked in the main thread
 // *before* the LockManager starts its threads, so all threads inherit the block and the signals
 // are only ever read synchronously from a signalfd by the main loop. The lost-lease callback
 // (called on the manager's renewal thread) only writes the reason to a non-blocking self-pipe.
-// The main loop poll()s on both and reaps the child with waitpid(); nothing sleeps to synchronise.
+// The main loop poll()s on both and reaps the child with waitpid(); nothing sleeps to synchronise
+// (signals.h, supervisor.h).
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -38,6 +40,8 @@
 #include "held_lock.h"
 #include "output.h"
 #include "run_options.h"
+#include "signals.h"
+#include "supervisor.h"
 
 extern char** environ;
 
@@ -46,36 +50,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
-
-// The last error the manager reported on this thread (its on_background_error runs on the thread
-// whose call met the error: a release's, on the thread releasing). Names why a release is in doubt.
-thread_local std::string last_reported_error;
-
-// With --on-lost term: how long COMMAND gets between SIGTERM and SIGKILL.
-constexpr milliseconds kTermGrace{5'000};
-
-// Signals that dblock passes on to COMMAND (and that end dblock while it waits for the lock).
-constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2};
-
-// A file descriptor closed on destruction.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  void reset(int fd) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
 
 struct Pipe {
   Fd read_end;
@@ -91,52 +65,6 @@ std::unique_ptr<Pipe> make_pipe() {
   p->read_end.reset(fds[0]);
   p->write_end.reset(fds[1]);
   return p;
-}
-
-// Blocks the forwarded signals and SIGCHLD in the calling thread (and so in every thread started
-// afterwards) and opens a signalfd for them. `original_mask` is what COMMAND gets.
-struct SignalSetup {
-  sigset_t original_mask;
-  Fd fd;
-
-  SignalSetup() {
-    // An inherited SIG_IGN for SIGCHLD would make the kernel reap COMMAND before waitpid() can.
-    ::signal(SIGCHLD, SIG_DFL);
-    sigset_t set;
-    sigemptyset(&set);
-    for (int sig : kForwardedSignals) sigaddset(&set, sig);
-    sigaddset(&set, SIGCHLD);
-    // Once COMMAND has the terminal, dblock is in the background: with `stty tostop` its own
-    // messages would stop it (and the renewal with it). Read and ignored like SIGCHLD.
-    sigaddset(&set, SIGTTOU);
-    if (int rc = ::pthread_sigmask(SIG_BLOCK, &set, &original_mask); rc != 0) {
-      throw Error(std::string("pthread_sigmask: ") + std::strerror(rc));
-    }
-    int sfd = ::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0) {
-      throw Error(std::string("signalfd: ") + std::strerror(errno));
-    }
-    fd.reset(sfd);
-  }
-};
-
-// Reads every pending signal; returns them in arrival order.
-std::vector<signalfd_siginfo> read_signals(int sfd) {
-  std::vector<signalfd_siginfo> out;
-  signalfd_siginfo info;
-  for (;;) {
-    ssize_t n = ::read(sfd, &info, sizeof info);
-    if (n == static_cast<ssize_t>(sizeof info)) {
-      out.push_back(info);
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    return out;
-  }
-}
-
-bool is_forwarded(int sig) {
-  return std::find(std::begin(kForwardedSignals), std::end(kForwardedSignals), sig) != std::end(kForwardedSignals);
 }
 
 // One acquisition attempt with the configured wait: the lock, or null when not acquired.
@@ -197,17 +125,6 @@ std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const Ru
   }
 }
 
-// DBLOCK_URL as COMMAND sees it: without the password and secret parameters (COMMAND must not
-// reach dblock's connections; a nested dblock finds its credentials as the client libraries do).
-// A value dblock cannot parse is not passed on at all, since it cannot be cleaned.
-std::optional<std::string> url_for_child(std::string_view value) {
-  try {
-    return parse_url(value).without_secrets();
-  } catch (const UsageError&) {
-    return std::nullopt;
-  }
-}
-
 // The faults the engine rides over while a wait lasts: the same test as the engine's transient()
 // (src/core/acquire.cc); keep the two in step.
 bool fault_during_wait(const Error& e) {
@@ -232,209 +149,6 @@ void report_not_acquired(LockManager& manager, const RunOptions& o) {
   std::fprintf(stderr, "dblock: %s not acquired within --wait %s%s\n", locks_text(o).c_str(),
                describe_wait(o.wait).c_str(), holder.c_str());
 }
-
-int exit_status_of(int status) {
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return kExitSignalBase + WTERMSIG(status);
-  return kExitError;
-}
-
-// Runs COMMAND while `lock` is held and supervises it. Returns dblock's exit status.
-class Supervisor {
- public:
-  Supervisor(HeldLock& lock, const RunOptions& o, int sfd, int lost_fd)
-      : lock_(lock), o_(o), sfd_(sfd), lost_fd_(lost_fd) {}
-
-  int run(const sigset_t& child_mask) {
-    if (int rc = spawn(child_mask); rc != 0) {
-      std::fprintf(stderr, "dblock: cannot run '%s': %s\n", o_.command[0].c_str(), std::strerror(rc));
-      finish_release();
-      return rc == ENOENT ? kExitCommandNotFound : kExitCannotExecute;
-    }
-    int status = wait_for_child();
-    const Clock::time_point ended_at = Clock::now();
-    const std::optional<Clock::time_point> safe_at_end = lock_.safe_until();
-    child_.reaped();  // its pid may be reused: never signal it again
-    int child_exit = exit_status_of(status);
-    // The lease was still safe when COMMAND ended: whatever happens to it from now on did not
-    // happen while COMMAND ran.
-    const bool held_to_the_end = safe_at_end && *safe_at_end > ended_at;
-
-    // A loss noticed only now (the child finished first) still counts: COMMAND did not hold the
-    // lock for all of its run.
-    drain_lost_pipe();
-    if (!lost_ && lock_.lost() && !held_to_the_end) {
-      note_lost("lost (noticed when COMMAND ended)", /*act=*/false);
-    }
-    ReleaseResult released = finish_release();
-    if (!lost_ && released == ReleaseResult::kAlreadyLost) {
-      if (held_to_the_end && Clock::now() >= *safe_at_end) {
-        // The release reached the backend only after the lease's safe time: it found the lease
-        // expired, which says nothing about the time COMMAND ran.
-        std::fprintf(stderr,
-                     "dblock: warning: the release of %s reached the backend only after the lease expired; "
-                     "COMMAND had ended inside the lease (%s left)\n",
-                     locks_text(o_).c_str(),
-                     format_duration(std::chrono::duration_cast<milliseconds>(*safe_at_end - ended_at)).c_str());
-      } else {
-        note_lost("the backend no longer had the lock when it was released", /*act=*/false);
-      }
-    }
-    if (lost_) {
-      if (o_.on_lost == OnLost::kIgnore) {
-        std::fprintf(stderr, "dblock: --on-lost ignore: passing on COMMAND's exit status %d\n", child_exit);
-        return child_exit;
-      }
-      return kExitLeaseLost;
-    }
-    return child_exit;
-  }
-
- private:
-  int spawn(const sigset_t& child_mask) {
-    ChildSpec spec;
-    for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-      std::string_view entry(*e);
-      if (is_run_variable(entry)) continue;
-      if (entry.rfind("DBLOCK_URL=", 0) == 0) {
-        if (std::optional<std::string> url = url_for_child(entry.substr(11))) spec.env.push_back("DBLOCK_URL=" + *url);
-        continue;
-      }
-      spec.env.emplace_back(entry);
-    }
-    for (std::string& entry : lock_.environment()) spec.env.push_back(std::move(entry));
-    spec.argv = o_.command;
-    spec.mask = child_mask;
-    spec.die_with_parent = o_.kill_with_dblock;
-    return child_.start(spec);
-  }
-
-  int wait_for_child() {
-    for (;;) {
-      int status = 0;
-      pid_t r = ::waitpid(child_.pid(), &status, WNOHANG | WUNTRACED);
-      if (r == child_.pid() && WIFSTOPPED(status)) {
-        child_.stop_with();
-        continue;
-      }
-      if (r == child_.pid()) return status;
-      if (r < 0 && errno != EINTR) {
-        std::fprintf(stderr, "dblock: waitpid: %s\n", std::strerror(errno));
-        return W_EXITCODE(kExitError, 0);
-      }
-
-      pollfd fds[2] = {{sfd_, POLLIN, 0}, {lost_fd_, POLLIN, 0}};
-      int n = ::poll(fds, 2, poll_timeout_ms());
-      if (n < 0 && errno != EINTR) {
-        std::fprintf(stderr, "dblock: poll: %s\n", std::strerror(errno));
-      }
-      if (n > 0 && fds[0].revents != 0) forward_signals();
-      if (n > 0 && fds[1].revents != 0) drain_lost_pipe();
-      // Past safe-until the lease counts as lost even if the renewal thread has not said so
-      // (it may be stuck on an unresponsive backend).
-      if (!lost_ && lock_.lost()) note_lost("lost (safe-until passed or session gone)", /*act=*/true);
-      if (kill_at_ && Clock::now() >= *kill_at_) {
-        std::fprintf(stderr, "dblock: COMMAND still running %s after SIGTERM; sending SIGKILL\n",
-                     format_duration(kTermGrace).c_str());
-        child_.signal_group(SIGKILL);
-        kill_at_.reset();
-      }
-    }
-  }
-
-  // Until the next thing that needs checking without an event: the SIGKILL deadline, or the
-  // lease's safe-until (the renewal thread moves it on). At most 1 s.
-  int poll_timeout_ms() const {
-    auto now = Clock::now();
-    milliseconds timeout{1'000};
-    auto until = [&](Clock::time_point t) {
-      return std::chrono::ceil<milliseconds>(t - now) + milliseconds(1);
-    };
-    if (kill_at_) timeout = std::min(timeout, until(*kill_at_));
-    if (!lost_) {
-      std::optional<Clock::time_point> safe = lock_.safe_until();
-      if (safe && *safe > now) timeout = std::min(timeout, until(*safe));
-    }
-    return static_cast<int>(std::max<std::int64_t>(timeout.count(), 0));
-  }
-
-  void forward_signals() {
-    for (const signalfd_siginfo& info : read_signals(sfd_)) {
-      int sig = static_cast<int>(info.ssi_signo);
-      if (!is_forwarded(sig)) continue;  // SIGCHLD: waitpid() at the top of the loop
-      child_.signal_group(sig);
-      signalled_ = sig;
-    }
-  }
-
-  void drain_lost_pipe() {
-    char buf[512];
-    std::string reason;
-    for (;;) {
-      ssize_t n = ::read(lost_fd_, buf, sizeof buf);
-      if (n > 0) {
-        reason.append(buf, static_cast<std::size_t>(n));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      break;
-    }
-    if (reason.empty()) return;
-    while (!reason.empty() && (reason.back() == '\n' || reason.back() == '\0')) reason.pop_back();
-    if (!lost_) note_lost(reason.empty() ? "lost" : reason, /*act=*/child_.pid() > 0);
-  }
-
-  void note_lost(const std::string& reason, bool act) {
-    lost_ = true;
-    std::string fence;
-    if (std::optional<std::int64_t> f = lock_.fence()) fence = " (fence " + std::to_string(*f) + ")";
-    std::fprintf(stderr, "dblock: %s%s lost while COMMAND was running: %s\n", locks_text(o_).c_str(), fence.c_str(),
-                 reason.c_str());
-    if (!act || child_.pid() <= 0) return;
-    switch (o_.on_lost) {
-      case OnLost::kTerm:
-        std::fprintf(stderr, "dblock: sending SIGTERM to COMMAND (SIGKILL after %s)\n",
-                     format_duration(kTermGrace).c_str());
-        child_.signal_group(SIGTERM);
-        kill_at_ = Clock::now() + kTermGrace;
-        break;
-      case OnLost::kKill:
-        std::fprintf(stderr, "dblock: sending SIGKILL to COMMAND\n");
-        child_.signal_group(SIGKILL);
-        break;
-      case OnLost::kIgnore:
-        std::fprintf(stderr, "dblock: --on-lost ignore: COMMAND keeps running without the lock\n");
-        break;
-    }
-  }
-
-  ReleaseResult finish_release() {
-    last_reported_error.clear();
-    ReleaseResult result = lock_.release();
-    if (result == ReleaseResult::kInDoubt) {
-      const std::string cause = last_reported_error.empty() ? "backend connection problem" : last_reported_error;
-      std::fprintf(stderr, "dblock: release of %s is in doubt (%s); %s\n", locks_text(o_).c_str(),
-                   terminal_text(cause).c_str(),
-                   o_.mode == RunMode::kSession
-                       ? "the server frees a session lock when it notices the session is gone"
-                       : ("the lease expires on its own within " + format_duration(o_.ttl)).c_str());
-    }
-    return result;
-  }
-
-  HeldLock& lock_;
-  const RunOptions& o_;
-  const int sfd_;
-  const int lost_fd_;
-  Child child_;
-  bool lost_ = false;
-  int signalled_ = 0;
-  std::optional<Clock::time_point> kill_at_;
-
- public:
-  // The last signal forwarded to COMMAND (0: none): someone asked dblock to stop.
-  int signalled() const { return signalled_; }
-};
 
 // What is left of a wait of `wait` that ends at `ends`: kWaitForever stays; 0 once it has passed.
 milliseconds left_of(milliseconds wait, std::chrono::steady_clock::time_point ends) {
@@ -520,9 +234,8 @@ Round hold_and_run(const Rounds& r) {
                  held->fence() ? std::to_string(*held->fence()).c_str() : "?");
   }
 
-  Supervisor supervisor(*held, o, r.signals.fd.get(), r.lost_read);
-  const int status = supervisor.run(r.signals.original_mask);
-  return {status, supervisor.signalled() != 0};
+  const Supervised run = supervise(*held, o, r.signals.fd.get(), r.lost_read, r.signals.original_mask);
+  return {run.status, run.signalled != 0};
 }
 
 int run_or_elect(GlobalOptions global, std::vector<std::string> args, std::string_view command) {
