@@ -252,7 +252,7 @@ int run_or_elect(GlobalOptions global, std::vector<std::string> args, std::strin
   ManagerOptions mo;
   mo.default_ttl = o.ttl;
   mo.on_background_error = [](const Error& e) {
-    last_reported_error = e.what();
+    last_reported_error() = e.what();
     std::fprintf(stderr, "dblock: warning: %s\n", terminal_text(e.what()).c_str());
   };
   // Opening the manager is part of the wait: one deadline for both.

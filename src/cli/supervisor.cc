@@ -30,7 +30,10 @@ extern char** environ;
 
 namespace dblock::cli {
 
-thread_local std::string last_reported_error;
+std::string& last_reported_error() {
+  thread_local std::string error;
+  return error;
+}
 
 namespace {
 
@@ -227,10 +230,10 @@ class Supervisor {
   }
 
   ReleaseResult finish_release() {
-    last_reported_error.clear();
+    last_reported_error().clear();
     ReleaseResult result = lock_.release();
     if (result == ReleaseResult::kInDoubt) {
-      const std::string cause = last_reported_error.empty() ? "backend connection problem" : last_reported_error;
+      const std::string cause = last_reported_error().empty() ? "backend connection problem" : last_reported_error();
       std::fprintf(stderr, "dblock: release of %s is in doubt (%s); %s\n", locks_text(o_).c_str(),
                    terminal_text(cause).c_str(),
                    o_.mode == RunMode::kSession

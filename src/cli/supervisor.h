@@ -14,7 +14,9 @@ namespace dblock::cli {
 
 // The last error the manager reported on this thread (its on_background_error runs on the thread
 // whose call met the error: a release's, on the thread releasing). Names why a release is in doubt.
-extern thread_local std::string last_reported_error;
+// (A function, not an extern thread_local: such a variable is reached through the defining file's
+// TLS wrapper, which UBSan builds have been seen to get as null.)
+std::string& last_reported_error();
 
 struct Supervised {
   int status = 0;     // dblock's exit status for this run of COMMAND
