@@ -1,4 +1,5 @@
-// The command-line flags the server benchmarks share (mysql_bench, redis_bench, zookeeper_bench):
+// The command-line flags the server benchmarks share (mysql_bench, postgresql_bench, redis_bench,
+// zookeeper_bench):
 // --url, --quick, --json-only, --cpu / --no-pin, --server-pid, --pairs, --iterations, --figures,
 // --keep, --help. A benchmark's own flags go to its `extra` handler.
 #ifndef DBLOCK_BENCH_BENCH_ARGS_H_

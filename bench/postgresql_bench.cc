@@ -44,6 +44,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench_args.h"
 #include "bench_util.h"
 #include "contention.h"
 #include "figures.h"
@@ -135,22 +136,13 @@ constexpr const char* kFloorTtl = "30 seconds";
 
 constexpr const char* kAllFigures[] = {"pairs", "advisory", "handoff", "scale", "live", "reaper"};
 
-struct Config {
-  std::string url;
+struct Config : ServerBenchFlags {
   int pairs = kDefaultPairs;
   int warmup = kDefaultWarmup;
   int iterations = kDefaultIterations;
   int live = kDefaultLive;
   int reap_rows = kDefaultReapRows;
   int reap_batch = dblock::ManagerOptions{}.reaper_batch;
-  bool quick = false;
-  bool json_only = false;
-  bool pin = true;
-  std::optional<int> cpu;
-  bool keep = false;
-  std::set<std::string> figures{std::begin(kAllFigures), std::end(kAllFigures)};
-
-  bool wants(const char* figure) const { return figures.count(figure) > 0; }
 };
 
 [[noreturn]] void usage(const char* argv0, int status) {
@@ -177,52 +169,22 @@ struct Config {
 
 Config parse_args(int argc, char** argv) {
   Config config;
-  std::optional<int> pairs, iterations, live, reap_rows, reap_batch;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) usage(argv[0], 2);
-      return argv[++i];
-    };
-    if (arg == "--url") {
-      config.url = next();
-    } else if (arg == "--quick") {
-      config.quick = true;
-    } else if (arg == "--json-only") {
-      config.json_only = true;
-    } else if (arg == "--no-pin") {
-      config.pin = false;
-    } else if (arg == "--cpu") {
-      config.cpu = parse_non_negative(argv[0], "--cpu", next(), usage);
-    } else if (arg == "--pairs") {
-      pairs = parse_non_negative(argv[0], "--pairs", next(), usage);
-    } else if (arg == "--iterations") {
-      iterations = parse_non_negative(argv[0], "--iterations", next(), usage);
-    } else if (arg == "--live") {
+  std::optional<int> live, reap_rows, reap_batch;
+  parse_server_flags(argc, argv, kAllFigures, usage, config, [&](std::string_view arg, auto next) {
+    if (arg == "--live") {
       live = parse_non_negative(argv[0], "--live", next(), usage);
     } else if (arg == "--reap-rows") {
       reap_rows = parse_non_negative(argv[0], "--reap-rows", next(), usage);
     } else if (arg == "--reap-batch") {
       reap_batch = parse_non_negative(argv[0], "--reap-batch", next(), usage);
-    } else if (arg == "--figures") {
-      config.figures.clear();
-      std::stringstream list(next());
-      std::string item;
-      while (std::getline(list, item, ',')) {
-        if (std::find(std::begin(kAllFigures), std::end(kAllFigures), item) == std::end(kAllFigures)) {
-          std::fprintf(stderr, "%s: unknown figure: %s\n", argv[0], item.c_str());
-          usage(argv[0], 2);
-        }
-        config.figures.insert(item);
-      }
-    } else if (arg == "--keep") {
-      config.keep = true;
-    } else if (arg == "--help" || arg == "-h") {
-      usage(argv[0], 0);
     } else {
-      std::fprintf(stderr, "%s: unknown argument: %s\n", argv[0], argv[i]);
-      usage(argv[0], 2);
+      return false;
     }
+    return true;
+  });
+  if (config.server_pid) {  // a shared flag this benchmark has no use for: refused, as before
+    std::fprintf(stderr, "%s: unknown argument: --server-pid\n", argv[0]);
+    usage(argv[0], 2);
   }
   if (config.url.empty()) {
     const char* env = std::getenv(kUrlEnv);
@@ -239,8 +201,8 @@ Config parse_args(int argc, char** argv) {
     config.live = kQuickLive;
     config.reap_rows = kQuickReapRows;
   }
-  if (pairs) config.pairs = std::max(*pairs, 1);
-  if (iterations) config.iterations = std::max(*iterations, 2);
+  if (config.pairs_given) config.pairs = std::max(*config.pairs_given, 1);
+  if (config.iterations_given) config.iterations = std::max(*config.iterations_given, 2);
   if (live) config.live = std::clamp(*live, kSmallLive + 1, kMaxBulkRows);
   if (reap_rows) config.reap_rows = std::clamp(*reap_rows, 1, kMaxBulkRows);
   if (reap_batch) config.reap_batch = std::max(*reap_batch, 1);
