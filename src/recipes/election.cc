@@ -31,7 +31,6 @@ struct ElectionState {
   mutable std::mutex mutex;
   mutable std::condition_variable changed;  // leadership, loss, stop or the campaign's end
   std::optional<Lease> lease;               // GUARDED_BY(mutex): the current leadership's
-  std::int64_t term = 0;                    // GUARDED_BY(mutex): valid while lease is set
   bool lost = false;                        // GUARDED_BY(mutex): the lease's on_lost ran
   std::string lost_reason;                  // GUARDED_BY(mutex)
   bool campaigning = true;                  // GUARDED_BY(mutex)
@@ -64,7 +63,7 @@ std::optional<Lease> campaign_once(const std::shared_ptr<ElectionState>& s) {
 // Holds the leadership until it is lost or given up; releases the lease; says how it ended.
 Revocation hold(ElectionState& s) {
   std::unique_lock<std::mutex> lock(s.mutex);
-  Revocation out{s.name, s.term, false, ""};
+  Revocation out{s.name, s.lease->fence(), false, ""};
   for (;;) {
     if (s.stop.stop_requested()) {
       out.resigned = true;
@@ -107,7 +106,6 @@ void run_campaign(const std::shared_ptr<ElectionState>& s) {
       {
         std::lock_guard<std::mutex> lock(s->mutex);
         s->lease = std::move(lease);
-        s->term = won.term;
         s->lost = false;
         s->lost_reason.clear();
         s->changed.notify_all();
@@ -152,7 +150,7 @@ bool Election::is_leader() const {
 std::optional<std::int64_t> Election::term() const {
   std::lock_guard<std::mutex> lock(state_->mutex);
   if (!state_->leader_locked()) return std::nullopt;
-  return state_->term;
+  return state_->lease->fence();
 }
 
 bool Election::await_leadership(std::chrono::milliseconds wait) const {
