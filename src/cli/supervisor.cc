@@ -66,6 +66,9 @@ class Supervisor {
   Supervisor(HeldLock& lock, const RunOptions& o, int sfd, int lost_fd)
       : lock_(lock), o_(o), sfd_(sfd), lost_fd_(lost_fd) {}
 
+  // The last signal forwarded to COMMAND (0: none): someone asked dblock to stop.
+  int signalled() const { return signalled_; }
+
   int run(const sigset_t& child_mask) {
     if (int rc = spawn(child_mask); rc != 0) {
       std::fprintf(stderr, "dblock: cannot run '%s': %s\n", o_.command[0].c_str(), std::strerror(rc));
@@ -252,8 +255,6 @@ class Supervisor {
   int signalled_ = 0;
   std::optional<Clock::time_point> kill_at_;
 
- public:
-  int signalled() const { return signalled_; }
 };
 
 }  // namespace
