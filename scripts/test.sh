@@ -6,7 +6,9 @@
 #   scripts/test.sh --tsan          # ThreadSanitizer build in build-tsan/
 #   scripts/test.sh --all           # all three, one after the other
 #
-# Environment: JOBS (default: number of CPUs), CTEST_ARGS (extra ctest arguments).
+# Environment: JOBS (build jobs; default: number of CPUs), CTEST_JOBS (tests run at once; default
+# 3: most tests wait on TTLs and servers rather than CPU, and tests sharing a server never overlap,
+# see cmake/serialize_server_tests.cmake), CTEST_ARGS (extra ctest arguments).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -26,7 +28,7 @@ run_one() {
   LSAN_OPTIONS="suppressions=$(pwd)/tests/sanitizers/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(pwd)/tests/sanitizers/tsan.supp" \
-    ctest --test-dir "$dir" --output-on-failure -j 1 ${CTEST_ARGS:-}
+    ctest --test-dir "$dir" --output-on-failure -j "${CTEST_JOBS:-3}" ${CTEST_ARGS:-}
 }
 
 case "$mode" in
