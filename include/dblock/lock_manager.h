@@ -48,6 +48,7 @@ void validate_lock_name(std::string_view name);
 // What a manager's backend offers beyond leases (LockManager::capabilities()).
 struct Capabilities {
   bool shared_leases = false;
+  bool permits = false;             // semaphores (AcquireOptions::permits)
   bool notifications = false;       // the backend pushes release events (LISTEN/NOTIFY, pub/sub, ...)
   bool session_locks = false;       // locks that die with the connection
   bool transaction_locks = false;   // run_in_transaction_lock

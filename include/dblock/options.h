@@ -104,6 +104,15 @@ struct AcquireOptions {
 
   LockMode mode = LockMode::kExclusive;
 
+  // Semaphore: 0 (default) is an ordinary lease. N (1 to kMaxPermits) takes one of N permits of
+  // the name: a lease held in shared mode with its own fence, renewal and on_lost, granted only
+  // while fewer than N permits of the name are held, in the order the acquires queued. `mode`
+  // stays at its default (a permit is shared by construction). While permits of a name are held,
+  // an acquire asking for another N (or a plain shared lease) gets a UsageError naming both; an
+  // exclusive acquire of the name waits until no permit is held. Services without the capability
+  // (ServiceTraits::permits) throw UnsupportedError.
+  int permits = 0;
+
   // Reentrancy: when set, an exclusive acquire by a thread that already holds the name through this
   // manager succeeds at once, sharing the fence and counting holds; the lease is released in the
   // backend when the last hold is released. Unset (default) means ManagerOptions::reentrant.
@@ -127,6 +136,9 @@ struct AcquireOptions {
   // refresh, at most a second later. A stop requested before the call: one attempt, no wait.
   std::stop_token stop;
 };
+
+// The most permits one semaphore name can have (AcquireOptions::permits).
+inline constexpr int kMaxPermits = 10'000;
 
 // Waiting helpers: pass as the wait of LockManager::acquire.
 inline constexpr std::chrono::milliseconds kNoWait{0};

@@ -61,7 +61,8 @@ struct LeaseInfo {
   std::int64_t expires_at_us = 0;     // service clock, microseconds since the Unix epoch
   std::int64_t expires_in_us = 0;     // expires_at_us minus the service's "now" when listed
   std::int64_t renewals = 0;
-  int holders = 1;                    // number of readers for shared leases
+  int holders = 1;                    // number of readers for shared leases (permits held)
+  int permits = 0;                    // a semaphore's N (AcquireRequest::permits), else 0
 };
 
 // One force-release as the service recorded it (LockManager::force_release_history). Times are on
@@ -93,6 +94,7 @@ struct ServiceTraits {
   FenceKind fences = FenceKind::kIncreasing;
   LeaseBound bound = LeaseBound::kTtl;
   bool shared_leases = false;  // LockMode::kShared is accepted
+  bool permits = false;        // AcquireRequest::permits is enforced (semaphores)
 };
 
 // "As long as was asked": the default of AcquireResult/RenewResult::granted_for.
@@ -104,6 +106,12 @@ struct AcquireRequest {
   std::chrono::milliseconds ttl{0};
   const OwnerSecret* secret = nullptr;
   std::string_view holder;
+  // 0: no limit. N > 0 (mode is then kShared): a permit of a semaphore of N. The service grants it
+  // only while fewer than N shared holders of the name are live, deciding that atomically with
+  // the grant, and stores N with the name (LeaseInfo::permits). A shared acquire that finds live
+  // shared holders granted under another limit (0 included) throws UsageError naming both: while
+  // held, a name is a semaphore or a read-write lock, not both. Exclusive holders are waited for.
+  int permits = 0;
 };
 
 struct AcquireResult {

@@ -79,6 +79,7 @@ class Acquirer {
         wait_{state_->name, state_->secret} {
     request_.name = state_->name;
     request_.mode = state_->mode;
+    request_.permits = state_->permits;
     request_.ttl = state_->ttl;
     request_.secret = &state_->secret;
     request_.holder = core.holder_;
@@ -244,13 +245,29 @@ class Acquirer {
   bool last_step_faulted_ = false;  // the last attempt or wait failed with a transient fault
 };
 
+void ManagerCore::check_mode(const AcquireOptions& options) const {
+  const std::string service(service_->name());
+  if (options.permits != 0) {
+    if (options.permits < 0 || options.permits > kMaxPermits) {
+      throw UsageError("permits must be from 1 to " + std::to_string(kMaxPermits) + ", got " +
+                       std::to_string(options.permits));
+    }
+    if (options.mode != LockMode::kExclusive) {
+      throw UsageError("permits and mode=shared do not combine: a permit is a shared lease of its own");
+    }
+    if (!traits_.permits) throw UnsupportedError("semaphores (permits) are not supported by the " + service + " backend");
+    return;
+  }
+  if (options.mode == LockMode::kShared && !traits_.shared_leases) {
+    throw UnsupportedError("shared leases are not supported by the " + service + " backend");
+  }
+}
+
 std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::time_point deadline, bool try_once,
                                           const AcquireOptions& options) {
   validate_lock_name(name);
   const milliseconds ttl = checked_ttl(options, options_.default_ttl);
-  if (options.mode == LockMode::kShared && !traits_.shared_leases) {
-    throw UnsupportedError("shared leases are not supported by the " + std::string(service_->name()) + " backend");
-  }
+  check_mode(options);
   const std::string key(name);
   // A waiter keeps the engine alive: a manager destroyed meanwhile ends the wait with a UsageError.
   const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
@@ -266,7 +283,9 @@ std::optional<std::vector<Lease>> ManagerCore::acquire_all_at_once(const std::ve
   MultiAcquire* multi = service_->multi_acquire();
   if (multi == nullptr || holds_any(names)) return std::nullopt;
   const milliseconds ttl = checked_ttl(options, options_.default_ttl);
-  if (options.mode == LockMode::kShared && !traits_.shared_leases) return std::nullopt;  // acquire() says why
+  // acquire() says why a mode is refused; permits are taken one name at a time.
+  if (options.mode == LockMode::kShared && !traits_.shared_leases) return std::nullopt;
+  if (options.permits != 0) return std::nullopt;
   const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
   std::vector<std::shared_ptr<LeaseState>> states;
   std::vector<AcquireRequest> requests;
@@ -351,7 +370,8 @@ std::shared_ptr<LeaseState> ManagerCore::new_lease_state(const std::string& name
                                                          const AcquireOptions& options) const {
   auto state = std::make_shared<LeaseState>();
   state->name = name;
-  state->mode = options.mode;
+  state->mode = options.permits != 0 ? LockMode::kShared : options.mode;
+  state->permits = options.permits;
   state->ttl = ttl;
   state->secret = OwnerSecret::generate();
   state->renew_interval = (options_.renew_interval > milliseconds::zero() && options_.renew_interval < ttl)
@@ -365,6 +385,7 @@ std::shared_ptr<LeaseState> ManagerCore::new_lease_state(const std::string& name
 
 std::optional<Lease> ManagerCore::reenter(const std::string& name, bool try_once, const AcquireOptions& options) {
   const bool reentrant = options.reentrant.value_or(options_.reentrant);
+  const bool exclusive = options.mode == LockMode::kExclusive && options.permits == 0;
   const auto self = std::this_thread::get_id();
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) throw UsageError("LockManager is shutting down");
@@ -372,14 +393,14 @@ std::optional<Lease> ManagerCore::reenter(const std::string& name, bool try_once
   if (it == active_.end()) return std::nullopt;
   for (auto& state : it->second) {
     if (state->owner_thread != self || state->is_lost() || state->mode != LockMode::kExclusive) continue;
-    if (options.mode == LockMode::kExclusive && reentrant && state->reentrant) {
+    if (exclusive && reentrant && state->reentrant) {
       state->holds.fetch_add(1);
       return Lease(shared_from_this(), state);
     }
     if (!try_once) {
-      const char* why = options.mode != LockMode::kExclusive ? "a shared lease cannot join an exclusive hold"
-                        : !reentrant                         ? "enable AcquireOptions::reentrant to count holds"
-                                                             : "the hold it has was not taken as reentrant";
+      const char* why = !exclusive ? "a shared lease cannot join an exclusive hold"
+                        : !reentrant ? "enable AcquireOptions::reentrant to count holds"
+                                     : "the hold it has was not taken as reentrant";
       throw UsageError("lock '" + name + "' is already held by this thread through this manager; waiting "
                        "would deadlock (" + why + ")");
     }

@@ -29,6 +29,7 @@ struct LeaseState {
   // Constant once the state is published (in ManagerCore's active set or a Lease).
   std::string name;
   LockMode mode = LockMode::kExclusive;
+  int permits = 0;  // a semaphore's N (AcquireOptions::permits), else 0
   OwnerSecret secret;
   std::int64_t fence = 0;
   std::uint32_t tag = 0;  // the service's AcquireResult::tag, passed back in key()

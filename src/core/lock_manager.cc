@@ -223,6 +223,7 @@ Capabilities LockManager::capabilities() const {
   SqlFeatures* sql = service.sql_features();
   Capabilities caps;
   caps.shared_leases = service.traits().shared_leases;
+  caps.permits = service.traits().permits;
   caps.notifications = service.wake_events() != nullptr;
   caps.session_locks = service.session_locks() != nullptr;
   caps.transaction_locks = sql != nullptr;

@@ -93,6 +93,8 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // A hold by this thread it may take again (reentrancy), or a UsageError for a wait that would
   // deadlock on its own hold; nullopt: acquire from the service.
   std::optional<Lease> reenter(const std::string& name, bool try_once, const AcquireOptions& options);
+  // The UsageError or UnsupportedError for a mode or permit count this service cannot take.
+  void check_mode(const AcquireOptions& options) const;
   std::shared_ptr<LeaseState> new_lease_state(const std::string& name, std::chrono::milliseconds ttl,
                                               const AcquireOptions& options) const;
   // Puts an acquired lease in the active set; releases it and throws when shutting down.

@@ -52,6 +52,7 @@ void MemoryService::enter(Op op) {
 ServiceTraits MemoryService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = config_.shared_leases;
+  traits.permits = config_.permits;
   return traits;
 }
 
@@ -80,7 +81,13 @@ AcquireResult MemoryService::take_locked(const AcquireRequest& request, std::int
   auto& holders = lock.holders;
   std::erase_if(holders, [&](const auto& entry) { return !live(entry.second, now); });
   const bool own = holders.count(secret) != 0 && lock.mode == request.mode;
-  const bool free = holders.empty() || (request.mode == LockMode::kShared && lock.mode == LockMode::kShared);
+  const bool shared = request.mode == LockMode::kShared && lock.mode == LockMode::kShared && !holders.empty();
+  if (shared && !own && lock.permits != request.permits) {
+    throw UsageError("memory: lock '" + name + "' is held as " + std::to_string(lock.permits) +
+                     " permits; this acquire asked for " + std::to_string(request.permits));
+  }
+  const bool room = request.permits == 0 || static_cast<int>(holders.size()) < request.permits;
+  const bool free = holders.empty() || (shared && room);
   AcquireResult result;
   if (!own && (!free || earlier_waiter_locked(name, secret, ticket, now))) {
     result.holder_remaining = remaining_locked(name, now);
@@ -89,6 +96,7 @@ AcquireResult MemoryService::take_locked(const AcquireRequest& request, std::int
   const milliseconds granted = std::min(request.ttl, config_.max_grant);
   MemoryStore::Holder& h = holders[secret];
   lock.mode = request.mode;
+  lock.permits = request.permits;
   h.holder = std::string(request.holder);
   h.fence = ++store_->last_fence;
   h.expires = now + granted;
@@ -275,6 +283,9 @@ std::vector<LeaseInfo> MemoryService::list(std::optional<std::string_view> only)
       LeaseInfo info;
       info.name = name;
       info.mode = lock_state.mode;
+      info.permits = lock_state.mode == LockMode::kShared ? lock_state.permits : 0;
+      info.holders = static_cast<int>(std::count_if(lock_state.holders.begin(), lock_state.holders.end(),
+                                                    [&](const auto& entry) { return live(entry.second, now); }));
       info.holder = h.holder;
       info.fence = h.fence;
       info.expires_at_us = to_us(h.expires);

@@ -43,6 +43,7 @@ class MemoryStore {
   };
   struct Lock {
     LockMode mode = LockMode::kExclusive;
+    int permits = 0;  // AcquireRequest::permits of the shared holders
     std::map<std::string, Holder> holders;  // by owner secret (hex)
   };
   struct Waiter {
@@ -77,6 +78,7 @@ class MemoryService final : public LeaseService,
     bool holder_probe = true;
     bool maintenance = true;
     bool shared_leases = true;
+    bool permits = true;
     // The longest an acquire or renewal grants (a ZooKeeper session shorter than the TTL asked).
     std::chrono::milliseconds max_grant = std::chrono::hours(24 * 365);
   };
