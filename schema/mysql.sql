@@ -12,8 +12,9 @@ CREATE TABLE IF NOT EXISTS `{{prefix}}schema_version` (
 -- its 16 bytes), never the secret: statements present the secret and compare its digest.
 --
 -- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
--- in {{prefix}}readers and expires_at is at least the latest live reader's expiry. A row whose
--- expires_at has passed is free; the reaper deletes it.
+-- in {{prefix}}readers and expires_at is at least the latest live reader's expiry; permits is the
+-- semaphore's N when the readers are permits (NULL otherwise). A row whose expires_at has passed
+-- is free; the reaper deletes it.
 --
 -- queued_until: the latest expiry of the live waiters queued for the name (NULL: never queued), so
 -- that the uncontended statements need not read {{prefix}}waiters. A row with live waiters is kept
@@ -32,6 +33,7 @@ CREATE TABLE IF NOT EXISTS `{{prefix}}leases` (
   expires_at   DATETIME(6)                 NOT NULL,
   renewals     BIGINT                      NOT NULL DEFAULT 0,
   queued_until DATETIME(6)                 NULL,
+  permits      INT                         NULL,
   PRIMARY KEY (name),
   KEY expires (expires_at),
   CONSTRAINT `lock_name_not_empty` CHECK (name <> '')
@@ -97,7 +99,8 @@ BEGIN
     l.renewals,
     (SELECT COUNT(*) FROM `{{prefix}}readers` r WHERE r.name = l.name AND r.expires_at > UTC_TIMESTAMP(6)),
     (SELECT GROUP_CONCAT(r.holder ORDER BY r.acquired_at SEPARATOR ',') FROM `{{prefix}}readers` r WHERE r.name = l.name
-      AND r.expires_at > UTC_TIMESTAMP(6))
+      AND r.expires_at > UTC_TIMESTAMP(6)),
+    l.permits
     FROM `{{prefix}}leases` l WHERE l.expires_at > UTC_TIMESTAMP(6) AND (p_name = '' OR l.name = p_name) ORDER BY l.name; END;
 CREATE PROCEDURE IF NOT EXISTS `{{prefix}}force_release_history`(IN p_name VARBINARY(255), IN p_limit BIGINT)
   SQL SECURITY DEFINER READS SQL DATA

@@ -16,8 +16,9 @@ CREATE SEQUENCE "{{prefix}}fence_seq" AS bigint;
 -- its 16 bytes), never the secret: statements present the secret and compare its digest.
 --
 -- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
--- in {{prefix}}readers and expires_at is at least the latest live reader's expiry. A row whose
--- expires_at has passed is free; the reaper deletes it unless waiters are queued for it.
+-- in {{prefix}}readers and expires_at is at least the latest live reader's expiry; permits is the
+-- semaphore's N when the readers are permits (NULL otherwise). A row whose expires_at has passed
+-- is free; the reaper deletes it unless waiters are queued for it.
 -- queued_until is the latest expiry of the live waiters queued for the name (NULL: never queued)
 -- and queued_ticket names the first of them (a hint for whom a release wakes): the uncontended
 -- statements read the queue's state here instead of in {{prefix}}waiters. A name with live waiters
@@ -33,7 +34,8 @@ CREATE TABLE "{{prefix}}leases" (
   expires_at   timestamptz NOT NULL,
   renewals     bigint      NOT NULL DEFAULT 0,
   queued_until  timestamptz,
-  queued_ticket bigint
+  queued_ticket bigint,
+  permits       integer
 );
 
 -- (expires_at, name): the reaper walks expired rows in this order with a cursor.

@@ -13,8 +13,9 @@ CREATE TABLE "{{prefix}}schema_version" (
 -- its 16 bytes), never the secret: statements present the secret and compare its digest.
 --
 -- One row per lock name. Exclusive: owner_secret/holder identify the holder. Shared: readers are
--- in {{prefix}}readers and expires_at_us is at least the latest live reader's expiry. A row whose
--- expires_at_us has passed is free; the reaper deletes it.
+-- in {{prefix}}readers and expires_at_us is at least the latest live reader's expiry; permits is
+-- the semaphore's N when the readers are permits (NULL otherwise). A row whose expires_at_us has
+-- passed is free; the reaper deletes it.
 CREATE TABLE "{{prefix}}leases" (
   name           TEXT    PRIMARY KEY NOT NULL,
   owner_secret   BLOB,
@@ -23,7 +24,8 @@ CREATE TABLE "{{prefix}}leases" (
   fence          INTEGER NOT NULL,
   acquired_at_us INTEGER NOT NULL,
   expires_at_us  INTEGER NOT NULL,
-  renewals       INTEGER NOT NULL DEFAULT 0
+  renewals       INTEGER NOT NULL DEFAULT 0,
+  permits        INTEGER
 ) WITHOUT ROWID;
 
 CREATE INDEX "{{prefix}}leases_expires" ON "{{prefix}}leases" (expires_at_us);

@@ -147,6 +147,7 @@ struct LeaseKey {
   LockMode mode = LockMode::kExclusive;
   const OwnerSecret* secret = nullptr;
   std::uint32_t tag = 0;  // AcquireResult::tag (or WakeEvents::Grant::tag) of this acquisition
+  int permits = 0;        // AcquireRequest::permits of this acquisition
 };
 
 class LeaseService {

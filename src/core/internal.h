@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/errors.h"
+
 namespace dblock::detail {
 
 // Throws UsageError unless `prefix` matches [a-z_][a-z0-9_]{0,39}.
@@ -37,6 +39,10 @@ std::string default_holder();
 // ManagerOptions::holder: 1-255 bytes of UTF-8 without control characters, like a lock name.
 // Throws UsageError naming "holder".
 void validate_holder(std::string_view holder);
+
+// What a service throws when a shared acquire asking for `asked` permits (0: a plain reader) finds
+// live readers of `name` granted under `held` (AcquireRequest::permits).
+UsageError permits_mismatch(std::string_view service, std::string_view name, std::int64_t held, std::int64_t asked);
 
 }  // namespace dblock::detail
 

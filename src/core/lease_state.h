@@ -54,7 +54,7 @@ struct LeaseState {
   bool clock_in_doubt = false;  // the last renewal found the service's clock stepped
 
   // How every call to the service names this lease.
-  LeaseKey key() const { return LeaseKey{name, mode, &secret, tag}; }
+  LeaseKey key() const { return LeaseKey{name, mode, &secret, tag, permits}; }
 
   BootClock::time_point safe_until() const {
     return BootClock::time_point(BootClock::duration(safe_until_ns.load(std::memory_order_acquire)));

@@ -143,5 +143,18 @@ std::string default_holder() {
   return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(++instance);
 }
 
+namespace {
+std::string described(std::int64_t permits) {
+  return permits == 0 ? "shared leases without permits" : std::to_string(permits) + " permits";
+}
+}  // namespace
+
+UsageError permits_mismatch(std::string_view service, std::string_view name, std::int64_t held, std::int64_t asked) {
+  return UsageError(std::string(service) + ": lock '" + std::string(name) + "' is held as " + described(held) +
+                        "; this acquire asked for " + described(asked) +
+                        " (every holder of a semaphore must ask for the same number of permits)",
+                    std::string(service));
+}
+
 }  // namespace detail
 }  // namespace dblock

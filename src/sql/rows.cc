@@ -41,6 +41,7 @@ LeaseInfo lease_info(const Row& row) {
   info.expires_in_us = as_int(row.at(6));
   info.renewals = as_int(row.at(7));
   info.holders = info.mode == LockMode::kShared ? static_cast<int>(as_int(row.at(8))) : 1;
+  if (info.mode == LockMode::kShared) info.permits = static_cast<int>(as_int(row.at(10)));
   return info;
 }
 

@@ -38,7 +38,7 @@ std::vector<T> parse_rows(const Rows& rows, T (*parse)(const Row&)) {
 }
 
 // One row of every dialect's list statement: name, mode, holder, fence, acquired_at_us,
-// expires_at_us, expires_in_us, renewals, live readers, readers' holders.
+// expires_at_us, expires_in_us, renewals, live readers, readers' holders, permits (NULL: none).
 LeaseInfo lease_info(const Row& row);
 
 // One row of every dialect's force-release history statement: name, at_us, by_holder, by_account,

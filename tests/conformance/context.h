@@ -115,6 +115,9 @@ std::string expect_line(Child& child, const std::string& prefix, std::chrono::mi
 // The child role "elect <prefix> <name> <ttl_ms>" (recipes.cc): campaigns for `name` and prints
 // "elected <term>" and "revoked <term>" as they happen, until its stdin ends.
 int child_elect(const std::string& prefix, const std::string& name, int ttl_ms);
+// The child role "permit <prefix> <name> <permits> <ttl_ms>" (semaphores.cc): holds one permit and
+// prints "holding <fence>", until its stdin ends.
+int child_permit(const std::string& prefix, const std::string& name, int permits, int ttl_ms);
 
 // Records the LostLease an on_lost callback is given; wait() blocks until one came. Thread-safe.
 class LostWatch {

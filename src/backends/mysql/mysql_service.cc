@@ -82,6 +82,7 @@ MysqlService::MysqlService(Options options)
 ServiceTraits MysqlService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
+  traits.permits = true;
   return traits;
 }
 
@@ -107,7 +108,8 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
     AcquireResult& r = a.result;
     if (request.mode == LockMode::kShared || ticket != 0) {
       const Args args = {{"name", name}, {"secret", secret}, {"holder", holder}, {"ttl_us", ttl_us},
-                         {"queue_us", queue_us}, {"ticket", ticket != 0 ? Value(ticket) : Value()}};
+                         {"queue_us", queue_us}, {"ticket", ticket != 0 ? Value(ticket) : Value()},
+                         {"permits", request.permits != 0 ? Value(std::int64_t{request.permits}) : Value()}};
       const Rows rows = context_.query(c, request.mode == LockMode::kShared ? sql::kAcquireShared
                                                                              : sql::kAcquireExclusiveQueued, args);
       const Row& row = rows.at(0);
@@ -120,6 +122,10 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
         r.holder_remaining = ceil_ms(as_int(row[3]));
         a.ticket = as_int(row[4]);
         a.position = static_cast<int>(as_int(row[5]));
+        const std::int64_t held = request.mode == LockMode::kShared ? as_int(row.at(6)) : -1;
+        if (held >= 0 && held != request.permits) {
+          throw detail::permits_mismatch(kServiceName, request.name, held, request.permits);
+        }
       }
       return a;
     }
@@ -186,7 +192,7 @@ std::vector<AcquireResult> MysqlService::take_all(Connection& c, const std::vect
 AcquireResult MysqlService::take_in_transaction(Connection& c, const AcquireRequest& request) {
   const Args args = {{"name", std::string(request.name)}, {"secret", request.secret->hex()},
                      {"holder", utf8_cut(request.holder, 255)}, {"ttl_us", std::int64_t{request.ttl.count() * 1000}},
-                     {"queue_us", std::int64_t{0}}, {"ticket", Value()}};
+                     {"queue_us", std::int64_t{0}}, {"ticket", Value()}, {"permits", Value()}};
   const bool shared = request.mode == LockMode::kShared;
   // Both rows begin acquired, fence, expiry (µs); the exclusive one's acquired is NULL for a row
   // the statement did not return as ours.

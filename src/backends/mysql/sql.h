@@ -195,8 +195,12 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
 // Shared acquire: join live readers or take a free row, record the reader, and queue or leave the
 // queue, in one transaction inside one compound statement. A reader does not join while a writer
 // queued before it waits (no writer starvation). Result as kAcquireExclusiveQueued; ahead is -1
-// when not queued.
-// :name, :secret, :holder, :ttl_us, :ticket (NULL before queueing), :queue_us (0: do not queue).
+// when not queued; then the permits the live readers hold (0: plain readers; -1: no live reader).
+// :name, :secret, :holder, :ttl_us, :ticket (NULL before queueing), :queue_us (0: do not queue),
+// :permits (NULL: not a semaphore). Joins only readers granted under the same permits; a
+// semaphore's only while fewer than :permits other readers live, counted by a locking read after
+// the name's row is locked (created free when missing), so that concurrent permit acquires of a
+// name take turns and each sees the readers the earlier ones committed.
 // Written once for two statements: `begin` and `commit` open and end the statement's own
 // transaction, `on_error` is its error handler (empty where the caller's transaction is open).
 #define DBLOCK_MY_ACQUIRE_SHARED(on_error, begin, commit) \
@@ -215,16 +219,28 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     " DECLARE v_fence BIGINT DEFAULT 0;"                                                                        \
     " DECLARE v_remaining_us BIGINT DEFAULT 0;"                                                                 \
     " DECLARE v_ahead BIGINT DEFAULT -1;"                                                                       \
+    " DECLARE v_permits INT DEFAULT :permits;"                                                                  \
+    " DECLARE v_held BIGINT DEFAULT -1;"                                                                        \
+    " DECLARE v_count BIGINT DEFAULT 0;"                                                                        \
     on_error                                                                                                    \
     " DECLARE CONTINUE HANDLER FOR NOT FOUND SET v_ok = 0;"                                                     \
     " SET v_free = NOT EXISTS (SELECT 1 FROM {W} w WHERE w.name = v_name AND w.until_at > v_now"                \
     "  AND w.owner_secret <> v_secret AND (v_ticket IS NULL OR w.ticket < v_ticket));"                          \
     " SET v_fence = NEXTVAL({F});"                                                                              \
     begin                                                                                                       \
-    " INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"                                                             \
-    "  (v_name, NULL, NULL, 'shared', v_fence, v_now, IF(v_free, v_expires, " DBLOCK_MY_EXPIRED "), 0)"         \
+    " IF v_permits IS NOT NULL THEN"                                                                            \
+    "  INSERT INTO {L} " DBLOCK_MY_COLUMNS " VALUES"                                                           \
+    "   (v_name, NULL, NULL, 'shared', 0, v_now, " DBLOCK_MY_EXPIRED ", 0) ON DUPLICATE KEY UPDATE renewals = renewals;" \
+    "  SELECT COUNT(*) INTO v_count FROM {R} WHERE name = v_name AND expires_at > v_now"                        \
+    "   AND owner_secret <> v_secret LOCK IN SHARE MODE;"                                                       \
+    "  SET v_free = v_free AND v_count < v_permits;"                                                            \
+    " END IF;"                                                                                                  \
+    " INSERT INTO {L} (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals, permits) VALUES" \
+    "  (v_name, NULL, NULL, 'shared', v_fence, v_now, IF(v_free, v_expires, " DBLOCK_MY_EXPIRED "), 0, v_permits)" \
     "  ON DUPLICATE KEY UPDATE"                                                                                 \
-    "  fence = IF(@dblock_join := ((expires_at <= v_now OR mode = 'shared') AND v_free), v_fence, fence),"      \
+    "  fence = IF(@dblock_join := ((expires_at <= v_now OR (mode = 'shared' AND permits <=> v_permits)) AND v_free)," \
+    "   v_fence, fence),"                                                                                       \
+    "  permits = IF(@dblock_join, v_permits, permits),"                                                         \
     "  owner_secret = IF(@dblock_join, NULL, owner_secret),"                                                    \
     "  holder = IF(@dblock_join, NULL, holder),"                                                                \
     "  acquired_at = IF(@dblock_join AND (mode <> 'shared' OR expires_at <= v_now), v_now, acquired_at),"       \
@@ -232,8 +248,9 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "  expires_at = IF(@dblock_join,"                                                                           \
     "    IF(mode = 'shared' AND expires_at > v_now, GREATEST(expires_at, v_expires), v_expires), expires_at),"  \
     "  mode = IF(@dblock_join, 'shared', mode);"                                                                \
-    " SELECT fence = v_fence AND expires_at > v_now, TIMESTAMPDIFF(MICROSECOND, v_now, expires_at)"             \
-    "  INTO v_ok, v_remaining_us FROM {L} WHERE name = v_name;"                                                 \
+    " SELECT fence = v_fence AND expires_at > v_now, TIMESTAMPDIFF(MICROSECOND, v_now, expires_at),"            \
+    "  IF(mode = 'shared' AND expires_at > v_now, COALESCE(permits, 0), -1)"                                    \
+    "  INTO v_ok, v_remaining_us, v_held FROM {L} WHERE name = v_name;"                                         \
     " IF v_ok THEN"                                                                                             \
     "  INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at, renewals)"                  \
     "   VALUES (v_name, v_secret, v_holder, v_fence, v_now, v_expires, 0)"                                      \
@@ -253,8 +270,8 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"                                               \
     " END IF;"                                                                                                  \
     commit                                                                                                      \
-    " IF v_ok THEN SELECT 1, v_fence, " DBLOCK_MY_US("v_expires") ", 0, COALESCE(v_ticket, 0), 0;"              \
-    " ELSE SELECT 0, 0, 0, v_remaining_us, COALESCE(v_ticket, 0), v_ahead;"                                     \
+    " IF v_ok THEN SELECT 1, v_fence, " DBLOCK_MY_US("v_expires") ", 0, COALESCE(v_ticket, 0), 0, v_held;"      \
+    " ELSE SELECT 0, 0, 0, v_remaining_us, COALESCE(v_ticket, 0), v_ahead, v_held;"                             \
     " END IF;"                                                                                                  \
     " END"
 inline constexpr Statement kAcquireShared{"acquire_shared", DBLOCK_MY_ACQUIRE_SHARED(
@@ -467,7 +484,7 @@ inline constexpr Statement kForceReleaseHistoryCall{"force_release_history_call"
   " " DBLOCK_MY_REMAINING("l.expires_at") ", l.renewals,"                                                     \
   " (SELECT COUNT(*) FROM {R} r WHERE r.name = l.name AND r.expires_at > UTC_TIMESTAMP(6)),"                  \
   " (SELECT GROUP_CONCAT(r.holder ORDER BY r.acquired_at SEPARATOR ',') FROM {R} r WHERE r.name = l.name"      \
-  "  AND r.expires_at > UTC_TIMESTAMP(6))"                                                                    \
+  "  AND r.expires_at > UTC_TIMESTAMP(6)), l.permits"                                                         \
   " FROM {L} l WHERE l.expires_at > UTC_TIMESTAMP(6)"
 inline constexpr Statement kListAll{"list_all", DBLOCK_MY_LIST " ORDER BY l.name"};
 inline constexpr Statement kListOne{"list_one", DBLOCK_MY_LIST " AND l.name = :name"};

@@ -44,6 +44,9 @@ Params acquire_params(const AcquireRequest& request, std::int64_t ticket) {
   } else if (request.mode == LockMode::kShared) {
     p.add_null();
   }
+  if (request.mode == LockMode::kShared) {
+    if (request.permits != 0) p.add(std::int64_t{request.permits}); else p.add_null();
+  }
   return p;
 }
 
@@ -76,6 +79,7 @@ PostgresService::PostgresService(Options options)
 ServiceTraits PostgresService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
+  traits.permits = true;
   return traits;
 }
 
@@ -98,11 +102,41 @@ FairQueue::Attempt PostgresService::attempt(const AcquireRequest& request, bool 
   return context_.connections().idempotent([&](Connection& c) {
     Attempt out;
     pqxx::result r;
-    if (!skip_attempt) r = exec(c, acquire_statement(request, ticket), acquire_params(request, ticket));
+    if (request.permits != 0) {
+      r = take_permit(c, request, ticket);
+    } else if (!skip_attempt) {
+      r = exec(c, acquire_statement(request, ticket), acquire_params(request, ticket));
+    }
     out.result = acquire_result(r, ticket);
+    if (!out.result.acquired && request.mode == LockMode::kShared) check_permits(c, request);
     if (!out.result.acquired && queue) join_queue(c, request, ticket, place, out);
     return out;
   });
+}
+
+pqxx::result PostgresService::take_permit(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
+  return dblock::sql::call_within(context_.deadlines(), c.conn->sock(), call_deadline(),
+                                  {kServiceName, sql::kAcquireShared.name, "08006"}, [&] {
+    pqxx::work tx(*c.conn);  // aborted by its destructor unless committed
+    bound_lock_waits(tx);
+    context_.exec(tx, sql::kLockPermitRow, Params().add(request.name));
+    pqxx::result r = context_.exec(tx, sql::kAcquireShared, acquire_params(request, ticket));
+    try {
+      tx.commit();
+    } catch (const pqxx::in_doubt_error& e) {
+      // As a lost reply: the secret's next attempt finds the permit its own.
+      throw ConnectionError(std::string("postgresql: acquire: the connection broke during COMMIT: ") + e.what(),
+                            kServiceName, "08006");
+    }
+    return r;
+  });
+}
+
+void PostgresService::check_permits(Connection& c, const AcquireRequest& request) {
+  const pqxx::result r = exec(c, sql::kSharedPermits, Params().add(request.name));
+  if (r.empty()) return;
+  const std::int64_t held = r[0][0].is_null() ? 0 : r[0][0].as<std::int64_t>();
+  if (held != request.permits) throw detail::permits_mismatch(kServiceName, request.name, held, request.permits);
 }
 
 std::vector<AcquireResult> PostgresService::try_acquire_all(const std::vector<AcquireRequest>& requests) {

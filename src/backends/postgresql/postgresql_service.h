@@ -77,6 +77,10 @@ class PostgresService final : public LeaseService,
   // Joins or refreshes the queue after a refused attempt; fills `out`'s ticket and position.
   void join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket, const Place& place, Attempt& out);
   pqxx::result exec(Connection& c, const dblock::sql::Statement& s, const Params& p) { return context_.exec(c, s, p); }
+  // A permit's attempt (`ticket` 0: not queued): kLockPermitRow and the acquire in one transaction.
+  pqxx::result take_permit(Connection& c, const AcquireRequest& request, std::int64_t ticket);
+  // After a refused shared attempt: the UsageError when live readers hold other permits.
+  void check_permits(Connection& c, const AcquireRequest& request);
   void set_persistence(pqxx::work& tx);
   // The quoted lease tables whose persistence differs from Options::unlogged (none when unset).
   std::vector<std::string> tables_to_switch(pqxx::transaction_base& tx);

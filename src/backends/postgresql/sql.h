@@ -132,20 +132,26 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM ins"};
 
 // Shared acquire: joins live readers or takes a free row, and records the reader, in one
-// statement. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket (NULL: not queued). The queue
-// check reads {W} exactly (shared leases are not on the uncontended fast path); a queued reader
-// leaves the queue and recomputes the marker.
+// statement. $1 name, $2 secret, $3 holder, $4 ttl_us, $5 ticket (NULL: not queued), $6 permits
+// (NULL: not a semaphore). The queue check reads {W} exactly (shared leases are not on the
+// uncontended fast path); a queued reader leaves the queue and recomputes the marker. Joins only
+// readers granted under the same permits; a semaphore's only while fewer than $6 other readers
+// live. That count is exact only after kLockPermitRow in the same transaction: this statement's
+// snapshot would otherwise miss a reader committed while it waited for the row.
 inline constexpr Statement kAcquireShared{"acquire_shared",
     "WITH now AS (SELECT clock_timestamp() AS t),"
-    " row AS (INSERT INTO {L} AS l " DBLOCK_PG_LEASE_COLUMNS
+    " row AS (INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals,"
+    "  queued_until, queued_ticket, permits)"
     "  SELECT $1, NULL, NULL, 'shared', nextval({S}), now.t, now.t + $4::bigint * interval '1 microsecond', 0,"
-    "  NULL, NULL FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
+    "  NULL, NULL, $6::int FROM now WHERE true" DBLOCK_PG_NO_EARLIER_WAITER
     "  ON CONFLICT (name) DO UPDATE SET owner_secret = NULL, holder = NULL, mode = 'shared', fence = EXCLUDED.fence,"
     "  acquired_at = CASE WHEN l.mode = 'shared' AND l.expires_at > EXCLUDED.acquired_at"
     "    THEN l.acquired_at ELSE EXCLUDED.acquired_at END,"
     "  expires_at = GREATEST(CASE WHEN l.mode = 'shared' THEN l.expires_at ELSE '-infinity' END, EXCLUDED.expires_at),"
-    "  renewals = 0," DBLOCK_PG_RECOMPUTE("l")
-    "  WHERE l.expires_at <= EXCLUDED.acquired_at OR l.mode = 'shared'"
+    "  renewals = 0, permits = EXCLUDED.permits," DBLOCK_PG_RECOMPUTE("l")
+    "  WHERE l.expires_at <= EXCLUDED.acquired_at OR (l.mode = 'shared' AND l.permits IS NOT DISTINCT FROM $6::int"
+    "   AND ($6::int IS NULL OR (SELECT count(*) FROM {R} r WHERE r.name = $1 AND r.expires_at > EXCLUDED.acquired_at"
+    "   AND r.owner_secret <> " DBLOCK_PG_OWNER ") < $6::int))"
     "  RETURNING fence),"
     " reader AS (INSERT INTO {R} (name, owner_secret, holder, fence, acquired_at, expires_at)"
     "  SELECT $1, " DBLOCK_PG_OWNER ", $3, row.fence, now.t, now.t + $4::bigint * interval '1 microsecond' FROM row, now"
@@ -156,6 +162,17 @@ inline constexpr Statement kAcquireShared{"acquire_shared",
     " SELECT fence, " DBLOCK_PG_US("expires_at") " FROM reader"};
 
 #undef DBLOCK_PG_NO_EARLIER_WAITER
+
+// A permit's acquire first locks the name's row for its transaction, creating it free (expired)
+// when there is none, so that concurrent permit acquires of a name take turns and each counts the
+// readers the earlier ones committed. $1 name.
+inline constexpr Statement kLockPermitRow{"lock_permit_row",
+    "INSERT INTO {L} AS l (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
+    " VALUES ($1, NULL, NULL, 'shared', 0, clock_timestamp(), '-infinity', 0)"
+    " ON CONFLICT (name) DO UPDATE SET renewals = l.renewals"};
+// $1 name. The permits of a live shared lease (NULL: plain readers); no row when none is live.
+inline constexpr Statement kSharedPermits{"shared_permits",
+    "SELECT permits FROM {L} WHERE name = $1 AND mode = 'shared' AND expires_at > clock_timestamp()"};
 
 // A waiter's position counts the live waiters ahead of it, but not the entry of the lease's current
 // holder: a grantee keeps its queue entry until it releases (see kReleaseExclusiveInPlace), and it
@@ -364,8 +381,8 @@ inline constexpr Statement kList{"list",
     "SELECT l.name, l.mode, l.holder, l.fence, " DBLOCK_PG_US("l.acquired_at") ", " DBLOCK_PG_US("l.expires_at") ","
     " " DBLOCK_PG_US("l.expires_at - clock_timestamp()") ", l.renewals,"
     " (SELECT count(*) FROM {R} r WHERE r.name = l.name AND r.expires_at > clock_timestamp()),"
-    " (SELECT string_agg(r.holder, ',') FROM {R} r WHERE r.name = l.name AND r.expires_at > clock_timestamp())"
-    " FROM {L} l WHERE l.expires_at > clock_timestamp() AND ($1::text IS NULL OR l.name = $1) ORDER BY l.name"};
+    " (SELECT string_agg(r.holder, ',') FROM {R} r WHERE r.name = l.name AND r.expires_at > clock_timestamp()),"
+    " l.permits FROM {L} l WHERE l.expires_at > clock_timestamp() AND ($1::text IS NULL OR l.name = $1) ORDER BY l.name"};
 
 // Reaper: at most $1 expired rows nobody is queued for, skipping rows another transaction is
 // taking over (never waits on them). A row with live waiters stays (see the queue note above).
@@ -485,7 +502,7 @@ inline constexpr Statement kShortIdleTimeout{"short_idle_timeout",
 // Session and transaction locks are prepared like everything else: parsing and planning them on
 // every call cost a third of an advisory lock/unlock pair.
 inline constexpr const Statement* kPrepared[] = {
-    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kQueue, &kLeaveQueue,
+    &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kLockPermitRow, &kSharedPermits, &kQueue, &kLeaveQueue,
     &kRenewExclusive, &kRenewReader, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
     &kReleaseReader, &kForceRelease, &kForceReleaseHistory, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus, &kConfirmGrant,
     &kTrySessionExclusive, &kTrySessionShared, &kWaitSessionExclusive, &kWaitSessionShared,

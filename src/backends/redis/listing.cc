@@ -23,8 +23,8 @@ std::string glob_escaped(std::string_view text) {
   return out;
 }
 
-// kind, mode, holder, fence, acq, exp, ren, holders: one key's entry in kDescribe's reply.
-constexpr std::size_t kDescribeFields = 8;
+// kind, mode, holder, fence, acq, exp, ren, holders, permits: one key's entry in kDescribe's reply.
+constexpr std::size_t kDescribeFields = 9;
 
 LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::int64_t now_us) {
   LeaseInfo info;
@@ -37,6 +37,7 @@ LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::
   info.expires_in_us = info.expires_at_us == 0 ? 0 : info.expires_at_us - now_us;
   info.renewals = r[at + 6].integer();
   info.holders = static_cast<int>(r[at + 7].integer());
+  info.permits = static_cast<int>(r[at + 8].integer());
   return info;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
+#include "internal.h"
 #include "listing.h"
 
 namespace dblock::redis {
@@ -28,6 +29,7 @@ RedisService::RedisService(const Options& options) : node_(options, deadline_now
 ServiceTraits RedisService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
+  traits.permits = true;
   return traits;
 }
 
@@ -45,10 +47,12 @@ FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool que
   const std::string ttl_us = std::to_string(request.ttl.count() * 1000);
   const std::string ticket = std::to_string(queue ? place.ticket : 0);
   const std::string hold_us = std::to_string(place.hold_for.count() * 1000);
+  const std::string permits = std::to_string(request.permits);
   const Reply r = node_.eval(node_.scripts().acquire, {k.lease, k.fence, k.queue, k.queue_info},
                        {secret_bytes(*request.secret), request.holder, ttl_us, mode_arg(request.mode), ticket,
-                        queue ? "1" : "0", hold_us},
+                        queue ? "1" : "0", hold_us, permits},
                        Repeat::kSafe);
+  if (r[0].integer() == 2) throw detail::permits_mismatch(kServiceName, request.name, r[1].integer(), request.permits);
   Attempt out;
   if (r[0].integer() == 1) {
     out.result.acquired = true;
@@ -79,6 +83,10 @@ std::vector<AcquireResult> RedisService::try_acquire_all(const std::vector<Acqui
   }
   const Reply r = node_.eval(node_.scripts().acquire_all, key_list, args, Repeat::kSafe);
   std::vector<AcquireResult> out;
+  if (r.size() >= 3 && r[0].integer() == 2) {
+    const std::size_t i = static_cast<std::size_t>(r[1].integer()) - 1;
+    if (i < requests.size()) throw detail::permits_mismatch(kServiceName, requests[i].name, r[2].integer(), 0);
+  }
   if (r.size() == 0 || r[0].integer() != 1) return out;
   if (r.size() != 1 + 2 * requests.size()) throw Error("redis: acquire-all answered with the wrong number of fields", std::string(kServiceName));
   for (std::size_t i = 0; i < requests.size(); ++i) {

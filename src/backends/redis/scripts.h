@@ -12,7 +12,8 @@
 //   K5 {P..NAME}:latch:D    a release by the owner with digest D, kept 30 s (release only)
 //   K6 {P}:audit            the force-release stream (force_release only)
 // The lease hash: mode ("x" or "s"), fence, and for "x": owner (digest), holder, acq, exp, ren;
-// for "s": one field "r:"..digest per reader = "exp|fence|acq|ren|holder".
+// for "s": one field "r:"..digest per reader = "exp|fence|acq|ren|holder", and "permits", the
+// semaphore's N the readers were granted under ("0" or absent: plain readers).
 // Owner secrets arrive as ARGV (16 raw bytes) and only their redis.sha1hex digest is stored.
 #ifndef DBLOCK_SRC_BACKENDS_REDIS_SCRIPTS_H_
 #define DBLOCK_SRC_BACKENDS_REDIS_SCRIPTS_H_
@@ -133,23 +134,37 @@ local function leave_line(q, qi, d)
   redis.call('ZREM', q, d)
   redis.call('HDEL', qi, d)
 end
--- What `d` asking for `mode` finds: 'mine' (it holds the lease so: an acquire extends it), 'free'
--- (nothing holds it against `mode` and nobody live is ahead of `ticket` in line), else 'held'.
--- Also returns the state and, unless 'mine', the live waiters. Prunes expired holders and waiters.
-local function claim(K1, q, qi, d, mode, ticket, now)
+-- The live readers of a shared lease `state` pruned.
+local function readers(key)
+  local n = 0
+  for _, f in ipairs(redis.call('HKEYS', key)) do
+    if string.sub(f, 1, 2) == 'r:' then n = n + 1 end
+  end
+  return n
+end
+-- What `d` asking for `mode` (with `permits`, 0: not a semaphore) finds: 'mine' (it holds the lease
+-- so: an acquire extends it), 'free' (nothing holds it against `mode`, a semaphore has a permit
+-- left, and nobody live is ahead of `ticket` in line), 'mismatch' (live readers hold other
+-- permits, returned fourth), else 'held'. Also returns the state and, unless 'mine', the live
+-- waiters. Prunes expired holders and waiters.
+local function claim(K1, q, qi, d, mode, ticket, now, permits)
   local st = state(K1, now, true)
   if st == 'alien' then return 'held', st, {} end
   if mode == 'x' and st == 'x' and redis.call('HGET', K1, 'owner') == d then return 'mine', st, {} end
   if mode == 's' and st == 's' and redis.call('HGET', K1, 'r:' .. d) then return 'mine', st, {} end
-  local waiters = live_waiters(q, qi, now, true)
-  if (st == 'free' or (st == 's' and mode == 's')) and ahead_of(waiters, d, ticket) == 0 then
-    return 'free', st, waiters
+  local joinable = st == 'free'
+  if mode == 's' and st == 's' then
+    local held = tonumber(redis.call('HGET', K1, 'permits') or '0')
+    if held ~= permits then return 'mismatch', st, {}, held end
+    joinable = permits == 0 or readers(K1) < permits
   end
+  local waiters = live_waiters(q, qi, now, true)
+  if joinable and ahead_of(waiters, d, ticket) == 0 then return 'free', st, waiters end
   return 'held', st, waiters
 end
--- Gives `d` the lease `claim` found 'mine' (extended to now + ttl) or 'free' (a new fence).
--- Returns fence, exp.
-local function take(K1, K2, q, qi, d, holder, ttl, mode, how, waiters, now)
+-- Gives `d` the lease `claim` found 'mine' (extended to now + ttl) or 'free' (a new fence; a
+-- reader records `permits`). Returns fence, exp.
+local function take(K1, K2, q, qi, d, holder, ttl, mode, how, waiters, now, permits)
   local exp = now + ttl
   if how == 'mine' then
     local fence
@@ -170,7 +185,7 @@ local function take(K1, K2, q, qi, d, holder, ttl, mode, how, waiters, now)
     redis.call('HSET', K1, 'mode', 'x', 'owner', d, 'holder', holder, 'fence', str(fence),
                'acq', str(now), 'exp', str(exp), 'ren', '0')
   else
-    redis.call('HSET', K1, 'mode', 's', 'fence', str(fence),
+    redis.call('HSET', K1, 'mode', 's', 'fence', str(fence), 'permits', str(permits),
                'r:' .. d, str(exp) .. '|' .. str(fence) .. '|' .. str(now) .. '|0|' .. holder)
   end
   expire_at(K1, exp, now)
@@ -200,17 +215,19 @@ end
 )LUA";
 
 // KEYS: K1 K2 K3 K4. ARGV: secret, holder, ttl_us, mode ("x"/"s"), ticket (0: none), queue ("1":
-// join or refresh the line when refused), hold_us (the line entry's life).
+// join or refresh the line when refused), hold_us (the line entry's life), permits (0: none).
 // Returns {1, fence, exp_us} when acquired (or already held by this secret: extended), else
-// {0, holder_remaining_ms} or, when queued, {0, holder_remaining_ms, ticket, position}.
+// {0, holder_remaining_ms} or, when queued, {0, holder_remaining_ms, ticket, position}; {2, held}
+// when live readers hold `held` permits (0: plain readers) and ARGV asked for others.
 inline constexpr std::string_view kAcquire = R"LUA(
 local now = now_us()
 local d = redis.sha1hex(ARGV[1])
-local holder, ttl, mode, ticket = ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5])
-local how, st, waiters = claim(KEYS[1], KEYS[3], KEYS[4], d, mode, ticket, now)
+local holder, ttl, mode, ticket, permits = ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[8])
+local how, st, waiters, held = claim(KEYS[1], KEYS[3], KEYS[4], d, mode, ticket, now, permits)
 if st == 'alien' then return alien(KEYS[1]) end
+if how == 'mismatch' then return {2, held} end
 if how ~= 'held' then
-  local fence, exp = take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], d, holder, ttl, mode, how, waiters, now)
+  local fence, exp = take(KEYS[1], KEYS[2], KEYS[3], KEYS[4], d, holder, ttl, mode, how, waiters, now, permits)
   return {1, fence, exp}
 end
 local remaining = remaining_ms(KEYS[1], st, now)
@@ -233,22 +250,24 @@ return {0, remaining, ticket, ahead_of(waiters, d, ticket)}
 // Several names at once, all or none. KEYS: K1 K2 K3 K4 of each name in turn. ARGV: holder, then
 // secret, ttl_us, mode of each name in turn. Takes nothing unless every name is free for its
 // mode with nobody live in its line (or already the same secret's). Returns {1, fence1, exp1,
-// fence2, exp2, ...} in KEYS order, or {0, i, holder_remaining_ms} for the first name i refused.
+// fence2, exp2, ...} in KEYS order, or {0, i, holder_remaining_ms} for the first name i refused,
+// or {2, i, held} when name i's live readers hold `held` permits (kAcquire). Never a semaphore.
 inline constexpr std::string_view kAcquireAll = R"LUA(
 local now = now_us()
 local holder, n, claims = ARGV[1], #KEYS / 4, {}
 for i = 1, n do
   local k, a = (i - 1) * 4, 1 + (i - 1) * 3
   local d, mode = redis.sha1hex(ARGV[a + 1]), ARGV[a + 3]
-  local how, st, waiters = claim(KEYS[k + 1], KEYS[k + 3], KEYS[k + 4], d, mode, 0, now)
+  local how, st, waiters, held = claim(KEYS[k + 1], KEYS[k + 3], KEYS[k + 4], d, mode, 0, now, 0)
   if st == 'alien' then return alien(KEYS[k + 1]) end
+  if how == 'mismatch' then return {2, i, held} end
   if how == 'held' then return {0, i, remaining_ms(KEYS[k + 1], st, now)} end
   claims[i] = {d, tonumber(ARGV[a + 2]), mode, how, waiters}
 end
 local out = {1}
 for i = 1, n do
   local k, c = (i - 1) * 4, claims[i]
-  local fence, exp = take(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], c[1], holder, c[2], c[3], c[4], c[5], now)
+  local fence, exp = take(KEYS[k + 1], KEYS[k + 2], KEYS[k + 3], KEYS[k + 4], c[1], holder, c[2], c[3], c[4], c[5], now, 0)
   out[#out + 1] = fence
   out[#out + 1] = exp
 end
@@ -347,14 +366,14 @@ return 1
 )LUA";
 
 // KEYS: the lease keys to describe. Returns {now_us, then per key: kind, mode, holder, fence,
-// acq, exp, ren, holders} where kind is 0 (free), 1 (a dblock lease), 2 (another client's string)
+// acq, exp, ren, holders, permits} where kind is 0 (free), 1 (a dblock lease), 2 (another client's string)
 // or 3 (a key that is no lock); times of kind 2 are from its PX (exp 0: none).
 inline constexpr std::string_view kDescribe = R"LUA(
 local now = now_us()
 local out = {str(now)}
 for _, key in ipairs(KEYS) do
   local st = state(key, now, false)
-  local kind, mode, holder, fence, acq, exp, ren, holders = 0, 'x', '', 0, 0, 0, 0, 0
+  local kind, mode, holder, fence, acq, exp, ren, holders, permits = 0, 'x', '', 0, 0, 0, 0, 0, 0
   if st == 'x' then
     kind, holders = 1, 1
     holder = redis.call('HGET', key, 'holder')
@@ -365,6 +384,7 @@ for _, key in ipairs(KEYS) do
   elseif st == 's' then
     kind, mode = 1, 's'
     fence = tonumber(redis.call('HGET', key, 'fence'))
+    permits = tonumber(redis.call('HGET', key, 'permits') or '0')
     local all, names = redis.call('HGETALL', key), {}
     for i = 1, #all, 2 do
       if string.sub(all[i], 1, 2) == 'r:' then
@@ -384,7 +404,7 @@ for _, key in ipairs(KEYS) do
     local pttl = redis.call('PTTL', key)
     if pttl >= 0 then exp = now + pttl * 1000 end
   end
-  for _, v in ipairs({kind, mode, holder, str(fence), str(acq), str(exp), str(ren), holders}) do
+  for _, v in ipairs({kind, mode, holder, str(fence), str(acq), str(exp), str(ren), holders, permits}) do
     out[#out + 1] = v
   end
 end

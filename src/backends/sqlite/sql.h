@@ -46,20 +46,26 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     " expires_at_us = excluded.expires_at_us, renewals = 0"
     " WHERE L.expires_at_us <= excluded.acquired_at_us"};
 
-// Shared: joins live readers or takes a free row. ?1 name, ?2 secret, ?4 ttl_us, ?5 ticket.
-// Followed by kInsertReader in the same transaction.
+// Shared: joins live readers or takes a free row. ?1 name, ?2 secret, ?4 ttl_us, ?5 ticket,
+// ?6 permits (NULL: not a semaphore). Joins only readers granted under the same permits, and a
+// semaphore's only while fewer than ?6 other readers live (the write transaction makes the count
+// exact). Followed by kInsertReader in the same transaction.
 inline constexpr Statement kAcquireSharedRow{"acquire_shared_row",
-    "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals)"
-    " SELECT ?1, NULL, NULL, 'shared', max(value + 1, dblock_fence_floor()), {N}, {N} + ?4, 0 FROM {F} WHERE id = 1"
+    "INSERT INTO {L} AS L (name, owner_secret, holder, mode, fence, acquired_at_us, expires_at_us, renewals, permits)"
+    " SELECT ?1, NULL, NULL, 'shared', max(value + 1, dblock_fence_floor()), {N}, {N} + ?4, 0, ?6 FROM {F} WHERE id = 1"
     DBLOCK_SQLITE_NO_EARLIER_WAITER
     " ON CONFLICT (name) DO UPDATE SET owner_secret = NULL, holder = NULL, mode = 'shared',"
     " fence = excluded.fence,"
     " acquired_at_us = CASE WHEN L.mode = 'shared' AND L.expires_at_us > excluded.acquired_at_us"
     "   THEN L.acquired_at_us ELSE excluded.acquired_at_us END,"
     " expires_at_us = max(CASE WHEN L.mode = 'shared' THEN L.expires_at_us ELSE 0 END, excluded.expires_at_us),"
-    " renewals = 0"
-    " WHERE L.expires_at_us <= excluded.acquired_at_us OR L.mode = 'shared'"
+    " renewals = 0, permits = excluded.permits"
+    " WHERE L.expires_at_us <= excluded.acquired_at_us OR (L.mode = 'shared' AND L.permits IS ?6"
+    "   AND (?6 IS NULL OR (SELECT count(*) FROM {R} WHERE name = ?1 AND expires_at_us > {N} AND owner_secret <> ?2) < ?6))"
     " RETURNING fence, expires_at_us"};
+// ?1 name. The permits of a live shared lease (NULL: plain readers); no row when none is live.
+inline constexpr Statement kSharedPermits{"shared_permits",
+    "SELECT permits FROM {L} WHERE name = ?1 AND mode = 'shared' AND expires_at_us > {N}"};
 
 #undef DBLOCK_SQLITE_NO_EARLIER_WAITER
 
@@ -138,7 +144,7 @@ inline constexpr Statement kList{"list",
     "SELECT name, mode, holder, fence, acquired_at_us - {N} + dblock_wall_now(), expires_at_us - {N} + dblock_wall_now(),"
     " expires_at_us - {N}, renewals,"
     " (SELECT count(*) FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N}),"
-    " (SELECT group_concat(holder, ',') FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N})"
+    " (SELECT group_concat(holder, ',') FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N}), permits"
     " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name"};
 
 // 1 when any of the reap statements below would delete a row (read-only: what the reaper checks
@@ -203,7 +209,7 @@ inline constexpr Statement kRollback{"rollback", "ROLLBACK"};
 
 // Prepared once per connection (SQLITE_PREPARE_PERSISTENT), in this order.
 inline constexpr const Statement* kAll[] = {
-    &kAcquireExclusive, &kAcquireSharedRow, &kInsertReader, &kQueue, &kQueuePosition, &kLeaveQueue,
+    &kAcquireExclusive, &kAcquireSharedRow, &kSharedPermits, &kInsertReader, &kQueue, &kQueuePosition, &kLeaveQueue,
     &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseExpired,
     &kReleaseReader, &kShrinkSharedRow, &kForceReleaseTarget, &kForceRelease, &kForceReleaseReaders, &kRecordForceRelease,
     &kForceReleaseHistory, &kList, &kReapDue, &kReapLeases,

@@ -91,6 +91,7 @@ SqliteService::Borrowed SqliteService::borrow_until(SteadyClock::time_point busy
 ServiceTraits SqliteService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
+  traits.permits = true;
   return traits;
 }
 
@@ -144,9 +145,11 @@ AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& reque
     Query row = query(c, sql::kAcquireSharedRow);
     row.bind(1, request.name).bind(2, *request.secret).bind(4, ttl_us);
     bind_ticket(row);
+    if (request.permits != 0) row.bind(6, std::int64_t{request.permits}); else row.bind_null(6);
     std::int64_t ignored = 0;
     result.acquired = row.fetch({&result.fence, &ignored});
   }
+  if (!result.acquired) check_permits(c, request);
   if (result.acquired) {
     Query reader = query(c, sql::kInsertReader);
     reader.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us).bind(5, result.fence);
@@ -154,6 +157,15 @@ AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& reque
   }  // statements are finished before COMMIT
   if (tx) tx->commit();
   return result;
+}
+
+void SqliteService::check_permits(Connection& c, const AcquireRequest& request) {
+  Query q = query(c, sql::kSharedPermits);
+  q.bind(1, request.name);
+  std::int64_t permits = 0;
+  if (q.fetch({&permits}) && permits != request.permits) {
+    throw detail::permits_mismatch(name(), request.name, permits, request.permits);
+  }
 }
 
 AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {

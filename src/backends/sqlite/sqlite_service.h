@@ -94,6 +94,9 @@ class SqliteService final : public LeaseService,
   // acquired.
   AcquireResult take(Connection& c, const AcquireRequest& request, std::int64_t ticket, bool in_transaction = false);
   AcquireResult take_row(Connection& c, const AcquireRequest& request, std::int64_t ticket, bool in_transaction);
+  // After a refused shared acquire: the UsageError when live readers were granted under other
+  // permits than `request` asks for.
+  void check_permits(Connection& c, const AcquireRequest& request);
   // require_our_file() for an acquired lease, dropping its mark when it throws.
   void confirm_grant(const AcquireRequest& request);
   Position position_on(Connection& c, std::string_view name, const OwnerSecret& secret, std::int64_t ticket);

@@ -29,6 +29,15 @@ std::optional<OwnNode> Attempts::waiting(const std::string& key) {
   return it->second;
 }
 
+std::vector<std::pair<std::string, OwnNode>> Attempts::waiting_under(const std::string& prefix) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<std::string, OwnNode>> out;
+  for (auto it = waiting_.lower_bound(prefix); it != waiting_.end() && it->first.starts_with(prefix); ++it) {
+    out.emplace_back(it->first, it->second);
+  }
+  return out;
+}
+
 void Attempts::set_waiting(const std::string& key, std::optional<OwnNode> node) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (node) {

@@ -39,6 +39,9 @@ class Attempts {
 
   std::optional<OwnNode> waiting(const std::string& key);
   void set_waiting(const std::string& key, std::optional<OwnNode> node);
+  // The waiters' nodes whose keys begin with `prefix` (one secret's, whatever its mode and
+  // permits), with their keys.
+  std::vector<std::pair<std::string, OwnNode>> waiting_under(const std::string& prefix);
 
   // The suspects of `session`, each marked as being swept (suspects of other sessions are dropped:
   // their nodes went with their sessions). A suspect being swept is not returned again.

@@ -15,6 +15,16 @@ constexpr std::string_view kWrite = "__WRIT__";
 constexpr std::string_view kRead = "__READ__";
 constexpr std::string_view kMutex = "lock-";
 
+// N of a permit's child name "...-p<N>-__READ__<sequence>", else 0.
+int permits_of(std::string_view name) {
+  const std::size_t at = name.rfind(kRead);
+  if (at == std::string_view::npos || at < 4 || name[at - 1] != '-') return 0;
+  std::size_t p = at - 1;
+  while (p > 0 && name[p - 1] >= '0' && name[p - 1] <= '9') --p;
+  if (p == at - 1 || p < 2 || name[p - 1] != 'p' || name[p - 2] != '-' || at - 1 - p > 5) return 0;
+  return std::stoi(std::string(name.substr(p, at - 1 - p)));
+}
+
 [[noreturn]] void bad_path(std::string_view option, const std::string& why) {
   throw UsageError("zookeeper: " + std::string(option) + " " + why, kServiceName);
 }
@@ -165,14 +175,15 @@ std::string_view lock_name(Layout layout, LockMode mode) {
   return mode == LockMode::kShared ? kRead : kWrite;
 }
 
-std::string node_prefix(const std::string& guid, Layout layout, LockMode mode) {
-  return "_c_" + guid + "-" + std::string(lock_name(layout, mode));
+std::string node_prefix(const std::string& guid, Layout layout, LockMode mode, int permits) {
+  const std::string marker = permits > 0 ? "p" + std::to_string(permits) + "-" : "";
+  return "_c_" + guid + "-" + marker + std::string(lock_name(layout, mode));
 }
 
-std::string node_name(const std::string& guid, Layout layout, LockMode mode, std::uint32_t sequence) {
+std::string node_name(const std::string& guid, Layout layout, LockMode mode, std::uint32_t sequence, int permits) {
   std::string digits = std::to_string(sequence);
   digits.insert(0, 10 - std::min<std::size_t>(10, digits.size()), '0');
-  return node_prefix(guid, layout, mode) + digits;
+  return node_prefix(guid, layout, mode, permits) + digits;
 }
 
 std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names) {
@@ -183,6 +194,7 @@ std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names
     c.sort_key = sort_key(layout, name);
     c.reader = layout == Layout::kReadWrite && name.find(kRead) != std::string::npos;
     c.writer = layout == Layout::kReadWrite ? name.find(kWrite) != std::string::npos : true;
+    if (c.reader) c.permits = permits_of(name);
     c.sequence = sequence_of(name);
     c.name = std::move(name);
     out.push_back(std::move(c));
@@ -194,10 +206,30 @@ std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names
 bool holds(const std::vector<Child>& children, std::size_t index) {
   if (index >= children.size()) return false;
   if (!children[index].reader) return index == 0;
+  int readers = 0;
   for (std::size_t i = 0; i < index; ++i) {
     if (children[i].writer) return false;
+    if (children[i].reader) ++readers;
   }
-  return true;
+  return children[index].permits == 0 || readers < children[index].permits;
+}
+
+std::optional<int> permits_conflict(const std::vector<Child>& sorted, std::size_t index) {
+  if (index >= sorted.size() || !sorted[index].reader) return std::nullopt;
+  for (std::size_t i = 0; i < sorted.size(); ++i) {
+    if (i != index && sorted[i].reader && sorted[i].permits != sorted[index].permits && holds(sorted, i)) {
+      return sorted[i].permits;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::size_t> permit_holders_ahead(const std::vector<Child>& sorted, std::size_t index) {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 0; i < index && i < sorted.size(); ++i) {
+    if (sorted[i].reader && holds(sorted, i)) out.push_back(i);
+  }
+  return out;
 }
 
 namespace {

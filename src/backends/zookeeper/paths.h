@@ -37,10 +37,13 @@ std::string guid_of(const OwnerSecret& secret);
 
 // The lock-name part of a child ("__WRIT__", "__READ__" or "lock-") for `mode` in `layout`.
 std::string_view lock_name(Layout layout, LockMode mode);
-// "_c_<guid>-<lock name>": what the server appends the 10-digit sequence to.
-std::string node_prefix(const std::string& guid, Layout layout, LockMode mode);
+// "_c_<guid>-<lock name>": what the server appends the 10-digit sequence to. A permit of a
+// semaphore of `permits` (> 0, shared mode) is "_c_<guid>-p<permits>-__READ__": a reader to every
+// client (Curator's read-write lock included), its N readable from its name alone.
+std::string node_prefix(const std::string& guid, Layout layout, LockMode mode, int permits = 0);
 // The full child name of a sequence.
-std::string node_name(const std::string& guid, Layout layout, LockMode mode, std::uint32_t sequence);
+std::string node_name(const std::string& guid, Layout layout, LockMode mode, std::uint32_t sequence,
+                      int permits = 0);
 
 // A dblock node's data: "dblock:" + the holder string. Data without that tag is another client's
 // (Curator writes the client's IP address).
@@ -57,12 +60,19 @@ struct Child {
   std::string sort_key;     // Curator's fixForSorting: the text after the lock name, else the name
   bool writer = false;      // holds exclusively when first ("__WRIT__", or "lock-" in curator-mutex)
   bool reader = false;      // "__READ__" (rw layout only)
+  int permits = 0;          // a reader's semaphore N ("-p<N>-__READ__"), else 0
   std::uint32_t sequence = 0;
 };
 // The children sorted as Curator sorts them.
 std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names);
-// Whether the child at `index` holds: a writer when first, a reader when no writer precedes it.
+// Whether the child at `index` holds: a writer when first, a reader when no writer precedes it
+// and, for a permit of N, fewer than N readers do.
 bool holds(const std::vector<Child>& children, std::size_t index);
+// The readers that hold, other than the one at `index`, granted under other permits than it asks
+// for: the permits of the first such (0: plain readers), or nullopt when there is none.
+std::optional<int> permits_conflict(const std::vector<Child>& sorted, std::size_t index);
+// The holding readers ahead of the permit at `index` that waits for one of them to leave.
+std::vector<std::size_t> permit_holders_ahead(const std::vector<Child>& sorted, std::size_t index);
 // The child the one at `index` waits for when it does not hold: a writer the one just ahead, a
 // reader the nearest writer ahead.
 std::optional<std::size_t> awaited(const std::vector<Child>& sorted, std::size_t index);

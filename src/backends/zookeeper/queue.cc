@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
+#include "internal.h"
 #include "nodes.h"
 #include "zookeeper_service.h"
 
@@ -41,8 +42,8 @@ FairQueue::Attempt ZooKeeperService::attempt(const AcquireRequest& request, bool
   }
   const auto deadline = deadline_now();
   const std::shared_ptr<Session> s = session(deadline);
-  const std::string key =
-      container(request.name) + "/" + node_prefix(guid_of(*request.secret), options_.layout, request.mode);
+  const std::string key = container(request.name) + "/" +
+                          node_prefix(guid_of(*request.secret), options_.layout, request.mode, request.permits);
   // Ends the attempt whatever happens; a suspect of this key is swept once no attempt of it runs.
   struct End {
     ZooKeeperService& service;
@@ -79,8 +80,9 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));
   const std::optional<std::size_t> at = index_of(sorted, own->first);
   const std::string path = dir + "/" + own->first;
+  const std::optional<int> conflict = at ? permits_conflict(sorted, *at) : std::nullopt;
   Attempt out;
-  if (at && holds(sorted, *at)) {
+  if (at && !conflict && holds(sorted, *at)) {
     attempts_.set_waiting(key, std::nullopt);
     out.result.acquired = true;
     out.result.fence = own->second.czxid;
@@ -90,44 +92,50 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
     remember(path, request, s.id());
     return out;
   }
-  if (queue && at) {
+  if (queue && at && !conflict) {
     attempts_.set_waiting(key, own);
     out.ticket = static_cast<std::int64_t>(sorted[*at].sequence) + 1;  // 0 means "not in line"
     out.position = waiters_ahead(sorted, *at);
-    if (const auto ahead = awaited(sorted, *at)) {
-      events_.watch(s, request.name, dir + "/" + sorted[*ahead].name, sorted[*at].reader ? 0 : out.ticket);
-    }
+    watch_turn(s, request.name, dir, sorted, *at, out.ticket);
     return out;
   }
   attempts_.set_waiting(key, std::nullopt);
   // Not holding and not in line: the node goes again (as Curator's acquire(0) does). A delete
   // that fails is sent again until the server confirms it: the node must not block the name.
+  remove_node(s, path, deadline);
+  if (conflict) throw detail::permits_mismatch(kServiceName, request.name, *conflict, request.permits);
+  return out;
+}
+
+void ZooKeeperService::remove_node(Session& s, const std::string& path, SteadyClock::time_point deadline) {
   try {
     const Reply removed = s.remove(path, deadline);
-    if (removed.rc == ZOK || removed.rc == ZNONODE) return out;
+    if (removed.rc == ZOK || removed.rc == ZNONODE) return;
   } catch (const ConnectionError&) {
   }
   s.remove_eventually(path);
-  return out;
+}
+
+void ZooKeeperService::watch_turn(Session& s, std::string_view name, const std::string& dir,
+                                  const std::vector<Child>& sorted, std::size_t at, std::int64_t ticket) {
+  const Child& own = sorted[at];
+  const auto ahead = awaited(sorted, at);
+  if (own.permits > 0 && !ahead) {
+    // No writer ahead: the permit waits for any of the holding readers ahead to leave.
+    for (std::size_t holder : permit_holders_ahead(sorted, at)) events_.watch(s, name, dir + "/" + sorted[holder].name, 0);
+    return;
+  }
+  if (ahead) events_.watch(s, name, dir + "/" + sorted[*ahead].name, own.reader ? 0 : ticket);
 }
 
 void ZooKeeperService::leave(std::string_view name, const OwnerSecret& secret) {
   const auto deadline = deadline_now();
   const std::string dir = container(name);
-  const std::string guid = guid_of(secret);
-  for (LockMode mode : {LockMode::kExclusive, LockMode::kShared}) {
-    const std::string key = dir + "/" + node_prefix(guid, options_.layout, mode);
-    const auto node = attempts_.waiting(key);
-    if (!node) continue;
+  // Every mode and permit count of this secret: the waiter's nodes all begin "_c_<guid>-".
+  for (const auto& [key, node] : attempts_.waiting_under(dir + "/_c_" + guid_of(secret) + "-")) {
     attempts_.set_waiting(key, std::nullopt);
     const std::shared_ptr<Session> s = session(deadline);
-    const std::string path = dir + "/" + node->first;
-    try {
-      const Reply r = s->remove(path, deadline);
-      if (r.rc == ZOK || r.rc == ZNONODE) continue;
-    } catch (const ConnectionError&) {
-    }
-    s->remove_eventually(path);  // a dead waiter's node must not block the others
+    remove_node(*s, dir + "/" + node.first, deadline);  // a dead waiter's node must not block the others
   }
 }
 
@@ -139,10 +147,8 @@ FairQueue::Position ZooKeeperService::position(std::string_view name, const Owne
   const std::vector<Child> sorted = sorted_children(options_.layout, children_of(*s, dir, deadline));
   Position out;
   std::optional<std::size_t> own;
-  for (LockMode mode : {LockMode::kExclusive, LockMode::kShared}) {
-    const auto node = attempts_.waiting(dir + "/" + node_prefix(guid, options_.layout, mode));
-    if (!node) continue;
-    if (const auto at = index_of(sorted, node->first)) {
+  for (const auto& [key, node] : attempts_.waiting_under(dir + "/_c_" + guid + "-")) {
+    if (const auto at = index_of(sorted, node.first)) {
       own = at;
       out.waiters_ahead = waiters_ahead(sorted, *at);
     }

@@ -51,6 +51,7 @@ ServiceTraits ZooKeeperService::traits() const {
   traits.fences = FenceKind::kIncreasing;
   traits.bound = LeaseBound::kSession;
   traits.shared_leases = options_.layout == Layout::kReadWrite;
+  traits.permits = traits.shared_leases;
   return traits;
 }
 
@@ -69,7 +70,8 @@ SteadyClock::time_point ZooKeeperService::connect_deadline(SteadyClock::time_poi
 }
 
 std::string ZooKeeperService::own_path(const LeaseKey& lease) const {
-  return container(lease.name) + "/" + node_name(guid_of(*lease.secret), options_.layout, lease.mode, lease.tag);
+  return container(lease.name) + "/" +
+         node_name(guid_of(*lease.secret), options_.layout, lease.mode, lease.tag, lease.permits);
 }
 
 // ---- nodes ----

@@ -82,6 +82,14 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // The attempt itself, between Attempts::begin and end (queue.cc).
   Attempt attempt_once(Session& s, const AcquireRequest& request, const std::string& key, bool queue,
                        SteadyClock::time_point deadline);
+  // Watches what the waiter at `at` of `sorted` (in container `dir`) waits for: the child just
+  // ahead (a writer), the nearest writer ahead (a reader), or every holding reader ahead (a permit
+  // no writer blocks). Never blocks.
+  void watch_turn(Session& s, std::string_view name, const std::string& dir, const std::vector<Child>& sorted,
+                  std::size_t at, std::int64_t ticket);
+  // Deletes a node of this session, leaving it to remove_eventually when the server does not
+  // confirm by `deadline`: it must not block the name.
+  void remove_node(Session& s, const std::string& path, SteadyClock::time_point deadline);
   std::optional<Eviction> eviction(Session& s, std::string_view name, std::string_view by,
                                    SteadyClock::time_point deadline);
   std::string audit_dir() const;

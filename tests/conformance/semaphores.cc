@@ -1,0 +1,142 @@
+// Semaphores (AcquireOptions::permits), written once for every service: never more than N holders
+// across managers, each permit with its own fence; a mismatched N refused; a dead holder's permit
+// freed after its TTL and not before.
+#include <catch2/catch.hpp>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "context.h"
+
+namespace dblock::testing {
+
+using namespace std::chrono_literals;
+using std::chrono::milliseconds;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+AcquireOptions permits(int n, milliseconds ttl = 0ms) {
+  AcquireOptions options;
+  options.permits = n;
+  options.ttl = ttl;
+  return options;
+}
+
+// A lease TTL the service holds for its whole length (a ZooKeeper session may bound it lower).
+milliseconds capped(milliseconds ttl) {
+  const milliseconds bound = context().lease_bound;
+  return bound.count() > 0 ? std::min(ttl, bound) : ttl;
+}
+
+}  // namespace
+
+// Holds one permit of `name` (N = `n`) and says "holding <fence>", until stdin ends.
+int child_permit(const std::string& prefix, const std::string& name, int n, int ttl_ms) {
+  auto manager = open_manager({}, prefix);
+  std::optional<Lease> lease = manager->acquire(name, 30s, permits(n, milliseconds(ttl_ms)));
+  if (!lease) return 1;
+  std::printf("holding %lld\n", static_cast<long long>(lease->fence()));
+  std::fflush(stdout);
+  for (std::string line; std::getline(std::cin, line);) {
+  }
+  return 0;
+}
+
+TEST_CASE("semaphore: N permits at once across managers, each its own fence; never more than N holders",
+          "[conformance][recipes][semaphore]") {
+  const std::string prefix = unique_prefix();
+  std::vector<std::unique_ptr<LockManager>> managers;
+  for (int i = 0; i < 6; ++i) managers.push_back(open_manager({}, prefix));
+  if (!context().shared_leases) {
+    CHECK_THROWS_AS(managers[0]->try_acquire("pool", permits(3)), UnsupportedError);
+    return;
+  }
+  std::vector<Lease> held;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<Lease> lease = managers[i]->try_acquire("pool", permits(3));
+    REQUIRE(lease);
+    if (!held.empty()) CHECK(lease->fence() > held.back().fence());
+    held.push_back(std::move(*lease));
+  }
+  CHECK_FALSE(managers[3]->try_acquire("pool", permits(3)));
+  const std::optional<LeaseInfo> info = managers[4]->inspect("pool");
+  REQUIRE(info);
+  CHECK(info->mode == LockMode::kShared);
+  CHECK(info->permits == 3);
+  CHECK(info->holders == 3);
+  for (Lease& lease : held) CHECK(lease.release() == ReleaseResult::kReleased);
+
+  // Six managers, four rounds each, on three permits: the count inside never passes three.
+  std::atomic<int> inside{0}, most{0}, rounds{0};
+  std::vector<std::thread> threads;
+  for (auto& manager : managers) {
+    threads.emplace_back([&, m = manager.get()] {
+      for (int round = 0; round < 4; ++round) {
+        std::optional<Lease> lease = m->acquire("pool", 60s, permits(3));
+        if (!lease) continue;
+        const int now_inside = ++inside;
+        for (int seen = most.load(); now_inside > seen && !most.compare_exchange_weak(seen, now_inside);) {
+        }
+        std::this_thread::sleep_for(20ms);
+        --inside;
+        lease->release();
+        ++rounds;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  CHECK(rounds == 24);
+  CHECK(most <= 3);
+  CHECK(most >= 1);
+}
+
+TEST_CASE("semaphore: another N, or a plain reader, while permits are held is a UsageError; a writer waits",
+          "[conformance][recipes][semaphore]") {
+  if (!context().shared_leases) return;
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  std::optional<Lease> permit = a->try_acquire("pool", permits(3));
+  REQUIRE(permit);
+  CHECK_THROWS_AS(b->try_acquire("pool", permits(4)), UsageError);
+  CHECK_THROWS_WITH(b->acquire("pool", 2s, permits(2)), Catch::Contains("3 permits"));
+  AcquireOptions reader;
+  reader.mode = LockMode::kShared;
+  CHECK_THROWS_AS(b->try_acquire("pool", reader), UsageError);
+  CHECK_FALSE(b->try_acquire("pool"));  // exclusive: every permit must be free first
+  CHECK(permit->release() == ReleaseResult::kReleased);
+  std::optional<Lease> other = b->acquire("pool", 10s, permits(4));  // nothing held: a new N
+  REQUIRE(other);
+  CHECK(a->inspect("pool")->permits == 4);
+}
+
+TEST_CASE("semaphore: a SIGKILLed permit holder's permit is free after its TTL, not before",
+          "[conformance][recipes][semaphore][faults]") {
+  if (!context().shared_leases) return;
+  const std::string prefix = unique_prefix();
+  const milliseconds ttl = capped(1500ms);
+  auto manager = open_manager({}, prefix);
+  std::optional<Lease> mine = manager->try_acquire("pool", permits(2, ttl));
+  REQUIRE(mine);
+  Child holder({self_path(), "--child", "permit", prefix, "pool", "2", std::to_string(ttl.count())});
+  const std::string line = expect_line(holder, "holding");
+  const std::int64_t dead_fence = std::stoll(line.substr(line.find(' ') + 1));
+  CHECK_FALSE(manager->try_acquire("pool", permits(2, ttl)));
+  holder.signal(SIGKILL);
+  const auto killed = SteadyClock::now();
+  REQUIRE(holder.wait(10s));
+  std::optional<Lease> freed = manager->acquire("pool", ttl + 20s, permits(2, ttl));
+  REQUIRE(freed);
+  CHECK(SteadyClock::now() - killed >= ttl - 300ms);
+  CHECK(freed->fence() > dead_fence);
+}
+
+}  // namespace dblock::testing
