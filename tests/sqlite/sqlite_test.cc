@@ -85,11 +85,14 @@ std::vector<std::string> schema_of(const std::string& path) {
   std::vector<std::string> out;
   while (sqlite3_step(stmt) == SQLITE_ROW) {
     std::string sql = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 2));
+    // Whitespace runs squeezed to one space, and none before ',' or ')' (ALTER TABLE ADD COLUMN
+    // writes the new column after the newline that preceded the closing parenthesis).
     std::string squeezed;
     for (char c : sql) {
       if (std::isspace(static_cast<unsigned char>(c))) {
         if (!squeezed.empty() && squeezed.back() != ' ') squeezed += ' ';
       } else {
+        if ((c == ',' || c == ')') && !squeezed.empty() && squeezed.back() == ' ') squeezed.pop_back();
         squeezed += c;
       }
     }
