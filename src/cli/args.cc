@@ -7,6 +7,17 @@
 
 namespace dblock::cli {
 
+std::optional<long long> parse_integer(std::string_view text) {
+  const std::string_view digits = text.substr(!text.empty() && text[0] == '-' ? 1 : 0);
+  if (digits.empty() || digits.size() > 9) return std::nullopt;
+  long long value = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    value = value * 10 + (c - '0');
+  }
+  return digits.size() < text.size() ? -value : value;
+}
+
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, std::string* error) {
   auto fail = [&](const std::string& why) -> std::optional<std::chrono::milliseconds> {
     if (error != nullptr) {

@@ -38,6 +38,10 @@ inline constexpr std::chrono::milliseconds kMaxDuration = std::chrono::hours(24 
 // Returns the value, or an empty optional with `*error` set to a human-readable reason.
 std::optional<std::chrono::milliseconds> parse_duration(std::string_view text, std::string* error);
 
+// Parses a decimal integer, optionally negative ("-3"), at most nine digits: the value, or an
+// empty optional for anything else.
+std::optional<long long> parse_integer(std::string_view text);
+
 // "250ms", "1.5s", "2m05s", "3h07m": short, for messages and tables. Negative values print as 0s.
 std::string format_duration(std::chrono::milliseconds value);
 

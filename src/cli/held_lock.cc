@@ -118,6 +118,7 @@ std::unique_ptr<HeldLock> acquire_with(LockManager& m, const RunOptions& o, std:
   AcquireOptions ao;
   ao.ttl = o.ttl;
   ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
+  ao.permits = o.permits;
   ao.on_lost = on_lost;
   if (o.keys.size() > 1) {
     std::optional<std::vector<Lease>> leases = m.acquire_all(o.keys, wait, ao);

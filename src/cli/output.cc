@@ -161,6 +161,16 @@ const char* mode_name(LockMode mode) noexcept {
   return "unknown";
 }
 
+namespace {
+
+// "2", or "2/3" for permits held of a semaphore's N.
+std::string holders_text(const LeaseInfo& info) {
+  const std::string held = std::to_string(info.holders);
+  return info.permits > 0 ? held + "/" + std::to_string(info.permits) : held;
+}
+
+}  // namespace
+
 std::string lease_json(const LeaseInfo& info) {
   std::string out = "{\"name\":" + json_string(info.name);
   out += ",\"mode\":" + json_string(mode_name(info.mode));
@@ -171,6 +181,7 @@ std::string lease_json(const LeaseInfo& info) {
   out += ",\"expires_in_us\":" + std::to_string(info.expires_in_us);
   out += ",\"renewals\":" + std::to_string(info.renewals);
   out += ",\"holders\":" + std::to_string(info.holders);
+  out += ",\"permits\":" + std::to_string(info.permits);
   out += "}";
   return out;
 }
@@ -217,7 +228,7 @@ std::string leases_table(const std::vector<LeaseInfo>& infos) {
   rows.push_back({"NAME", "MODE", "HOLDER", "FENCE", "EXPIRES_IN", "HOLDERS"});
   for (const LeaseInfo& info : infos) {
     rows.push_back({terminal_text(info.name), mode_name(info.mode), terminal_text(info.holder), std::to_string(info.fence),
-                    expires_in_text(info), std::to_string(info.holders)});
+                    expires_in_text(info), holders_text(info)});
   }
   return aligned(rows);
 }
@@ -268,7 +279,7 @@ std::string lease_text(const LeaseInfo& info) {
   out += "expires at:  " + when(info.expires_at_us) + "\n";
   out += "expires in:  " + expires_in_text(info) + "\n";
   out += "renewals:    " + std::to_string(info.renewals) + "\n";
-  out += "holders:     " + std::to_string(info.holders) + "\n";
+  out += "holders:     " + holders_text(info) + "\n";
   return out;
 }
 

@@ -24,7 +24,7 @@ constexpr milliseconds kMinRunTtl{1000};
 // The option values as given, before they are checked.
 struct RunArgs {
   std::vector<std::string> keys;
-  std::optional<std::string> ttl, wait, mode, on_lost, on_death;
+  std::optional<std::string> ttl, wait, mode, on_lost, on_death, permits;
   bool forever = false;
 };
 
@@ -41,6 +41,16 @@ T choose(const ArgCursor& cur, const char* option, const std::string& value,
     ++i;
   }
   cur.fail(std::string(option) + " must be " + names + ", not '" + value + "'");
+}
+
+// --permits N: 1 to kMaxPermits, held as a lease of its own (not with --mode session or shared).
+int checked_permits(const ArgCursor& cur, const std::string& text, RunMode mode) {
+  const std::optional<long long> n = parse_integer(text);
+  if (!n) cur.fail("--permits must be a whole number, not '" + terminal_text(text) + "'");
+  if (*n < 1 || *n > kMaxPermits) cur.fail("--permits must be from 1 to " + std::to_string(kMaxPermits));
+  if (mode == RunMode::kSession) cur.fail("--permits holds a permit as a lease: not with --mode session");
+  if (mode == RunMode::kShared) cur.fail("--permits is a shared lease of its own: not with --mode shared");
+  return static_cast<int>(*n);
 }
 
 // Checks the values and fills in what they say over the defaults.
@@ -82,6 +92,7 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
     o.on_lost = choose<OnLost>(cur, "--on-lost", *a.on_lost,
                                {{"term", OnLost::kTerm}, {"kill", OnLost::kKill}, {"ignore", OnLost::kIgnore}});
   }
+  if (a.permits) o.permits = checked_permits(cur, *a.permits, o.mode);
   if (o.mode == RunMode::kSession && o.keys.size() > 1) {
     cur.fail("--mode session takes one --key (several names are held as leases: --mode lease or shared)");
   }
@@ -93,6 +104,7 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
 RunOptions checked_elect_options(const ArgCursor& cur, const RunArgs& a, std::vector<std::string> command) {
   if (a.wait) cur.fail("elect waits until elected: --wait is an option of run, not of elect");
   if (a.mode) cur.fail("elect holds a lease (its fence is the term): --mode is an option of run, not of elect");
+  if (a.permits) cur.fail("elect holds the one lease of a leader: --permits is an option of run, not of elect");
   if (a.keys.size() > 1) cur.fail("elect takes one --key");
   RunOptions o = checked_run_options(cur, a, std::move(command));
   o.wait = kWaitForever;
@@ -120,7 +132,7 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
     }
     if (cur.option("--url", &global.url) || cur.repeated_option("--key", &a.keys) || cur.option("--ttl", &a.ttl) ||
         cur.option("--wait", &a.wait) || cur.option("--mode", &a.mode) || cur.option("--on-lost", &a.on_lost) ||
-        cur.option("--on-dblock-death", &a.on_death)) {
+        cur.option("--on-dblock-death", &a.on_death) || cur.option("--permits", &a.permits)) {
       continue;
     }
     if (elect && cur.flag("--forever")) {

@@ -21,6 +21,7 @@ struct RunOptions {
   std::chrono::milliseconds ttl{30'000};
   std::chrono::milliseconds wait{0};  // kWaitForever for `forever`
   RunMode mode = RunMode::kLease;
+  int permits = 0;               // --permits N: one of N permits of each key (a semaphore); 0: none
   OnLost on_lost = OnLost::kTerm;
   bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
   bool elect = false;            // `dblock elect`: one key, a lease, waiting forever

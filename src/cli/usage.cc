@@ -43,7 +43,7 @@ Passwords in URLs are never printed.
 )";
 
 constexpr std::string_view kRun = R"(Usage: dblock [--url URL] run --key NAME [--key NAME...] [--ttl 30s] [--wait 0|DURATION|forever]
-                  [--mode lease|session|shared] [--on-lost term|kill|ignore]
+                  [--mode lease|session|shared] [--permits N] [--on-lost term|kill|ignore]
                   [--on-dblock-death kill|keep] -- COMMAND [ARGS...]
 
 Acquires the lock NAME, runs COMMAND while holding it, renews the lease in the background, and
@@ -75,6 +75,10 @@ Options:
                       MySQL GET_LOCK): freed at once when dblock dies; no TTL, no fencing token
                       (DBLOCK_FENCE is not set), not shown by list/inspect. Not available on
                       SQLite (exits 64)
+  --permits N       a semaphore: hold one of N permits of NAME (1 to 10000), a lease with its own
+                    TTL, renewal and DBLOCK_FENCE; at most N holders at once, granted in the order
+                    they asked. Every holder of NAME must give the same N (another N exits 64).
+                    Not with --mode session or shared
   --on-lost POLICY  what to do if the lock is lost while COMMAND runs (renewal refused, expired,
                     evicted with `dblock release --force`, database session gone):
                       term (default): SIGTERM to COMMAND, SIGKILL 5 s later if still running
