@@ -49,6 +49,7 @@ void validate_lock_name(std::string_view name);
 struct Capabilities {
   bool shared_leases = false;
   bool permits = false;             // semaphores (AcquireOptions::permits)
+  bool hold_at_least = false;       // scheduled jobs (AcquireOptions::hold_at_least)
   bool notifications = false;       // the backend pushes release events (LISTEN/NOTIFY, pub/sub, ...)
   bool session_locks = false;       // locks that die with the connection
   bool transaction_locks = false;   // run_in_transaction_lock

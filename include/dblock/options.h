@@ -113,6 +113,15 @@ struct AcquireOptions {
   // (ServiceTraits::permits) throw UnsupportedError.
   int permits = 0;
 
+  // Scheduled jobs (ShedLock's lockAtLeastFor): 0 (default) releases as usual. A positive value
+  // (at most kMaxTtl) makes release() leave the name held, by nobody, until acquired_at +
+  // hold_at_least on the service's clock, so that a host whose timer fires a little later skips
+  // the run instead of repeating it. A release after that time frees the name at once. The TTL
+  // stays the bound when the holder dies (ShedLock's lockAtMostFor), renewed while it lives.
+  // Exclusive leases only (UsageError with permits or mode = kShared); services without the
+  // capability (ServiceTraits::hold_at_least) throw UnsupportedError.
+  std::chrono::milliseconds hold_at_least{0};
+
   // Reentrancy: when set, an exclusive acquire by a thread that already holds the name through this
   // manager succeeds at once, sharing the fence and counting holds; the lease is released in the
   // backend when the last hold is released. Unset (default) means ManagerOptions::reentrant.

@@ -95,6 +95,7 @@ struct ServiceTraits {
   LeaseBound bound = LeaseBound::kTtl;
   bool shared_leases = false;  // LockMode::kShared is accepted
   bool permits = false;        // AcquireRequest::permits is enforced (semaphores)
+  bool hold_at_least = false;  // release() honours LeaseKey::hold_at_least (scheduled jobs)
 };
 
 // "As long as was asked": the default of AcquireResult/RenewResult::granted_for.
@@ -148,6 +149,9 @@ struct LeaseKey {
   const OwnerSecret* secret = nullptr;
   std::uint32_t tag = 0;  // AcquireResult::tag (or WakeEvents::Grant::tag) of this acquisition
   int permits = 0;        // AcquireRequest::permits of this acquisition
+  // release() only (exclusive leases): 0, or keep the name held by nobody until the lease's
+  // acquired_at + this on the service's clock when that is still ahead (see ServiceTraits).
+  std::chrono::milliseconds hold_at_least{0};
 };
 
 class LeaseService {
@@ -166,7 +170,9 @@ class LeaseService {
   virtual RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) = 0;
   // Compare-and-delete: true if this owner's lease was released, false if it was not held by
   // this owner any more (expired, taken over, force-released). Throws InDoubtError when the
-  // outcome is unknown.
+  // outcome is unknown. With `lease.hold_at_least` and acquired_at + hold_at_least still ahead on
+  // the service's clock, the lease is not deleted but disowned (no owner can renew it or write
+  // under it) and left to expire then; nobody is handed it before.
   virtual bool release(const LeaseKey& lease) = 0;
   // The engine gave the lease up without releasing it (safe-until passed, a renewal was refused,
   // a lost event): drop whatever the service keeps for it, so that it does not block the name for

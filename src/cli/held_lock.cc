@@ -119,6 +119,7 @@ std::unique_ptr<HeldLock> acquire_with(LockManager& m, const RunOptions& o, std:
   ao.ttl = o.ttl;
   ao.mode = o.mode == RunMode::kShared ? LockMode::kShared : LockMode::kExclusive;
   ao.permits = o.permits;
+  ao.hold_at_least = o.hold_at_least;
   ao.on_lost = on_lost;
   if (o.keys.size() > 1) {
     std::optional<std::vector<Lease>> leases = m.acquire_all(o.keys, wait, ao);

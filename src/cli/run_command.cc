@@ -212,11 +212,11 @@ Round hold_and_run(const Rounds& r) {
     if (r.manager == nullptr || o.wait.count() <= 0 || !fault_during_wait(e)) throw;
     std::fprintf(stderr, "dblock: %s not acquired within --wait %s: the service failed while waiting: %s\n",
                  locks_text(o).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
-    return {kExitNotAcquired, true};
+    return {o.not_acquired_exit, true};
   }
   if (!held) {
     report_not_acquired(*r.manager, o);
-    return {kExitNotAcquired, true};
+    return {o.not_acquired_exit, true};
   }
 
   // A signal that came in during a one-shot acquire: do not start COMMAND.

@@ -24,7 +24,7 @@ constexpr milliseconds kMinRunTtl{1000};
 // The option values as given, before they are checked.
 struct RunArgs {
   std::vector<std::string> keys;
-  std::optional<std::string> ttl, wait, mode, on_lost, on_death, permits;
+  std::optional<std::string> ttl, wait, mode, on_lost, on_death, permits, hold_at_least, skipped_exit;
   bool forever = false;
 };
 
@@ -51,6 +51,20 @@ int checked_permits(const ArgCursor& cur, const std::string& text, RunMode mode)
   if (mode == RunMode::kSession) cur.fail("--permits holds a permit as a lease: not with --mode session");
   if (mode == RunMode::kShared) cur.fail("--permits is a shared lease of its own: not with --mode shared");
   return static_cast<int>(*n);
+}
+
+// --hold-at-least D: positive, at most kMaxTtl, on an exclusive lease (not with --mode session or
+// shared, nor --permits).
+std::chrono::milliseconds checked_hold(const ArgCursor& cur, const std::string& text, const RunOptions& o) {
+  std::string error;
+  const auto value = parse_duration(text, &error);
+  if (!value) cur.fail("--hold-at-least: " + error);
+  if (value->count() <= 0) cur.fail("--hold-at-least must be greater than 0");
+  if (*value > kMaxTtl) cur.fail("--hold-at-least must be at most " + format_duration(kMaxTtl));
+  if (o.mode == RunMode::kSession) cur.fail("--hold-at-least keeps a lease after COMMAND: not with --mode session");
+  if (o.mode == RunMode::kShared) cur.fail("--hold-at-least is for one job at a time: not with --mode shared");
+  if (o.permits != 0) cur.fail("--hold-at-least is for one job at a time: not with --permits");
+  return *value;
 }
 
 // Checks the values and fills in what they say over the defaults.
@@ -93,6 +107,12 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
                                {{"term", OnLost::kTerm}, {"kill", OnLost::kKill}, {"ignore", OnLost::kIgnore}});
   }
   if (a.permits) o.permits = checked_permits(cur, *a.permits, o.mode);
+  if (a.hold_at_least) o.hold_at_least = checked_hold(cur, *a.hold_at_least, o);
+  if (a.skipped_exit) {
+    const std::optional<long long> n = parse_integer(*a.skipped_exit);
+    if (!n || *n < 0 || *n > 255) cur.fail("--skipped-exit must be a whole number from 0 to 255");
+    o.not_acquired_exit = static_cast<int>(*n);
+  }
   if (o.mode == RunMode::kSession && o.keys.size() > 1) {
     cur.fail("--mode session takes one --key (several names are held as leases: --mode lease or shared)");
   }
@@ -105,6 +125,9 @@ RunOptions checked_elect_options(const ArgCursor& cur, const RunArgs& a, std::ve
   if (a.wait) cur.fail("elect waits until elected: --wait is an option of run, not of elect");
   if (a.mode) cur.fail("elect holds a lease (its fence is the term): --mode is an option of run, not of elect");
   if (a.permits) cur.fail("elect holds the one lease of a leader: --permits is an option of run, not of elect");
+  if (a.hold_at_least || a.skipped_exit) {
+    cur.fail("elect waits until elected: --hold-at-least and --skipped-exit are options of run, not of elect");
+  }
   if (a.keys.size() > 1) cur.fail("elect takes one --key");
   RunOptions o = checked_run_options(cur, a, std::move(command));
   o.wait = kWaitForever;
@@ -132,7 +155,8 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
     }
     if (cur.option("--url", &global.url) || cur.repeated_option("--key", &a.keys) || cur.option("--ttl", &a.ttl) ||
         cur.option("--wait", &a.wait) || cur.option("--mode", &a.mode) || cur.option("--on-lost", &a.on_lost) ||
-        cur.option("--on-dblock-death", &a.on_death) || cur.option("--permits", &a.permits)) {
+        cur.option("--on-dblock-death", &a.on_death) || cur.option("--permits", &a.permits) ||
+        cur.option("--hold-at-least", &a.hold_at_least) || cur.option("--skipped-exit", &a.skipped_exit)) {
       continue;
     }
     if (elect && cur.flag("--forever")) {

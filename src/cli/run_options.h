@@ -22,6 +22,8 @@ struct RunOptions {
   std::chrono::milliseconds wait{0};  // kWaitForever for `forever`
   RunMode mode = RunMode::kLease;
   int permits = 0;               // --permits N: one of N permits of each key (a semaphore); 0: none
+  std::chrono::milliseconds hold_at_least{0};  // --hold-at-least D: a scheduled job's window; 0: none
+  int not_acquired_exit = 75;    // --skipped-exit N: the status when the lock is not acquired
   OnLost on_lost = OnLost::kTerm;
   bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
   bool elect = false;            // `dblock elect`: one key, a lease, waiting forever

@@ -43,8 +43,9 @@ Passwords in URLs are never printed.
 )";
 
 constexpr std::string_view kRun = R"(Usage: dblock [--url URL] run --key NAME [--key NAME...] [--ttl 30s] [--wait 0|DURATION|forever]
-                  [--mode lease|session|shared] [--permits N] [--on-lost term|kill|ignore]
-                  [--on-dblock-death kill|keep] -- COMMAND [ARGS...]
+                  [--mode lease|session|shared] [--permits N] [--hold-at-least DURATION]
+                  [--skipped-exit N] [--on-lost term|kill|ignore] [--on-dblock-death kill|keep]
+                  -- COMMAND [ARGS...]
 
 Acquires the lock NAME, runs COMMAND while holding it, renews the lease in the background, and
 releases it when COMMAND exits. COMMAND runs with these variables added to its environment:
@@ -79,6 +80,14 @@ Options:
                     TTL, renewal and DBLOCK_FENCE; at most N holders at once, granted in the order
                     they asked. Every holder of NAME must give the same N (another N exits 64).
                     Not with --mode session or shared
+  --hold-at-least DURATION  a scheduled job: the lock stays held (by nobody) until DURATION
+                    after it was acquired, on the backend's clock, even when COMMAND ends
+                    sooner, so that a host whose timer fires a little later skips the run
+                    (exit 75, or --skipped-exit) instead of repeating it. If dblock dies, the
+                    lock is free after --ttl. Up to 7d; not with --mode session or shared,
+                    --permits or on ZooKeeper (exits 64)
+  --skipped-exit N  the exit status when the lock is not acquired (default 75); 0 for cron
+                    setups where a skipped run is not an error. 0 to 255
   --on-lost POLICY  what to do if the lock is lost while COMMAND runs (renewal refused, expired,
                     evicted with `dblock release --force`, database session gone):
                       term (default): SIGTERM to COMMAND, SIGKILL 5 s later if still running
@@ -98,7 +107,8 @@ Exit status:
   69   backend unreachable or cannot be opened
   70   the lock was lost while COMMAND was running (and --on-lost is not ignore), also when
        COMMAND finished before the loss was noticed
-  75   the lock was not acquired within --wait (also when the service failed meanwhile)
+  75   the lock was not acquired within --wait (also when the service failed meanwhile);
+       --skipped-exit N replaces it
   77   permission denied: the database role may not do this (see README, Security)
   78   lock tables missing or newer than this dblock
   126  COMMAND could not be executed; 127: COMMAND not found

@@ -255,11 +255,22 @@ void ManagerCore::check_mode(const AcquireOptions& options) const {
     if (options.mode != LockMode::kExclusive) {
       throw UsageError("permits and mode=shared do not combine: a permit is a shared lease of its own");
     }
+    if (options.hold_at_least != milliseconds::zero()) {
+      throw UsageError("permits and hold_at_least do not combine: a scheduled job holds one exclusive lease");
+    }
     if (!traits_.permits) throw UnsupportedError("semaphores (permits) are not supported by the " + service + " backend");
     return;
   }
   if (options.mode == LockMode::kShared && !traits_.shared_leases) {
     throw UnsupportedError("shared leases are not supported by the " + service + " backend");
+  }
+  if (options.hold_at_least != milliseconds::zero()) {
+    if (options.hold_at_least < milliseconds::zero()) throw UsageError("hold_at_least must be positive");
+    if (options.hold_at_least > kMaxTtl) throw UsageError("hold_at_least exceeds the 7-day limit");
+    if (options.mode != LockMode::kExclusive) throw UsageError("hold_at_least is for exclusive leases, not mode=shared");
+    if (!traits_.hold_at_least) {
+      throw UnsupportedError("hold_at_least (scheduled jobs) is not supported by the " + service + " backend");
+    }
   }
 }
 
@@ -283,9 +294,9 @@ std::optional<std::vector<Lease>> ManagerCore::acquire_all_at_once(const std::ve
   MultiAcquire* multi = service_->multi_acquire();
   if (multi == nullptr || holds_any(names)) return std::nullopt;
   const milliseconds ttl = checked_ttl(options, options_.default_ttl);
-  // acquire() says why a mode is refused; permits are taken one name at a time.
+  // acquire() says why a mode is refused; permits and scheduled jobs take one name at a time.
   if (options.mode == LockMode::kShared && !traits_.shared_leases) return std::nullopt;
-  if (options.permits != 0) return std::nullopt;
+  if (options.permits != 0 || options.hold_at_least != milliseconds::zero()) return std::nullopt;
   const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
   std::vector<std::shared_ptr<LeaseState>> states;
   std::vector<AcquireRequest> requests;
@@ -372,6 +383,7 @@ std::shared_ptr<LeaseState> ManagerCore::new_lease_state(const std::string& name
   state->name = name;
   state->mode = options.permits != 0 ? LockMode::kShared : options.mode;
   state->permits = options.permits;
+  state->hold_at_least = options.hold_at_least;
   state->ttl = ttl;
   state->secret = OwnerSecret::generate();
   state->renew_interval = (options_.renew_interval > milliseconds::zero() && options_.renew_interval < ttl)

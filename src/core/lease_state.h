@@ -30,6 +30,7 @@ struct LeaseState {
   std::string name;
   LockMode mode = LockMode::kExclusive;
   int permits = 0;  // a semaphore's N (AcquireOptions::permits), else 0
+  std::chrono::milliseconds hold_at_least{0};  // AcquireOptions::hold_at_least
   OwnerSecret secret;
   std::int64_t fence = 0;
   std::uint32_t tag = 0;  // the service's AcquireResult::tag, passed back in key()
@@ -54,7 +55,7 @@ struct LeaseState {
   bool clock_in_doubt = false;  // the last renewal found the service's clock stepped
 
   // How every call to the service names this lease.
-  LeaseKey key() const { return LeaseKey{name, mode, &secret, tag, permits}; }
+  LeaseKey key() const { return LeaseKey{name, mode, &secret, tag, permits, hold_at_least}; }
 
   BootClock::time_point safe_until() const {
     return BootClock::time_point(BootClock::duration(safe_until_ns.load(std::memory_order_acquire)));

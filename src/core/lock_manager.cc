@@ -224,6 +224,7 @@ Capabilities LockManager::capabilities() const {
   Capabilities caps;
   caps.shared_leases = service.traits().shared_leases;
   caps.permits = service.traits().permits;
+  caps.hold_at_least = service.traits().hold_at_least;
   caps.notifications = service.wake_events() != nullptr;
   caps.session_locks = service.session_locks() != nullptr;
   caps.transaction_locks = sql != nullptr;

@@ -1,5 +1,7 @@
 // Black-box tests of the recipe options of `dblock run` on SQLite: --permits (a semaphore): never
-// more holders than permits across processes, a mismatched N, list and inspect, bad input.
+// more holders than permits across processes, a mismatched N, list and inspect, bad input;
+// --hold-at-least and --skipped-exit (a scheduled job): a run inside the window skipped, one after
+// it run, bad input.
 #include <string>
 #include <vector>
 
@@ -70,4 +72,49 @@ TEST_CASE("run --permits: bad counts and combinations exit 64", "[cli][sqlite][p
   Result ok = cli.run({"run", "--key", "a", "--permits", "10000", "--", "true"});
   INFO(ok);
   CHECK(ok.code == 0);
+}
+
+TEST_CASE("run --hold-at-least: a second run inside the window is skipped (75, or --skipped-exit), one after it runs",
+          "[cli][sqlite][scheduled]") {
+  Cli cli;
+  const std::string ran = cli.dir.file("ran");
+  const std::string job = "echo \"$DBLOCK_FENCE\" >> \"$1\"";
+  const auto started = Clock::now();
+  Result first = cli.run({"run", "--key", "nightly", "--hold-at-least", "6s", "--", "sh", "-c", job, "sh", ran});
+  INFO(first);
+  REQUIRE(first.code == 0);
+  Result skipped = cli.run({"run", "--key", "nightly", "--hold-at-least", "6s", "--", "sh", "-c", job, "sh", ran});
+  CHECK(skipped.code == kNotAcquired);
+  Result quiet = cli.run({"run", "--key", "nightly", "--hold-at-least", "6s", "--skipped-exit", "0", "--", "sh", "-c",
+                          job, "sh", ran});
+  CHECK(quiet.code == 0);
+  CHECK(read_numbers(read_file(ran)).size() == 1);  // neither ran the job
+  REQUIRE(seconds_since(started) < 6.0);            // both were inside the window
+  REQUIRE(eventually([&] { return !cli.held("nightly"); }, milliseconds(10'000)));
+  CHECK(seconds_since(started) >= 5.9);
+  Result after = cli.run({"run", "--key", "nightly", "--hold-at-least", "6s", "--", "sh", "-c", job, "sh", ran});
+  CHECK(after.code == 0);
+  const std::vector<std::int64_t> fences = read_numbers(read_file(ran));
+  REQUIRE(fences.size() == 2);
+  CHECK(fences[1] > fences[0]);
+}
+
+TEST_CASE("run --hold-at-least and --skipped-exit: bad values and combinations exit 64", "[cli][sqlite][scheduled]") {
+  Cli cli;
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"run", "--key", "a", "--hold-at-least", "0", "--", "true"},
+           {"run", "--key", "a", "--hold-at-least", "-5s", "--", "true"},
+           {"run", "--key", "a", "--hold-at-least", "169h", "--", "true"},
+           {"run", "--key", "a", "--hold-at-least", "soon", "--", "true"},
+           {"run", "--key", "a", "--hold-at-least", "5m", "--mode", "session", "--", "true"},
+           {"run", "--key", "a", "--hold-at-least", "5m", "--mode", "shared", "--", "true"},
+           {"run", "--key", "a", "--hold-at-least", "5m", "--permits", "2", "--", "true"},
+           {"run", "--key", "a", "--skipped-exit", "256", "--", "true"},
+           {"run", "--key", "a", "--skipped-exit", "-1", "--", "true"},
+           {"run", "--key", "a", "--skipped-exit", "x", "--", "true"},
+           {"elect", "--key", "a", "--hold-at-least", "5m", "--", "true"}}) {
+    Result r = cli.run(args);
+    INFO(r);
+    CHECK(r.code == kUsage);
+  }
 }

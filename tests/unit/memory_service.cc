@@ -53,6 +53,7 @@ ServiceTraits MemoryService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = config_.shared_leases;
   traits.permits = config_.permits;
+  traits.hold_at_least = config_.hold_at_least;
   return traits;
 }
 
@@ -99,6 +100,7 @@ AcquireResult MemoryService::take_locked(const AcquireRequest& request, std::int
   lock.permits = request.permits;
   h.holder = std::string(request.holder);
   h.fence = ++store_->last_fence;
+  h.acquired = now;
   h.expires = now + granted;
   result.acquired = true;
   result.fence = h.fence;
@@ -240,7 +242,15 @@ bool MemoryService::release(const LeaseKey& lease) {
   auto h = it->second.holders.find(lease.secret->hex());
   if (h == it->second.holders.end()) return false;
   const bool was_live = live(h->second, now);
+  MemoryStore::Holder kept = h->second;
   it->second.holders.erase(h);
+  if (was_live && lease.hold_at_least.count() > 0 && kept.acquired + lease.hold_at_least > now) {
+    // Disowned: held by a key no secret has, until the minimum hold ends.
+    kept.expires = kept.acquired + lease.hold_at_least;
+    it->second.holders["released:" + lease.secret->hex()] = kept;
+    std::erase_if(store_->queues[name], [&](const MemoryStore::Waiter& w) { return w.secret == lease.secret->hex(); });
+    return true;
+  }
   if (was_live) {
     std::erase_if(store_->queues[name], [&](const MemoryStore::Waiter& w) { return w.secret == lease.secret->hex(); });
     if (it->second.holders.empty()) hand_on_locked(name, now);

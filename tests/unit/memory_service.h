@@ -39,6 +39,7 @@ class MemoryStore {
   struct Holder {
     std::string holder;
     std::int64_t fence = 0;
+    MemoryClock::time_point acquired;
     MemoryClock::time_point expires;
   };
   struct Lock {
@@ -79,6 +80,7 @@ class MemoryService final : public LeaseService,
     bool maintenance = true;
     bool shared_leases = true;
     bool permits = true;
+    bool hold_at_least = true;
     // The longest an acquire or renewal grants (a ZooKeeper session shorter than the TTL asked).
     std::chrono::milliseconds max_grant = std::chrono::hours(24 * 365);
   };

@@ -83,6 +83,7 @@ ServiceTraits MysqlService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
   traits.permits = true;
+  traits.hold_at_least = true;
   return traits;
 }
 
@@ -259,6 +260,11 @@ bool MysqlService::release(const LeaseKey& lease) {
   auto attempt = [&](Connection& c) -> std::optional<bool> {
     const Args args = {{"name", key}, {"secret", hex}};
     if (lease.mode == LockMode::kExclusive) {
+      if (lease.hold_at_least.count() > 0 &&
+          context_.update(c, sql::kReleaseHolding,
+                          {{"name", key}, {"secret", hex}, {"hold_us", std::int64_t{lease.hold_at_least.count() * 1000}}}) == 1) {
+        return true;
+      }
       if (!contended && context_.update(c, sql::kReleaseExclusiveUnqueued, args) == 1) return true;
       const Args gated = {{"name", key}, {"secret", hex}, {"gate", grant_gate(key)}};
       if (as_int(context_.query(c, sql::kReleaseExclusive, gated).at(0).at(0)) == 1) return true;

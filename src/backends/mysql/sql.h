@@ -351,6 +351,14 @@ inline constexpr Statement kRenewReader{"renew_reader",
 // under the row lock, so a waiter that marked the row first is seen. Deleting is cheaper than
 // marking free (docs/backends/mysql.md), and the acquire after it takes the plain insert path.
 // No row changed: kReleaseExclusive decides. :name, :secret.
+// A scheduled job's release (AcquireOptions::hold_at_least) while its minimum hold is ahead: the
+// row stays until acquired_at + :hold_us, disowned (no secret renews it or writes under it), and
+// nobody is handed it. One row changed: released; none: release as usual. :name, :secret, :hold_us.
+inline constexpr Statement kReleaseHolding{"release_holding",
+    "UPDATE {L} SET owner_secret = NULL, expires_at = acquired_at + INTERVAL :hold_us MICROSECOND"
+    " WHERE name = :name AND owner_secret = " DBLOCK_MY_OWNER " AND mode = 'exclusive'"
+    " AND expires_at > UTC_TIMESTAMP(6) AND acquired_at + INTERVAL :hold_us MICROSECOND > UTC_TIMESTAMP(6)"};
+
 inline constexpr Statement kReleaseExclusiveUnqueued{"release_exclusive_unqueued",
     "DELETE FROM {L} WHERE name = :name AND owner_secret = " DBLOCK_MY_OWNER " AND mode = 'exclusive'"
     " AND expires_at > UTC_TIMESTAMP(6) AND " DBLOCK_MY_NOBODY_QUEUED};
@@ -680,7 +688,7 @@ static_assert(std::string_view(kLockWaitBound).find("innodb_lock_wait_timeout = 
 // Prepared once per connection (server-side), in this order.
 inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kAcquireSharedInTransaction, &kQueue, &kRemaining,
-    &kLeaveQueue, &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
+    &kLeaveQueue, &kRenewExclusive, &kRenewReader, &kReleaseHolding, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
     &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kListCall, &kForceReleaseHistoryCall, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
     &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
     &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
@@ -690,7 +698,7 @@ inline constexpr const Statement* kAll[] = {
 // The statements that run under kLockWaitBound.
 inline constexpr const Statement* kLockBounded[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kAcquireSharedInTransaction, &kQueue, &kLeaveQueue,
-    &kRenewExclusive, &kRenewReader, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader, &kForceRelease,
+    &kRenewExclusive, &kRenewReader, &kReleaseHolding, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader, &kForceRelease,
     &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
 };
 

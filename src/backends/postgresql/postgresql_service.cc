@@ -80,6 +80,7 @@ ServiceTraits PostgresService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
   traits.permits = true;
+  traits.hold_at_least = true;
   return traits;
 }
 
@@ -233,6 +234,11 @@ bool PostgresService::release(const LeaseKey& lease) {
   bool woke_waiter = false;  // exclusive: the release notified a queued waiter
   const std::optional<bool> outcome = context_.connections().release(
       [&](Connection& c) -> std::optional<bool> {
+        if (exclusive && lease.hold_at_least.count() > 0) {
+          Params h;
+          h.add(lease.name).add(*lease.secret).add(lease.hold_at_least.count() * std::int64_t{1000});
+          if (!exec(c, sql::kReleaseHolding, h).empty()) return true;
+        }
         if (in_place) {
           pqxx::result r = exec(c, sql::kReleaseExclusiveInPlace, p);
           if (!r.empty()) {

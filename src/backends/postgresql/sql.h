@@ -281,6 +281,14 @@ inline constexpr Statement kRenewReader{"renew_reader",
 // wakes whoever is first. Its commit does not wait for the
 // WAL flush (DBLOCK_PG_NO_FLUSH_WAIT, also in the other releases). Result: live, queued, and the
 // flush-wait item (always true). $1 name, $2 secret, $3 channel.
+// A scheduled job's release (AcquireOptions::hold_at_least) while its minimum hold is ahead: the
+// row stays until acquired_at + $3 µs, disowned (no secret renews it or writes under it), and
+// nobody is woken. $1 name, $2 secret, $3 hold_us. A row: released; none: release as usual.
+inline constexpr Statement kReleaseHolding{"release_holding",
+    "UPDATE {L} SET owner_secret = NULL, expires_at = acquired_at + $3::bigint * interval '1 microsecond'"
+    " WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND mode = 'exclusive' AND expires_at > clock_timestamp()"
+    " AND acquired_at + $3::bigint * interval '1 microsecond' > clock_timestamp() RETURNING true"};
+
 inline constexpr Statement kReleaseExclusive{"release_exclusive",
     "DELETE FROM {L} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND mode = 'exclusive'"
     " RETURNING expires_at > clock_timestamp(), (CASE WHEN queued_until > clock_timestamp()"
@@ -503,7 +511,7 @@ inline constexpr Statement kShortIdleTimeout{"short_idle_timeout",
 // every call cost a third of an advisory lock/unlock pair.
 inline constexpr const Statement* kPrepared[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kLockPermitRow, &kSharedPermits, &kQueue, &kLeaveQueue,
-    &kRenewExclusive, &kRenewReader, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
+    &kRenewExclusive, &kRenewReader, &kReleaseHolding, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
     &kReleaseReader, &kForceRelease, &kForceReleaseHistory, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus, &kConfirmGrant,
     &kTrySessionExclusive, &kTrySessionShared, &kWaitSessionExclusive, &kWaitSessionShared,
     &kUnlockSessionExclusive, &kUnlockSessionShared, &kVerifySession,

@@ -30,6 +30,7 @@ ServiceTraits RedisService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
   traits.permits = true;
+  traits.hold_at_least = true;
   return traits;
 }
 
@@ -112,8 +113,9 @@ bool RedisService::release_script(const LeaseKey& lease, bool latch,
                                   std::optional<SteadyClock::time_point> deadline) {
   const LockKeys k = keys(lease.name);
   const std::string channel = release_channel(prefix());
+  const std::string hold_us = std::to_string(lease.hold_at_least.count() * 1000);
   const Reply r = node_.eval(node_.scripts().release, {k.lease, k.fence, k.queue, k.queue_info, k.latch(owner_digest(*lease.secret))},
-                       {secret_bytes(*lease.secret), mode_arg(lease.mode), channel, lease.name, latch ? "1" : "0", "0"},
+                       {secret_bytes(*lease.secret), mode_arg(lease.mode), channel, lease.name, latch ? "1" : "0", "0", hold_us},
                        latch ? Repeat::kSafe : Repeat::kInDoubt, deadline);
   return r.integer() != 0;  // 2: released by the first try, whose reply was lost
 }

@@ -300,14 +300,25 @@ return {1, exp, fence}
 )LUA";
 
 // KEYS: K1 K2 K3 K4 K5. ARGV: secret, mode, channel, name, latch ("1": record the release),
-// announce ("1": publish the name when the release handed it to nobody, for waiters not in line).
+// announce ("1": publish the name when the release handed it to nobody, for waiters not in line),
+// hold_us (a scheduled job's minimum hold, 0: none: while acq + hold_us is ahead, the lease is
+// kept until then, disowned, and handed to nobody).
 // Returns 1 released, 2 released by an earlier call (a retry after a lost reply), 0 not held.
 inline constexpr std::string_view kRelease = R"LUA(
 local now = now_us()
 local d = redis.sha1hex(ARGV[1])
 local st = state(KEYS[1], now, false)
 local released = false
+local hold = tonumber(ARGV[7])
 if ARGV[2] == 'x' and st == 'x' and redis.call('HGET', KEYS[1], 'owner') == d then
+  local until_us = tonumber(redis.call('HGET', KEYS[1], 'acq')) + hold
+  if hold > 0 and until_us > now then
+    redis.call('HSET', KEYS[1], 'owner', '', 'exp', str(until_us))
+    redis.call('PEXPIREAT', KEYS[1], str(math.ceil(until_us / 1000) + 1))
+    if ARGV[5] == '1' then redis.call('SET', KEYS[5], '1', 'PX', 30000) end
+    leave_line(KEYS[3], KEYS[4], d)
+    return 1
+  end
   redis.call('DEL', KEYS[1])
   released = true
 elseif ARGV[2] == 's' and st == 's' then

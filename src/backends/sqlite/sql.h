@@ -107,6 +107,13 @@ inline constexpr Statement kExtendSharedRow{"extend_shared_row",
 // expired row, if any (the lease was already lost). No RETURNING, see kAcquireExclusive.
 inline constexpr Statement kReleaseExclusive{"release_exclusive",
     "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive' AND expires_at_us > {N}"};
+// A scheduled job's release (AcquireOptions::hold_at_least) while its minimum hold is ahead: the
+// row stays until acquired_at + ?3 (µs), disowned (no secret renews it or writes under it).
+// ?1 name, ?2 secret, ?3 hold_us. Released iff sqlite3_changes() == 1; else release as usual.
+inline constexpr Statement kReleaseHolding{"release_holding",
+    "UPDATE {L} SET owner_secret = NULL, expires_at_us = acquired_at_us + ?3"
+    " WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive' AND expires_at_us > {N}"
+    " AND acquired_at_us + ?3 > {N}"};
 inline constexpr Statement kReleaseExpired{"release_expired",
     "DELETE FROM {L} WHERE name = ?1 AND owner_secret = ?2 AND mode = 'exclusive'"};
 inline constexpr Statement kReleaseReader{"release_reader",
@@ -210,7 +217,7 @@ inline constexpr Statement kRollback{"rollback", "ROLLBACK"};
 // Prepared once per connection (SQLITE_PREPARE_PERSISTENT), in this order.
 inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireSharedRow, &kSharedPermits, &kInsertReader, &kQueue, &kQueuePosition, &kLeaveQueue,
-    &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseExpired,
+    &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseHolding, &kReleaseExpired,
     &kReleaseReader, &kShrinkSharedRow, &kForceReleaseTarget, &kForceRelease, &kForceReleaseReaders, &kRecordForceRelease,
     &kForceReleaseHistory, &kList, &kReapDue, &kReapLeases,
     &kReapWaiters, &kReapReaders, &kGuardExclusive, &kGuardReader, &kTableExists,

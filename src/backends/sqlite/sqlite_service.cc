@@ -92,6 +92,7 @@ ServiceTraits SqliteService::traits() const {
   ServiceTraits traits;
   traits.shared_leases = true;
   traits.permits = true;
+  traits.hold_at_least = true;
   return traits;
 }
 
@@ -240,6 +241,10 @@ bool SqliteService::release(const LeaseKey& lease) {
   if (!file_is_ours()) return false;  // the lease was in a file the path no longer names: lost
   auto c = borrow_for_lease();
   if (lease.mode == LockMode::kExclusive) {
+    if (lease.hold_at_least.count() > 0) {
+      query(*c, sql::kReleaseHolding).bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(lease.hold_at_least)).run();
+      if (sqlite3_changes(c->db) == 1) return true;
+    }
     query(*c, sql::kReleaseExclusive).bind(1, lease.name).bind(2, *lease.secret).run();
     if (sqlite3_changes(c->db) == 1) return true;
     query(*c, sql::kReleaseExpired).bind(1, lease.name).bind(2, *lease.secret).run();
