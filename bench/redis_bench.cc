@@ -232,14 +232,14 @@ class DblockScriptSide {
     const std::string secret = counter_secret(static_cast<std::uint64_t>(::getpid()), ++sequence_);
     const auto t0 = Clock::now();
     ReplyPtr a = RawRedis::check(c_.command({"EVALSHA", acquire_sha_, "4", k.lease, k.fence, k.queue, k.queue_info, secret,
-                                             holder_, ttl_us_, "x", "0", "0", "0"}),
+                                             holder_, ttl_us_, "x", "0", "0", "0", "0"}),
                                  "EVALSHA acquire");
     const bool acquired = a->type == REDIS_REPLY_ARRAY && a->elements >= 1 && a->element[0]->integer == 1;
     const auto t1 = Clock::now();
     bool released = false;
     if (acquired) {
       ReplyPtr r = RawRedis::check(c_.command({"EVALSHA", release_sha_, "5", k.lease, k.fence, k.queue, k.queue_info,
-                                               k.latch(std::string(40, '0')), secret, "x", channel_, name, "1", "0"}),
+                                               k.latch(std::string(40, '0')), secret, "x", channel_, name, "1", "0", "0"}),
                                    "EVALSHA release");
       released = r->type == REDIS_REPLY_INTEGER && r->integer == 1;
     }

@@ -85,7 +85,7 @@ AcquireResult RedlockService::try_acquire(const AcquireRequest& request) {
   const auto sent_at = SteadyClock::now();
   const Replies replies = on_nodes(&ScriptSet::acquire, {k.lease, k.fence, k.queue, k.queue_info},
                                    {text(secret_bytes(*request.secret)), text(request.holder),
-                                    std::to_string(request.ttl.count() * 1000), "x", "0", "0", "0"},
+                                    std::to_string(request.ttl.count() * 1000), "x", "0", "0", "0", "0"},
                                    deadline);
   check_errors(replies);
   std::vector<bool> held(nodes_.size(), false);
@@ -136,7 +136,7 @@ RenewResult RedlockService::renew(const LeaseKey& lease, milliseconds ttl) {
   if (count > 0 && count < nodes_.size() && std::count(lost.begin(), lost.end(), true) > 0) {
     // Nodes that lost the key (a restart): take them again, with the lease's fence.
     const Replies retaken = on_nodes(&ScriptSet::acquire, {k.lease, k.fence, k.queue, k.queue_info},
-                                     {secret, "", ttl_us, "x", "0", "0", "0"}, deadline, lost);
+                                     {secret, "", ttl_us, "x", "0", "0", "0", "0"}, deadline, lost);
     std::vector<bool> again(nodes_.size());
     for (std::size_t i = 0; i < retaken.size(); ++i) again[i] = lost[i] && said(retaken[i], 1);
     count += raise_fences_ ? raise(k, *lease.secret, fence, again, deadline)
@@ -159,7 +159,7 @@ std::pair<std::size_t, std::size_t> RedlockService::release_all(const LeaseKey& 
   const LockKeys k = keys(lease.name);
   const Replies replies =
       on_nodes(&ScriptSet::release, {k.lease, k.fence, k.queue, k.queue_info, k.latch(owner_digest(*lease.secret))},
-               {text(secret_bytes(*lease.secret)), "x", release_channel(prefix_), text(lease.name), latch ? "1" : "0", "1"},
+               {text(secret_bytes(*lease.secret)), "x", release_channel(prefix_), text(lease.name), latch ? "1" : "0", "1", "0"},
                deadline);
   std::size_t released = 0, not_held = 0;
   for (const auto& r : replies) {

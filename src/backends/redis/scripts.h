@@ -222,7 +222,7 @@ end
 inline constexpr std::string_view kAcquire = R"LUA(
 local now = now_us()
 local d = redis.sha1hex(ARGV[1])
-local holder, ttl, mode, ticket, permits = ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[8])
+local holder, ttl, mode, ticket, permits = ARGV[2], tonumber(ARGV[3]), ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[8] or '0')
 local how, st, waiters, held = claim(KEYS[1], KEYS[3], KEYS[4], d, mode, ticket, now, permits)
 if st == 'alien' then return alien(KEYS[1]) end
 if how == 'mismatch' then return {2, held} end
@@ -309,7 +309,7 @@ local now = now_us()
 local d = redis.sha1hex(ARGV[1])
 local st = state(KEYS[1], now, false)
 local released = false
-local hold = tonumber(ARGV[7])
+local hold = tonumber(ARGV[7] or '0')
 if ARGV[2] == 'x' and st == 'x' and redis.call('HGET', KEYS[1], 'owner') == d then
   local until_us = tonumber(redis.call('HGET', KEYS[1], 'acq')) + hold
   if hold > 0 and until_us > now then
