@@ -3,6 +3,7 @@
 #ifndef DBLOCK_TESTS_CONFORMANCE_CONTEXT_H_
 #define DBLOCK_TESTS_CONFORMANCE_CONTEXT_H_
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -63,6 +64,13 @@ struct Context {
 
 // Defined by the backend's test binary.
 const Context& context();
+
+// A lease TTL the service holds for its whole length: `ttl`, or less where a ZooKeeper session
+// bounds every lease (Context::lease_bound).
+inline std::chrono::milliseconds capped_ttl(std::chrono::milliseconds ttl) {
+  const std::chrono::milliseconds bound = context().lease_bound;
+  return bound.count() > 0 ? std::min(ttl, bound) : ttl;
+}
 
 // A context for a backend on a server the tests started: its URL from `url_var` (required: a run
 // without one fails, unless it opted out with `skip_var`), restarted with

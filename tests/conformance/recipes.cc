@@ -45,12 +45,6 @@ int child_elect(const std::string& prefix, const std::string& name, int ttl_ms) 
 
 namespace {
 
-// A lease TTL the service holds for its whole length (a ZooKeeper session may bound it lower).
-milliseconds capped_ttl(milliseconds ttl) {
-  const milliseconds bound = context().lease_bound;
-  return bound.count() > 0 ? std::min(ttl, bound) : ttl;
-}
-
 std::int64_t term_of(const std::string& line) { return std::stoll(line.substr(line.find(' ') + 1)); }
 
 }  // namespace

@@ -30,12 +30,6 @@ AcquireOptions permits(int n, milliseconds ttl = 0ms) {
   return options;
 }
 
-// A lease TTL the service holds for its whole length (a ZooKeeper session may bound it lower).
-milliseconds capped(milliseconds ttl) {
-  const milliseconds bound = context().lease_bound;
-  return bound.count() > 0 ? std::min(ttl, bound) : ttl;
-}
-
 }  // namespace
 
 // Holds one permit of `name` (N = `n`) and says "holding <fence>", until stdin ends.
@@ -122,7 +116,7 @@ TEST_CASE("semaphore: a SIGKILLed permit holder's permit is free after its TTL, 
           "[conformance][recipes][semaphore][faults]") {
   if (!context().shared_leases) return;
   const std::string prefix = unique_prefix();
-  const milliseconds ttl = capped(1500ms);
+  const milliseconds ttl = capped_ttl(1500ms);
   auto manager = open_manager({}, prefix);
   std::optional<Lease> mine = manager->try_acquire("pool", permits(2, ttl));
   REQUIRE(mine);
