@@ -31,6 +31,17 @@ milliseconds remaining_ms(const pqxx::field& f) { return dblock::sql::remaining_
 
 // The acquire statement of one attempt (`ticket` 0: not queued) and its parameters. The unqueued
 // exclusive statement has no ticket parameter (it reads no queue).
+// Commits an acquiring transaction. A connection that broke during COMMIT is a lost reply, which a
+// repetition with the same secrets resolves (it finds what was taken its own): ConnectionError.
+void commit_acquire(pqxx::work& tx, const char* what) {
+  try {
+    tx.commit();
+  } catch (const pqxx::in_doubt_error& e) {
+    throw ConnectionError(std::string("postgresql: ") + what + ": the connection broke during COMMIT: " + e.what(),
+                          kServiceName, "08006");
+  }
+}
+
 const dblock::sql::Statement& acquire_statement(const AcquireRequest& request, std::int64_t ticket) {
   if (request.mode == LockMode::kShared) return sql::kAcquireShared;
   return ticket != 0 ? sql::kAcquireExclusiveQueued : sql::kAcquireExclusive;
@@ -122,13 +133,7 @@ pqxx::result PostgresService::take_permit(Connection& c, const AcquireRequest& r
     bound_lock_waits(tx);
     context_.exec(tx, sql::kLockPermitRow, Params().add(request.name));
     pqxx::result r = context_.exec(tx, sql::kAcquireShared, acquire_params(request, ticket));
-    try {
-      tx.commit();
-    } catch (const pqxx::in_doubt_error& e) {
-      // As a lost reply: the secret's next attempt finds the permit its own.
-      throw ConnectionError(std::string("postgresql: acquire: the connection broke during COMMIT: ") + e.what(),
-                            kServiceName, "08006");
-    }
+    commit_acquire(tx, "acquire");
     return r;
   });
 }
@@ -160,13 +165,7 @@ std::vector<AcquireResult> PostgresService::take_all(Connection& c, const std::v
       return {};
     }
   }
-  try {
-    tx.commit();
-  } catch (const pqxx::in_doubt_error& e) {
-    // The connection broke during COMMIT: as a lost reply, which a repetition resolves.
-    throw ConnectionError(std::string("postgresql: acquire_all: the connection broke during COMMIT: ") + e.what(),
-                          kServiceName, "08006");
-  }
+  commit_acquire(tx, "acquire_all");
   return results;
 }
 

@@ -33,8 +33,8 @@ local function reader_fields(v)
   local exp, fence, acq, ren, holder = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)|(.*)$')
   return tonumber(exp), tonumber(fence), tonumber(acq), tonumber(ren), holder
 end
--- 'free', 'x', 's', 'foreign' (another client's string) or 'alien' (a key that is no lock).
--- With `prune`, expired holders are deleted on the way.
+-- 'free', 'x', 's', 'foreign' (another client's string) or 'alien' (a key that is no lock);
+-- for 's', the number of live readers second. With `prune`, expired holders are deleted on the way.
 local function state(key, now, prune)
   local t = redis.call('TYPE', key)['ok']
   if t == 'none' then return 'free' end
@@ -53,7 +53,7 @@ local function state(key, now, prune)
         elseif prune then redis.call('HDEL', key, all[i]) end
       end
     end
-    if live > 0 then return 's' end
+    if live > 0 then return 's', live end
     if prune then redis.call('DEL', key) end
     return 'free'
   end
@@ -134,21 +134,13 @@ local function leave_line(q, qi, d)
   redis.call('ZREM', q, d)
   redis.call('HDEL', qi, d)
 end
--- The live readers of a shared lease `state` pruned.
-local function readers(key)
-  local n = 0
-  for _, f in ipairs(redis.call('HKEYS', key)) do
-    if string.sub(f, 1, 2) == 'r:' then n = n + 1 end
-  end
-  return n
-end
 -- What `d` asking for `mode` (with `permits`, 0: not a semaphore) finds: 'mine' (it holds the lease
 -- so: an acquire extends it), 'free' (nothing holds it against `mode`, a semaphore has a permit
 -- left, and nobody live is ahead of `ticket` in line), 'mismatch' (live readers hold other
 -- permits, returned fourth), else 'held'. Also returns the state and, unless 'mine', the live
 -- waiters. Prunes expired holders and waiters.
 local function claim(K1, q, qi, d, mode, ticket, now, permits)
-  local st = state(K1, now, true)
+  local st, live = state(K1, now, true)
   if st == 'alien' then return 'held', st, {} end
   if mode == 'x' and st == 'x' and redis.call('HGET', K1, 'owner') == d then return 'mine', st, {} end
   if mode == 's' and st == 's' and redis.call('HGET', K1, 'r:' .. d) then return 'mine', st, {} end
@@ -156,7 +148,7 @@ local function claim(K1, q, qi, d, mode, ticket, now, permits)
   if mode == 's' and st == 's' then
     local held = tonumber(redis.call('HGET', K1, 'permits') or '0')
     if held ~= permits then return 'mismatch', st, {}, held end
-    joinable = permits == 0 or readers(K1) < permits
+    joinable = permits == 0 or live < permits  -- `d` is not among them: 'mine' returned above
   end
   local waiters = live_waiters(q, qi, now, true)
   if joinable and ahead_of(waiters, d, ticket) == 0 then return 'free', st, waiters end

@@ -132,8 +132,10 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
     const Reply r = s.get(dir + "/" + child.name, deadline);
     if (r.rc == ZNONODE) continue;  // released meanwhile
     if (r.rc != ZOK) unexpected("get " + dir + "/" + child.name, r.rc);
-    if (child.reader) info.mode = LockMode::kShared;
-    if (child.reader) info.permits = child.permits;
+    if (child.reader) {
+      info.mode = LockMode::kShared;
+      info.permits = child.permits;
+    }
     holders.push_back(shown_holder(r.data, child.name));
     if (r.stat.czxid > info.fence) {
       info.fence = r.stat.czxid;
