@@ -8,7 +8,8 @@
 #
 # Environment: JOBS (build jobs; default: number of CPUs), CTEST_JOBS (tests run at once; default
 # 3: most tests wait on TTLs and servers rather than CPU, and tests sharing a server never overlap,
-# see cmake/serialize_server_tests.cmake), CTEST_ARGS (extra ctest arguments).
+# see cmake/serialize_server_tests.cmake; the backend suites, which restart their servers, and the
+# fault tests that must see a violation run alone), CTEST_ARGS (extra ctest arguments).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
