@@ -117,8 +117,9 @@ struct AcquireOptions {
   // (at most kMaxTtl) makes release() leave the name held, by nobody, until acquired_at +
   // hold_at_least on the service's clock, so that a host whose timer fires a little later skips
   // the run instead of repeating it. A release after that time frees the name at once. The TTL
-  // stays the bound when the holder dies (ShedLock's lockAtMostFor), renewed while it lives.
-  // Exclusive leases only (UsageError with permits or mode = kShared); services without the
+  // is the bound when the holder dies (ShedLock's lockAtMostFor), renewed while it lives, and
+  // never shorter than hold_at_least: the default TTL grows to it; a shorter `ttl` given is a
+  // UsageError (as in ShedLock, lockAtLeastFor <= lockAtMostFor). Exclusive leases only (UsageError with permits or mode = kShared); services without the
   // capability (ServiceTraits::hold_at_least) throw UnsupportedError.
   std::chrono::milliseconds hold_at_least{0};
 

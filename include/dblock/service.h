@@ -113,6 +113,10 @@ struct AcquireRequest {
   // shared holders granted under another limit (0 included) throws UsageError naming both: while
   // held, a name is a semaphore or a read-write lock, not both. Exclusive holders are waited for.
   int permits = 0;
+  // 0, or a scheduled job's window (AcquireOptions::hold_at_least), as LeaseKey::hold_at_least
+  // will say at release. For a service that must note the acquisition's time on its own clock
+  // then (ZooKeeper stamps a waiter's node when it is granted); the others ignore it.
+  std::chrono::milliseconds hold_at_least{0};
 };
 
 struct AcquireResult {

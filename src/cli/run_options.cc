@@ -107,7 +107,15 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
                                {{"term", OnLost::kTerm}, {"kill", OnLost::kKill}, {"ignore", OnLost::kIgnore}});
   }
   if (a.permits) o.permits = checked_permits(cur, *a.permits, o.mode);
-  if (a.hold_at_least) o.hold_at_least = checked_hold(cur, *a.hold_at_least, o);
+  if (a.hold_at_least) {
+    o.hold_at_least = checked_hold(cur, *a.hold_at_least, o);
+    // The TTL is the window's bound when the host dies: never shorter than the window.
+    if (!a.ttl) o.ttl = std::max(o.ttl, o.hold_at_least);
+    if (o.ttl < o.hold_at_least) {
+      cur.fail("--ttl " + format_duration(o.ttl) + " is shorter than --hold-at-least " +
+               format_duration(o.hold_at_least) + ": a host that dies mid-job would free the window early");
+    }
+  }
   if (a.skipped_exit) {
     const std::optional<long long> n = parse_integer(*a.skipped_exit);
     if (!n || *n < 0 || *n > 255) cur.fail("--skipped-exit must be a whole number from 0 to 255");

@@ -32,6 +32,15 @@ milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl
   return ttl;
 }
 
+// A scheduled job's TTL bounds its window when its host dies, so it is never shorter than
+// hold_at_least: the default TTL grows to it; a shorter TTL given is a UsageError.
+milliseconds scheduled_ttl(const AcquireOptions& options, milliseconds ttl) {
+  if (options.hold_at_least <= ttl) return ttl;
+  if (options.ttl.count() == 0) return options.hold_at_least;
+  throw UsageError("hold_at_least (" + std::to_string(options.hold_at_least.count()) + " ms) exceeds the TTL (" +
+                   std::to_string(ttl.count()) + " ms): a host that dies mid-job would free the window early");
+}
+
 // The deadline of one service call of a wait ending at `deadline`: the caller's, but no call of a
 // very long wait (kWaitForever) blocks on a dead connection for more than kMaxCallTime.
 SteadyClock::time_point bounded_call_deadline(SteadyClock::time_point deadline) {
@@ -80,6 +89,7 @@ class Acquirer {
     request_.name = state_->name;
     request_.mode = state_->mode;
     request_.permits = state_->permits;
+    request_.hold_at_least = state_->hold_at_least;
     request_.ttl = state_->ttl;
     request_.secret = &state_->secret;
     request_.holder = core.holder_;
@@ -277,8 +287,8 @@ void ManagerCore::check_mode(const AcquireOptions& options) const {
 std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::time_point deadline, bool try_once,
                                           const AcquireOptions& options) {
   validate_lock_name(name);
-  const milliseconds ttl = checked_ttl(options, options_.default_ttl);
   check_mode(options);
+  const milliseconds ttl = scheduled_ttl(options, checked_ttl(options, options_.default_ttl));
   const std::string key(name);
   // A waiter keeps the engine alive: a manager destroyed meanwhile ends the wait with a UsageError.
   const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();

@@ -109,6 +109,7 @@ TEST_CASE("run --hold-at-least and --skipped-exit: bad values and combinations e
            {"run", "--key", "a", "--hold-at-least", "5m", "--mode", "session", "--", "true"},
            {"run", "--key", "a", "--hold-at-least", "5m", "--mode", "shared", "--", "true"},
            {"run", "--key", "a", "--hold-at-least", "5m", "--permits", "2", "--", "true"},
+           {"run", "--key", "a", "--hold-at-least", "5m", "--ttl", "2m", "--", "true"},
            {"run", "--key", "a", "--skipped-exit", "256", "--", "true"},
            {"run", "--key", "a", "--skipped-exit", "-1", "--", "true"},
            {"run", "--key", "a", "--skipped-exit", "x", "--", "true"},

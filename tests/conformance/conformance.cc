@@ -284,6 +284,7 @@ int run_child(int argc, char** argv) {
     if (a.size() == 6 && a[2] == "turns") return child_turns(a[3], a[4], std::stoi(a[5]));
     if (a.size() == 6 && a[2] == "elect") return child_elect(a[3], a[4], std::stoi(a[5]));
     if (a.size() == 7 && a[2] == "permit") return child_permit(a[3], a[4], std::stoi(a[5]), std::stoi(a[6]));
+    if (a.size() == 6 && a[2] == "job") return child_job(a[3], a[4], std::stoi(a[5]));
   } catch (const std::exception& e) {
     std::printf("error %s\n", e.what());
     return 3;

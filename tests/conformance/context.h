@@ -126,6 +126,9 @@ int child_elect(const std::string& prefix, const std::string& name, int ttl_ms);
 // The child role "permit <prefix> <name> <permits> <ttl_ms>" (semaphores.cc): holds one permit and
 // prints "holding <fence>", until its stdin ends.
 int child_permit(const std::string& prefix, const std::string& name, int permits, int ttl_ms);
+// The child role "job <prefix> <name> <hold_ms>" (scheduled.cc): runs `name` as a scheduled job
+// (hold_at_least and TTL `hold_ms`) and prints "running <fence>", until its stdin ends.
+int child_job(const std::string& prefix, const std::string& name, int hold_ms);
 
 // Records the LostLease an on_lost callback is given; wait() blocks until one came. Thread-safe.
 class LostWatch {

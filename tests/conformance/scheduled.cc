@@ -1,8 +1,12 @@
 // Scheduled jobs (AcquireOptions::hold_at_least), written once for every service: no window in
-// which a second host runs the job; the name free once the window has passed; a release after the
-// window frees it at once; force-release frees a window early.
+// which a second host runs the job, nor after a host died mid-job; the name free once the window
+// has passed, to a waiting acquire too; a release after the window frees it at once; force-release
+// frees a window early.
 #include <catch2/catch.hpp>
 
+#include <csignal>
+#include <cstdio>
+#include <iostream>
 #include <optional>
 #include <string>
 #include <thread>
@@ -23,7 +27,32 @@ AcquireOptions job(milliseconds hold) {
   return options;
 }
 
+// Tries `name` as a scheduled job from `manager` every 50 ms until one runs or `limit` passes;
+// `refused` counts the skipped tries.
+std::optional<Lease> next_run(LockManager& manager, const std::string& name, milliseconds hold,
+                              SteadyClock::time_point limit, int& refused) {
+  for (;;) {
+    if (std::optional<Lease> run = manager.try_acquire(name, job(hold))) return run;
+    if (SteadyClock::now() >= limit) return std::nullopt;
+    ++refused;
+    std::this_thread::sleep_for(50ms);
+  }
+}
+
 }  // namespace
+
+int child_job(const std::string& prefix, const std::string& name, int hold_ms) {
+  auto manager = open_manager({}, prefix);
+  AcquireOptions options = job(milliseconds(hold_ms));
+  options.ttl = milliseconds(hold_ms);
+  std::optional<Lease> run = manager->try_acquire(name, options);
+  if (!run) return 1;
+  std::printf("running %lld\n", static_cast<long long>(run->fence()));
+  std::fflush(stdout);
+  for (std::string line; std::getline(std::cin, line);) {
+  }
+  return 0;
+}
 
 TEST_CASE("scheduled job: no second run inside the window; the next run after it, with a greater fence",
           "[conformance][recipes][scheduled]") {
@@ -72,10 +101,54 @@ TEST_CASE("scheduled job: a release after the window frees the name at once; ins
   // Released inside a long window: the name stays held, by nobody; force-release frees it.
   std::optional<Lease> held = a->try_acquire("long", job(60s));
   REQUIRE(held);
+  const std::int64_t fence = held->fence();
   CHECK(held->release() == ReleaseResult::kReleased);
   CHECK_FALSE(b->try_acquire("long"));
-  REQUIRE(b->inspect("long"));
+  const std::optional<LeaseInfo> shown = b->inspect("long");  // the closed run's window
+  REQUIRE(shown);
+  CHECK(shown->fence == fence);
+  CHECK(shown->mode == LockMode::kExclusive);
   CHECK(b->force_release("long"));
   CHECK(b->try_acquire("long"));
 }
+
+TEST_CASE("scheduled job: a host SIGKILLed mid-job keeps the window until hold_at_least, then it is free",
+          "[conformance][recipes][scheduled][faults]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  if (!manager->capabilities().hold_at_least) return;
+  // Longer than a ZooKeeper session of the suite (2 s): its node goes first, the window stays.
+  constexpr milliseconds kWindow{3000};
+  const auto started = SteadyClock::now();
+  Child host({self_path(), "--child", "job", prefix, "nightly", std::to_string(kWindow.count())});
+  const std::string line = expect_line(host, "running");
+  const std::int64_t dead_fence = std::stoll(line.substr(line.find(' ') + 1));
+  host.signal(SIGKILL);
+  REQUIRE(host.wait(10s));
+  int refused = 0;
+  std::optional<Lease> next = next_run(*manager, "nightly", kWindow, started + kWindow + 30s, refused);
+  REQUIRE(next);
+  CHECK(refused > 0);
+  CHECK(SteadyClock::now() - started >= kWindow - 300ms);
+  CHECK(next->fence() > dead_fence);
+}
+
+TEST_CASE("scheduled job: a waiting acquire of any kind inside the window gets the name once it has passed",
+          "[conformance][recipes][scheduled]") {
+  const std::string prefix = unique_prefix();
+  auto a = open_manager({}, prefix);
+  auto b = open_manager({}, prefix);
+  if (!a->capabilities().hold_at_least) return;
+  constexpr milliseconds kWindow{1500};
+  const auto started = SteadyClock::now();
+  std::optional<Lease> run = a->try_acquire("nightly", job(kWindow));
+  REQUIRE(run);
+  const std::int64_t first = run->fence();
+  CHECK(run->release() == ReleaseResult::kReleased);
+  std::optional<Lease> plain = b->acquire("nightly", 20s);  // no window of its own
+  REQUIRE(plain);
+  CHECK(SteadyClock::now() - started >= kWindow - 300ms);
+  CHECK(plain->fence() > first);
+}
+
 }  // namespace dblock::testing

@@ -1,6 +1,6 @@
 // Scheduled jobs (AcquireOptions::hold_at_least) against the in-memory reference service: a run
 // inside the window is skipped and one after it runs; a release after the window frees at once;
-// the disowned lease cannot be renewed; bad input.
+// the disowned lease cannot be renewed; the TTL never shorter than the window; bad input.
 #include <catch2/catch.hpp>
 
 #include "core_rig.h"
@@ -74,6 +74,23 @@ TEST_CASE("scheduled job: hold_at_least out of range, shared, with permits or un
   auto plain = rig.open(without);
   CHECK_THROWS_AS(plain->try_acquire("j", job(1s)), UnsupportedError);
   CHECK(m->capabilities().hold_at_least);
+}
+
+TEST_CASE("scheduled job: the TTL bounds a dead host's window, so it is never shorter than the window",
+          "[unit][scheduled]") {
+  Rig rig;
+  auto m = rig.open();
+  std::optional<Lease> grown = m->try_acquire("a", job(10min));  // the default TTL grows to it
+  REQUIRE(grown);
+  CHECK(grown->ttl() == 10min);
+  AcquireOptions longer = job(1s);
+  longer.ttl = 5s;
+  std::optional<Lease> kept = m->try_acquire("b", longer);
+  REQUIRE(kept);
+  CHECK(kept->ttl() == 5s);
+  AcquireOptions shorter = job(2min);
+  shorter.ttl = 1min;
+  CHECK_THROWS_WITH(m->try_acquire("c", shorter), Catch::Contains("exceeds the TTL"));
 }
 
 }  // namespace

@@ -384,6 +384,45 @@ TEST_CASE("Curator: dblock's fences increase across acquisitions interleaved wit
   CHECK(fences.size() == 4);
 }
 
+TEST_CASE("Curator: a dblock permit is an ordinary reader to Curator's read-write lock",
+          "[zookeeper][curator][semaphore]") {
+  const std::string name = unique_name("permit");
+  auto manager = open_manager();
+  AcquireOptions permit;
+  permit.permits = 2;
+  std::optional<Lease> lease = manager->try_acquire(name, permit);
+  REQUIRE(lease);
+  const std::vector<std::string> nodes = await_children(name, 1);
+  CHECK(std::regex_match(nodes[0], std::regex("_c_[0-9a-f-]{36}-p2-__READ__[0-9]{10}")));
+  // A reader beside it, never a writer.
+  CHECK_FALSE(curator().try_hold("permit-1", "write", curator_path(name), 500ms));
+  REQUIRE(curator().try_hold("permit-2", "read", curator_path(name), 5s));
+  curator().release("permit-2");
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  REQUIRE(curator().try_hold("permit-3", "write", curator_path(name), 5s));
+  curator().release("permit-3");
+}
+
+TEST_CASE("Curator: a dblock scheduled job's window is a child Curator never waits for, and does not honour",
+          "[zookeeper][curator][scheduled]") {
+  const std::string name = unique_name("window");
+  auto manager = open_manager();
+  AcquireOptions job;
+  job.hold_at_least = 60s;
+  std::optional<Lease> run = manager->try_acquire(name, job);
+  REQUIRE(run);
+  REQUIRE(run->release() == ReleaseResult::kReleased);
+  CHECK(await_children(name, 1) == std::vector<std::string>{"window.dblock"});
+  CHECK_FALSE(manager->try_acquire(name));  // dblock: inside the window
+  // Curator's recipes sort the window after every lock node: it is no holder to them.
+  REQUIRE(curator().try_hold("window-1", "write", curator_path(name), 5s));
+  CHECK_FALSE(manager->try_acquire(name));  // held by Curator
+  curator().release("window-1");
+  CHECK_FALSE(manager->try_acquire(name));  // the window still holds for dblock
+  CHECK(manager->force_release(name));
+  CHECK(manager->try_acquire(name));
+}
+
 }  // namespace dblock::testing
 
 namespace {

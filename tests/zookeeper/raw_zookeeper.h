@@ -19,6 +19,9 @@
 
 namespace dblock::testing {
 
+// Where the suite's managers (table_prefix `prefix`, no base=) keep their lock containers.
+inline std::string root_for(const std::string& prefix) { return "/dblock/" + prefix + "locks"; }
+
 class RawZk {
  public:
   // Connects to the hosts of `url` and waits (at most 10 s) for the session.

@@ -33,8 +33,6 @@ namespace zk = dblock::zookeeper;
 
 namespace {
 
-std::string root_for(const std::string& prefix) { return "/dblock/" + prefix + "locks"; }
-
 std::string guid_hex(const std::string& child) {
   std::string out;
   for (char c : child.substr(3, 36)) {

@@ -53,13 +53,24 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
                                                                      std::string_view by,
                                                                      SteadyClock::time_point deadline) {
   const std::string dir = container(name);
-  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, children_of(s, dir, deadline)));
-  if (holding.empty()) return std::nullopt;
+  const std::vector<std::string> names = children_of(s, dir, deadline);
+  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, names));
   Eviction out;
   ForceReleaseRecord record;
   record.name = std::string(name);
   record.by = std::string(by);
   std::vector<std::string> evicted;
+  if (std::find(names.begin(), names.end(), kWindowNode) != names.end()) {
+    // A scheduled job's window goes too; when it is all that holds the name, it is what is evicted.
+    const auto live = holding.empty() ? live_window(s, dir, deadline) : std::nullopt;
+    if (holding.empty() && !live) return std::nullopt;
+    if (live) {
+      evicted.push_back(live->first.holder);
+      record.old_fence = live->first.fence;
+    }
+    out.ops.push_back(MultiOp{false, dir + "/" + std::string(kWindowNode), "", 0});
+  }
+  if (holding.empty() && out.ops.empty()) return std::nullopt;
   for (const Child& child : holding) {
     const std::string path = dir + "/" + child.name;
     const Reply r = s.get(path, deadline);
@@ -71,7 +82,7 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
     record.old_fence = std::max(record.old_fence, r.stat.czxid);
     out.ops.push_back(MultiOp{false, path, "", 0});
   }
-  if (out.ops.empty()) return std::nullopt;
+  if (evicted.empty()) return std::nullopt;
   record.evicted = joined(std::move(evicted));
   out.ops.push_back(MultiOp{true, audit_dir() + "/" + std::string(kAuditRecordPrefix), encode_record(record),
                             ZOO_PERSISTENT_SEQUENTIAL});
@@ -123,7 +134,8 @@ std::vector<ForceReleaseRecord> ZooKeeperService::force_releases(std::optional<s
 std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::string& name,
                                                     SteadyClock::time_point deadline) {
   const std::string dir = container(name);
-  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, children_of(s, dir, deadline)));
+  const std::vector<std::string> names = children_of(s, dir, deadline);
+  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, names));
   LeaseInfo info;
   info.name = name;
   info.holders = 0;
@@ -144,7 +156,10 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
     }
     ++info.holders;
   }
-  if (info.holders == 0) return std::nullopt;
+  if (info.holders == 0) {
+    if (std::find(names.begin(), names.end(), kWindowNode) == names.end()) return std::nullopt;
+    return describe_window(s, name, deadline);
+  }
   info.holder = joined(std::move(holders));
   return info;
 }

@@ -14,7 +14,7 @@ void ZooKeeperService::sweep(Session& s, const std::string& key) noexcept {
     Session* session = &s;  // valid in the callbacks: they run on the session's own threads
     auto judge = [this, key, session](const std::string& path) {
       return attempts_.judge(
-          key, path, [this](const std::string& p) { return holder_of(p).has_value(); },
+          key, path, [this](const std::string& p) { return held_of(p).has_value(); },
           [session](const std::string& p) { session->remove_eventually(p); });
     };
     auto done = [this, key, session](SweepOutcome outcome) {

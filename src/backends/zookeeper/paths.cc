@@ -190,6 +190,7 @@ std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names
   std::vector<Child> out;
   out.reserve(names.size());
   for (std::string& name : names) {
+    if (name == kWindowNode) continue;
     Child c;
     c.sort_key = sort_key(layout, name);
     c.reader = layout == Layout::kReadWrite && name.find(kRead) != std::string::npos;

@@ -54,6 +54,11 @@ std::optional<std::string> holder_in(std::string_view data);
 // client's as "foreign <child name>" and its data in parentheses when it has any.
 std::string shown_holder(std::string_view data, std::string_view child);
 
+// A scheduled job's window (window.h): a persistent child of the lock's container that no client
+// takes for a lock node. It sorts after every sequence number, so Curator's recipes, which sort
+// it among their nodes, never wait for it.
+inline constexpr std::string_view kWindowNode = "window.dblock";
+
 // One child of a lock container as Curator sees it.
 struct Child {
   std::string name;
@@ -63,7 +68,7 @@ struct Child {
   int permits = 0;          // a reader's semaphore N ("-p<N>-__READ__"), else 0
   std::uint32_t sequence = 0;
 };
-// The children sorted as Curator sorts them.
+// The lock nodes among `names` (kWindowNode left out), sorted as Curator sorts them.
 std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names);
 // Whether the child at `index` holds: a writer when first, a reader when no writer precedes it
 // and, for a permit of N, fewer than N readers do.

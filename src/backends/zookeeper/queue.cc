@@ -69,6 +69,7 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   if (own || retried) names = children_of(s, dir, deadline);
   if (own && std::find(names.begin(), names.end(), own->first) == names.end()) own.reset();  // gone
   if (!own && retried) own = own_child(s, dir, names, prefix, deadline);
+  const bool fresh = !own;  // the node is made by this attempt: its ctime is "now"
   if (!own) {
     // An error from here until settle() leaves the node, if made, to the same secret's next
     // attempt and to the sweep (Attempts::end).
@@ -77,6 +78,7 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   }
   attempts_.settle(key);  // from here on the outcome is known: held, in line, or deleted below
 
+  const bool window = std::find(names.begin(), names.end(), kWindowNode) != names.end();
   const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));
   const std::optional<std::size_t> at = index_of(sorted, own->first);
   const std::string path = dir + "/" + own->first;
@@ -84,12 +86,23 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   Attempt out;
   if (at && !conflict && holds(sorted, *at)) {
     attempts_.set_waiting(key, std::nullopt);
+    Held times;
+    times.fence = own->second.czxid;
+    times.acquired_ms = times.seen_ms = own->second.ctime_ms;
+    const std::optional<std::chrono::milliseconds> closed =
+        window_at_grant(s, request, path, fresh, window, times, deadline);
+    if (closed) {
+      // Inside a scheduled job's window: refused, as a live holder would refuse it.
+      remove_node(s, path, deadline);
+      out.result.holder_remaining = *closed;
+      return out;
+    }
     out.result.acquired = true;
     out.result.fence = own->second.czxid;
     out.result.expires_at_us = 0;  // the session bounds it, not a time on the server's clock
     out.result.granted_for = s.negotiated_timeout();
     out.result.tag = sorted[*at].sequence;
-    remember(path, request, s.id());
+    remember(path, request, s.id(), times);
     return out;
   }
   if (queue && at && !conflict) {
@@ -105,6 +118,35 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   remove_node(s, path, deadline);
   if (conflict) throw detail::permits_mismatch(kServiceName, request.name, *conflict, request.permits);
   return out;
+}
+
+std::optional<std::chrono::milliseconds> ZooKeeperService::window_at_grant(Session& s, const AcquireRequest& request,
+                                                                          const std::string& path, bool fresh,
+                                                                          bool window, Held& times,
+                                                                          SteadyClock::time_point deadline) {
+  try {
+    // A waiter's node was made long ago: its grant is stamped when a window asks for the time.
+    if (!fresh && (window || request.hold_at_least > std::chrono::milliseconds::zero())) {
+      times.acquired_ms = times.seen_ms = stamp(s, path, node_data(request.holder), deadline);
+    }
+    const std::string dir = path.substr(0, path.rfind('/'));
+    if (window) {
+      if (auto left = window_left(s, dir, times.acquired_ms, deadline)) return left;
+    }
+    if (request.hold_at_least > std::chrono::milliseconds::zero()) {
+      // Written now, not at release: a run whose host dies keeps the window all the same.
+      Window w;
+      w.acquired_ms = times.acquired_ms;
+      w.until_ms = times.acquired_ms + request.hold_at_least.count();
+      w.fence = times.fence;
+      w.holder = std::string(request.holder);
+      open_window(s, dir, w, deadline);
+    }
+    return std::nullopt;
+  } catch (...) {
+    remove_node(s, path, deadline);  // it would hold, but the window is unknown: the node must go
+    throw;
+  }
 }
 
 void ZooKeeperService::remove_node(Session& s, const std::string& path, SteadyClock::time_point deadline) {

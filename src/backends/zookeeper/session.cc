@@ -128,6 +128,7 @@ NodeStat node_stat(const Stat* stat) {
   if (stat == nullptr) return out;
   out.czxid = stat->czxid;
   out.ctime_ms = stat->ctime;
+  out.mtime_ms = stat->mtime;
   out.version = stat->version;
   out.ephemeral_owner = stat->ephemeralOwner;
   return out;
@@ -364,11 +365,11 @@ Reply Session::children(const std::string& path, SteadyClock::time_point deadlin
   return finish(*this, t, deadline, what);
 }
 
-Reply Session::set(const std::string& path, const std::string& data, SteadyClock::time_point deadline) {
+Reply Session::set(const std::string& path, const std::string& data, SteadyClock::time_point deadline, int version) {
   flush_orphans(handle_, orphans_);
   const std::string what = "set data of " + path;
   const Ticket t = submit(handle_, orphans_, where_, what, [&](const void* d) {
-    return zoo_aset(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), -1, on_stat, d);
+    return zoo_aset(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), version, on_stat, d);
   });
   return finish(*this, t, deadline, what);
 }

@@ -39,7 +39,8 @@ SteadyClock::time_point deadline_now();
 // What ZooKeeper returns about a node (struct Stat), the fields dblock reads.
 struct NodeStat {
   std::int64_t czxid = 0;
-  std::int64_t ctime_ms = 0;
+  std::int64_t ctime_ms = 0;  // the ensemble leader's clock when the node was made
+  std::int64_t mtime_ms = 0;  // ... when it was last written
   std::int32_t version = 0;
   std::int64_t ephemeral_owner = 0;
 };
@@ -97,7 +98,8 @@ class Session {
   Reply create(const std::string& path, const std::string& data, int flags, SteadyClock::time_point deadline);
   Reply remove(const std::string& path, SteadyClock::time_point deadline);
   Reply children(const std::string& path, SteadyClock::time_point deadline);
-  Reply set(const std::string& path, const std::string& data, SteadyClock::time_point deadline);
+  // `version`: only if the node is at that version (ZBADVERSION otherwise); -1: any.
+  Reply set(const std::string& path, const std::string& data, SteadyClock::time_point deadline, int version = -1);
   Reply exists(const std::string& path, SteadyClock::time_point deadline);
   Reply get(const std::string& path, SteadyClock::time_point deadline);
   // Brings the server this session talks to up to date with the leader for `path` (zoo_async), so

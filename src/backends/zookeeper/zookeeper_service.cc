@@ -52,6 +52,7 @@ ServiceTraits ZooKeeperService::traits() const {
   traits.bound = LeaseBound::kSession;
   traits.shared_leases = options_.layout == Layout::kReadWrite;
   traits.permits = traits.shared_leases;
+  traits.hold_at_least = true;
   return traits;
 }
 
@@ -96,12 +97,12 @@ RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::millisec
   const auto deadline = deadline_now();
   const std::shared_ptr<Session> s = session(deadline);
   const std::string path = own_path(lease);
-  const std::optional<std::string> holder = holder_of(path);
+  const std::optional<Held> held = held_of(path);
   RenewResult result;
   Reply r;
   try {
     // A lease this service did not take (not remembered): read, and never overwrite its data.
-    r = holder ? s->set(path, *holder, deadline) : s->exists(path, deadline);
+    r = held ? s->set(path, held->data, deadline) : s->exists(path, deadline);
   } catch (const ConnectionError& e) {
     // Its node went with the session (the handle may know it before any reply says so).
     if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED) || s->expired()) return result;
@@ -110,6 +111,7 @@ RenewResult ZooKeeperService::renew(const LeaseKey& lease, std::chrono::millisec
   if (r.rc == ZNONODE) return result;  // force-released, or its session expired
   if (r.rc != ZOK) unexpected("renew " + path, r.rc);
   if (r.stat.ephemeral_owner != s->id()) return result;  // not this session's node
+  if (held) saw_time(path, r.stat.mtime_ms);
   result.renewed = true;
   result.expires_at_us = 0;
   result.granted_for = s->negotiated_timeout();
@@ -120,7 +122,9 @@ bool ZooKeeperService::release(const LeaseKey& lease) {
   const auto deadline = deadline_now();
   const std::string path = own_path(lease);
   // Whether this service took the node (a wrong secret names a node nobody took).
-  const bool taken_here = holder_of(path).has_value();
+  const std::optional<Held> held = held_of(path);
+  const bool taken_here = held.has_value();
+  const bool window = taken_here && lease.hold_at_least > std::chrono::milliseconds::zero();
   forget(path);
   std::shared_ptr<Session> s;
   // A lost connection is tried again until the deadline (the client reconnects meanwhile); a
@@ -130,7 +134,8 @@ bool ZooKeeperService::release(const LeaseKey& lease) {
   for (bool retried = false;; retried = true) {
     try {
       if (s == nullptr) s = session(deadline);
-      const Reply r = s->remove(path, deadline);
+      const Reply r =
+          window ? release_scheduled(*s, path, *held, lease.hold_at_least, deadline) : s->remove(path, deadline);
       if (r.rc != ZOK && r.rc != ZNONODE) unexpected("delete " + path, r.rc);
       return r.rc == ZOK || (retried && taken_here);
     } catch (const ConnectionError& e) {
@@ -165,9 +170,11 @@ void ZooKeeperService::lease_lost(const LeaseKey& lease) noexcept {
 
 // ---- what renew writes back ----
 
-void ZooKeeperService::remember(const std::string& path, const AcquireRequest& request, std::int64_t session) {
+void ZooKeeperService::remember(const std::string& path, const AcquireRequest& request, std::int64_t session,
+                                const Held& times) {
   std::lock_guard<std::mutex> lock(held_mutex_);
-  held_[path] = Held{node_data(request.holder), std::string(request.name), *request.secret, session};
+  held_[path] = Held{node_data(request.holder), std::string(request.name), *request.secret, session,
+                     times.fence, times.acquired_ms, times.seen_ms};
 }
 
 void ZooKeeperService::session_expired(std::int64_t session) noexcept {
@@ -183,11 +190,17 @@ void ZooKeeperService::session_expired(std::int64_t session) noexcept {
   for (const Held& held : lost) events_.post_lost(held.name, held.secret, "the ZooKeeper session expired");
 }
 
-std::optional<std::string> ZooKeeperService::holder_of(const std::string& path) {
+std::optional<ZooKeeperService::Held> ZooKeeperService::held_of(const std::string& path) {
   std::lock_guard<std::mutex> lock(held_mutex_);
   const auto it = held_.find(path);
   if (it == held_.end()) return std::nullopt;
-  return it->second.data;
+  return it->second;
+}
+
+void ZooKeeperService::saw_time(const std::string& path, std::int64_t mtime_ms) {
+  std::lock_guard<std::mutex> lock(held_mutex_);
+  const auto it = held_.find(path);
+  if (it != held_.end()) it->second.seen_ms = std::max(it->second.seen_ms, mtime_ms);
 }
 
 void ZooKeeperService::forget(const std::string& path) {

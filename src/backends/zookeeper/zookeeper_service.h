@@ -4,6 +4,8 @@
 // (its ephemeral nodes, and so its leases, are gone with it). Every call is bounded by
 // call_deadline() (at most kLongestCall ahead when the engine set none).
 //
+// Scheduled jobs (hold_at_least): window.h.
+//
 // Capabilities: FairQueue (the sequential order: a waiter keeps its node; ticket = sequence + 1),
 // WakeEvents (events.h: the watch on the node a waiter waits for), AuditLog (audit.h: a record
 // node created in the eviction's own multi-op), SessionLocks (session_locks.h: a session per held
@@ -28,6 +30,7 @@
 #include "paths.h"
 #include "session.h"
 #include "session_locks.h"
+#include "window.h"
 
 namespace dblock::zookeeper {
 
@@ -73,6 +76,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
  private:
+  struct Held;  // below
   // A force-release's multi-op: delete each holder's node, create the audit record.
   struct Eviction {
     std::vector<MultiOp> ops;
@@ -87,6 +91,13 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // no writer blocks). Never blocks.
   void watch_turn(Session& s, std::string_view name, const std::string& dir, const std::vector<Child>& sorted,
                   std::size_t at, std::int64_t ticket);
+  // An attempt whose node `path` (`fresh`: made by this attempt) would hold, with a window child
+  // in its container or not: the time left of a live window (the attempt is refused); else
+  // nullopt, `times` set to the grant's, and a scheduled job's window written from it. Deletes
+  // the node when it throws.
+  std::optional<std::chrono::milliseconds> window_at_grant(Session& s, const AcquireRequest& request,
+                                                           const std::string& path, bool fresh, bool window,
+                                                           Held& times, SteadyClock::time_point deadline);
   // Deletes a node of this session, leaving it to remove_eventually when the server does not
   // confirm by `deadline`: it must not block the name.
   void remove_node(Session& s, const std::string& path, SteadyClock::time_point deadline);
@@ -112,21 +123,45 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // an attempt whose create failed once sent, and that nothing holds or waits with, are deleted.
   // Never blocks: requests and judgement run on the client's thread. `key` must be claimed.
   void sweep(Session& s, const std::string& key) noexcept;
-  // A lease this service holds: its node's path -> what renew writes back and what a session
-  // expiry reports lost.
+  // A lease this service holds: its node's path -> what renew writes back, what a session expiry
+  // reports lost and what a scheduled job's release writes into its window.
   struct Held {
     std::string data;  // the node's data (node_data of the holder string)
     std::string name;
     OwnerSecret secret;
     std::int64_t session = 0;
+    std::int64_t fence = 0;        // the node's czxid
+    std::int64_t acquired_ms = 0;  // ensemble clock: when the node was made, or stamped as granted
+    std::int64_t seen_ms = 0;      // ensemble clock: the latest write to the node (create, stamp, renew)
   };
-  void remember(const std::string& path, const AcquireRequest& request, std::int64_t session);
+  void remember(const std::string& path, const AcquireRequest& request, std::int64_t session, const Held& times);
   // The session's watcher: every lease of `session` is lost (kLost). Never blocks.
   void session_expired(std::int64_t session) noexcept;
   Session::Hooks hooks();
-  // The data of this service's held node `path`.
-  std::optional<std::string> holder_of(const std::string& path);
+  // This service's held node `path`.
+  std::optional<Held> held_of(const std::string& path);
+  // A renewal's write to `path` happened at `mtime_ms` on the ensemble's clock.
+  void saw_time(const std::string& path, std::int64_t mtime_ms);
   void forget(const std::string& path);
+
+  // Windows (window.cc). "Now" on the ensemble's clock: the mtime of writing `data` to `path`.
+  std::int64_t stamp(Session& s, const std::string& path, const std::string& data, SteadyClock::time_point deadline);
+  // The window of container `dir` judged at `now_ms` by an attempt whose node would hold: the
+  // time left while it is live; a passed one is deleted.
+  std::optional<std::chrono::milliseconds> window_left(Session& s, const std::string& dir, std::int64_t now_ms,
+                                                       SteadyClock::time_point deadline);
+  // Writes `window` as the window of container `dir` (made, or replacing a passed one).
+  void open_window(Session& s, const std::string& dir, const Window& window, SteadyClock::time_point deadline);
+  // A scheduled job's release of its node `path`: the delete, with the window's once it has
+  // passed by the latest time the node's writes saw. ZNONODE: the node was gone.
+  Reply release_scheduled(Session& s, const std::string& path, const Held& held, std::chrono::milliseconds hold,
+                          SteadyClock::time_point deadline);
+  // The window of container `dir` while it is live, and "now" (ms, ensemble clock) as judged by
+  // stamping it: for the admin calls.
+  std::optional<std::pair<Window, std::int64_t>> live_window(Session& s, const std::string& dir,
+                                                             SteadyClock::time_point deadline);
+  // What list and inspect show for a name that nobody holds but a live window keeps.
+  std::optional<LeaseInfo> describe_window(Session& s, const std::string& name, SteadyClock::time_point deadline);
 
   Options options_;
   std::string root_;
