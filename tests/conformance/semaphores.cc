@@ -1,6 +1,6 @@
 // Semaphores (AcquireOptions::permits), written once for every service: never more than N holders
-// across managers, each permit with its own fence; a mismatched N refused; a dead holder's permit
-// freed after its TTL and not before.
+// across managers, each permit with its own fence; waiting permits granted in the order they
+// asked; a mismatched N refused; a dead holder's permit freed after its TTL and not before.
 #include <catch2/catch.hpp>
 #include <signal.h>
 
@@ -131,6 +131,41 @@ TEST_CASE("semaphore: a SIGKILLed permit holder's permit is free after its TTL, 
   REQUIRE(freed);
   CHECK(SteadyClock::now() - killed >= ttl - 300ms);
   CHECK(freed->fence() > dead_fence);
+}
+
+TEST_CASE("semaphore: a freed permit goes to the waiter that asked first", "[conformance][recipes][semaphore]") {
+  if (!context().shared_leases) return;
+  const std::string prefix = unique_prefix();
+  std::vector<std::unique_ptr<LockManager>> m;
+  for (int i = 0; i < 4; ++i) m.push_back(open_manager({}, prefix));
+  std::optional<Lease> held = m[0]->try_acquire("pool", permits(2));
+  std::optional<Lease> other = m[1]->try_acquire("pool", permits(2));
+  REQUIRE((held && other));
+  std::optional<Lease> first;
+  std::optional<Lease> second;
+  std::atomic<bool> second_done{false};
+  std::thread early([&] { first = m[2]->acquire("pool", 30s, permits(2)); });
+  // The early waiter is in line before the late one starts asking.
+  const bool queued = [&] {
+    for (const auto until = SteadyClock::now() + 10s; SteadyClock::now() < until;) {
+      if (!context().stored_owner(prefix, "waiters", "pool").empty()) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return false;
+  }();
+  CHECK(queued);
+  std::thread late([&] {
+    second = m[3]->acquire("pool", 30s, permits(2));
+    second_done = true;
+  });
+  CHECK(held->release() == ReleaseResult::kReleased);
+  early.join();  // the late waiter taking the permit instead would leave the early one waiting 30 s
+  REQUIRE(first);
+  CHECK_FALSE(second_done.load());  // two permits, both held
+  CHECK(other->release() == ReleaseResult::kReleased);
+  late.join();
+  REQUIRE(second);
+  CHECK(second->fence() > first->fence());
 }
 
 }  // namespace dblock::testing

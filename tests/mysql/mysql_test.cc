@@ -386,6 +386,44 @@ TEST_CASE("mysql: a read-only monitoring account lists leases with the documente
   exec(*c, "DROP USER " + account);
 }
 
+TEST_CASE("mysql: upgrading to schema 7 keeps a monitoring account's EXECUTE grant on list_leases", "[mysql][schema]") {
+  // Schema 7 replaces list_leases (the permits column) with CREATE OR REPLACE, which keeps the
+  // routine's grants; DROP and CREATE would silently take the monitor's away.
+  const std::string prefix = unique_prefix();
+  auto c = raw();
+  const char* const older[] = {"0001_initial", "0002_fence_sequence", "0003_direct_grant", "0004_owner_digest",
+                               "0005_force_release_audit", "0006_monitor_routines"};
+  for (int v = 1; v <= 6; ++v) {
+    exec_script(*c, std::string("migrations/mysql/") + older[v - 1] + ".sql", prefix);
+    exec(*c, "INSERT INTO `" + prefix + "schema_version` VALUES (" + std::to_string(v) + ", '" + older[v - 1] +
+                 "', UTC_TIMESTAMP(6))");
+  }
+  const std::string user = "dblock_up_" + std::to_string(::getpid());
+  const std::string account = "'" + user + "'@'127.0.0.1'";
+  exec(*c, "DROP USER IF EXISTS " + account);
+  exec(*c, "CREATE USER " + account + " IDENTIFIED BY 'up-pw'");
+  const std::string db = test_url().path;
+  for (const char* table : {"schema_version", "fence"}) {
+    exec(*c, "GRANT SELECT ON `" + db + "`.`" + prefix + table + "` TO " + account);
+  }
+  exec(*c, "GRANT EXECUTE ON PROCEDURE `" + db + "`.`" + prefix + "list_leases` TO " + account);
+  auto owner = open_manager({}, prefix);  // migrates 6 -> 7
+  REQUIRE(owner->schema_version() == 7);
+  AcquireOptions permit;
+  permit.permits = 3;
+  auto lease = owner->try_acquire("watched", permit);
+  REQUIRE(lease);
+  {
+    ManagerOptions monitor;
+    monitor.reaper = false;
+    auto manager = open_with(url_as(user, "up-pw"), monitor, prefix);
+    const auto leases = manager->list();
+    REQUIRE(leases.size() == 1);
+    CHECK(leases[0].permits == 3);
+  }
+  exec(*c, "DROP USER " + account);
+}
+
 TEST_CASE("mysql: the documented run-time grants suffice; NEXTVAL needs SELECT and INSERT on the sequence", "[mysql][input]") {
   const std::string prefix = unique_prefix();
   open_manager({}, prefix);  // migrated by the fixture's user
