@@ -41,6 +41,7 @@ stop_one() {
     for _ in $(seq 1 100); do alive "$pid" || break; sleep 0.1; done
     kill -KILL "$pid" 2>/dev/null || true
     for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+    if alive "$pid"; then echo "$server_name: port $port's server (pid $pid) did not exit after SIGKILL" >&2; fi
   fi
   rm -f "$state/$port/$pid_name"
 }

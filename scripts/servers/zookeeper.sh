@@ -53,6 +53,15 @@ source "$(dirname "$0")/per-port.sh"
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
+# port_free PORT: waits (10 s) for PORT to stop answering: a stopped server's JVM can outlive its
+# pid check by a moment on a loaded machine. Says who listens when it stays busy.
+port_free() {
+  for _ in $(seq 1 100); do port_busy "$1" || return 0; sleep 0.1; done
+  echo "zookeeper.sh: 127.0.0.1:$1 is already in use by another process:" \
+    "$(ss -Hltnp "sport = :$1" 2>/dev/null || echo '(ss not installed)')" >&2
+  return 1
+}
+
 # launch PORT: starts the node detached (own session, stdio to files), without waiting for it. The
 # inner bash writes its own pid and execs java, so the pid file holds the JVM's pid; every step
 # execs, so no shell of this script stays behind holding its caller's stdout/stderr.
@@ -60,9 +69,7 @@ launch() {
   local port="$1" dir="$state/$1" pid p
   [[ -f "$dir/zoo.cfg" ]] || { echo "zookeeper.sh: $dir/zoo.cfg missing (not started with this STATE_DIR?)" >&2; exit 1; }
   if pid=$(server_pid "$port"); then echo "zookeeper.sh: zookeeper on port $port already running (pid $pid)" >&2; return 1; fi
-  for p in $(node_ports "$port"); do
-    if port_busy "$p"; then echo "zookeeper.sh: 127.0.0.1:$p is already in use by another process" >&2; return 1; fi
-  done
+  for p in $(node_ports "$port"); do port_free "$p" || return 1; done
   rm -f "$dir/zookeeper.pid"
   # -Xmx96m and the serial collector: a test server holds a few thousand znodes at most.
   # No JMX agent, no admin server (also off in zoo.cfg), IPv4 only.
