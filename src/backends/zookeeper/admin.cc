@@ -61,14 +61,15 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
   record.by = std::string(by);
   std::vector<std::string> evicted;
   if (std::find(names.begin(), names.end(), kWindowNode) != names.end()) {
-    // A scheduled job's window goes too; when it is all that holds the name, it is what is evicted.
-    const auto live = holding.empty() ? live_window(s, dir, deadline) : std::nullopt;
+    // A scheduled job's window goes too; when it is all that holds the name, it is what is evicted,
+    // at the version judged live (a window a later run wrote meanwhile is not touched).
+    const std::optional<LiveWindow> live = holding.empty() ? live_window(s, dir, deadline) : std::nullopt;
     if (holding.empty() && !live) return std::nullopt;
     if (live) {
-      evicted.push_back(live->first.holder);
-      record.old_fence = live->first.fence;
+      evicted.push_back(live->window.holder);
+      record.old_fence = live->window.fence;
     }
-    out.ops.push_back(MultiOp{false, dir + "/" + std::string(kWindowNode), "", 0});
+    out.ops.push_back(MultiOp{false, dir + "/" + std::string(kWindowNode), "", 0, live ? live->version : -1});
   }
   if (holding.empty() && out.ops.empty()) return std::nullopt;
   for (const Child& child : holding) {
@@ -82,7 +83,7 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
     record.old_fence = std::max(record.old_fence, r.stat.czxid);
     out.ops.push_back(MultiOp{false, path, "", 0});
   }
-  if (evicted.empty()) return std::nullopt;
+  if (evicted.empty()) return Eviction{};  // the holders went meanwhile: a window may be left, look again
   record.evicted = joined(std::move(evicted));
   out.ops.push_back(MultiOp{true, audit_dir() + "/" + std::string(kAuditRecordPrefix), encode_record(record),
                             ZOO_PERSISTENT_SEQUENTIAL});
@@ -96,11 +97,12 @@ bool ZooKeeperService::force_release(std::string_view name, std::string_view by)
   for (int round = 0; round < kEvictionRounds; ++round) {
     const std::optional<Eviction> e = eviction(*s, name, by, deadline);
     if (!e) return false;
+    if (e->ops.empty()) continue;
     // The holders' deletes and the record: all or none.
     const Reply r = s->multi(e->ops, deadline);
     if (r.rc == ZOK) return true;
-    if (r.rc != ZNONODE) unexpected("force-release of " + container(name), r.rc);
-    // A holder went meanwhile, or the audit node does not exist yet: look again.
+    if (r.rc != ZNONODE && r.rc != ZBADVERSION) unexpected("force-release of " + container(name), r.rc);
+    // A holder or the window went or changed meanwhile, or the audit node does not exist yet: look again.
     create_parents(*s, audit_dir(), deadline);
   }
   throw ConnectionError("zookeeper: the holders of " + container(name) + " kept changing during a force-release",

@@ -13,6 +13,17 @@ namespace dblock::zookeeper {
 
 namespace {
 
+// The window a scheduled job granted at `acquired_ms` (ensemble clock) opens.
+Window window_of(const AcquireRequest& request, std::int64_t acquired_ms, std::int64_t fence, const std::string& owner) {
+  Window w;
+  w.acquired_ms = acquired_ms;
+  w.until_ms = acquired_ms + request.hold_at_least.count();
+  w.fence = fence;
+  w.owner = owner;
+  w.holder = std::string(request.holder);
+  return w;
+}
+
 // Children ahead of `index` that do not hold: the waiters before it.
 int waiters_ahead(const std::vector<Child>& sorted, std::size_t index) {
   int ahead = 0;
@@ -124,25 +135,24 @@ std::optional<std::chrono::milliseconds> ZooKeeperService::window_at_grant(Sessi
                                                                           const std::string& path, bool fresh,
                                                                           bool window, Held& times,
                                                                           SteadyClock::time_point deadline) {
+  const bool scheduled = request.hold_at_least > std::chrono::milliseconds::zero();
   try {
     // A waiter's node was made long ago: its grant is stamped when a window asks for the time.
-    if (!fresh && (window || request.hold_at_least > std::chrono::milliseconds::zero())) {
-      times.acquired_ms = times.seen_ms = stamp(s, path, node_data(request.holder), deadline);
+    if (!fresh && (window || scheduled)) {
+      const std::optional<std::int64_t> now = stamp(s, path, node_data(request.holder), deadline);
+      if (!now) return std::chrono::milliseconds(0);  // force-released meanwhile: not held
+      times.acquired_ms = times.seen_ms = *now;
     }
     const std::string dir = path.substr(0, path.rfind('/'));
-    if (window) {
-      if (auto left = window_left(s, dir, times.acquired_ms, deadline)) return left;
+    const std::string owner = guid_of(*request.secret);
+    for (int round = 0; round < 4; ++round, window = true) {
+      if (window) {
+        if (auto left = window_left(s, dir, times.acquired_ms, owner, deadline)) return left;
+      }
+      // Written at the grant, not at the release: a run whose host dies keeps it all the same.
+      if (!scheduled || open_window(s, dir, window_of(request, times.acquired_ms, times.fence, owner), deadline)) return std::nullopt;
     }
-    if (request.hold_at_least > std::chrono::milliseconds::zero()) {
-      // Written now, not at release: a run whose host dies keeps the window all the same.
-      Window w;
-      w.acquired_ms = times.acquired_ms;
-      w.until_ms = times.acquired_ms + request.hold_at_least.count();
-      w.fence = times.fence;
-      w.holder = std::string(request.holder);
-      open_window(s, dir, w, deadline);
-    }
-    return std::nullopt;
+    return std::chrono::milliseconds(0);  // windows kept appearing: look again
   } catch (...) {
     remove_node(s, path, deadline);  // it would hold, but the window is unknown: the node must go
     throw;
@@ -203,25 +213,10 @@ FairQueue::Position ZooKeeperService::position(std::string_view name, const Owne
   return out;
 }
 
-std::optional<LeaseGrant> ZooKeeperService::confirm_grant(std::string_view name, const OwnerSecret& secret,
-                                                          const LeaseGrant& claimed) {
-  // This service posts no grants; a claimed one holds only if the waiter's node holds now.
-  const auto deadline = deadline_now();
-  const std::shared_ptr<Session> s = session(deadline);
-  const std::string dir = container(name);
-  const std::string key = dir + "/" + node_prefix(guid_of(secret), options_.layout, LockMode::kExclusive);
-  const auto node = attempts_.waiting(key);
-  if (!node) return std::nullopt;
-  const std::vector<Child> sorted = sorted_children(options_.layout, children_of(*s, dir, deadline));
-  const auto at = index_of(sorted, node->first);
-  if (!at || !holds(sorted, *at)) return std::nullopt;
-  attempts_.set_waiting(key, std::nullopt);
-  LeaseGrant grant = claimed;
-  grant.fence = node->second.czxid;
-  grant.granted_for = s->negotiated_timeout();
-  grant.expires_at_us = 0;
-  grant.tag = sorted[*at].sequence;
-  return grant;
+std::optional<LeaseGrant> ZooKeeperService::confirm_grant(std::string_view, const OwnerSecret&, const LeaseGrant&) {
+  // This service posts no grants (a waiter's turn comes with its own attempt, which judges the
+  // name's window too): a claimed one is never confirmed.
+  return std::nullopt;
 }
 
 }  // namespace dblock::zookeeper

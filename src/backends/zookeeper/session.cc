@@ -350,10 +350,10 @@ Reply Session::create(const std::string& path, const std::string& data, int flag
   return finish(*this, t, deadline, what);
 }
 
-Reply Session::remove(const std::string& path, SteadyClock::time_point deadline) {
+Reply Session::remove(const std::string& path, SteadyClock::time_point deadline, int version) {
   const std::string what = "delete " + path;
   const Ticket t = submit(handle_, orphans_, where_, what,
-                          [&](const void* d) { return zoo_adelete(handle_, path.c_str(), -1, on_void, d); });
+                          [&](const void* d) { return zoo_adelete(handle_, path.c_str(), version, on_void, d); });
   return finish(*this, t, deadline, what);
 }
 
@@ -421,7 +421,7 @@ Reply Session::multi(const std::vector<MultiOp>& ops, SteadyClock::time_point de
         zoo_create_op_init(&zops[i], op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()),
                            &ZOO_OPEN_ACL_UNSAFE, op.flags, p.buffers[i].data(), static_cast<int>(p.buffers[i].size()));
       } else {
-        zoo_delete_op_init(&zops[i], op.path.c_str(), -1);
+        zoo_delete_op_init(&zops[i], op.path.c_str(), op.version);
       }
     }
     return zoo_amulti(handle_, static_cast<int>(zops.size()), zops.data(), p.results.data(), on_multi, d);

@@ -55,12 +55,13 @@ struct Reply {
   std::vector<std::string> children;   // children
 };
 
-// One operation of a multi(): a create (flags as for create()) or a delete (any version).
+// One operation of a multi(): a create (flags as for create()) or a delete (of `version`; -1: any).
 struct MultiOp {
   bool create = false;
   std::string path;
   std::string data;
   int flags = 0;
+  int version = -1;
 };
 
 // How a sweep (Session::sweep) ended.
@@ -96,7 +97,7 @@ class Session {
   // not come by then, when the connection was lost (ZCONNECTIONLOSS: the outcome is unknown) or
   // the session expired; PermissionError for ZNOAUTH. Other codes come back in Reply::rc.
   Reply create(const std::string& path, const std::string& data, int flags, SteadyClock::time_point deadline);
-  Reply remove(const std::string& path, SteadyClock::time_point deadline);
+  Reply remove(const std::string& path, SteadyClock::time_point deadline, int version = -1);
   Reply children(const std::string& path, SteadyClock::time_point deadline);
   // `version`: only if the node is at that version (ZBADVERSION otherwise); -1: any.
   Reply set(const std::string& path, const std::string& data, SteadyClock::time_point deadline, int version = -1);

@@ -4,6 +4,7 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
 #include <charconv>
 
 #include "dblock/errors.h"
@@ -14,6 +15,7 @@ namespace dblock::zookeeper {
 
 namespace {
 
+constexpr std::string_view kFamily = "dblock-window-";
 constexpr std::string_view kVersion = "dblock-window-1\n";
 
 // Rounds of a write or a look that the window changed under (written or deleted meanwhile).
@@ -26,63 +28,79 @@ bool parse(std::string_view text, std::int64_t& out) {
 
 std::string window_path(const std::string& dir) { return dir + "/" + std::string(kWindowNode); }
 
-}  // namespace
-
-std::string encode_window(const Window& window) {
-  return std::string(kVersion) + std::to_string(window.until_ms) + " " + std::to_string(window.acquired_ms) + " " +
-         std::to_string(window.fence) + "\n" + window.holder;
-}
-
-std::optional<Window> decode_window(std::string_view data) {
-  if (data.substr(0, kVersion.size()) != kVersion) return std::nullopt;
-  data.remove_prefix(kVersion.size());
+// The version-1 fields "<until> <acquired> <fence> <owner>\n<holder>".
+std::optional<Window> decode_v1(std::string_view data) {
   const std::size_t line = data.find('\n');
-  const std::size_t first = data.find(' ');
-  const std::size_t second = first == std::string_view::npos ? first : data.find(' ', first + 1);
-  if (line == std::string_view::npos || second == std::string_view::npos || second > line) return std::nullopt;
+  if (line == std::string_view::npos) return std::nullopt;
+  std::string_view fields[4];
+  std::string_view rest = data.substr(0, line);
+  for (int i = 0; i < 4; ++i) {
+    const std::size_t space = i < 3 ? rest.find(' ') : rest.size();
+    if (space == std::string_view::npos) return std::nullopt;
+    fields[i] = rest.substr(0, space);
+    rest.remove_prefix(std::min(space + 1, rest.size()));
+  }
   Window w;
-  if (!parse(data.substr(0, first), w.until_ms) || !parse(data.substr(first + 1, second - first - 1), w.acquired_ms) ||
-      !parse(data.substr(second + 1, line - second - 1), w.fence)) {
+  if (!parse(fields[0], w.until_ms) || !parse(fields[1], w.acquired_ms) || !parse(fields[2], w.fence)) {
     return std::nullopt;
   }
+  w.owner = std::string(fields[3]);
   w.holder = std::string(data.substr(line + 1));
   return w;
 }
 
-std::int64_t ZooKeeperService::stamp(Session& s, const std::string& path, const std::string& data,
-                                     SteadyClock::time_point deadline) {
+}  // namespace
+
+std::string encode_window(const Window& window) {
+  return std::string(kVersion) + std::to_string(window.until_ms) + " " + std::to_string(window.acquired_ms) + " " +
+         std::to_string(window.fence) + " " + window.owner + "\n" + window.holder;
+}
+
+std::optional<Window> decode_window(std::string_view data) {
+  if (data.substr(0, kFamily.size()) != kFamily) return std::nullopt;
+  std::optional<Window> w;
+  if (data.substr(0, kVersion.size()) == kVersion) w = decode_v1(data.substr(kVersion.size()));
+  if (!w) {
+    w.emplace();
+    w->until_ms = kUnreadableUntilMs;
+    w->holder = "(a window this dblock cannot read)";
+  }
+  return w;
+}
+
+std::optional<std::int64_t> ZooKeeperService::stamp(Session& s, const std::string& path, const std::string& data,
+                                                    SteadyClock::time_point deadline) {
   const Reply r = s.set(path, data, deadline);
+  if (r.rc == ZNONODE) return std::nullopt;
   if (r.rc != ZOK) unexpected("set data of " + path, r.rc);
   return r.stat.mtime_ms;
 }
 
 std::optional<std::chrono::milliseconds> ZooKeeperService::window_left(Session& s, const std::string& dir,
-                                                                      std::int64_t now_ms,
+                                                                      std::int64_t now_ms, const std::string& owner,
                                                                       SteadyClock::time_point deadline) {
   const std::string path = window_path(dir);
   const Reply r = s.get(path, deadline);
   if (r.rc == ZNONODE) return std::nullopt;
   if (r.rc != ZOK) unexpected("get " + path, r.rc);
   const std::optional<Window> w = decode_window(r.data);
-  if (w && w->until_ms > now_ms) return std::chrono::milliseconds(w->until_ms - now_ms);
-  // Passed (or unreadable: no window): gone, so that later attempts need not read it. Nobody
-  // writes a window while this attempt's node holds: only a holder's release does.
-  const Reply removed = s.remove(path, deadline);
+  if (w && w->until_ms > now_ms && w->owner != owner) return std::chrono::milliseconds(w->until_ms - now_ms);
+  // Passed, no window at all, or this secret's own (an attempt whose reply was lost): gone, at
+  // the version read, so that later attempts need not read it. A window written meanwhile stays:
+  // "look again".
+  const Reply removed = s.remove(path, deadline, r.stat.version);
+  if (removed.rc == ZBADVERSION) return std::chrono::milliseconds(0);
   if (removed.rc != ZOK && removed.rc != ZNONODE) unexpected("delete " + path, removed.rc);
   return std::nullopt;
 }
 
-void ZooKeeperService::open_window(Session& s, const std::string& dir, const Window& window,
+bool ZooKeeperService::open_window(Session& s, const std::string& dir, const Window& window,
                                    SteadyClock::time_point deadline) {
   const std::string path = window_path(dir);
-  const std::string data = encode_window(window);
-  for (int round = 0; round < kWindowRounds; ++round) {
-    Reply r = s.create(path, data, ZOO_PERSISTENT, deadline);
-    if (r.rc == ZNODEEXISTS) r = s.set(path, data, deadline);  // a passed one nobody deleted yet
-    if (r.rc == ZOK) return;
-    if (r.rc != ZNONODE) unexpected("write " + path, r.rc);  // ZNONODE: deleted meanwhile, again
-  }
-  throw ConnectionError("zookeeper: the window " + path + " kept changing while it was written", kServiceName);
+  const Reply r = s.create(path, encode_window(window), ZOO_PERSISTENT, deadline);
+  if (r.rc == ZNODEEXISTS) return false;
+  if (r.rc != ZOK) unexpected("create " + path, r.rc);
+  return true;
 }
 
 Reply ZooKeeperService::release_scheduled(Session& s, const std::string& path, const Held& held,
@@ -96,8 +114,8 @@ Reply ZooKeeperService::release_scheduled(Session& s, const std::string& path, c
   return s.remove(path, deadline);  // the window went already (force-released): the node alone
 }
 
-std::optional<std::pair<Window, std::int64_t>> ZooKeeperService::live_window(Session& s, const std::string& dir,
-                                                                            SteadyClock::time_point deadline) {
+std::optional<LiveWindow> ZooKeeperService::live_window(Session& s, const std::string& dir,
+                                                        SteadyClock::time_point deadline) {
   const std::string path = window_path(dir);
   for (int round = 0; round < kWindowRounds; ++round) {
     const Reply r = s.get(path, deadline);
@@ -110,24 +128,24 @@ std::optional<std::pair<Window, std::int64_t>> ZooKeeperService::live_window(Ses
     const Reply stamped = s.set(path, r.data, deadline, r.stat.version);
     if (stamped.rc == ZBADVERSION || stamped.rc == ZNONODE) continue;
     if (stamped.rc != ZOK) unexpected("set data of " + path, stamped.rc);
-    if (w->until_ms > stamped.stat.mtime_ms) return std::make_pair(std::move(*w), stamped.stat.mtime_ms);
-    return std::nullopt;
+    if (w->until_ms <= stamped.stat.mtime_ms) return std::nullopt;
+    return LiveWindow{std::move(*w), stamped.stat.mtime_ms, stamped.stat.version};
   }
   throw ConnectionError("zookeeper: the window of " + dir + " kept changing while it was read", kServiceName);
 }
 
 std::optional<LeaseInfo> ZooKeeperService::describe_window(Session& s, const std::string& name,
                                                           SteadyClock::time_point deadline) {
-  const auto live = live_window(s, container(name), deadline);
+  const std::optional<LiveWindow> live = live_window(s, container(name), deadline);
   if (!live) return std::nullopt;
-  const auto& [w, now_ms] = *live;
+  const Window& w = live->window;
   LeaseInfo info;
   info.name = name;
   info.holder = w.holder;  // disowned: shown as the run that keeps the window
   info.fence = w.fence;
   info.acquired_at_us = w.acquired_ms * 1000;
   info.expires_at_us = w.until_ms * 1000;
-  info.expires_in_us = (w.until_ms - now_ms) * 1000;
+  info.expires_in_us = (w.until_ms - live->now_ms) * 1000;
   return info;
 }
 

@@ -77,7 +77,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
 
  private:
   struct Held;  // below
-  // A force-release's multi-op: delete each holder's node, create the audit record.
+  // A force-release's multi-op: delete each holder's node and the window, create the audit record.
   struct Eviction {
     std::vector<MultiOp> ops;
   };
@@ -101,6 +101,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // Deletes a node of this session, leaving it to remove_eventually when the server does not
   // confirm by `deadline`: it must not block the name.
   void remove_node(Session& s, const std::string& path, SteadyClock::time_point deadline);
+  // nullopt: nothing to evict; no ops: what was there changed meanwhile, look again.
   std::optional<Eviction> eviction(Session& s, std::string_view name, std::string_view by,
                                    SteadyClock::time_point deadline);
   std::string audit_dir() const;
@@ -144,22 +145,23 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   void saw_time(const std::string& path, std::int64_t mtime_ms);
   void forget(const std::string& path);
 
-  // Windows (window.cc). "Now" on the ensemble's clock: the mtime of writing `data` to `path`.
-  std::int64_t stamp(Session& s, const std::string& path, const std::string& data, SteadyClock::time_point deadline);
-  // The window of container `dir` judged at `now_ms` by an attempt whose node would hold: the
-  // time left while it is live; a passed one is deleted.
+  // Windows (window.cc). "Now" on the ensemble's clock: the mtime of writing `data` to `path`;
+  // nullopt when the node is gone.
+  std::optional<std::int64_t> stamp(Session& s, const std::string& path, const std::string& data,
+                                    SteadyClock::time_point deadline);
+  // The window of container `dir` judged at `now_ms` by an attempt of `owner` (a guid) whose node
+  // would hold: the time left while it is live (0: it changed meanwhile, look again); a passed
+  // one, or the owner's own, is deleted.
   std::optional<std::chrono::milliseconds> window_left(Session& s, const std::string& dir, std::int64_t now_ms,
-                                                       SteadyClock::time_point deadline);
-  // Writes `window` as the window of container `dir` (made, or replacing a passed one).
-  void open_window(Session& s, const std::string& dir, const Window& window, SteadyClock::time_point deadline);
+                                                       const std::string& owner, SteadyClock::time_point deadline);
+  // Creates `window` as the window of container `dir`; false when one exists (judge it first).
+  bool open_window(Session& s, const std::string& dir, const Window& window, SteadyClock::time_point deadline);
   // A scheduled job's release of its node `path`: the delete, with the window's once it has
   // passed by the latest time the node's writes saw. ZNONODE: the node was gone.
   Reply release_scheduled(Session& s, const std::string& path, const Held& held, std::chrono::milliseconds hold,
                           SteadyClock::time_point deadline);
-  // The window of container `dir` while it is live, and "now" (ms, ensemble clock) as judged by
-  // stamping it: for the admin calls.
-  std::optional<std::pair<Window, std::int64_t>> live_window(Session& s, const std::string& dir,
-                                                             SteadyClock::time_point deadline);
+  // The window of container `dir` while it is live (judged by stamping it), for the admin calls.
+  std::optional<LiveWindow> live_window(Session& s, const std::string& dir, SteadyClock::time_point deadline);
   // What list and inspect show for a name that nobody holds but a live window keeps.
   std::optional<LeaseInfo> describe_window(Session& s, const std::string& name, SteadyClock::time_point deadline);
 
