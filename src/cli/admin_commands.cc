@@ -173,9 +173,7 @@ int leader_command(GlobalOptions global, std::vector<std::string> args) {
   auto manager = open_manager(resolve_url(global), admin_options());
   const std::optional<Leader> leader = current_leader(*manager, name);
   if (json) {
-    print(leader ? "{\"name\":" + json_string(name) + ",\"leader\":" + json_string(leader->holder) +
-                       ",\"term\":" + std::to_string(leader->term) + "}\n"
-                 : "null\n");
+    print(leader ? leader_json(name, *leader) + "\n" : "null\n");
   } else {
     print(leader ? terminal_text(name) + ": leader " + terminal_text(leader->holder) + ", term " +
                        std::to_string(leader->term) + "\n"

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include <nlohmann/json.hpp>
+
 #include "args.h"
 
 namespace dblock::cli {
@@ -112,46 +114,15 @@ std::string terminal_text(std::string_view text) {
   return out;
 }
 
-std::string json_string(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out.push_back('"');
-  std::size_t i = 0;
-  while (i < text.size()) {
-    unsigned char c = static_cast<unsigned char>(text[i]);
-    std::size_t len = utf8_sequence_length(text, i);
-    if (len == 0) {
-      out += "\\ufffd";
-      ++i;
-      continue;
-    }
-    if (len > 1) {
-      out.append(text.substr(i, len));
-      i += len;
-      continue;
-    }
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20 || c == 0x7F) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(static_cast<char>(c));
-        }
-    }
-    ++i;
-  }
-  out.push_back('"');
-  return out;
+namespace {
+
+// One line of JSON: keys in the order given, invalid UTF-8 as U+FFFD (names and holders are
+// whatever the service stored).
+std::string dumped(const nlohmann::ordered_json& value) {
+  return value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }
+
+}  // namespace
 
 const char* mode_name(LockMode mode) noexcept {
   switch (mode) {
@@ -172,18 +143,16 @@ std::string holders_text(const LeaseInfo& info) {
 }  // namespace
 
 std::string lease_json(const LeaseInfo& info) {
-  std::string out = "{\"name\":" + json_string(info.name);
-  out += ",\"mode\":" + json_string(mode_name(info.mode));
-  out += ",\"holder\":" + json_string(info.holder);
-  out += ",\"fence\":" + std::to_string(info.fence);
-  out += ",\"acquired_at_us\":" + std::to_string(info.acquired_at_us);
-  out += ",\"expires_at_us\":" + std::to_string(info.expires_at_us);
-  out += ",\"expires_in_us\":" + std::to_string(info.expires_in_us);
-  out += ",\"renewals\":" + std::to_string(info.renewals);
-  out += ",\"holders\":" + std::to_string(info.holders);
-  out += ",\"permits\":" + std::to_string(info.permits);
-  out += "}";
-  return out;
+  return dumped({{"name", info.name},
+                 {"mode", mode_name(info.mode)},
+                 {"holder", info.holder},
+                 {"fence", info.fence},
+                 {"acquired_at_us", info.acquired_at_us},
+                 {"expires_at_us", info.expires_at_us},
+                 {"expires_in_us", info.expires_in_us},
+                 {"renewals", info.renewals},
+                 {"holders", info.holders},
+                 {"permits", info.permits}});
 }
 
 namespace {
@@ -234,15 +203,18 @@ std::string leases_table(const std::vector<LeaseInfo>& infos) {
 }
 
 std::string force_release_json(const ForceReleaseRecord& record) {
-  std::string out = "{\"name\":" + json_string(record.name);
-  out += ",\"at_us\":" + std::to_string(record.at_us);
-  out += ",\"by\":" + json_string(record.by);
-  out += ",\"by_account\":" + json_string(record.by_account);
-  out += ",\"evicted\":" + json_string(record.evicted);
-  out += ",\"mode\":" + json_string(mode_name(record.mode));
-  out += ",\"old_fence\":" + std::to_string(record.old_fence);
-  out += ",\"new_fence\":" + std::to_string(record.new_fence);
-  return out + "}";
+  return dumped({{"name", record.name},
+                 {"at_us", record.at_us},
+                 {"by", record.by},
+                 {"by_account", record.by_account},
+                 {"evicted", record.evicted},
+                 {"mode", mode_name(record.mode)},
+                 {"old_fence", record.old_fence},
+                 {"new_fence", record.new_fence}});
+}
+
+std::string leader_json(std::string_view name, const Leader& leader) {
+  return dumped({{"name", std::string(name)}, {"leader", leader.holder}, {"term", leader.term}});
 }
 
 std::string force_releases_json(const std::vector<ForceReleaseRecord>& records) {

@@ -1,5 +1,5 @@
-// src/cli/output.h — rendering LeaseInfo and force-release records for `list` and `inspect`:
-// JSON and plain text.
+// src/cli/output.h — rendering LeaseInfo, force-release records and the leader for `list`,
+// `inspect` and `leader`: JSON and plain text.
 //
 // Pure functions on values; thread-safe.
 #ifndef DBLOCK_CLI_OUTPUT_H_
@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dblock/election.h"
 #include "dblock/service.h"
 
 namespace dblock::cli {
@@ -17,15 +18,13 @@ namespace dblock::cli {
 // characters and bytes that are not UTF-8 as \xNN / \uNNNN, and a backslash doubled.
 std::string terminal_text(std::string_view text);
 
-// `text` as a JSON string literal, quotes included. Control characters are escaped; bytes that
-// are not valid UTF-8 become U+FFFD so the output is always valid JSON.
-std::string json_string(std::string_view text);
-
 // "exclusive" or "shared".
 const char* mode_name(LockMode mode) noexcept;
 
+// JSON output is nlohmann-json's (keys in the order listed; bytes that are not UTF-8 become
+// U+FFFD, so it is always valid JSON).
 // One JSON object (single line) with the fields name, mode, holder, fence, acquired_at_us,
-// expires_at_us, expires_in_us, renewals, holders (times on the backend clock).
+// expires_at_us, expires_in_us, renewals, holders, permits (times on the backend clock).
 std::string lease_json(const LeaseInfo& info);
 // A JSON array of lease_json objects, one per line, with a trailing newline.
 std::string leases_json(const std::vector<LeaseInfo>& infos);
@@ -40,6 +39,8 @@ std::string lease_text(const LeaseInfo& info);
 std::string force_release_json(const ForceReleaseRecord& record);
 // A JSON array of force_release_json objects, one per line, with a trailing newline.
 std::string force_releases_json(const std::vector<ForceReleaseRecord>& records);
+// `dblock leader --json`: {"name", "leader", "term"} on one line.
+std::string leader_json(std::string_view name, const Leader& leader);
 // Aligned table with a header row: AT NAME BY EVICTED MODE FENCE (old->new).
 std::string force_releases_table(const std::vector<ForceReleaseRecord>& records);
 // One "force-released: <when> by <who>, evicted <whom> (<mode>, fence <old> -> <new>)" line.

@@ -11,6 +11,8 @@
 
 #include <sys/mount.h>
 
+#include <nlohmann/json.hpp>
+
 #include "cli_rig.h"
 
 #ifdef DBLOCK_TEST_HAVE_SQLITE3
@@ -390,6 +392,12 @@ TEST_CASE("list and inspect escape names in JSON", "[cli][sqlite]") {
   const std::string escaped = "\"name\":\"we\\\"ird\\\\name \xc3\xbcn/\xe2\x82\xac\"";
   CHECK(read_file(cli.dir.file("list")).find(escaped) != std::string::npos);
   CHECK(read_file(cli.dir.file("inspect")).rfind("{" + escaped + ",", 0) == 0);
+  // Both parse, and the name comes back byte for byte.
+  const nlohmann::json listed = nlohmann::json::parse(read_file(cli.dir.file("list")));
+  REQUIRE(listed.is_array());
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].at("name") == name);
+  CHECK(nlohmann::json::parse(read_file(cli.dir.file("inspect"))).at("name") == name);
 }
 
 TEST_CASE("an inherited DBLOCK_FENCE/DBLOCK_KEY is replaced / other variables pass through", "[cli][sqlite]") {
