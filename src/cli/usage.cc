@@ -67,7 +67,8 @@ A signal that arrives while dblock is still waiting for the lock ends dblock (12
 Options:
   --key NAME        lock name (required; repeat it to hold several names, not with --mode
                     session): 1-255 bytes of UTF-8, no control characters
-  --ttl DURATION    lease time-to-live; renewed every TTL/3 while COMMAND runs. Default 30s; 1s to 7d
+  --ttl DURATION    lease time-to-live; renewed every TTL/3 while COMMAND runs. Default 30s (with
+                    --hold-at-least, at least that); 1s to 7d
   --wait WAIT       how long to wait for the lock: 0 (default) tries once, a DURATION waits that
                     long, `forever` waits without limit
   --mode MODE       lease (default): exclusive lease with TTL and fencing token
@@ -84,8 +85,9 @@ Options:
                     after it was acquired, on the backend's clock, even when COMMAND ends
                     sooner, so that a host whose timer fires a little later skips the run
                     (exit 75, or --skipped-exit) instead of repeating it. If dblock dies, the
-                    lock is free after --ttl. Up to 7d; not with --mode session or shared,
-                    --permits or on ZooKeeper (exits 64)
+                    lock is free after --ttl, which is at least DURATION (the default grows to
+                    it; a shorter --ttl exits 64). Up to 7d; not with --mode session or shared,
+                    or --permits (exits 64)
   --skipped-exit N  the exit status when the lock is not acquired (default 75); 0 for cron
                     setups where a skipped run is not an error. 0 to 255
   --on-lost POLICY  what to do if the lock is lost while COMMAND runs (renewal refused, expired,
