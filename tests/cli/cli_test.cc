@@ -419,6 +419,30 @@ TEST_CASE("an inherited DBLOCK_FENCE/DBLOCK_KEY is replaced / other variables pa
 // ---------------------------------------------------------------------------------------------
 // 5. Exit statuses: the child's, usage errors, URLs, help.
 
+TEST_CASE("bash completion: commands, each command's options and the values of --mode and friends",
+          "[cli][sqlite][completion]") {
+  Cli cli;
+  // What _dblock offers for the words typed so far, the last one being completed.
+  const auto offered = [&](const std::string& words) {
+    const std::string script = "source \"$1\"; complete -p dblock >/dev/null || exit 9; COMP_WORDS=(" + words +
+                               "); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); _dblock; echo \"${COMPREPLY[*]}\"";
+    Result r = cli.exec({"/bin/bash", "--norc", "-c", script, "bash", DBLOCK_COMPLETION_PATH}, milliseconds(10'000));
+    INFO(r);
+    REQUIRE(r.code == 0);
+    return r.out.substr(0, r.out.find('\n'));
+  };
+  CHECK(offered("dblock l") == "leader list");
+  CHECK(offered("dblock --url sqlite:///x.db i") == "inspect");
+  CHECK(offered("dblock run --ho") == "--hold-at-least");
+  CHECK(offered("dblock run --key k --pe") == "--permits");
+  CHECK(offered("dblock run --mode ''") == "lease session shared");
+  CHECK(offered("dblock run --on-lost k") == "kill");
+  CHECK(offered("dblock elect --f") == "--forever");
+  CHECK(offered("dblock list --h") == "--history --help");
+  CHECK(offered("dblock release --f") == "--force");
+  CHECK(offered("dblock run --key k -- truncat") == "truncate");
+}
+
 TEST_CASE("run passes on the child's exit status and releases", "[cli][sqlite]") {
   Cli cli;
   Result r = cli.run({"run", "--key", "k", "--", "sh", "-c", "exit 7"});
