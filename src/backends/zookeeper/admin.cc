@@ -60,7 +60,7 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
   record.name = std::string(name);
   record.by = std::string(by);
   std::vector<std::string> evicted;
-  if (std::find(names.begin(), names.end(), kWindowNode) != names.end()) {
+  if (has_window(names)) {
     // A scheduled job's window goes too; when it is all that holds the name, it is what is evicted,
     // at the version judged live (a window a later run wrote meanwhile is not touched).
     const std::optional<LiveWindow> live = holding.empty() ? live_window(s, dir, deadline) : std::nullopt;
@@ -159,7 +159,7 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
     ++info.holders;
   }
   if (info.holders == 0) {
-    if (std::find(names.begin(), names.end(), kWindowNode) == names.end()) return std::nullopt;
+    if (!has_window(names)) return std::nullopt;
     return describe_window(s, name, deadline);
   }
   info.holder = joined(std::move(holders));

@@ -186,6 +186,10 @@ std::string node_name(const std::string& guid, Layout layout, LockMode mode, std
   return node_prefix(guid, layout, mode, permits) + digits;
 }
 
+bool has_window(const std::vector<std::string>& names) {
+  return std::find(names.begin(), names.end(), kWindowNode) != names.end();
+}
+
 std::vector<Child> sorted_children(Layout layout, std::vector<std::string> names) {
   std::vector<Child> out;
   out.reserve(names.size());

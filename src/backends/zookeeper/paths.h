@@ -59,6 +59,9 @@ std::string shown_holder(std::string_view data, std::string_view child);
 // it among their nodes, never wait for it.
 inline constexpr std::string_view kWindowNode = "window.dblock";
 
+// Whether a container's children (`names`) include a window.
+bool has_window(const std::vector<std::string>& names);
+
 // One child of a lock container as Curator sees it.
 struct Child {
   std::string name;

@@ -13,17 +13,6 @@ namespace dblock::zookeeper {
 
 namespace {
 
-// The window a scheduled job granted at `acquired_ms` (ensemble clock) opens.
-Window window_of(const AcquireRequest& request, std::int64_t acquired_ms, std::int64_t fence, const std::string& owner) {
-  Window w;
-  w.acquired_ms = acquired_ms;
-  w.until_ms = acquired_ms + request.hold_at_least.count();
-  w.fence = fence;
-  w.owner = owner;
-  w.holder = std::string(request.holder);
-  return w;
-}
-
 // Children ahead of `index` that do not hold: the waiters before it.
 int waiters_ahead(const std::vector<Child>& sorted, std::size_t index) {
   int ahead = 0;
@@ -89,7 +78,7 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   }
   attempts_.settle(key);  // from here on the outcome is known: held, in line, or deleted below
 
-  const bool window = std::find(names.begin(), names.end(), kWindowNode) != names.end();
+  const bool window = has_window(names);
   const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));
   const std::optional<std::size_t> at = index_of(sorted, own->first);
   const std::string path = dir + "/" + own->first;
@@ -129,34 +118,6 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   remove_node(s, path, deadline);
   if (conflict) throw detail::permits_mismatch(kServiceName, request.name, *conflict, request.permits);
   return out;
-}
-
-std::optional<std::chrono::milliseconds> ZooKeeperService::window_at_grant(Session& s, const AcquireRequest& request,
-                                                                          const std::string& path, bool fresh,
-                                                                          bool window, Held& times,
-                                                                          SteadyClock::time_point deadline) {
-  const bool scheduled = request.hold_at_least > std::chrono::milliseconds::zero();
-  try {
-    // A waiter's node was made long ago: its grant is stamped when a window asks for the time.
-    if (!fresh && (window || scheduled)) {
-      const std::optional<std::int64_t> now = stamp(s, path, node_data(request.holder), deadline);
-      if (!now) return std::chrono::milliseconds(0);  // force-released meanwhile: not held
-      times.acquired_ms = times.seen_ms = *now;
-    }
-    const std::string dir = path.substr(0, path.rfind('/'));
-    const std::string owner = guid_of(*request.secret);
-    for (int round = 0; round < 4; ++round, window = true) {
-      if (window) {
-        if (auto left = window_left(s, dir, times.acquired_ms, owner, deadline)) return left;
-      }
-      // Written at the grant, not at the release: a run whose host dies keeps it all the same.
-      if (!scheduled || open_window(s, dir, window_of(request, times.acquired_ms, times.fence, owner), deadline)) return std::nullopt;
-    }
-    return std::chrono::milliseconds(0);  // windows kept appearing: look again
-  } catch (...) {
-    remove_node(s, path, deadline);  // it would hold, but the window is unknown: the node must go
-    throw;
-  }
 }
 
 void ZooKeeperService::remove_node(Session& s, const std::string& path, SteadyClock::time_point deadline) {
@@ -213,7 +174,8 @@ FairQueue::Position ZooKeeperService::position(std::string_view name, const Owne
   return out;
 }
 
-std::optional<LeaseGrant> ZooKeeperService::confirm_grant(std::string_view, const OwnerSecret&, const LeaseGrant&) {
+std::optional<LeaseGrant> ZooKeeperService::confirm_grant(std::string_view, const OwnerSecret&,
+                                                          const LeaseGrant&) {
   // This service posts no grants (a waiter's turn comes with its own attempt, which judges the
   // name's window too): a claimed one is never confirmed.
   return std::nullopt;

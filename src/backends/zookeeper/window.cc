@@ -18,15 +18,24 @@ namespace {
 constexpr std::string_view kFamily = "dblock-window-";
 constexpr std::string_view kVersion = "dblock-window-1\n";
 
-// Rounds of a write or a look that the window changed under (written or deleted meanwhile).
-constexpr int kWindowRounds = 4;
-
 bool parse(std::string_view text, std::int64_t& out) {
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), out);
   return error == std::errc() && end == text.data() + text.size();
 }
 
 std::string window_path(const std::string& dir) { return dir + "/" + std::string(kWindowNode); }
+
+// The window a scheduled job granted at `acquired_ms` (ensemble clock) opens.
+Window window_of(const AcquireRequest& request, std::int64_t acquired_ms, std::int64_t fence,
+                 const std::string& owner) {
+  Window w;
+  w.acquired_ms = acquired_ms;
+  w.until_ms = acquired_ms + request.hold_at_least.count();
+  w.fence = fence;
+  w.owner = owner;
+  w.holder = std::string(request.holder);
+  return w;
+}
 
 // The version-1 fields "<until> <acquired> <fence> <owner>\n<holder>".
 std::optional<Window> decode_v1(std::string_view data) {
@@ -101,6 +110,35 @@ bool ZooKeeperService::open_window(Session& s, const std::string& dir, const Win
   if (r.rc == ZNODEEXISTS) return false;
   if (r.rc != ZOK) unexpected("create " + path, r.rc);
   return true;
+}
+
+std::optional<std::chrono::milliseconds> ZooKeeperService::window_at_grant(Session& s, const AcquireRequest& request,
+                                                                          const std::string& path, bool fresh,
+                                                                          bool window, Held& times,
+                                                                          SteadyClock::time_point deadline) {
+  const bool scheduled = request.hold_at_least > std::chrono::milliseconds::zero();
+  try {
+    // A waiter's node was made long ago: its grant is stamped when a window asks for the time.
+    if (!fresh && (window || scheduled)) {
+      const std::optional<std::int64_t> now = stamp(s, path, node_data(request.holder), deadline);
+      if (!now) return std::chrono::milliseconds(0);  // force-released meanwhile: not held
+      times.acquired_ms = times.seen_ms = *now;
+    }
+    const std::string dir = path.substr(0, path.rfind('/'));
+    const std::string owner = guid_of(*request.secret);
+    for (int round = 0; round < kWindowRounds; ++round, window = true) {
+      if (window) {
+        if (auto left = window_left(s, dir, times.acquired_ms, owner, deadline)) return left;
+      }
+      // Written at the grant, not at the release: a run whose host dies keeps it all the same.
+      if (!scheduled) return std::nullopt;
+      if (open_window(s, dir, window_of(request, times.acquired_ms, times.fence, owner), deadline)) return std::nullopt;
+    }
+    return std::chrono::milliseconds(0);  // windows kept appearing: look again
+  } catch (...) {
+    remove_node(s, path, deadline);  // it would hold, but the window is unknown: the node must go
+    throw;
+  }
 }
 
 Reply ZooKeeperService::release_scheduled(Session& s, const std::string& path, const Held& held,

@@ -30,6 +30,9 @@ struct Window {
   std::string holder;
 };
 
+// Rounds of a write or a look that the window changed under (written or deleted meanwhile).
+inline constexpr int kWindowRounds = 4;
+
 // A window this version cannot read (a later format): judged live until force-released.
 inline constexpr std::int64_t kUnreadableUntilMs = 9'999'999'999'999;
 

@@ -94,7 +94,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // An attempt whose node `path` (`fresh`: made by this attempt) would hold, with a window child
   // in its container or not: the time left of a live window (the attempt is refused); else
   // nullopt, `times` set to the grant's, and a scheduled job's window written from it. Deletes
-  // the node when it throws.
+  // the node when it throws. (window.cc)
   std::optional<std::chrono::milliseconds> window_at_grant(Session& s, const AcquireRequest& request,
                                                            const std::string& path, bool fresh, bool window,
                                                            Held& times, SteadyClock::time_point deadline);
