@@ -119,8 +119,9 @@ struct AcquireOptions {
   // the run instead of repeating it. A release after that time frees the name at once. The TTL
   // is the bound when the holder dies (ShedLock's lockAtMostFor), renewed while it lives, and
   // never shorter than hold_at_least: the default TTL grows to it; a shorter `ttl` given is a
-  // UsageError (as in ShedLock, lockAtLeastFor <= lockAtMostFor). Exclusive leases only (UsageError with permits or mode = kShared); services without the
-  // capability (ServiceTraits::hold_at_least) throw UnsupportedError.
+  // UsageError (as in ShedLock, lockAtLeastFor <= lockAtMostFor). Exclusive leases only
+  // (UsageError with permits or mode = kShared); services without the capability
+  // (ServiceTraits::hold_at_least) throw UnsupportedError.
   std::chrono::milliseconds hold_at_least{0};
 
   // Reentrancy: when set, an exclusive acquire by a thread that already holds the name through this
