@@ -7,6 +7,7 @@
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
+#include "dblock/metrics.h"
 #include "dblock/mutex.h"
 #include "dblock/open.h"
 #include "dblock/options.h"

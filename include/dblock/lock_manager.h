@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "dblock/lease.h"
+#include "dblock/metrics.h"
 #include "dblock/options.h"
 #include "dblock/service.h"
 #include "dblock/session_lock.h"
@@ -176,6 +177,10 @@ class LockManager {
   // timed out (body not run). Throws UnsupportedError where absent (SQLite), UsageError for bad
   // identifiers or a request with neither keys nor where.
   bool with_locked_rows(const RowLockRequest& request, const RowsBody& body);
+
+  // What this manager counted since it was created (dblock/metrics.h); to_prometheus() renders
+  // it. Takes the manager's lock briefly for the gauges; never calls the service.
+  MetricsSnapshot metrics() const;
 
   std::string_view backend_name() const;
   Capabilities capabilities() const;

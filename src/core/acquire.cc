@@ -6,6 +6,7 @@
 #include <stop_token>
 #include <thread>
 
+#include "acquire_rules.h"
 #include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
@@ -14,23 +15,12 @@
 
 namespace dblock::detail {
 
-namespace {
-
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 
-constexpr milliseconds kMaxCallTime{30'000};  // see Acquirer::call_deadline_for_wait
+namespace {
 
-milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl) {
-  const milliseconds ttl = options.ttl.count() == 0 ? default_ttl : options.ttl;
-  if (ttl <= milliseconds::zero()) throw UsageError("TTL must be positive, got " + std::to_string(ttl.count()) + " ms");
-  if (ttl < kMinTtl) {
-    throw UsageError("TTL " + std::to_string(ttl.count()) + " ms is below the minimum of " +
-                     std::to_string(kMinTtl.count()) + " ms");
-  }
-  if (ttl > kMaxTtl) throw UsageError("TTL exceeds the 7-day limit");
-  return ttl;
-}
+constexpr milliseconds kMaxCallTime{30'000};  // see Acquirer::call_deadline_for_wait
 
 // A scheduled job's TTL bounds its window when its host dies, so it is never shorter than
 // hold_at_least: the default TTL grows to it; a shorter TTL given is a UsageError.
@@ -39,21 +29,6 @@ milliseconds scheduled_ttl(const AcquireOptions& options, milliseconds ttl) {
   if (options.ttl.count() == 0) return options.hold_at_least;
   throw UsageError("hold_at_least (" + std::to_string(options.hold_at_least.count()) + " ms) exceeds the TTL (" +
                    std::to_string(ttl.count()) + " ms): a host that dies mid-job would free the window early");
-}
-
-// The deadline of one service call of a wait ending at `deadline`: the caller's, but no call of a
-// very long wait (kWaitForever) blocks on a dead connection for more than kMaxCallTime.
-SteadyClock::time_point bounded_call_deadline(SteadyClock::time_point deadline) {
-  const auto now = SteadyClock::now();
-  return deadline - now > kMaxCallTime ? now + kMaxCallTime : deadline;
-}
-
-// A fault that may pass while the caller is still willing to wait: the service unreachable,
-// restarting, out of connections or disk, busy, or the outcome of the attempt unknown (attempts
-// are idempotent: one that took the name is found its own by the next).
-bool transient(const Error& e) {
-  return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
-         dynamic_cast<const InDoubtError*>(&e) != nullptr;
 }
 
 AcquireResult from_grant(const LeaseGrant& grant) {
@@ -67,6 +42,27 @@ AcquireResult from_grant(const LeaseGrant& grant) {
 }
 
 }  // namespace
+
+milliseconds checked_ttl(const AcquireOptions& options, milliseconds default_ttl) {
+  const milliseconds ttl = options.ttl.count() == 0 ? default_ttl : options.ttl;
+  if (ttl <= milliseconds::zero()) throw UsageError("TTL must be positive, got " + std::to_string(ttl.count()) + " ms");
+  if (ttl < kMinTtl) {
+    throw UsageError("TTL " + std::to_string(ttl.count()) + " ms is below the minimum of " +
+                     std::to_string(kMinTtl.count()) + " ms");
+  }
+  if (ttl > kMaxTtl) throw UsageError("TTL exceeds the 7-day limit");
+  return ttl;
+}
+
+SteadyClock::time_point bounded_call_deadline(SteadyClock::time_point deadline) {
+  const auto now = SteadyClock::now();
+  return deadline - now > kMaxCallTime ? now + kMaxCallTime : deadline;
+}
+
+bool transient(const Error& e) {
+  return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
+         dynamic_cast<const InDoubtError*>(&e) != nullptr;
+}
 
 // One acquire call that may wait, on the calling thread's stack: attempts, waits for a turn
 // between them (the manager's wait strategies), and on the way out leaves the service's line and
@@ -193,6 +189,7 @@ class Acquirer {
     if (granted) {
       result = *granted;
     } else if (queue_ != nullptr) {
+      core_.metrics_.attempt(kind_);
       in_line_ = true;
       FairQueue::Attempt in_line = queue_->attempt_in_line(request_, FairQueue::Place{wait_.ticket, queue_hold_});
       result = in_line.result;
@@ -200,6 +197,7 @@ class Acquirer {
       wait_.position = in_line.position;
       wait_.refresh_at = sent_at.steady + queue_hold_ / 3;
     } else {
+      core_.metrics_.attempt(kind_);
       result = core_.service_->try_acquire(request_);
     }
     if (result.acquired) {
@@ -245,6 +243,7 @@ class Acquirer {
   FairQueue* const queue_;    // null: single attempt, or the service keeps no line
   WakeEvents* const events_;  // null: single attempt, or the service pushes no events
   const milliseconds queue_hold_;
+  const EngineMetrics::Kind kind_ = EngineMetrics::kind_of(state_->mode, state_->permits);
   AcquireRequest request_;
   WaitContext wait_;
   Instant last_sent_at_{};
@@ -286,6 +285,26 @@ void ManagerCore::check_mode(const AcquireOptions& options) const {
 
 std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::time_point deadline, bool try_once,
                                           const AcquireOptions& options) {
+  const auto kind = EngineMetrics::kind_of(options.mode, options.permits);
+  const auto called_at = SteadyClock::now();
+  std::optional<Lease> lease;
+  try {
+    lease = acquire_uncounted(name, deadline, try_once, options);
+  } catch (...) {
+    metrics_.acquire_ended(kind, EngineMetrics::Outcome::kError);
+    throw;
+  }
+  if (lease) {
+    metrics_.acquire_ended(kind, EngineMetrics::Outcome::kAcquired);
+    metrics_.waited(SteadyClock::now() - called_at);
+  } else {
+    metrics_.acquire_ended(kind, try_once ? EngineMetrics::Outcome::kRefused : EngineMetrics::Outcome::kTimedOut);
+  }
+  return lease;
+}
+
+std::optional<Lease> ManagerCore::acquire_uncounted(std::string_view name, SteadyClock::time_point deadline,
+                                                    bool try_once, const AcquireOptions& options) {
   validate_lock_name(name);
   check_mode(options);
   const milliseconds ttl = scheduled_ttl(options, checked_ttl(options, options_.default_ttl));
@@ -298,90 +317,13 @@ std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::ti
   return acquirer.run();
 }
 
-std::optional<std::vector<Lease>> ManagerCore::acquire_all_at_once(const std::vector<std::string>& names,
-                                                                   SteadyClock::time_point deadline, bool try_once,
-                                                                   const AcquireOptions& options) {
-  MultiAcquire* multi = service_->multi_acquire();
-  if (multi == nullptr || holds_any(names)) return std::nullopt;
-  const milliseconds ttl = checked_ttl(options, options_.default_ttl);
-  // acquire() says why a mode is refused; permits and scheduled jobs take one name at a time.
-  if (options.mode == LockMode::kShared && !traits_.shared_leases) return std::nullopt;
-  if (options.permits != 0 || options.hold_at_least != milliseconds::zero()) return std::nullopt;
-  const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
-  std::vector<std::shared_ptr<LeaseState>> states;
-  std::vector<AcquireRequest> requests;
-  for (const std::string& name : names) {
-    states.push_back(new_lease_state(name, ttl, options));
-    requests.push_back(AcquireRequest{states.back()->name, options.mode, ttl, &states.back()->secret, holder_});
-  }
-  Instant sent_at;
-  const std::vector<AcquireResult> results = acquire_all_call(*multi, requests, deadline, try_once, sent_at);
-  if (results.size() != states.size()) {
-    return try_once ? std::optional<std::vector<Lease>>(std::vector<Lease>{}) : std::nullopt;
-  }
-  for (std::size_t i = 0; i < states.size(); ++i) record(*states[i], results[i], sent_at);
-  return publish_all(states);
-}
-
-std::vector<AcquireResult> ManagerCore::acquire_all_call(MultiAcquire& multi, const std::vector<AcquireRequest>& requests,
-                                                         SteadyClock::time_point deadline, bool try_once,
-                                                         Instant& sent_at) {
-  // While waiting, a transient fault is retried with the same secrets until the deadline: a call
-  // whose reply was lost may have taken every name, and only those secrets find them their own.
-  for (int faults = 0;; ++faults) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (stopping_) throw UsageError("LockManager is shutting down");
-    }
-    try {
-      const CallDeadlineScope call(bounded_call_deadline(deadline));
-      sent_at = Instant::now();
-      return multi.try_acquire_all(requests);
-    } catch (const Error& e) {
-      if (try_once || !transient(e) || SteadyClock::now() >= deadline) throw;
-      std::this_thread::sleep_for(refusal_pause(faults, deadline));
-    }
-  }
-}
-
-std::vector<Lease> ManagerCore::publish_all(const std::vector<std::shared_ptr<LeaseState>>& states) {
-  std::vector<Lease> leases;
-  for (std::size_t i = 0; i < states.size(); ++i) {
-    try {
-      leases.push_back(publish(states[i]));  // releases states[i] and throws when shutting down
-    } catch (...) {
-      // The leases published are released by their handles; the rest here, best effort.
-      for (std::size_t j = i + 1; j < states.size(); ++j) {
-        try {
-          release_on_service(states[j]);
-        } catch (...) {
-        }
-      }
-      throw;
-    }
-  }
-  return leases;
-}
-
-bool ManagerCore::holds_any(const std::vector<std::string>& names) {
-  const auto self = std::this_thread::get_id();
-  std::lock_guard<std::mutex> lock(mutex_);
-  for (const std::string& name : names) {
-    auto it = active_.find(name);
-    if (it == active_.end()) continue;
-    for (const auto& state : it->second) {
-      if (state->owner_thread == self && !state->is_lost()) return true;
-    }
-  }
-  return false;
-}
-
 void ManagerCore::record(LeaseState& s, const AcquireResult& result, Instant sent_at) {
   // The service may hold the lease for less than the TTL (a grant until the waiter's queue entry
   // would have expired, a short session): safe-until from that, renewed at a third of it.
   const milliseconds held_for = std::min(s.ttl, duration_cast<milliseconds>(result.granted_for));
   s.fence = result.fence;
   s.tag = result.tag;
+  s.granted_at = sent_at.steady;
   s.expires_at_us.store(result.expires_at_us);
   s.set_safe_until(sent_at.boot + held_for - drift_margin(held_for));
   s.next_renew = sent_at.steady + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));

@@ -17,6 +17,7 @@
 #include "dblock/capabilities.h"
 #include "dblock/options.h"
 #include "dblock/service.h"
+#include "engine_metrics.h"
 
 namespace dblock::detail {
 
@@ -46,11 +47,13 @@ struct LeaseState {
   std::atomic<std::int64_t> expires_at_us{0};  // service clock
   std::atomic<int> holds{1};
   std::atomic<bool> shut_down{false};  // released by the manager's shutdown (written under the mutex)
+  SteadyClock::time_point granted_at;  // set before publication
 
   // Protected by ManagerCore::mutex_.
   bool finished = false;  // released, lost or shut down: no more renewals, no more callbacks
   SteadyClock::time_point next_renew;
   std::string lost_reason;  // set by a service's lost event; the renewal thread marks it lost
+  EngineMetrics::Loss lost_cause = EngineMetrics::Loss::kServiceEvent;  // with lost_reason
   std::optional<ClockSample> last_renewal;  // the service's clock at the last renewal (renewal.cc)
   bool clock_in_doubt = false;  // the last renewal found the service's clock stepped
 

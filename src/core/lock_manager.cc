@@ -136,6 +136,7 @@ std::size_t LockManager::reap(std::size_t max_rows) {
     const std::size_t limit = std::min(batch, max_rows - total);
     const detail::CallDeadlineScope call(core_->call_timeout_after());
     const std::size_t n = maintenance->reap(limit);
+    core_->metrics().reaped(n);
     total += n;
     if (n < limit) break;
   }
@@ -235,5 +236,7 @@ Capabilities LockManager::capabilities() const {
 }
 
 const ManagerOptions& LockManager::options() const { return core_->options(); }
+
+MetricsSnapshot LockManager::metrics() const { return core_->metrics_snapshot(); }
 
 }  // namespace dblock

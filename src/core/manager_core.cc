@@ -51,7 +51,7 @@ ManagerCore::ManagerCore(std::unique_ptr<LeaseService> service, ManagerOptions o
       service_(std::move(service)) {
   Maintenance* maintenance = service_->maintenance();
   if (maintenance != nullptr && options_.reaper) {
-    reaper_ = std::make_unique<Reaper>(*maintenance, options_.reaper_interval,
+    reaper_ = std::make_unique<Reaper>(*maintenance, metrics_, options_.reaper_interval,
                                        static_cast<std::size_t>(options_.reaper_batch),
                                        [this](const Error& e) { report(e); });
   }
@@ -125,6 +125,7 @@ void ManagerCore::shutdown() noexcept {
     run_on_lost(session->on_lost, LostLease{session->name, 0, kReason});
   }
   for (auto& state : still_held) {
+    metrics_.lost(EngineMetrics::Loss::kShutdown);
     state->lost.store(true, std::memory_order_release);
     try {
       release_on_service(state);
@@ -172,6 +173,14 @@ bool ManagerCore::release_on_service(const std::shared_ptr<LeaseState>& state) {
 }
 
 ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state) {
+  const ReleaseResult result = release_hold_uncounted(state);
+  if (result != ReleaseResult::kShutDown && state->holds.load() == 0) {
+    metrics_.released(result, SteadyClock::now() - state->granted_at);
+  }
+  return result;
+}
+
+ReleaseResult ManagerCore::release_hold_uncounted(const std::shared_ptr<LeaseState>& state) {
   bool locally_lost;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -199,7 +208,8 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
   return result;
 }
 
-void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason) {
+void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason,
+                            EngineMetrics::Loss cause) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (state->finished) return;  // released meanwhile: a refused renewal is expected then
@@ -207,6 +217,7 @@ void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std:
     state->lost.store(true, std::memory_order_release);
     remove_active_locked(state);
   }
+  metrics_.lost(cause);
   board_.bump(state->name);
   service_->lease_lost(state->key());
   run_on_lost(state->on_lost, LostLease{state->name, state->fence, reason});
@@ -217,7 +228,10 @@ void ManagerCore::learned_lost(const std::shared_ptr<LeaseState>& state, const s
     std::lock_guard<std::mutex> lock(mutex_);
     if (state->finished) return;
     state->lost.store(true, std::memory_order_release);
-    if (state->lost_reason.empty()) state->lost_reason = reason;
+    if (state->lost_reason.empty()) {
+      state->lost_reason = reason;
+      state->lost_cause = EngineMetrics::Loss::kGuard;
+    }
     renew_cv_.notify_all();
   }
   board_.bump(state->name);
@@ -239,13 +253,22 @@ void ManagerCore::on_event(const WakeEvents::Event& event) {
       if (it == active_.end()) return;
       for (auto& state : it->second) {
         // The renewal thread marks it lost (the callback runs there, as for every loss).
-        if (state->secret == *event.secret) state->lost_reason = "the service reported the lease lost: " +
-                                                                  std::string(event.reason);
+        if (state->secret != *event.secret) continue;
+        state->lost_reason = "the service reported the lease lost: " + std::string(event.reason);
+        state->lost_cause = EngineMetrics::Loss::kServiceEvent;
       }
       renew_cv_.notify_all();
       return;
     }
   }
+}
+
+MetricsSnapshot ManagerCore::metrics_snapshot() {
+  MetricsSnapshot snapshot = metrics_.snapshot(std::string(service_->name()));
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& [name, states] : active_) snapshot.leases_held += static_cast<std::int64_t>(states.size());
+  snapshot.session_locks_held = static_cast<std::int64_t>(sessions_.size());
+  return snapshot;
 }
 
 }  // namespace dblock::detail

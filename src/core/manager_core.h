@@ -28,6 +28,7 @@
 #include "dblock/options.h"
 #include "dblock/service.h"
 #include "dblock/session_lock.h"
+#include "engine_metrics.h"
 #include "lease_state.h"
 #include "reaper.h"
 #include "wait_strategy.h"
@@ -60,7 +61,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   std::optional<std::vector<Lease>> acquire_all_at_once(const std::vector<std::string>& names,
                                                         SteadyClock::time_point deadline, bool try_once,
                                                         const AcquireOptions& options);
-  // Releases one hold of `state` (see Lease::release).
+  // Releases one hold of `state` (see Lease::release); counts the release of the last one.
   ReleaseResult release_hold(const std::shared_ptr<LeaseState>& state);
 
   std::optional<SessionLock> session_lock(std::string_view name, std::chrono::milliseconds wait,
@@ -82,6 +83,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   SteadyClock::time_point call_timeout_after(SteadyClock::time_point end = SteadyClock::now()) const;
 
   LeaseService& service() { return *service_; }
+  EngineMetrics& metrics() { return metrics_; }
+  // The counters, with the gauges read now.
+  MetricsSnapshot metrics_snapshot();
   const ManagerOptions& options() const { return options_; }
   // The holder string this manager records (ManagerOptions::holder or the default).
   const std::string& holder() const { return holder_; }
@@ -93,6 +97,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // A hold by this thread it may take again (reentrancy), or a UsageError for a wait that would
   // deadlock on its own hold; nullopt: acquire from the service.
   std::optional<Lease> reenter(const std::string& name, bool try_once, const AcquireOptions& options);
+  // acquire() without counting its outcome.
+  std::optional<Lease> acquire_uncounted(std::string_view name, SteadyClock::time_point deadline, bool try_once,
+                                       const AcquireOptions& options);
   // The UsageError or UnsupportedError for a mode or permit count this service cannot take.
   void check_mode(const AcquireOptions& options) const;
   std::shared_ptr<LeaseState> new_lease_state(const std::string& name, std::chrono::milliseconds ttl,
@@ -124,12 +131,14 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   bool held_by_this_thread(std::string_view name, LockMode mode);
 
   // --- manager_core.cc ---
+  // release_hold() without the counting.
+  ReleaseResult release_hold_uncounted(const std::shared_ptr<LeaseState>& state);
   // The service's release of `state`, bounded by its safe-until (at least the least time a call
   // gets). Throws what the service throws.
   bool release_on_service(const std::shared_ptr<LeaseState>& state);
   // Marks `state` lost (once), drops it from the active set, tells the service and runs the
   // callback on this thread.
-  void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason);
+  void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason, EngineMetrics::Loss cause);
   // Runs a holder's on_lost callback, swallowing what it throws.
   static void run_on_lost(const std::function<void(const LostLease&)>& on_lost, const LostLease& lost) noexcept;
   // Handles a service event (the service's listener thread).
@@ -142,6 +151,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   const ManagerOptions options_;
   const std::string holder_;
   const ServiceTraits traits_;
+  EngineMetrics metrics_;  // thread-safe; outlives the reaper that counts into it
   WakeBoard board_;
   const std::vector<std::unique_ptr<WaitStrategy>> wait_strategies_;
   std::unique_ptr<Reaper> reaper_;  // null when the service has nothing to reap or options say so

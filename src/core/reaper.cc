@@ -13,9 +13,9 @@ using SteadyClock = std::chrono::steady_clock;
 constexpr int kMaxBatchesPerPass = 100'000;
 }  // namespace
 
-Reaper::Reaper(Maintenance& maintenance, std::chrono::milliseconds interval, std::size_t batch,
-               std::function<void(const Error&)> report)
-    : maintenance_(maintenance), interval_(interval), batch_(batch), report_(std::move(report)) {}
+Reaper::Reaper(Maintenance& maintenance, EngineMetrics& metrics, std::chrono::milliseconds interval,
+               std::size_t batch, std::function<void(const Error&)> report)
+    : maintenance_(maintenance), metrics_(metrics), interval_(interval), batch_(batch), report_(std::move(report)) {}
 
 Reaper::~Reaper() { stop(); }
 
@@ -59,7 +59,9 @@ bool Reaper::pass() {
     // A batch is short: it is given the least time a call gets, so that a stalled connection never
     // keeps the reaper (and a shutdown joining it) waiting long.
     const CallDeadlineScope call(started);
-    if (maintenance_.reap(batch_) < batch_) return true;
+    const std::size_t reaped = maintenance_.reap(batch_);
+    metrics_.reaped(reaped);
+    if (reaped < batch_) return true;
     const auto took = std::clamp<SteadyClock::duration>(SteadyClock::now() - started, std::chrono::milliseconds(1),
                                                         std::chrono::seconds(1));
     if (!pause_for(took)) return false;

@@ -14,14 +14,15 @@
 
 #include "dblock/capabilities.h"
 #include "dblock/errors.h"
+#include "engine_metrics.h"
 
 namespace dblock::detail {
 
 class Reaper {
  public:
   // `interval`: pause between passes (jittered ±20 %); `batch`: entries per call of reap().
-  // `report` receives the errors of failed passes.
-  Reaper(Maintenance& maintenance, std::chrono::milliseconds interval, std::size_t batch,
+  // `report` receives the errors of failed passes; the entries deleted are counted in `metrics`.
+  Reaper(Maintenance& maintenance, EngineMetrics& metrics, std::chrono::milliseconds interval, std::size_t batch,
          std::function<void(const Error&)> report);
   ~Reaper();
   Reaper(const Reaper&) = delete;
@@ -39,6 +40,7 @@ class Reaper {
 
   // Constant after construction.
   Maintenance& maintenance_;
+  EngineMetrics& metrics_;
   const std::chrono::milliseconds interval_;
   const std::size_t batch_;
   const std::function<void(const Error&)> report_;

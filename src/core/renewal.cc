@@ -54,6 +54,7 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
     const CallDeadlineScope deadline(state->safe_until_steady());  // after it, the renewal is moot
     result = service_->renew(state->key(), state->ttl);
   } catch (const Error& e) {
+    metrics_.renewed(EngineMetrics::Renewal::kFailed);
     report(e);
     // Retry soon; safe-until decides when to give up.
     std::lock_guard<std::mutex> lock(mutex_);
@@ -61,14 +62,16 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
     return;
   }
   if (!result.renewed) {
+    metrics_.renewed(EngineMetrics::Renewal::kRefused);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       if (state->finished) return;  // released meanwhile: a refused renewal is expected then
       state->lost.store(true, std::memory_order_release);  // lost() answers while the reason is read
     }
-    mark_lost(state, refusal_reason(*state));
+    mark_lost(state, refusal_reason(*state), EngineMetrics::Loss::kRenewalRefused);
     return;
   }
+  metrics_.renewed(EngineMetrics::Renewal::kOk);
   const Instant answered_at = Instant::now();
   const milliseconds held_for = std::min(state->ttl, std::chrono::duration_cast<milliseconds>(result.granted_for));
   std::optional<ClockJumpError> jumped;
@@ -123,14 +126,19 @@ void ManagerCore::renewal_loop() {
     const auto now = SteadyClock::now();
     const auto boot_now = BootClock::now();
     auto next = now + std::chrono::seconds(1);
-    std::vector<std::pair<std::shared_ptr<LeaseState>, std::string>> lost;
+    struct Lost {
+      std::shared_ptr<LeaseState> state;
+      std::string reason;
+      EngineMetrics::Loss cause;
+    };
+    std::vector<Lost> lost;
     std::vector<std::shared_ptr<LeaseState>> due;
     for (auto& [name, states] : active_) {
       for (auto& state : states) {
         if (!state->lost_reason.empty()) {
-          lost.emplace_back(state, state->lost_reason);
+          lost.push_back({state, state->lost_reason, state->lost_cause});
         } else if (boot_now >= state->safe_until()) {
-          lost.emplace_back(state, "safe-until passed without a successful renewal");
+          lost.push_back({state, "safe-until passed without a successful renewal", EngineMetrics::Loss::kSafeUntilPassed});
         } else if (now >= state->next_renew) {
           due.push_back(state);
         } else {
@@ -153,7 +161,7 @@ void ManagerCore::renewal_loop() {
       continue;
     }
     lock.unlock();
-    for (auto& [state, reason] : lost) mark_lost(state, reason);
+    for (auto& [state, reason, cause] : lost) mark_lost(state, reason, cause);
     // Progress is guaranteed: a state whose renewal failed got a later next_renew.
     for (auto& state : due) renew_one(state);
     for (auto& session : sessions_due) check_session(session);
@@ -179,6 +187,7 @@ void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
     state->lost.store(true, std::memory_order_release);
     sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());
   }
+  metrics_.session_lost();
   {
     std::lock_guard<std::mutex> lock(state->handle_mutex);
     state->handle.reset();

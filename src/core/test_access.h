@@ -10,6 +10,8 @@ namespace dblock::detail {
 
 struct TestAccess {
   static LeaseService& service(LockManager& manager) { return manager.core_->service(); }
+  // The engine, which outlives the manager while this pointer does (its figures after shutdown).
+  static std::shared_ptr<ManagerCore> core(LockManager& manager) { return manager.core_; }
 };
 
 }  // namespace dblock::detail

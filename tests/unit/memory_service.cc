@@ -234,6 +234,7 @@ bool MemoryService::release(const LeaseKey& lease) {
     std::lock_guard<std::mutex> record(record_mutex_);
     released_.push_back(lease.tag);
   }
+  if (fail_releases_) throw InDoubtError("memory: release reply lost (injected)", "memory");
   std::lock_guard<std::mutex> lock(store_->mutex);
   const auto now = MemoryClock::now();
   const std::string name(lease.name);

@@ -102,6 +102,7 @@ class MemoryService final : public LeaseService,
   void set_renew_delay(std::chrono::milliseconds delay) { renew_delay_ms_ = delay.count(); }
   void refuse_renewals(bool on) { refuse_renewals_ = on; }
   void fail_renewals(bool on) { fail_renewals_ = on; }
+  void fail_releases(bool on) { fail_releases_ = on; }  // a release's reply is lost (InDoubtError)
   // Steps the clock renewals report (RenewResult::expires_at_us) by `d`, as a server whose clock
   // was stepped would; the service's own expiry keeps its clock.
   void step_reported_clock(std::chrono::milliseconds d) { reported_clock_offset_us_ += d.count() * 1000; }
@@ -206,6 +207,7 @@ class MemoryService final : public LeaseService,
   std::atomic<std::int64_t> renew_delay_ms_{0};
   std::atomic<bool> refuse_renewals_{false};
   std::atomic<bool> fail_renewals_{false};
+  std::atomic<bool> fail_releases_{false};
   std::atomic<std::int64_t> reported_clock_offset_us_{0};
   std::atomic<std::int64_t> reported_clock_step_us_{0};
   std::atomic<int> failing_attempts_{0};
