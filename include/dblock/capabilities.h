@@ -157,6 +157,9 @@ class Maintenance {
   // Deletes at most `batch` expired entries; returns how many. Never touches a live lease. The
   // engine runs it from its reaper thread, in bounded, paced batches.
   virtual std::size_t reap(std::size_t batch) = 0;
+  // Read-only: how long ago (service clock) the oldest expired entry that reap() would delete
+  // expired; nullopt when there is none. A reaper that keeps up keeps it near reaper_interval.
+  virtual std::optional<std::chrono::microseconds> oldest_unreaped() = 0;
 };
 
 // Several leases taken in one call, all or none (Redis: one script; the SQL services: one

@@ -137,6 +137,10 @@ class LockManager {
   // Runs reaper passes until no expired row is left (or `max_rows` were deleted); returns the
   // count. 0 where the backend keeps nothing to reap.
   std::size_t reap(std::size_t max_rows = static_cast<std::size_t>(-1));
+  // How long ago (backend clock) the oldest expired entry still waiting for the reaper expired;
+  // nullopt when there is none, or where the backend keeps nothing to reap (Redis, ZooKeeper).
+  // Read-only.
+  std::optional<std::chrono::microseconds> oldest_unreaped();
   // Applies pending migrations under the backend's migration lock; a no-op where the backend has
   // no schema. schema_version() is then 0.
   void migrate();

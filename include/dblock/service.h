@@ -63,6 +63,7 @@ struct LeaseInfo {
   std::int64_t renewals = 0;
   int holders = 1;                    // number of readers for shared leases (permits held)
   int permits = 0;                    // a semaphore's N (AcquireRequest::permits), else 0
+  int waiters = -1;                   // live waiters in the service's line (FairQueue); -1 unknown
 };
 
 // One force-release as the service recorded it (LockManager::force_release_history). Times are on

@@ -17,6 +17,8 @@ inline constexpr int kExitUsage = 64;
 inline constexpr int kExitUnavailable = 69;
 // EX_SOFTWARE: `run` lost its lease while COMMAND was running (unless --on-lost ignore).
 inline constexpr int kExitLeaseLost = 70;
+// EX_CANTCREAT: `run --metrics-textfile PATH` cannot create a file in PATH's directory.
+inline constexpr int kExitCannotCreate = 73;
 // EX_TEMPFAIL: `run` did not acquire the lock within --wait.
 inline constexpr int kExitNotAcquired = 75;
 // The backend refused a statement for lack of a privilege (EX_NOPERM).

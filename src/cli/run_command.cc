@@ -42,6 +42,7 @@
 #include "run_options.h"
 #include "signals.h"
 #include "supervisor.h"
+#include "textfile.h"
 
 extern char** environ;
 
@@ -185,6 +186,13 @@ void drain(int fd) {
   }
 }
 
+// --metrics-textfile: a failure is a warning; dblock's status stays COMMAND's.
+void write_job_figures(const std::string& path, const JobFigures& job) {
+  if (const std::string error = write_atomically(path, job_text(job)); !error.empty()) {
+    std::fprintf(stderr, "dblock: warning: --metrics-textfile: %s\n", terminal_text(error).c_str());
+  }
+}
+
 // What the rounds of one dblock process share.
 struct Rounds {
   const RunOptions& o;
@@ -198,10 +206,13 @@ struct Rounds {
 struct Round {
   int status = kExitOk;  // dblock's exit status for it
   bool last = false;     // dblock ends here (not acquired, a signal), whatever --forever says
+  JobFigures job;        // for --metrics-textfile
 };
 
-Round hold_and_run(const Rounds& r) {
+// One round; hold_and_run fills in the rest of its figures.
+Round hold_and_run_timed(const Rounds& r) {
   const RunOptions& o = r.o;
+  const Clock::time_point wait_started = Clock::now();
   std::unique_ptr<HeldLock> held;
   try {
     held = acquire_interruptibly(r.acquire, o, r.signals.fd.get());
@@ -212,12 +223,17 @@ Round hold_and_run(const Rounds& r) {
     if (r.manager == nullptr || o.wait.count() <= 0 || !fault_during_wait(e)) throw;
     std::fprintf(stderr, "dblock: %s not acquired within --wait %s: the service failed while waiting: %s\n",
                  locks_text(o).c_str(), describe_wait(o.wait).c_str(), terminal_text(e.what()).c_str());
-    return {o.not_acquired_exit, true};
+    return {o.not_acquired_exit, true, {}};
   }
   if (!held) {
     report_not_acquired(*r.manager, o);
-    return {o.not_acquired_exit, true};
+    return {o.not_acquired_exit, true, {}};
   }
+  Round round;
+  round.job.acquired = true;
+  const Clock::time_point acquired_at = Clock::now();
+  round.job.waited = acquired_at - wait_started;
+  round.job.fence = held->fence();
 
   // A signal that came in during a one-shot acquire: do not start COMMAND.
   for (const signalfd_siginfo& info : read_signals(r.signals.fd.get())) {
@@ -226,7 +242,7 @@ Round hold_and_run(const Rounds& r) {
       std::fprintf(stderr, "dblock: %s before the command started; releasing %s\n", ::strsignal(sig),
                    locks_text(o).c_str());
       held->release();
-      return {kExitSignalBase + sig, true};
+      return {kExitSignalBase + sig, true, {}};
     }
   }
   if (o.elect) {
@@ -235,7 +251,22 @@ Round hold_and_run(const Rounds& r) {
   }
 
   const Supervised run = supervise(*held, o, r.signals.fd.get(), r.lost_read, r.signals.original_mask);
-  return {run.status, run.signalled != 0};
+  round.status = run.status;
+  round.last = run.signalled != 0;
+  round.job.held = Clock::now() - acquired_at;
+  round.job.lost = run.lost;
+  return round;
+}
+
+Round hold_and_run(const Rounds& r) {
+  const RunOptions& o = r.o;
+  const Clock::time_point wait_started = Clock::now();
+  Round round = hold_and_run_timed(r);
+  round.job.keys = o.keys;
+  round.job.exit_status = round.status;
+  round.job.ended_at = std::chrono::system_clock::now();
+  if (!round.job.acquired) round.job.waited = Clock::now() - wait_started;
+  return round;
 }
 
 int run_or_elect(GlobalOptions global, std::vector<std::string> args, std::string_view command) {
@@ -244,6 +275,12 @@ int run_or_elect(GlobalOptions global, std::vector<std::string> args, std::strin
   const RunOptions& o = *parsed;
   for (const std::string& key : o.keys) validate_lock_name(key);
   const std::string url = resolve_url(global);
+  if (!o.metrics_textfile.empty()) {
+    if (const std::string problem = textfile_problem(o.metrics_textfile); !problem.empty()) {
+      std::fprintf(stderr, "dblock: %s; not taking %s\n", terminal_text(problem).c_str(), locks_text(o).c_str());
+      return kExitCannotCreate;
+    }
+  }
 
   // Declared before the manager so that they outlive its threads and callbacks.
   SignalSetup signals;
@@ -280,6 +317,7 @@ int run_or_elect(GlobalOptions global, std::vector<std::string> args, std::strin
   const Rounds rounds{o, acquire, manager, signals, lost_pipe->read_end.get()};
   for (;;) {
     const Round round = hold_and_run(rounds);
+    if (!o.metrics_textfile.empty()) write_job_figures(o.metrics_textfile, round.job);
     if (!o.forever || round.last) return round.status;
     std::fprintf(stderr, "dblock: leadership of %s ended (exit status %d); campaigning again in %s\n",
                  locks_text(o).c_str(), round.status, format_duration(kCampaignPause).c_str());

@@ -24,7 +24,7 @@ constexpr milliseconds kMinRunTtl{1000};
 // The option values as given, before they are checked.
 struct RunArgs {
   std::vector<std::string> keys;
-  std::optional<std::string> ttl, wait, mode, on_lost, on_death, permits, hold_at_least, skipped_exit;
+  std::optional<std::string> ttl, wait, mode, on_lost, on_death, permits, hold_at_least, skipped_exit, textfile;
   bool forever = false;
 };
 
@@ -125,6 +125,10 @@ RunOptions checked_run_options(const ArgCursor& cur, const RunArgs& a, std::vect
     cur.fail("--mode session takes one --key (several names are held as leases: --mode lease or shared)");
   }
   if (a.on_death) o.kill_with_dblock = choose<bool>(cur, "--on-dblock-death", *a.on_death, {{"kill", true}, {"keep", false}});
+  if (a.textfile) {
+    if (a.textfile->empty()) cur.fail("--metrics-textfile needs a file name");
+    o.metrics_textfile = *a.textfile;
+  }
   return o;
 }
 
@@ -136,6 +140,7 @@ RunOptions checked_elect_options(const ArgCursor& cur, const RunArgs& a, std::ve
   if (a.hold_at_least || a.skipped_exit) {
     cur.fail("elect waits until elected: --hold-at-least and --skipped-exit are options of run, not of elect");
   }
+  if (a.textfile) cur.fail("--metrics-textfile is an option of run, not of elect");
   if (a.keys.size() > 1) cur.fail("elect takes one --key");
   RunOptions o = checked_run_options(cur, a, std::move(command));
   o.wait = kWaitForever;
@@ -164,7 +169,8 @@ std::optional<RunOptions> parse_run(GlobalOptions& global, std::vector<std::stri
     if (cur.option("--url", &global.url) || cur.repeated_option("--key", &a.keys) || cur.option("--ttl", &a.ttl) ||
         cur.option("--wait", &a.wait) || cur.option("--mode", &a.mode) || cur.option("--on-lost", &a.on_lost) ||
         cur.option("--on-dblock-death", &a.on_death) || cur.option("--permits", &a.permits) ||
-        cur.option("--hold-at-least", &a.hold_at_least) || cur.option("--skipped-exit", &a.skipped_exit)) {
+        cur.option("--hold-at-least", &a.hold_at_least) || cur.option("--skipped-exit", &a.skipped_exit) ||
+        cur.option("--metrics-textfile", &a.textfile)) {
       continue;
     }
     if (elect && cur.flag("--forever")) {

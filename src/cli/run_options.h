@@ -28,6 +28,7 @@ struct RunOptions {
   bool kill_with_dblock = true;  // --on-dblock-death kill (default) / keep
   bool elect = false;            // `dblock elect`: one key, a lease, waiting forever
   bool forever = false;          // elect --forever: campaign again after each leadership
+  std::string metrics_textfile;  // --metrics-textfile PATH: the job's figures once COMMAND ended
   std::vector<std::string> command;
 };
 

@@ -68,6 +68,7 @@ class Supervisor {
 
   // The last signal forwarded to COMMAND (0: none): someone asked dblock to stop.
   int signalled() const { return signalled_; }
+  bool lost() const { return lost_; }
 
   int run(const sigset_t& child_mask) {
     if (int rc = spawn(child_mask); rc != 0) {
@@ -262,7 +263,7 @@ class Supervisor {
 Supervised supervise(HeldLock& lock, const RunOptions& o, int sfd, int lost_fd, const sigset_t& child_mask) {
   Supervisor supervisor(lock, o, sfd, lost_fd);
   const int status = supervisor.run(child_mask);
-  return {status, supervisor.signalled()};
+  return {status, supervisor.signalled(), supervisor.lost()};
 }
 
 }  // namespace dblock::cli

@@ -21,6 +21,7 @@ std::string& last_reported_error();
 struct Supervised {
   int status = 0;     // dblock's exit status for this run of COMMAND
   int signalled = 0;  // the last signal forwarded to COMMAND (0: none): someone asked dblock to stop
+  bool lost = false;  // the lock was lost while COMMAND ran
 };
 
 // Starts COMMAND (o.command) with `child_mask` and supervises it until it has ended and `lock` is

@@ -33,6 +33,7 @@ Exit status:
   64   usage error: bad option, duration, lock name or URL
   69   backend unreachable or cannot be opened
   70   run: the lease was lost while COMMAND was running
+  73   run: --metrics-textfile's directory cannot take the file
   75   run: the lock was not acquired within --wait (also when the service failed meanwhile)
   77   permission denied: the database role may not do this (see README, Security)
   78   lock tables missing or newer than this dblock
@@ -45,7 +46,7 @@ Passwords in URLs are never printed.
 constexpr std::string_view kRun = R"(Usage: dblock [--url URL] run --key NAME [--key NAME...] [--ttl 30s] [--wait 0|DURATION|forever]
                   [--mode lease|session|shared] [--permits N] [--hold-at-least DURATION]
                   [--skipped-exit N] [--on-lost term|kill|ignore] [--on-dblock-death kill|keep]
-                  -- COMMAND [ARGS...]
+                  [--metrics-textfile PATH] -- COMMAND [ARGS...]
 
 Acquires the lock NAME, runs COMMAND while holding it, renews the lease in the background, and
 releases it when COMMAND exits. COMMAND runs with these variables added to its environment:
@@ -99,6 +100,12 @@ Options:
   --on-dblock-death WHAT  if dblock dies while COMMAND runs:
                       kill (default): SIGKILL to COMMAND (not to what it started in the background)
                       keep: COMMAND runs on, unsupervised, and without the lock once the TTL passes
+  --metrics-textfile PATH  when dblock is done (COMMAND ended, or the lock was not acquired),
+                    writes the run's figures to PATH for node_exporter's textfile collector:
+                    dblock_run_acquired, _wait_seconds, _hold_seconds, _exit_status, _lost,
+                    _fence, _end_time_seconds, labelled lock="NAME". Written whole (a temporary
+                    file in PATH's directory, then renamed); a failed write is a warning. A
+                    directory that cannot take the file exits 73 before the lock is taken
   -h, --help        show this help
 
 Durations: a whole number with a unit: 500ms, 30s, 5m, 1h. A bare number means seconds.
@@ -109,6 +116,7 @@ Exit status:
   69   backend unreachable or cannot be opened
   70   the lock was lost while COMMAND was running (and --on-lost is not ignore), also when
        COMMAND finished before the loss was noticed
+  73   --metrics-textfile: PATH's directory is missing or cannot take a file
   75   the lock was not acquired within --wait (also when the service failed meanwhile);
        --skipped-exit N replaces it
   77   permission denied: the database role may not do this (see README, Security)

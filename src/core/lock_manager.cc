@@ -143,6 +143,13 @@ std::size_t LockManager::reap(std::size_t max_rows) {
   return total;
 }
 
+std::optional<std::chrono::microseconds> LockManager::oldest_unreaped() {
+  Maintenance* maintenance = core_->service().maintenance();
+  if (maintenance == nullptr) return std::nullopt;
+  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  return maintenance->oldest_unreaped();
+}
+
 void LockManager::migrate() {
   Maintenance* maintenance = core_->service().maintenance();
   if (maintenance == nullptr) return;

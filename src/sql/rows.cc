@@ -45,6 +45,15 @@ LeaseInfo lease_info(const Row& row) {
   return info;
 }
 
+void set_waiters(std::vector<LeaseInfo>& leases, const Rows& counts) {
+  for (LeaseInfo& info : leases) {
+    info.waiters = 0;
+    for (const Row& row : counts) {
+      if (as_string(row.at(0)) == info.name) info.waiters = static_cast<int>(as_int(row.at(1)));
+    }
+  }
+}
+
 ForceReleaseRecord force_release_record(const Row& row) {
   ForceReleaseRecord record;
   record.name = as_string(row.at(0));

@@ -41,6 +41,10 @@ std::vector<T> parse_rows(const Rows& rows, T (*parse)(const Row&)) {
 // expires_at_us, expires_in_us, renewals, live readers, readers' holders, permits (NULL: none).
 LeaseInfo lease_info(const Row& row);
 
+// Sets each lease's waiters from `counts`, rows of every dialect's waiter-count statement (name,
+// live waiters); a name without a row has none.
+void set_waiters(std::vector<LeaseInfo>& leases, const Rows& counts);
+
 // One row of every dialect's force-release history statement: name, at_us, by_holder, by_account,
 // holder, mode, old_fence, new_fence.
 ForceReleaseRecord force_release_record(const Row& row);

@@ -919,11 +919,17 @@ TEST_CASE("postgresql: a terminated session is detected as a lost session lock",
   };
   auto held = manager->session_lock("terminated-" + prefix, 0ms, lock_options);
   REQUIRE(held);
+  CHECK(manager->metrics().session_locks_held == 1);
+  CHECK(manager->metrics().session_locks_lost == 0);
   terminate(backend_pids(prefix));
   {
     std::unique_lock<std::mutex> lock(m);
     REQUIRE(cv.wait_for(lock, 10s, [&] { return callback; }));
   }
+  const MetricsSnapshot metrics = manager->metrics();  // counted before the callback ran
+  CHECK(metrics.session_locks_lost == 1);
+  CHECK(metrics.session_locks_held == 0);
+  CHECK(metrics.service == "postgresql");
   CHECK(held->lost());
   CHECK(held->release() == ReleaseResult::kAlreadyLost);
   auto other = open_manager({}, prefix);

@@ -301,6 +301,11 @@ std::vector<LeaseInfo> MemoryService::list(std::optional<std::string_view> only)
       info.fence = h.fence;
       info.expires_at_us = to_us(h.expires);
       info.expires_in_us = to_us(h.expires) - to_us(now);
+      const auto queue = store_->queues.find(name);
+      info.waiters = queue == store_->queues.end()
+                         ? 0
+                         : static_cast<int>(std::count_if(queue->second.begin(), queue->second.end(),
+                                                          [&](const MemoryStore::Waiter& w) { return w.until > now; }));
       out.push_back(std::move(info));
       break;
     }
@@ -363,6 +368,21 @@ std::size_t MemoryService::reap(std::size_t batch) {
     }
   }
   return n;
+}
+
+std::optional<std::chrono::microseconds> MemoryService::oldest_unreaped() {
+  std::lock_guard<std::mutex> lock(store_->mutex);
+  const auto now = MemoryClock::now();
+  std::optional<MemoryClock::time_point> oldest;
+  for (const auto& [name, lock_state] : store_->locks) {
+    if (lock_state.holders.empty() || !store_->queues[name].empty()) continue;
+    MemoryClock::time_point ended = MemoryClock::time_point::min();
+    for (const auto& [secret, h] : lock_state.holders) ended = std::max(ended, h.expires);
+    if (ended > now) continue;  // a holder is live
+    if (!oldest || ended < *oldest) oldest = ended;
+  }
+  if (!oldest) return std::nullopt;
+  return std::chrono::duration_cast<std::chrono::microseconds>(now - *oldest);
 }
 
 void MemoryService::push_lost(const std::string& name) {

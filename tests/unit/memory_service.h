@@ -176,6 +176,7 @@ class MemoryService final : public LeaseService,
   void migrate(bool create) override;
   int schema_version() override { return 1; }
   std::size_t reap(std::size_t batch) override;
+  std::optional<std::chrono::microseconds> oldest_unreaped() override;
 
  private:
   struct Pending {

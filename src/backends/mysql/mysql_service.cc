@@ -318,7 +318,7 @@ std::vector<ForceReleaseRecord> MysqlService::force_releases(std::optional<std::
 }
 
 std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) {
-  return context_.connections().idempotent([&](Connection& c) {
+  std::vector<LeaseInfo> out = context_.connections().idempotent([&](Connection& c) {
     Rows rows;
     try {
       rows = context_.query(c, sql::kListCall, {{"name", std::string(name.value_or(""))}});
@@ -328,6 +328,20 @@ std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) 
     }
     return dblock::sql::parse_rows(rows, &dblock::sql::lease_info);
   });
+  try {
+    const Rows counts = context_.connections().idempotent(
+        [&](Connection& c) { return context_.query(c, sql::kListWaiters, {{"name", std::string(name.value_or(""))}}); });
+    dblock::sql::set_waiters(out, counts);
+  } catch (const PermissionError&) {
+    // A monitoring account with the documented grants (no SELECT on the waiters table): unknown.
+  }
+  return out;
+}
+
+std::optional<std::chrono::microseconds> MysqlService::oldest_unreaped() {
+  const Rows rows = context_.connections().idempotent([&](Connection& c) { return context_.query(c, sql::kOldestUnreaped, {}); });
+  if (rows.empty() || dblock::sql::is_null(rows[0].at(0))) return std::nullopt;
+  return std::chrono::microseconds(dblock::sql::as_int(rows[0][0]));
 }
 
 // ---- the queue, the native wait and the probe ----

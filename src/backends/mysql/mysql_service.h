@@ -67,6 +67,7 @@ class MysqlService final : public LeaseService,
   void migrate(bool create) override;
   int schema_version() override;
   std::size_t reap(std::size_t batch) override;
+  std::optional<std::chrono::microseconds> oldest_unreaped() override;
 
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 

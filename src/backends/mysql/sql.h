@@ -494,6 +494,17 @@ inline constexpr Statement kForceReleaseHistoryCall{"force_release_history_call"
   " (SELECT GROUP_CONCAT(r.holder ORDER BY r.acquired_at SEPARATOR ',') FROM {R} r WHERE r.name = l.name"      \
   "  AND r.expires_at > UTC_TIMESTAMP(6)), l.permits"                                                         \
   " FROM {L} l WHERE l.expires_at > UTC_TIMESTAMP(6)"
+// Live waiters per name (list's waiter counts; an account without SELECT on {W} gets none).
+// :name ("" for every name).
+inline constexpr Statement kListWaiters{"list_waiters",
+    "SELECT name, COUNT(*) FROM {W} WHERE until_at > UTC_TIMESTAMP(6) AND (:name = '' OR name = :name) GROUP BY name"};
+// Microseconds since the oldest row the reaper would delete expired (NULL: none). Released rows
+// (expires_at DBLOCK_MY_EXPIRED) carry no time and are left out.
+inline constexpr Statement kOldestUnreaped{"oldest_unreaped",
+    "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(e), UTC_TIMESTAMP(6)) FROM ("
+    "SELECT MIN(expires_at) AS e FROM {L} WHERE expires_at <= UTC_TIMESTAMP(6)"
+    " AND expires_at > " DBLOCK_MY_EXPIRED " AND " DBLOCK_MY_NOBODY_QUEUED
+    " UNION ALL SELECT MIN(expires_at) FROM {R} WHERE expires_at <= UTC_TIMESTAMP(6)) m"};
 inline constexpr Statement kListAll{"list_all", DBLOCK_MY_LIST " ORDER BY l.name"};
 inline constexpr Statement kListOne{"list_one", DBLOCK_MY_LIST " AND l.name = :name"};
 #undef DBLOCK_MY_LIST
@@ -689,7 +700,7 @@ static_assert(std::string_view(kLockWaitBound).find("innodb_lock_wait_timeout = 
 inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kAcquireSharedInTransaction, &kQueue, &kRemaining,
     &kLeaveQueue, &kRenewExclusive, &kRenewReader, &kReleaseHolding, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
-    &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kListCall, &kForceReleaseHistoryCall, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
+    &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kListCall, &kListWaiters, &kOldestUnreaped, &kForceReleaseHistoryCall, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
     &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
     &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
     &kRecordMigration, &kQueueStatus,

@@ -392,6 +392,19 @@ inline constexpr Statement kList{"list",
     " (SELECT string_agg(r.holder, ',') FROM {R} r WHERE r.name = l.name AND r.expires_at > clock_timestamp()),"
     " l.permits FROM {L} l WHERE l.expires_at > clock_timestamp() AND ($1::text IS NULL OR l.name = $1) ORDER BY l.name"};
 
+// Live waiters per name (list's waiter counts; a role without SELECT on {W} gets none). $1 name
+// or NULL for all.
+inline constexpr Statement kListWaiters{"list_waiters",
+    "SELECT name, count(*) FROM {W} WHERE until_at > clock_timestamp() AND ($1::text IS NULL OR name = $1)"
+    " GROUP BY name"};
+// Microseconds since the oldest row the reaper would delete expired (NULL: none). Released rows
+// (expires_at -infinity) carry no time and are left out.
+inline constexpr Statement kOldestUnreaped{"oldest_unreaped",
+    "SELECT " DBLOCK_PG_US("clock_timestamp() - min(e)") " FROM ("
+    "SELECT min(expires_at) AS e FROM {L} WHERE expires_at <= clock_timestamp() AND isfinite(expires_at)"
+    " AND coalesce(queued_until, '-infinity') <= clock_timestamp()"
+    " UNION ALL SELECT min(expires_at) FROM {R} WHERE expires_at <= clock_timestamp()) m"};
+
 // Reaper: at most $1 expired rows nobody is queued for, skipping rows another transaction is
 // taking over (never waits on them). A row with live waiters stays (see the queue note above).
 // Keyset order: only rows after the cursor ($2 expires_at in microseconds since the epoch, NULL
@@ -512,7 +525,7 @@ inline constexpr Statement kShortIdleTimeout{"short_idle_timeout",
 inline constexpr const Statement* kPrepared[] = {
     &kAcquireExclusive, &kAcquireExclusiveQueued, &kAcquireShared, &kLockPermitRow, &kSharedPermits, &kQueue, &kLeaveQueue,
     &kRenewExclusive, &kRenewReader, &kReleaseHolding, &kReleaseExclusive, &kRemarkReleased, &kReleaseExclusiveInPlace,
-    &kReleaseReader, &kForceRelease, &kForceReleaseHistory, &kList, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus, &kConfirmGrant,
+    &kReleaseReader, &kForceRelease, &kForceReleaseHistory, &kList, &kListWaiters, &kOldestUnreaped, &kReapLeases, &kReapReaders, &kReapWaiters, &kQueueStatus, &kConfirmGrant,
     &kTrySessionExclusive, &kTrySessionShared, &kWaitSessionExclusive, &kWaitSessionShared,
     &kUnlockSessionExclusive, &kUnlockSessionShared, &kVerifySession,
 };

@@ -23,8 +23,9 @@ std::string glob_escaped(std::string_view text) {
   return out;
 }
 
-// kind, mode, holder, fence, acq, exp, ren, holders, permits: one key's entry in kDescribe's reply.
-constexpr std::size_t kDescribeFields = 9;
+// kind, mode, holder, fence, acq, exp, ren, holders, permits, waiters: one lock's entry in
+// kDescribe's reply.
+constexpr std::size_t kDescribeFields = 10;
 
 LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::int64_t now_us) {
   LeaseInfo info;
@@ -38,6 +39,7 @@ LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::
   info.renewals = r[at + 6].integer();
   info.holders = static_cast<int>(r[at + 7].integer());
   info.permits = static_cast<int>(r[at + 8].integer());
+  info.waiters = static_cast<int>(r[at + 9].integer());
   return info;
 }
 
@@ -62,7 +64,12 @@ ForceReleaseRecord record_of(const ReplyView& fields) {
 
 void describe_batch(Node& node, const std::vector<std::string>& keys, std::string_view prefix, bool foreign_too,
                     std::vector<LeaseInfo>& out) {
-  const Reply r = node.eval(node.scripts().describe, keys, {}, Repeat::kSafe);
+  std::vector<std::string> script_keys;
+  for (const std::string& key : keys) {
+    const LockKeys k(prefix, std::string_view(key).substr(prefix.size()));
+    script_keys.insert(script_keys.end(), {k.lease, k.queue, k.queue_info});
+  }
+  const Reply r = node.eval(node.scripts().describe, script_keys, {}, Repeat::kSafe);
   const std::int64_t now_us = r[0].integer();
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::size_t at = 1 + i * kDescribeFields;

@@ -231,7 +231,9 @@ std::vector<LeaseInfo> RedlockService::list(std::optional<std::string_view> name
   if (answered < quorum()) throw ConnectionError("redlock: too few nodes answered the listing", kServiceName);
   std::vector<LeaseInfo> out;
   for (auto& [key, entry] : seen) {
-    if (entry.first >= quorum()) out.push_back(std::move(entry.second));
+    if (entry.first < quorum()) continue;
+    entry.second.waiters = -1;  // Redlock keeps no line (no FairQueue): unknown
+    out.push_back(std::move(entry.second));
   }
   return out;
 }

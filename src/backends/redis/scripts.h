@@ -368,13 +368,15 @@ hand_on(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, ARGV[1], ARGV[2])
 return 1
 )LUA";
 
-// KEYS: the lease keys to describe. Returns {now_us, then per key: kind, mode, holder, fence,
-// acq, exp, ren, holders, permits} where kind is 0 (free), 1 (a dblock lease), 2 (another client's string)
-// or 3 (a key that is no lock); times of kind 2 are from its PX (exp 0: none).
+// KEYS: K1 K3 K4 of each lock to describe, in turn. Returns {now_us, then per lock: kind, mode,
+// holder, fence, acq, exp, ren, holders, permits, waiters} where kind is 0 (free), 1 (a dblock
+// lease), 2 (another client's string) or 3 (a key that is no lock); times of kind 2 are from its
+// PX (exp 0: none); waiters are the live entries of its line.
 inline constexpr std::string_view kDescribe = R"LUA(
 local now = now_us()
 local out = {str(now)}
-for _, key in ipairs(KEYS) do
+for i = 1, #KEYS, 3 do
+  local key = KEYS[i]
   local st = state(key, now, false)
   local kind, mode, holder, fence, acq, exp, ren, holders, permits = 0, 'x', '', 0, 0, 0, 0, 0, 0
   if st == 'x' then
@@ -407,7 +409,8 @@ for _, key in ipairs(KEYS) do
     local pttl = redis.call('PTTL', key)
     if pttl >= 0 then exp = now + pttl * 1000 end
   end
-  for _, v in ipairs({kind, mode, holder, str(fence), str(acq), str(exp), str(ren), holders, permits}) do
+  local waiters = #live_waiters(KEYS[i + 1], KEYS[i + 2], now, false)
+  for _, v in ipairs({kind, mode, holder, str(fence), str(acq), str(exp), str(ren), holders, permits, waiters}) do
     out[#out + 1] = v
   end
 end

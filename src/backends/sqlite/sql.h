@@ -154,6 +154,14 @@ inline constexpr Statement kList{"list",
     " (SELECT group_concat(holder, ',') FROM {R} AS R WHERE R.name = L.name AND R.expires_at_us > {N}), permits"
     " FROM {L} AS L WHERE expires_at_us > {N} AND (?1 IS NULL OR name = ?1) ORDER BY name"};
 
+// Live waiters per name (list's waiter counts). ?1 name or NULL for all.
+inline constexpr Statement kListWaiters{"list_waiters",
+    "SELECT name, count(*) FROM {W} WHERE until_us > {N} AND (?1 IS NULL OR name = ?1) GROUP BY name"};
+// Microseconds since the oldest expired lease or reader row expired (NULL: none).
+inline constexpr Statement kOldestUnreaped{"oldest_unreaped",
+    "SELECT {N} - min(e) FROM (SELECT min(expires_at_us) AS e FROM {L} WHERE expires_at_us <= {N}"
+    " UNION ALL SELECT min(expires_at_us) FROM {R} WHERE expires_at_us <= {N})"};
+
 // 1 when any of the reap statements below would delete a row (read-only: what the reaper checks
 // before taking the write lock).
 inline constexpr Statement kReapDue{"reap_due",
@@ -219,7 +227,7 @@ inline constexpr const Statement* kAll[] = {
     &kAcquireExclusive, &kAcquireSharedRow, &kSharedPermits, &kInsertReader, &kQueue, &kQueuePosition, &kLeaveQueue,
     &kRemaining, &kRenewExclusive, &kRenewReader, &kExtendSharedRow, &kReleaseExclusive, &kReleaseHolding, &kReleaseExpired,
     &kReleaseReader, &kShrinkSharedRow, &kForceReleaseTarget, &kForceRelease, &kForceReleaseReaders, &kRecordForceRelease,
-    &kForceReleaseHistory, &kList, &kReapDue, &kReapLeases,
+    &kForceReleaseHistory, &kList, &kListWaiters, &kOldestUnreaped, &kReapDue, &kReapLeases,
     &kReapWaiters, &kReapReaders, &kGuardExclusive, &kGuardReader, &kTableExists,
     &kSchemaVersion, &kRecordMigration, &kClockRead, &kClockLatest, &kClockSet,
 };

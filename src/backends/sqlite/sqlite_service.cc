@@ -305,7 +305,11 @@ std::vector<LeaseInfo> SqliteService::list(std::optional<std::string_view> name)
   auto c = borrow();
   Query q = query(*c, sql::kList);
   if (name) q.bind(1, *name); else q.bind_null(1);
-  return dblock::sql::parse_rows(q.rows(), &dblock::sql::lease_info);
+  std::vector<LeaseInfo> out = dblock::sql::parse_rows(q.rows(), &dblock::sql::lease_info);
+  Query waiters = query(*c, sql::kListWaiters);
+  if (name) waiters.bind(1, *name); else waiters.bind_null(1);
+  dblock::sql::set_waiters(out, waiters.rows());
+  return out;
 }
 
 // ---- the queue and the probe ----
@@ -417,6 +421,13 @@ std::size_t SqliteService::reap(std::size_t batch) {
   } catch (const TimeoutError&) {
     return 0;
   }
+}
+
+std::optional<std::chrono::microseconds> SqliteService::oldest_unreaped() {
+  auto c = borrow();
+  const auto rows = query(*c, sql::kOldestUnreaped).rows();
+  if (rows.empty() || dblock::sql::is_null(rows[0].at(0))) return std::nullopt;
+  return std::chrono::microseconds(dblock::sql::as_int(rows[0][0]));
 }
 
 std::size_t SqliteService::reap_on(Connection& c, std::size_t batch) {

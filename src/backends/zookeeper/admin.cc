@@ -137,10 +137,12 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
                                                     SteadyClock::time_point deadline) {
   const std::string dir = container(name);
   const std::vector<std::string> names = children_of(s, dir, deadline);
-  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, names));
+  const std::vector<Child> sorted = sorted_children(options_.layout, names);
+  const std::vector<Child> holding = holders_of(sorted);
   LeaseInfo info;
   info.name = name;
   info.holders = 0;
+  info.waiters = static_cast<int>(sorted.size() - holding.size());  // every lock node not holding waits
   std::vector<std::string> holders;
   for (const Child& child : holding) {
     const Reply r = s.get(dir + "/" + child.name, deadline);
