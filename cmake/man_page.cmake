@@ -2,7 +2,7 @@
 # `--version`, with each command's `dblock COMMAND --help` added as a section of its own, so the
 # page and the help never disagree. Run as
 #   cmake -DDBLOCK=<dblock> -DHELP2MAN=<help2man> -DOUT=<dblock.1> -P man_page.cmake
-set(_commands run elect leader list inspect release migrate reap version)
+set(_commands run elect leader list inspect release migrate reap exporter version)
 get_filename_component(_dir "${OUT}" DIRECTORY)
 set(_include "${_dir}/dblock.h2m")
 file(WRITE "${_include}" "[COMMANDS IN DETAIL]\n")

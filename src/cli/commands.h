@@ -44,6 +44,7 @@ int release_command(GlobalOptions global, std::vector<std::string> args);
 int migrate_command(GlobalOptions global, std::vector<std::string> args);
 int reap_command(GlobalOptions global, std::vector<std::string> args);
 int version_command(GlobalOptions global, std::vector<std::string> args);
+int exporter_command(GlobalOptions global, std::vector<std::string> args);
 
 }  // namespace dblock::cli
 

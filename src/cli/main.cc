@@ -59,6 +59,7 @@ int dispatch(std::vector<std::string> args) {
   if (command == "migrate") return migrate_command(global, std::move(rest));
   if (command == "reap") return reap_command(global, std::move(rest));
   if (command == "version") return version_command(global, std::move(rest));
+  if (command == "exporter") return exporter_command(global, std::move(rest));
   if (command == "help") {
     if (rest.size() > 1) throw UsageFailure("help takes at most one COMMAND", "");
     write_to(stdout, usage_text(rest.empty() ? "" : rest[0]));

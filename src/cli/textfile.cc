@@ -46,14 +46,15 @@ int write_all(int fd, const std::string& text) {
 
 std::string textfile_problem(const std::string& path) {
   if (path.empty()) return "--metrics-textfile needs a file name";
+  const std::string option = "--metrics-textfile '" + path + "': ";
   struct stat st {};
-  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "--metrics-textfile '" + path + "' is a directory";
+  if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return option + "is a directory";
   const std::string dir = directory_of(path);
-  if (::stat(dir.c_str(), &st) != 0) return failed("--metrics-textfile: cannot use the directory", dir, errno);
-  if (!S_ISDIR(st.st_mode)) return "--metrics-textfile: '" + dir + "' is not a directory";
+  if (::stat(dir.c_str(), &st) != 0) return option + failed("cannot use the directory", dir, errno);
+  if (!S_ISDIR(st.st_mode)) return option + "'" + dir + "' is not a directory";
   const std::string probe = temporary_for(path);
   const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return failed("--metrics-textfile: cannot create a file in", dir, errno);
+  if (fd < 0) return option + failed("cannot create a file in", dir, errno);
   ::close(fd);
   ::unlink(probe.c_str());
   return "";

@@ -17,6 +17,7 @@ Commands:
   release   evict a holder (admin):             dblock release --force NAME
   migrate   create or upgrade the lock tables:  dblock migrate
   reap      delete expired lease rows now:      dblock reap
+  exporter  serve /metrics for Prometheus:      dblock exporter --listen 127.0.0.1:9464
   version   print the version and the backends: dblock version
 
 Global options:
@@ -235,6 +236,36 @@ Options:
 Exit status: 0; 64 usage error; 69 backend unreachable; 78 schema problem; 1 other error.
 )";
 
+constexpr std::string_view kExporter = R"(Usage: dblock [--url URL] exporter --listen HOST:PORT
+
+Serves Prometheus metrics at http://HOST:PORT/metrics until SIGTERM or SIGINT (then exits 0):
+the lock table as the backend sees it at each scrape, and the exporter's own figures.
+  dblock_lock_holders{name,mode}       holders of each held lock
+  dblock_lock_age_seconds{name}        how long it has been held (backend clock)
+  dblock_lock_expires_in_seconds{name} time left until it expires unless renewed
+  dblock_lock_fence{name}              its fencing token
+  dblock_lock_waiters{name}            live waiters in its line (not on Redlock; not for a
+                                       database role without SELECT on the waiters table)
+  dblock_oldest_unreaped_seconds       how long ago the oldest expired row still waiting for the
+                                       reaper expired (0: none; always 0 on Redis and ZooKeeper)
+  dblock_lock_table_up                 1 if the scrape read the lock table; 0 if not, and a comment
+                                       line says why (the rest of the page is served as usual)
+  dblock_exporter_scrapes_total, dblock_exporter_lock_table_errors_total, and the dblock_*
+  figures of its own LockManager (see docs/operations.md)
+Each scrape reads the backend with a 5 s deadline. Only GET (and HEAD) of /metrics is served:
+other methods get 405, other paths 404. No password is ever printed or served. Give it a
+database role that may only read (see README, Security); it deletes and writes nothing.
+
+Options:
+  --listen HOST:PORT  where to listen: 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464 (every
+                      interface: the page names every lock; mind who can reach it)
+  -h, --help          show this help
+
+Exit status: 0 after SIGTERM or SIGINT; 64 usage error (a --listen that is not HOST:PORT with a
+port from 1 to 65535); 69 backend unreachable at start, or the address cannot be listened on (in
+use, not local); 78 schema problem.
+)";
+
 constexpr std::string_view kVersion = R"(Usage: dblock version
 
 Prints the dblock version and the URL schemes (backends) this build supports. Opens no backend.
@@ -248,6 +279,7 @@ Options:
 std::string_view usage_text(std::string_view command) {
   if (command == "run") return kRun;
   if (command == "elect") return kElect;
+  if (command == "exporter") return kExporter;
   if (command == "leader") return kLeader;
   if (command == "list") return kList;
   if (command == "inspect") return kInspect;

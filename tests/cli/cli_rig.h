@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -458,6 +459,25 @@ inline void check_command_isolated(Cli& cli, const std::vector<std::string>& run
   CHECK(st->second == command);
   dblock->signal(SIGTERM);
   CHECK(dblock->wait(milliseconds(10'000)) == 128 + SIGTERM);
+}
+
+// The URL ctest's `test` passes in `env` for the server its fixture started; the case fails
+// without it (a test that needs a server never passes without one).
+inline std::string server_url(const char* env, const char* test) {
+  const char* url = std::getenv(env);
+  if (url == nullptr || url[0] == '\0') {
+    FAIL(env << " is not set: run through ctest (" << test << " starts a server)");
+  }
+  return url;
+}
+
+inline std::string postgresql_url() { return server_url("DBLOCK_TEST_POSTGRESQL_URL", "cli_postgresql"); }
+
+// A lock name no other run on the same server uses.
+inline std::string unique_key(const std::string& what) {
+  static std::atomic<int> counter{0};
+  return "cli-test/" + what + "/" + std::to_string(::getpid()) + "/" + std::to_string(++counter) + "/" +
+         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
 }
 
 }  // namespace dblock::cli_test

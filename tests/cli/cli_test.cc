@@ -441,6 +441,10 @@ TEST_CASE("bash completion: commands, each command's options and the values of -
   CHECK(offered("dblock list --h") == "--history --help");
   CHECK(offered("dblock release --f") == "--force");
   CHECK(offered("dblock run --key k -- truncat") == "truncate");
+  CHECK(offered("dblock ex") == "exporter");
+  CHECK(offered("dblock exporter --l") == "--listen");
+  CHECK(offered("dblock run --me") == "--metrics-textfile");
+  CHECK(offered("dblock run --metrics-textfile " + cli.dir.file("x.d")) == cli.dir.file("x.db"));
 }
 
 TEST_CASE("run passes on the child's exit status and releases", "[cli][sqlite]") {
@@ -623,7 +627,7 @@ TEST_CASE("--help exits 0 for the top level and every subcommand", "[cli]") {
       {"--help"}, {"-h"}, {"help"}, {"help", "run"}, {"run", "--help"}, {"run", "-h"}, {"list", "--help"},
       {"inspect", "--help"}, {"release", "--help"}, {"migrate", "--help"}, {"reap", "--help"},
       {"version", "--help"}, {"run", "--key", "k", "--help"}, {"elect", "--help"}, {"help", "elect"},
-      {"leader", "--help"}};
+      {"leader", "--help"}, {"exporter", "--help"}};
   for (const auto& args : helps) {
     Result r = cli.run(args);
     INFO(r);
@@ -1094,29 +1098,6 @@ TEST_CASE("--mode shared admits many holders and excludes an exclusive one; sess
 // PostgreSQL: session mode and a lease eviction through the CLI. Hidden from the default run;
 // ctest's `cli_postgresql` runs them (`cli_test [postgresql]`) against the throwaway server its
 // fixture starts. Without DBLOCK_TEST_POSTGRESQL_URL they fail loudly.
-
-namespace {
-
-// The URL ctest's `test` passes in `env` for the server its fixture started; the case fails
-// without it (a test that needs a server never passes without one).
-std::string server_url(const char* env, const char* test) {
-  const char* url = std::getenv(env);
-  if (url == nullptr || url[0] == '\0') {
-    FAIL(env << " is not set: run through ctest (" << test << " starts a server)");
-  }
-  return url;
-}
-
-std::string postgresql_url() { return server_url("DBLOCK_TEST_POSTGRESQL_URL", "cli_postgresql"); }
-
-// A lock name no other run on the same server uses.
-std::string unique_key(const std::string& what) {
-  static int counter = 0;
-  return "cli-test/" + what + "/" + std::to_string(::getpid()) + "/" + std::to_string(++counter) + "/" +
-         std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-}
-
-}  // namespace
 
 TEST_CASE("PostgreSQL --mode session: exclusive / no fence / freed at once when the holder dies",
           "[.][postgresql][cli]") {

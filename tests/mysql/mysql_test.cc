@@ -378,6 +378,7 @@ TEST_CASE("mysql: a read-only monitoring account lists leases with the documente
     const auto leases = manager->list();
     REQUIRE(leases.size() == 1);
     CHECK(leases[0].fence == lease->fence());
+    CHECK(leases[0].waiters == -1);  // no SELECT on the waiters table: unknown, and the list still answers
     CHECK(manager->inspect("watched"));
     CHECK(manager->force_release_history("watched").size() == 1);
     CHECK_THROWS_AS(manager->try_acquire("not-for-monitors"), PermissionError);

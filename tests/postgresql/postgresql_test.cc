@@ -1112,6 +1112,7 @@ TEST_CASE("postgresql: a read-only monitoring role lists leases with the documen
   const auto leases = manager->list();
   REQUIRE(leases.size() == 1);
   CHECK(leases[0].fence == lease->fence());
+  CHECK(leases[0].waiters == -1);  // no SELECT on the waiters table: unknown, and the list still answers
   CHECK(manager->inspect("watched"));
   CHECK(manager->force_release_history("watched").size() == 1);
   CHECK_THROWS_AS(manager->try_acquire("not-for-monitors"), PermissionError);  // and it cannot take a lease
