@@ -4,7 +4,8 @@
 #   scripts/test.sh                 # RelWithDebInfo build in build/
 #   scripts/test.sh --asan          # AddressSanitizer + UBSan build in build-asan/
 #   scripts/test.sh --tsan          # ThreadSanitizer build in build-tsan/
-#   scripts/test.sh --all           # all three, one after the other
+#   scripts/test.sh --all           # all three, one after the other, then the packages
+#   scripts/test.sh --package       # the Debian packages: build, install, use, remove (package.sh)
 #
 # Environment: JOBS (build jobs; default: number of CPUs), CTEST_JOBS (tests run at once; default
 # 3: most tests wait on TTLs and servers rather than CPU, and tests sharing a server never overlap,
@@ -40,6 +41,8 @@ case "$mode" in
     run_one default build
     run_one asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON
     run_one tsan build-tsan -DDBLOCK_SANITIZE_THREAD=ON
+    JOBS="$jobs" scripts/package.sh
     ;;
-  *) echo "usage: scripts/test.sh [--asan|--tsan|--all]" >&2; exit 64 ;;
+  --package) JOBS="$jobs" scripts/package.sh ;;
+  *) echo "usage: scripts/test.sh [--asan|--tsan|--all|--package]" >&2; exit 64 ;;
 esac

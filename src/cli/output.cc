@@ -143,7 +143,7 @@ std::string holders_text(const LeaseInfo& info) {
 }  // namespace
 
 std::string lease_json(const LeaseInfo& info) {
-  return dumped({{"name", info.name},
+  nlohmann::ordered_json object = {{"name", info.name},
                  {"mode", mode_name(info.mode)},
                  {"holder", info.holder},
                  {"fence", info.fence},
@@ -152,7 +152,9 @@ std::string lease_json(const LeaseInfo& info) {
                  {"expires_in_us", info.expires_in_us},
                  {"renewals", info.renewals},
                  {"holders", info.holders},
-                 {"permits", info.permits}});
+                 {"permits", info.permits}};
+  if (info.waiters >= 0) object["waiters"] = info.waiters;  // unknown: left out
+  return dumped(object);
 }
 
 namespace {

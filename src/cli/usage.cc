@@ -175,8 +175,8 @@ Options:
               whom (holder string and database account), whom they evicted, mode, fence before
               and after
   --json      print a JSON array of objects with the fields name, mode, holder, fence,
-              acquired_at_us, expires_at_us, expires_in_us, renewals, holders
-              (times in microseconds on the backend's clock); with --history: name, at_us, by,
+              acquired_at_us, expires_at_us, expires_in_us, renewals, holders, permits,
+              waiters (live waiters in line; left out where unknown) (times in microseconds on the backend's clock); with --history: name, at_us, by,
               by_account, evicted, mode, old_fence, new_fence
   -h, --help  show this help
 

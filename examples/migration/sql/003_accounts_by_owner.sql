@@ -1,0 +1,1 @@
+CREATE INDEX example_accounts_owner ON example_accounts (owner);
