@@ -841,6 +841,9 @@ TEST_CASE("guard: a refused guarded write marks the handle lost; the same thread
   const std::optional<LostLease> lost = watch.wait(10s);
   REQUIRE(lost.has_value());
   CHECK(lost->reason.find("guarded write") != std::string::npos);
+  const MetricsSnapshot metrics = manager->metrics();  // counted before the callback ran
+  CHECK(metrics.lost.guard == 1);
+  CHECK(metrics.lost.renewal_refused == 0);
   // The lost handle does not count as held: a wait on the same thread is not a deadlock.
   auto again = manager->acquire("guard-lost", 5s);
   REQUIRE(again);
