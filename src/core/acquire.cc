@@ -285,6 +285,9 @@ void ManagerCore::check_mode(const AcquireOptions& options) const {
 
 std::optional<Lease> ManagerCore::acquire(std::string_view name, SteadyClock::time_point deadline, bool try_once,
                                           const AcquireOptions& options) {
+  // A waiter keeps the engine alive, through the counting after the wait too: a manager destroyed
+  // meanwhile ends the wait with a UsageError.
+  const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
   const auto kind = EngineMetrics::kind_of(options.mode, options.permits);
   const auto called_at = SteadyClock::now();
   std::optional<Lease> lease;
@@ -309,8 +312,6 @@ std::optional<Lease> ManagerCore::acquire_uncounted(std::string_view name, Stead
   check_mode(options);
   const milliseconds ttl = scheduled_ttl(options, checked_ttl(options, options_.default_ttl));
   const std::string key(name);
-  // A waiter keeps the engine alive: a manager destroyed meanwhile ends the wait with a UsageError.
-  const std::shared_ptr<ManagerCore> keep_alive = shared_from_this();
   if (std::optional<Lease> again = reenter(key, try_once, options)) return again;
   Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once,
                     options.fair.value_or(options_.fair), options.stop);

@@ -97,7 +97,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // A hold by this thread it may take again (reentrancy), or a UsageError for a wait that would
   // deadlock on its own hold; nullopt: acquire from the service.
   std::optional<Lease> reenter(const std::string& name, bool try_once, const AcquireOptions& options);
-  // acquire() without counting its outcome.
+  // acquire() without counting its outcome. REQUIRES: the caller keeps the engine alive.
   std::optional<Lease> acquire_uncounted(std::string_view name, SteadyClock::time_point deadline, bool try_once,
                                        const AcquireOptions& options);
   // The UsageError or UnsupportedError for a mode or permit count this service cannot take.

@@ -473,6 +473,19 @@ inline std::string server_url(const char* env, const char* test) {
 
 inline std::string postgresql_url() { return server_url("DBLOCK_TEST_POSTGRESQL_URL", "cli_postgresql"); }
 
+// A test server's URL split around its "127.0.0.1:PORT", to put a relay (relay.h) in its place.
+struct LoopbackUrl {
+  std::string before;  // e.g. "postgresql://postgres@"
+  int port = 0;
+  std::string after;   // e.g. "/postgres"
+};
+inline LoopbackUrl split_loopback(const std::string& url) {
+  const std::size_t host = url.find("127.0.0.1:");
+  REQUIRE(host != std::string::npos);
+  const std::size_t port_end = url.find('/', host + 10);
+  return {url.substr(0, host), std::stoi(url.substr(host + 10, port_end - host - 10)), url.substr(port_end)};
+}
+
 // A lock name no other run on the same server uses.
 inline std::string unique_key(const std::string& what) {
   static std::atomic<int> counter{0};

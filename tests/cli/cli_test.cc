@@ -1311,13 +1311,10 @@ TEST_CASE("PostgreSQL: waiters ride over a server out of connections until their
 
 TEST_CASE("PostgreSQL: --wait bounds the open on a stalled path", "[.][postgresql][cli]") {
   Cli cli(/*migrate=*/true, postgresql_url());
-  const std::string url = cli.url();
-  const std::size_t host = url.find("127.0.0.1:");
-  REQUIRE(host != std::string::npos);
-  const std::size_t port_end = url.find('/', host + 10);
-  dblock::testing::TcpRelay relay(DBLOCK_TCP_RELAY, std::stoi(url.substr(host + 10, port_end - host - 10)));
+  const LoopbackUrl at = split_loopback(cli.url());
+  dblock::testing::TcpRelay relay(DBLOCK_TCP_RELAY, at.port);
   relay.pause();  // completes TCP handshakes and never answers
-  const std::string stalled = url.substr(0, host) + relay.address() + url.substr(port_end) + "?detect_pooler=0";
+  const std::string stalled = at.before + relay.address() + at.after + "?detect_pooler=0";
   // The open gets max(--wait, 2 s) (dblock::kMinOpenTime); before, connect_timeout (5 s) alone bounded it.
   for (const char* wait : {"0", "1s", "3s"}) {
     Result r = cli.exec({kCli, "--url", stalled, "run", "--key", unique_key("stalled"), "--wait", wait, "--", "true"});

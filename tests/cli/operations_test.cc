@@ -217,14 +217,11 @@ TEST_CASE("exporter: a malformed --listen exits 64; a port in use exits 69 sayin
 TEST_CASE("PostgreSQL: an exporter whose server stalls still answers, says the lock table failed, and prints no password",
           "[.][postgresql][cli][exporter]") {
   Cli cli(/*migrate=*/true, postgresql_url());
-  const std::string url = cli.url();
-  const std::size_t host = url.find("127.0.0.1:");
-  REQUIRE(host != std::string::npos);
-  const std::size_t port_end = url.find('/', host + 10);
-  dblock::testing::TcpRelay relay(DBLOCK_TCP_RELAY, std::stoi(url.substr(host + 10, port_end - host - 10)));
+  const LoopbackUrl at = split_loopback(cli.url());
+  dblock::testing::TcpRelay relay(DBLOCK_TCP_RELAY, at.port);
   // A password the server does not ask for (trust), so that it would show if anything printed it.
-  const std::string with_password = url.substr(0, url.find("://") + 3) + "postgres:s3cret-pw@" + relay.address() +
-                                    url.substr(port_end) + "?detect_pooler=0";
+  const std::string with_password = at.before.substr(0, at.before.find("://") + 3) + "postgres:s3cret-pw@" +
+                                    relay.address() + at.after + "?detect_pooler=0";
   std::string base;
   auto exporter = start_exporter(cli, {"--url", with_password}, base);
   CHECK(sample(http(cli, "GET", base + "/metrics").second, "dblock_lock_table_up") == 1.0);
