@@ -15,7 +15,15 @@ TcpRelay::TcpRelay(const std::string& relay_path, int target_port)
   port_ = std::stoi(line->substr(5));
 }
 
-void TcpRelay::pause() { child_.signal(SIGUSR1); }
+void TcpRelay::pause() {
+  child_.signal(SIGUSR1);
+  // The relay applies it in its loop: return only once nothing passes any more.
+  for (;;) {
+    const std::optional<std::string> line = child_.read_line(std::chrono::seconds(10));
+    if (!line) throw std::runtime_error("tcp_relay did not confirm the pause within 10 s");
+    if (*line == "paused") return;
+  }
+}
 void TcpRelay::resume() { child_.signal(SIGUSR2); }
 void TcpRelay::mute_replies() { child_.signal(SIGRTMIN); }
 void TcpRelay::cut() { child_.signal(SIGRTMIN + 1); }

@@ -18,6 +18,7 @@ class TcpRelay {
 
   int port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+  // Stalls every connection; returns once the relay confirmed it.
   void pause();
   void resume();
   // Requests still pass, replies are held back (resume() lets them go).

@@ -4,6 +4,7 @@
 // peer does (the kernel still acknowledges what is sent, nothing comes back). SIGRTMIN mutes the
 // replies only: requests still reach the server, nothing comes back. SIGUSR2 resumes both.
 // SIGRTMIN+1 cuts: closes every connection (the client sees its connection reset) and resumes.
+// Once a pause has taken effect it prints "paused" on stdout (TcpRelay::pause waits for it).
 // Runs until killed, or until the process that started it is gone (checked every 50 ms), so that
 // a relay never outlives its test.
 //
@@ -94,8 +95,14 @@ int main(int argc, char** argv) {
   const pid_t parent = ::getppid();
   const int listener = listen_socket();
   std::vector<Pair> pairs;
+  bool said_paused = false;
   for (;;) {
     if (::getppid() != parent) return 0;
+    if (paused != 0 && !said_paused) {
+      std::printf("paused\n");
+      std::fflush(stdout);
+    }
+    said_paused = paused != 0;
     if (cut) {
       for (const Pair& p : pairs) {
         ::close(p.a);
