@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "dblock/errors.h"
+
 namespace dblock::sql {
 
 bool is_null(const Value& v) { return std::holds_alternative<std::monostate>(v); }
@@ -45,12 +47,24 @@ LeaseInfo lease_info(const Row& row) {
   return info;
 }
 
+std::optional<std::chrono::microseconds> optional_us(const Rows& rows) {
+  if (rows.empty() || is_null(rows[0].at(0))) return std::nullopt;
+  return std::chrono::microseconds(as_int(rows[0][0]));
+}
+
 void set_waiters(std::vector<LeaseInfo>& leases, const Rows& counts) {
   for (LeaseInfo& info : leases) {
     info.waiters = 0;
     for (const Row& row : counts) {
       if (as_string(row.at(0)) == info.name) info.waiters = static_cast<int>(as_int(row.at(1)));
     }
+  }
+}
+
+void set_waiters_if_readable(std::vector<LeaseInfo>& leases, const std::function<Rows()>& read) {
+  try {
+    set_waiters(leases, read());
+  } catch (const PermissionError&) {
   }
 }
 

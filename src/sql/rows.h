@@ -4,6 +4,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,9 +43,16 @@ std::vector<T> parse_rows(const Rows& rows, T (*parse)(const Row&)) {
 // expires_at_us, expires_in_us, renewals, live readers, readers' holders, permits (NULL: none).
 LeaseInfo lease_info(const Row& row);
 
+// The single microsecond value of every dialect's oldest-unreaped statement; nullopt for NULL
+// (nothing expired) or no row.
+std::optional<std::chrono::microseconds> optional_us(const Rows& rows);
+
 // Sets each lease's waiters from `counts`, rows of every dialect's waiter-count statement (name,
 // live waiters); a name without a row has none.
 void set_waiters(std::vector<LeaseInfo>& leases, const Rows& counts);
+// set_waiters from what `read` returns; a PermissionError (a monitoring role with the documented
+// grants, without SELECT on the waiters table) leaves them unknown (-1).
+void set_waiters_if_readable(std::vector<LeaseInfo>& leases, const std::function<Rows()>& read);
 
 // One row of every dialect's force-release history statement: name, at_us, by_holder, by_account,
 // holder, mode, old_fence, new_fence.

@@ -328,20 +328,16 @@ std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) 
     }
     return dblock::sql::parse_rows(rows, &dblock::sql::lease_info);
   });
-  try {
-    const Rows counts = context_.connections().idempotent(
+  dblock::sql::set_waiters_if_readable(out, [&] {
+    return context_.connections().idempotent(
         [&](Connection& c) { return context_.query(c, sql::kListWaiters, {{"name", std::string(name.value_or(""))}}); });
-    dblock::sql::set_waiters(out, counts);
-  } catch (const PermissionError&) {
-    // A monitoring account with the documented grants (no SELECT on the waiters table): unknown.
-  }
+  });
   return out;
 }
 
 std::optional<std::chrono::microseconds> MysqlService::oldest_unreaped() {
-  const Rows rows = context_.connections().idempotent([&](Connection& c) { return context_.query(c, sql::kOldestUnreaped, {}); });
-  if (rows.empty() || dblock::sql::is_null(rows[0].at(0))) return std::nullopt;
-  return std::chrono::microseconds(dblock::sql::as_int(rows[0][0]));
+  return dblock::sql::optional_us(
+      context_.connections().idempotent([&](Connection& c) { return context_.query(c, sql::kOldestUnreaped, {}); }));
 }
 
 // ---- the queue, the native wait and the probe ----

@@ -290,21 +290,15 @@ std::vector<LeaseInfo> PostgresService::list(std::optional<std::string_view> nam
   std::vector<LeaseInfo> out = context_.connections().idempotent([&](Connection& c) {
     return dblock::sql::parse_rows(rows_of(exec(c, sql::kList, p)), &dblock::sql::lease_info);
   });
-  try {
-    const auto counts = context_.connections().idempotent([&](Connection& c) { return rows_of(exec(c, sql::kListWaiters, p)); });
-    dblock::sql::set_waiters(out, counts);
-  } catch (const PermissionError&) {
-    // A monitoring role with the documented grants (no SELECT on the waiters table): unknown.
-  }
+  dblock::sql::set_waiters_if_readable(out, [&] {
+    return context_.connections().idempotent([&](Connection& c) { return rows_of(exec(c, sql::kListWaiters, p)); });
+  });
   return out;
 }
 
 std::optional<std::chrono::microseconds> PostgresService::oldest_unreaped() {
-  return context_.connections().idempotent([&](Connection& c) -> std::optional<std::chrono::microseconds> {
-    const auto rows = rows_of(exec(c, sql::kOldestUnreaped, Params()));
-    if (rows.empty() || dblock::sql::is_null(rows[0].at(0))) return std::nullopt;
-    return std::chrono::microseconds(dblock::sql::as_int(rows[0][0]));
-  });
+  return dblock::sql::optional_us(
+      context_.connections().idempotent([&](Connection& c) { return rows_of(exec(c, sql::kOldestUnreaped, Params())); }));
 }
 
 std::optional<LeaseGrant> PostgresService::confirm_grant(std::string_view name, const OwnerSecret& secret,

@@ -425,9 +425,7 @@ std::size_t SqliteService::reap(std::size_t batch) {
 
 std::optional<std::chrono::microseconds> SqliteService::oldest_unreaped() {
   auto c = borrow();
-  const auto rows = query(*c, sql::kOldestUnreaped).rows();
-  if (rows.empty() || dblock::sql::is_null(rows[0].at(0))) return std::nullopt;
-  return std::chrono::microseconds(dblock::sql::as_int(rows[0][0]));
+  return dblock::sql::optional_us(query(*c, sql::kOldestUnreaped).rows());
 }
 
 std::size_t SqliteService::reap_on(Connection& c, std::size_t batch) {
