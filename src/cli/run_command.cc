@@ -209,10 +209,9 @@ struct Round {
   JobFigures job;        // for --metrics-textfile
 };
 
-// One round; hold_and_run fills in the rest of its figures.
-Round hold_and_run_timed(const Rounds& r) {
+// One round, its wait begun at `wait_started`; hold_and_run fills in the rest of its figures.
+Round hold_and_run_timed(const Rounds& r, Clock::time_point wait_started) {
   const RunOptions& o = r.o;
-  const Clock::time_point wait_started = Clock::now();
   std::unique_ptr<HeldLock> held;
   try {
     held = acquire_interruptibly(r.acquire, o, r.signals.fd.get());
@@ -261,7 +260,7 @@ Round hold_and_run_timed(const Rounds& r) {
 Round hold_and_run(const Rounds& r) {
   const RunOptions& o = r.o;
   const Clock::time_point wait_started = Clock::now();
-  Round round = hold_and_run_timed(r);
+  Round round = hold_and_run_timed(r, wait_started);
   round.job.keys = o.keys;
   round.job.exit_status = round.status;
   round.job.ended_at = std::chrono::system_clock::now();
