@@ -98,11 +98,14 @@ int main(int argc, char** argv) {
   bool said_paused = false;
   for (;;) {
     if (::getppid() != parent) return 0;
-    if (paused != 0 && !said_paused) {
+    // One reading of the flag: a SIGUSR1 landing between two readings would be recorded as
+    // announced without "paused" ever being printed.
+    const bool now_paused = paused != 0;
+    if (now_paused && !said_paused) {
       std::printf("paused\n");
       std::fflush(stdout);
     }
-    said_paused = paused != 0;
+    said_paused = now_paused;
     if (cut) {
       for (const Pair& p : pairs) {
         ::close(p.a);
