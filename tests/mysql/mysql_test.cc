@@ -10,6 +10,7 @@
 #include <cppconn/statement.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -315,10 +316,11 @@ TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continue
   CHECK(driver.renew("held-by-old", LockMode::kExclusive, old_secret, std::chrono::hours(1)).renewed);
   // Migrating again changes nothing.
   manager->migrate();
+  // (A connection opened from now on floors the sequence at the server's clock, which only ever
+  // raises it: docs/failover.md.)
   auto next = manager->try_acquire("new-2");
   REQUIRE(next);
   CHECK(next->fence() > lease->fence());
-  CHECK(next->fence() < 5000 + 1000);
 }
 
 TEST_CASE("mysql: unreachable server, wrong credentials, unknown database, bad URLs", "[mysql][input]") {
@@ -335,7 +337,16 @@ TEST_CASE("mysql: unreachable server, wrong credentials, unknown database, bad U
   CHECK_THROWS_AS(dblock::open(context().url + "?no_such_parameter=1"), UsageError);
   CHECK_THROWS_AS(dblock::open(context().url + "?connect_timeout=soon"), UsageError);
   CHECK_THROWS_AS(dblock::open("mysql://127.0.0.1:3306/"), UsageError);
-  CHECK_THROWS_AS(dblock::open("mysql://h1:3306,h2:3306/db"), UsageError);
+  CHECK_THROWS_AS(dblock::open("mysql://h1:3306,h2:3306/db?socket=/tmp/x.sock"), UsageError);
+  CHECK_THROWS_AS(dblock::open("mysql://h1:3306,:3306/db"), UsageError);
+  try {  // a list of hosts none of which answers: each named in the error
+    dblock::open("mysql://root@127.0.0.1:1,127.0.0.1:2/db?connect_timeout=1");
+    FAIL("opened");
+  } catch (const ConnectionError& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("127.0.0.1:1: ") != std::string::npos);
+    CHECK(std::string(e.what()).find("127.0.0.1:2: ") != std::string::npos);
+  }
   // mariadb:// is the same backend, and the least-privileged test user suffices.
   const std::string prefix = unique_prefix();
   ManagerOptions options;
@@ -789,6 +800,78 @@ TEST_CASE("mysql: KILL of a session lock's connection is detected as a lost lock
   CHECK(held->release() == ReleaseResult::kAlreadyLost);
   auto other = open_manager({}, prefix);
   CHECK(other->session_lock(name, 0ms));  // the server freed it with the session
+}
+
+// docs/failover.md: a replica made primary may lack the old primary's last fences; every new
+// connection floors the sequence above the server's clock and above what this process saw.
+TEST_CASE("mysql: a new connection floors the fence sequence at the server clock and at the fences seen",
+          "[mysql][failover]") {
+  const std::string prefix = unique_prefix();
+  auto c = raw();
+  kill_all(*c, connection_ids(*c, "dblock"));
+  auto manager = open_with(url_as("dblock", "dblock-pw"), {}, prefix);
+  const std::int64_t start_us = scalar(*c, "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))");
+  const std::string sequence = "`" + prefix + "fence`";
+  // Fences far above the clock (an old primary whose clock ran ahead): one is issued to us.
+  constexpr std::int64_t kTenHoursUs = 36'000'000'000;
+  exec(*c, "ALTER SEQUENCE " + sequence + " RESTART WITH " + std::to_string(start_us + kTenHoursUs));
+  auto first = manager->try_acquire("floor");
+  REQUIRE(first);
+  const std::int64_t seen = first->fence();
+  CHECK(seen >= start_us + kTenHoursUs);
+  REQUIRE(first->release() == ReleaseResult::kReleased);
+  // The new primary lacks them (its sequence far below) and our connections broke.
+  exec(*c, "ALTER SEQUENCE " + sequence + " RESTART WITH 1");
+  kill_all(*c, connection_ids(*c, "dblock"));
+  auto second = manager->acquire("floor", 10s);  // reconnects, floors above what it saw
+  REQUIRE(second);
+  CHECK(second->fence() > seen);
+  REQUIRE(second->release() == ReleaseResult::kReleased);
+  // A process that saw none of them: floored at the server's clock.
+  exec(*c, "ALTER SEQUENCE " + sequence + " RESTART WITH 1");
+  auto other = open_manager({}, prefix);
+  auto third = other->try_acquire("floor-other");
+  REQUIRE(third);
+  CHECK(third->fence() > start_us);
+  CHECK(third->fence() < seen);
+}
+
+// A primary turned read-only under open connections (read_only=1, as a switchover demotes one):
+// writes fail as ConnectionError, which waits ride over and which loses a lease at its
+// safe-until; once writable again, the next attempt reconnects and acquires. (The account is not
+// SUPER: read_only does not bind those.)
+TEST_CASE("mysql: a server turned read-only is a connection failure, never a usage error", "[mysql][failover]") {
+  const std::string prefix = unique_prefix();
+  auto c = raw();
+  auto holder = open_with(url_as("dblock", "dblock-pw"), {}, prefix);
+  auto waiter = open_with(url_as("dblock", "dblock-pw"), {}, prefix);
+  AcquireOptions options;
+  options.ttl = 1500ms;
+  std::atomic<int> lost_calls{0};
+  options.on_lost = [&](const LostLease&) { ++lost_calls; };
+  auto lease = holder->try_acquire("read-only", options);
+  REQUIRE(lease);
+  struct Restore {
+    sql::Connection& c;
+    ~Restore() { exec(c, "SET GLOBAL read_only = 0"); }
+  } restore{*c};
+  exec(*c, "SET GLOBAL read_only = 1");
+  const auto started = SteadyClock::now();
+  try {
+    waiter->acquire("read-only-other", 1500ms);
+    FAIL("acquired on a read-only server");
+  } catch (const TimeoutError&) {
+  } catch (const ConnectionError& e) {
+    INFO(e.what());
+    CHECK(SteadyClock::now() - started >= 1400ms);  // not given up early
+  }
+  for (int i = 0; i < 250 && !lease->lost(); ++i) std::this_thread::sleep_for(20ms);  // polls up to 5 s
+  CHECK(lease->lost());
+  CHECK(SteadyClock::now() >= lease->safe_until());
+  for (int i = 0; i < 100 && lost_calls == 0; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(lost_calls == 1);
+  exec(*c, "SET GLOBAL read_only = 0");
+  CHECK(waiter->acquire("read-only", 10s));
 }
 
 TEST_CASE("mysql: leases survive KILL of their connections", "[mysql][fault]") {

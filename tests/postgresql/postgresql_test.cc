@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <pqxx/pqxx>
 #include <set>
 #include <sstream>
@@ -934,6 +935,104 @@ TEST_CASE("postgresql: a terminated session is detected as a lost session lock",
   CHECK(held->release() == ReleaseResult::kAlreadyLost);
   auto other = open_manager({}, prefix);
   CHECK(other->session_lock("terminated-" + prefix, 0ms));  // the server freed it with the session
+}
+
+std::int64_t server_clock_us() {
+  pqxx::connection c(conninfo());
+  pqxx::nontransaction tx(c);
+  return tx.exec1("SELECT (extract(epoch from clock_timestamp()) * 1000000)::bigint")[0].as<std::int64_t>();
+}
+
+void set_fence_sequence(const std::string& prefix, std::int64_t value) {
+  pqxx::connection c(conninfo());
+  pqxx::nontransaction tx(c);
+  tx.exec_params("SELECT setval($1, $2)", tx.quote_name(prefix + "fence_seq"), value);
+}
+
+// docs/failover.md: a promoted standby may lack the old primary's last fences; every new
+// connection floors the sequence above the server's clock and above what this process saw.
+TEST_CASE("postgresql: a new connection floors the fence sequence at the server clock and at the fences seen",
+          "[postgresql][failover]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_with("application_name=" + prefix, {}, prefix);
+  const std::int64_t start_us = server_clock_us();
+  // Fences far above the clock (an old primary whose clock ran ahead): one is issued to us.
+  constexpr std::int64_t kTenHoursUs = 36'000'000'000;
+  set_fence_sequence(prefix, start_us + kTenHoursUs);
+  auto first = manager->try_acquire("floor");
+  REQUIRE(first);
+  const std::int64_t seen = first->fence();
+  CHECK(seen > start_us + kTenHoursUs);
+  REQUIRE(first->release() == ReleaseResult::kReleased);
+  // The new primary lacks them (its sequence far below) and our connections broke.
+  set_fence_sequence(prefix, 1);
+  terminate(backend_pids(prefix));
+  auto second = manager->acquire("floor", 10s);  // reconnects, floors above what it saw
+  REQUIRE(second);
+  CHECK(second->fence() > seen);
+  REQUIRE(second->release() == ReleaseResult::kReleased);
+  // A process that saw none of them: floored at the server's clock.
+  set_fence_sequence(prefix, 1);
+  auto other = open_manager({}, prefix);
+  auto third = other->try_acquire("floor-other");
+  REQUIRE(third);
+  CHECK(third->fence() > start_us);
+  CHECK(third->fence() < seen);
+}
+
+// A primary turned read-only under open connections (default_transaction_read_only, as some
+// managers demote one): writes fail as ConnectionError, which waits ride over and which loses a
+// lease at its safe-until; once writable again, the next attempt reconnects and acquires.
+TEST_CASE("postgresql: a server turned read-only is a connection failure, never a usage error",
+          "[postgresql][failover]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_manager({}, prefix);
+  auto waiter = open_manager({}, prefix);
+  AcquireOptions options;
+  options.ttl = 1500ms;
+  std::atomic<int> lost_calls{0};
+  options.on_lost = [&](const LostLease&) { ++lost_calls; };
+  auto lease = holder->try_acquire("read-only", options);
+  REQUIRE(lease);
+  auto set_read_only = [](bool on) {
+    pqxx::connection c(conninfo());
+    pqxx::nontransaction tx(c);
+    tx.exec(std::string("ALTER SYSTEM SET default_transaction_read_only = ") + (on ? "on" : "off"));
+    tx.exec("SELECT pg_reload_conf()");
+    // The postmaster reloads (and signals every backend) asynchronously: a new session shows
+    // when it has.
+    for (int i = 0; i < 500; ++i) {
+      pqxx::connection fresh(conninfo());
+      pqxx::nontransaction check(fresh);
+      if (check.exec1("SHOW default_transaction_read_only")[0].as<std::string>() == (on ? "on" : "off")) return;
+      std::this_thread::sleep_for(10ms);
+    }
+    WARN("the server did not reload default_transaction_read_only within 5 s");  // the checks below fail then
+  };
+  struct Restore {
+    std::function<void(bool)> set;
+    ~Restore() { set(false); }
+  } restore{set_read_only};
+  set_read_only(true);
+  // A waiter rides over the refusals until its wait ends: a time-out, not a usage error.
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    waiter->acquire("read-only-other", 1500ms);
+    FAIL("acquired on a read-only server");
+  } catch (const TimeoutError&) {
+  } catch (const ConnectionError& e) {
+    INFO(e.what());
+    CHECK(std::chrono::steady_clock::now() - started >= 1400ms);  // not given up early
+  }
+  // The holder's renewals fail: lost by its safe-until, and told.
+  for (int i = 0; i < 250 && !lease->lost(); ++i) std::this_thread::sleep_for(20ms);  // polls up to 5 s
+  CHECK(lease->lost());
+  CHECK(std::chrono::steady_clock::now() >= lease->safe_until());
+  for (int i = 0; i < 100 && lost_calls == 0; ++i) std::this_thread::sleep_for(10ms);
+  CHECK(lost_calls == 1);
+  set_read_only(false);
+  auto again = waiter->acquire("read-only", 10s);
+  CHECK(again);
 }
 
 TEST_CASE("postgresql: leases survive pg_terminate_backend of their connections", "[postgresql][fault]") {

@@ -54,6 +54,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dblock/service.h"
 
@@ -66,6 +67,14 @@ struct Options {
   // "localhost" means the Unix socket (`socket`, else the client library's default path).
   std::string host = "127.0.0.1";
   int port = 3306;
+  // More TCP servers, tried in order after host:port when a server cannot be reached or is
+  // read-only (a replica): the first writable one is used. For a primary and its replicas when
+  // failover is by promotion, not by a proxy (README, "Failover"). Not with `socket`.
+  struct Endpoint {
+    std::string host;
+    int port = 3306;
+  };
+  std::vector<Endpoint> more_hosts;
   std::string socket;  // Unix socket path; empty (default): TCP
   std::string user;
   std::string password;  // never printed

@@ -28,6 +28,7 @@ constexpr std::size_t kAppStatementCache = 32;  // prepared application statemen
 dblock::sql::Placeholders tables(const std::string& prefix) {
   dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &quote_identifier);
   p.set('F', quote_identifier(prefix + "fence"))
+      .set('Q', "'" + quote_identifier(prefix + "fence") + "'")  // as a string literal (validated prefix)
       .set('M', quote_identifier(prefix + "list_leases"))
       .set('Y', quote_identifier(prefix + "force_release_history"));
   return p;
@@ -70,6 +71,12 @@ const Options& checked(const Options& options) {
     throw UsageError("mysql: the database name contains a control character", kServiceName);
   }
   if (options.port < 1 || options.port > 65535) throw UsageError("mysql: port out of range", kServiceName);
+  for (const Options::Endpoint& e : options.more_hosts) {
+    if (e.host.empty() || e.port < 1 || e.port > 65535) throw UsageError("mysql: a host of the list is empty or its port out of range", kServiceName);
+  }
+  if (!options.socket.empty() && !options.more_hosts.empty()) {
+    throw UsageError("mysql: a Unix socket names one server; it cannot go with more hosts", kServiceName);
+  }
   if (options.beacon_delay.count() < 0) throw UsageError("mysql: beacon_delay must not be negative", kServiceName);
   return options;
 }
@@ -254,7 +261,7 @@ int connect_seconds_within(SteadyClock::time_point deadline, int configured) {
 
 }  // namespace
 
-void Context::open_socket(Connection& c, TimePoint deadline) const {
+void Context::open_socket(Connection& c, const Options::Endpoint& at, TimePoint deadline) const {
   // A connect outside a call (session locks without a deadline) is given its configured timeout.
   if (deadline == SteadyClock::time_point::max()) {
     deadline = SteadyClock::now() + std::chrono::seconds(std::max(options_.connect_timeout_s, 1));
@@ -267,7 +274,9 @@ void Context::open_socket(Connection& c, TimePoint deadline) const {
   options["OPT_CONNECT_TIMEOUT"] = connect_seconds_within(deadline, options_.connect_timeout_s);
   dblock::sql::SocketPeer peer;
   if (options_.socket.empty()) {
-    peer.tcp_port = options_.port;
+    options["hostName"] = ::sql::SQLString(at.host);
+    options["port"] = at.port;
+    peer.tcp_port = at.port;
   } else {
     peer.unix_path = options_.socket;
   }
@@ -298,10 +307,30 @@ void Context::open_socket(Connection& c, TimePoint deadline) const {
 }
 
 std::unique_ptr<Connection> Context::connect(TimePoint deadline) const {
+  if (options_.more_hosts.empty()) return connect_to({options_.host, options_.port}, deadline);
+  // A list: the first server that can be reached and is writable. Only ConnectionError moves on
+  // (unreachable, read-only, too many connections); anything else (credentials, not MariaDB)
+  // would fail on every host alike.
+  std::vector<Options::Endpoint> endpoints{{options_.host, options_.port}};
+  endpoints.insert(endpoints.end(), options_.more_hosts.begin(), options_.more_hosts.end());
+  std::string failures;
+  for (const Options::Endpoint& at : endpoints) {
+    try {
+      return connect_to(at, deadline);
+    } catch (const ConnectionError& e) {
+      failures += (failures.empty() ? "" : "; ") + at.host + ":" + std::to_string(at.port) + ": " + e.what();
+    }
+  }
+  throw ConnectionError("mysql: no writable server among the URL's " + std::to_string(endpoints.size()) +
+                            " hosts (" + failures + ")",
+                        kServiceName, "08S01");
+}
+
+std::unique_ptr<Connection> Context::connect_to(const Options::Endpoint& at, TimePoint deadline) const {
   auto c = std::make_unique<Connection>();
   c->prepared.resize(registry_.size());
   try {
-    open_socket(*c, deadline);
+    open_socket(*c, at, deadline);
   } catch (...) {
     rethrow_translated("connect");
   }
@@ -330,7 +359,23 @@ std::unique_ptr<Connection> Context::connect(TimePoint deadline) const {
       rethrow_translated("connect");
     }
   });
+  floor_fences(*c, deadline);
   return c;
+}
+
+void Context::floor_fences(Connection& c, TimePoint deadline) const {
+  // Not migrated yet (no table, no sequence): this server issued no fence under these tables. An
+  // account without INSERT on the sequence (monitoring) cannot move it; every account that
+  // acquires has it (README, "Least privilege"), and its own connections floor it.
+  constexpr int kNoSuchTable = 1146, kUnknownSequence = 4091, kCommandDenied = 1142;
+  try {
+    query(c, sql::kFloorFences, {{"carried", carried_.highest()}}, deadline);
+  } catch (const ::sql::SQLException& e) {
+    const int code = e.getErrorCode();
+    if (code != kNoSuchTable && code != kUnknownSequence && code != kCommandDenied) rethrow_translated("connect");
+  } catch (...) {
+    rethrow_translated("connect");
+  }
 }
 
 void Context::within_deadline(Connection& c, const char* what, TimePoint deadline,

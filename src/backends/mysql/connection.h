@@ -23,6 +23,7 @@
 
 #include "dblock/mysql/mysql.h"
 #include "dblock/sql/features.h"
+#include "carried_fence.h"
 #include "retry.h"
 #include "rows.h"
 #include "socket_deadlines.h"
@@ -94,6 +95,9 @@ class Context {
   // configured connect_timeout).
   std::unique_ptr<Connection> connect(TimePoint deadline) const;
   std::unique_ptr<Connection> connect() const { return connect(call_deadline()); }
+  // The highest fence this process was issued: every fence the service returns is recorded here;
+  // a new connection floors the fence sequence above it (sql::kFloorFences).
+  dblock::sql::CarriedFence& carried() const { return carried_; }
   // Runs a registered statement, binding its parameters by name. Bounded by `deadline`: a call
   // still unanswered then has its connection's socket shut down and throws ConnectionError.
   Rows query(Connection& c, const dblock::sql::Statement& statement, const Args& args, TimePoint deadline) const;
@@ -119,13 +123,18 @@ class Context {
   // not retryable: a repetition would be cut at the deadline, leaving its wait on the server.
   void run_statement(Connection& c, const dblock::sql::Statement& statement, TimePoint deadline,
                      const std::function<void()>& call) const;
-  void open_socket(Connection& c, TimePoint deadline) const;
+  // A connection to one server (connect() goes through the URL's list).
+  std::unique_ptr<Connection> connect_to(const Options::Endpoint& at, TimePoint deadline) const;
+  void open_socket(Connection& c, const Options::Endpoint& at, TimePoint deadline) const;
+  // Runs sql::kFloorFences on a new connection, by `deadline`.
+  void floor_fences(Connection& c, TimePoint deadline) const;
 
   const Options options_;
   const dblock::sql::Registry registry_;
   const std::vector<Positional> positional_;  // by Registry index
   ::sql::ConnectOptionsMap connect_options_;
   mutable dblock::sql::SocketDeadlines deadlines_;  // before connections_: outlives every call
+  mutable dblock::sql::CarriedFence carried_;        // thread-safe
   dblock::sql::Connections<Connection> connections_;
 };
 

@@ -61,7 +61,10 @@ bool is_connection_failure(const std::exception& e) noexcept {
   if (dynamic_cast<const ::sql::InvalidInstanceException*>(&e)) return true;
   if (auto* sql = dynamic_cast<const ::sql::SQLException*>(&e)) {
     const std::string& state = sql->getSQLState();
-    return is_connection_code(sql->getErrorCode()) || state.rfind("08", 0) == 0;
+    // A read-only server (1290 --read-only, 1836 read-only mode: a replica, or a demoted
+    // primary) counts too: the connection goes, and the next one tries the URL's hosts again.
+    const int code = sql->getErrorCode();
+    return is_connection_code(code) || code == 1290 || code == 1836 || state.rfind("08", 0) == 0;
   }
   return false;
 }

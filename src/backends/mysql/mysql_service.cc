@@ -117,6 +117,7 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
       r.acquired = as_int(row.at(0)) == 1;
       if (r.acquired) {
         r.fence = as_int(row[1]);
+        context_.carried().saw(r.fence);
         r.expires_at_us = as_int(row[2]);
         if (ticket != 0) r.tag = kViaQueue;
       } else {
@@ -136,6 +137,7 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
     r.acquired = !is_null(row.at(0)) && as_int(row[0]) == 1;
     if (r.acquired) {
       r.fence = as_int(row[1]);
+      context_.carried().saw(r.fence);
       r.expires_at_us = as_int(row[2]);
       return a;
     }
@@ -203,6 +205,7 @@ AcquireResult MysqlService::take_in_transaction(Connection& c, const AcquireRequ
   r.acquired = !is_null(row.at(0)) && as_int(row[0]) == 1;
   if (r.acquired) {
     r.fence = as_int(row.at(1));
+    context_.carried().saw(r.fence);
     r.expires_at_us = as_int(row.at(2));
   }
   return r;
@@ -393,6 +396,7 @@ NativeWait::Turn MysqlService::wait_for_turn(std::string_view name, const OwnerS
       LeaseGrant grant;
       grant.ticket = ticket;
       grant.fence = as_int(row.at(1));
+      context_.carried().saw(grant.fence);
       grant.expires_at_us = as_int(row.at(2));
       grant.granted_for = std::chrono::microseconds(as_int(row.at(3)));
       grant.tag = kViaQueue;

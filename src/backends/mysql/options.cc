@@ -11,10 +11,14 @@ std::unique_ptr<LeaseService> make_service(const Options& options) { return std:
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
   Options options;
   options.table_prefix = table_prefix;
-  if (url.hosts.size() > 1) throw UsageError("mysql URL: one host only", kServiceName);
-  if (!url.hosts.empty()) {
-    options.host = url.hosts[0].host;
-    if (url.hosts[0].port) options.port = url.hosts[0].port;
+  for (std::size_t i = 0; i < url.hosts.size(); ++i) {
+    Options::Endpoint e{url.hosts[i].host, url.hosts[i].port ? url.hosts[i].port : 3306};
+    if (i == 0) {
+      options.host = e.host;
+      options.port = e.port;
+    } else {
+      options.more_hosts.push_back(std::move(e));
+    }
   }
   options.user = url.user;
   options.password = url.password;
@@ -24,6 +28,9 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   }
   detail::UrlParams params(url, kServiceName);
   options.socket = params.text("socket").value_or("");
+  if (!options.socket.empty() && !options.more_hosts.empty()) {
+    throw UsageError("mysql URL: socket= names one server; it cannot go with a list of hosts", kServiceName);
+  }
   options.connect_timeout_s = static_cast<int>(params.integer("connect_timeout", 1, 3600).value_or(options.connect_timeout_s));
   options.read_timeout_s = static_cast<int>(params.integer("read_timeout", 0, 86400).value_or(0));
   options.write_timeout_s = static_cast<int>(params.integer("write_timeout", 0, 86400).value_or(0));

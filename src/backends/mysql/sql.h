@@ -654,6 +654,19 @@ inline constexpr Statement kXactRollback{"xact_rollback", "BEGIN NOT ATOMIC ROLL
 inline constexpr Statement kHello{"hello", "SELECT VERSION(), CONNECTION_ID(), DATABASE(), @@read_only"};
 inline constexpr Statement kSessionSetup{"session_setup",
     "BEGIN NOT ATOMIC SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION time_zone = '+00:00'; END"};
+// Connection set-up on a writable server, before the connection's first lease statement: floors
+// the fence sequence above the server's clock in microseconds and above :carried, the highest
+// fence this process was issued (src/sql/carried_fence.h): a replica made primary that lacks the
+// old primary's last fences issues none of them again. SETVAL takes literals only (hence the
+// dynamic statement, {Q} the sequence's quoted name as a string literal, the value the BIGINT
+// just computed) and never moves a sequence down, so
+// concurrent floors and NEXTVALs cannot make it issue a value twice.
+inline constexpr Statement kFloorFences{"floor_fences",
+    "BEGIN NOT ATOMIC"
+    " DECLARE v_floor BIGINT DEFAULT GREATEST(" DBLOCK_MY_US("UTC_TIMESTAMP(6)") ", :carried);"
+    " IF v_floor > NEXTVAL({F}) THEN EXECUTE IMMEDIATE CONCAT('DO SETVAL(', {Q}, ', ', v_floor, ')'); END IF;"
+    " SELECT v_floor;"
+    " END"};
 
 // Migrations, serialised by a server-wide GET_LOCK (MySQL DDL is not transactional). :key.
 inline constexpr Statement kMigrationLock{"migration_lock", "SELECT GET_LOCK(:key, :timeout_s)"};
@@ -702,7 +715,7 @@ inline constexpr const Statement* kAll[] = {
     &kLeaveQueue, &kRenewExclusive, &kRenewReader, &kReleaseHolding, &kReleaseExclusiveUnqueued, &kReleaseExclusive, &kReleaseReader,
     &kForceRelease, &kForceReleaseHistory, &kListAll, &kListOne, &kListCall, &kListWaiters, &kOldestUnreaped, &kForceReleaseHistoryCall, &kReapLeases, &kReapReaders, &kReapWaiters, &kGuardBegin,
     &kTakeBeacon, &kDropBeacon, &kWaitTurn, &kSessionLock, &kSessionVerify, &kSessionUnlock, &kXactBegin,
-    &kXactCommit, &kXactRollback, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
+    &kXactCommit, &kXactRollback, &kFloorFences, &kMigrationLock, &kMigrationLockHolder, &kMigrationUnlock, &kTableExists, &kSchemaVersion,
     &kRecordMigration, &kQueueStatus,
 };
 

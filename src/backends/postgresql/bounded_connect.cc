@@ -49,6 +49,7 @@ struct Conninfo {
   std::vector<std::string> hosts, hostaddrs, ports;
   std::chrono::seconds per_host{0};  // connect_timeout, as libpq reads it; 0: none
   bool prefer_standby = false;       // a preference across hosts: only libpq's own loop keeps it
+  std::string session_attrs;         // target_session_attrs, for the error when no host met it
 
   // How many hosts to try one by one; 1 (libpq's own loop, within one budget) when there is at
   // most one, when the lists disagree (libpq reports it) or under prefer-standby.
@@ -83,7 +84,10 @@ Conninfo parse(const std::string& conninfo) {
         const long seconds = std::clamp(std::strtol(o->val, nullptr, 10), 0L, long{INT_MAX});
         info.per_host = std::chrono::seconds(seconds == 1 ? 2 : seconds);
       }
-      if (key == "target_session_attrs") info.prefer_standby = value == "prefer-standby";
+      if (key == "target_session_attrs") {
+        info.prefer_standby = value == "prefer-standby";
+        info.session_attrs = value;
+      }
       info.others.emplace_back(key, value);
     }
   }
@@ -214,6 +218,11 @@ pqxx::connectionpolicy::handle BoundedConnect::do_startconnect(handle orig) {
   }
   if (!transient.empty() && SteadyClock::now() < deadline_) {
     throw ConnectionError("postgresql: connect: " + errors, "postgresql", transient, true);
+  }
+  // Which attribute the hosts failed, when one was asked for: libpq's "session is read-only" or
+  // "server is in hot standby mode" does not name it.
+  if (!info.session_attrs.empty() && info.session_attrs != "any") {
+    errors += " (no host met target_session_attrs=" + info.session_attrs + ")";
   }
   if (SteadyClock::now() < deadline_) throw pqxx::broken_connection(errors);
   throw ConnectionError("postgresql: connect: no connection before its deadline" +

@@ -81,12 +81,32 @@ std::unique_ptr<Connection> Context::connect() const {
       throw ConnectionError("postgresql: the server is in recovery (a standby); dblock acquires only on the primary",
                             kServiceName);
     }
+    if (hello[2].as<bool>()) {
+      throw ConnectionError("postgresql: the server's transactions are read-only (default_transaction_read_only); "
+                            "dblock acquires only on a writable primary",
+                            kServiceName, "25006");
+    }
     c->backend_pid = hello[1].as<int>();
+    floor_fences(*c);
   } catch (...) {
     rethrow_translated("connect");
   }
   for (const dblock::sql::Statement* s : sql::kPrepared) c->conn->prepare(s->name, registry_.text(*s));
   return c;
+}
+
+void Context::floor_fences(Connection& c) const {
+  try {
+    dblock::sql::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, "floor_fences", "08006"}, [&] {
+      pqxx::nontransaction tx(*c.conn);
+      tx.exec_params(text(sql::kFloorFences), carried_.highest());
+    });
+  } catch (const pqxx::undefined_table&) {
+    // Not migrated yet: this server has issued no fence under these tables.
+  } catch (const pqxx::insufficient_privilege&) {
+    // A role without UPDATE on the sequence (a monitoring role) cannot move it; every role that
+    // acquires has UPDATE (README, "Least privilege"), and its own connections floor it.
+  }
 }
 
 pqxx::result Context::exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const {

@@ -18,6 +18,7 @@
 
 #include "dblock/postgresql/postgresql.h"
 #include "bounded_connect.h"
+#include "carried_fence.h"
 #include "dblock/sql/features.h"
 #include "retry.h"
 #include "socket_deadlines.h"
@@ -127,9 +128,12 @@ class Context {
   // Pooled connections for lease statements, with the retry and in-doubt policy.
   dblock::sql::Connections<Connection>& connections() { return connections_; }
 
-  // A new connection: not a standby, reconnection off, kPrepared statements registered. Made and
-  // checked by dblock::call_deadline() (bounded_connect.h), to the millisecond.
+  // A new connection: not a standby nor read-only, the fence sequence floored (carried()),
+  // reconnection off, kPrepared statements registered. Made and checked by
+  // dblock::call_deadline() (bounded_connect.h), to the millisecond.
   std::unique_ptr<Connection> connect() const;
+  // The highest fence this process was issued: every fence the service returns is recorded here.
+  dblock::sql::CarriedFence& carried() const { return carried_; }
   // Runs a registered statement in autocommit: prepared by name (unless Options::prepared is
   // false), else as text. Bounded by dblock::call_deadline(): when it passes first, the
   // connection's socket is shut down and the call fails with a ConnectionError.
@@ -149,9 +153,13 @@ class Context {
   }
 
  private:
+  // Runs sql::kFloorFences on `c` (a writable server's new connection).
+  void floor_fences(Connection& c) const;
+
   const Options options_;
   const dblock::sql::Registry registry_;
   mutable dblock::sql::SocketDeadlines deadlines_;  // thread-safe
+  mutable dblock::sql::CarriedFence carried_;        // thread-safe
   dblock::sql::Connections<Connection> connections_;
 };
 

@@ -32,7 +32,9 @@ bool is_connection_failure(const std::exception& e) noexcept {
   if (dynamic_cast<const pqxx::broken_connection*>(&e)) return true;
   if (auto* sql = dynamic_cast<const pqxx::sql_error*>(&e)) {
     const std::string& state = sql->sqlstate();
-    return state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0;
+    // 25006: the server turned read-only under an open connection (default_transaction_read_only
+    // set on a demoted primary): the connection goes, and the next one looks for the primary.
+    return state.rfind("08", 0) == 0 || state.rfind("57P", 0) == 0 || state == "25006";
   }
   return false;
 }

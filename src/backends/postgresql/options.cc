@@ -92,16 +92,20 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   options.listen = params.boolean("listen").value_or(true);
   // Every libpq connection parameter passes through; anything else is refused by finish().
   const auto passed = params.take_if([](std::string_view key) { return libpq_keywords().count(key) != 0; });
-  bool timeout_given = false, name_given = false;
+  bool timeout_given = false, name_given = false, attrs_given = false;
   for (const auto& [key, value] : passed) {
     if (key == "connect_timeout") check_connect_timeout(value);
     timeout_given = timeout_given || key == "connect_timeout";
     name_given = name_given || key == "application_name";
+    attrs_given = attrs_given || key == "target_session_attrs";
     add(key, value);
   }
   params.finish();
   if (!timeout_given) add("connect_timeout", "5");
   if (!name_given) add("application_name", "dblock");
+  // A list of hosts is a primary and its standbys: look for the writable one (libpq's default,
+  // "any", would stop at the first that answers, and dblock refuses a standby).
+  if (url.hosts.size() > 1 && !attrs_given) add("target_session_attrs", "read-write");
   options.conninfo = conninfo;
   return make_service(options);
 }

@@ -62,7 +62,8 @@ Params acquire_params(const AcquireRequest& request, std::int64_t ticket) {
 }
 
 // What an acquire statement returned: a row (fence, expiry in µs) when acquired, none when refused.
-AcquireResult acquire_result(const pqxx::result& r, std::int64_t ticket) {
+// The fence is recorded in `carried`.
+AcquireResult acquire_result(const pqxx::result& r, std::int64_t ticket, dblock::sql::CarriedFence& carried) {
   AcquireResult result;
   if (r.empty()) {
     result.holder_remaining = milliseconds(0);
@@ -70,6 +71,7 @@ AcquireResult acquire_result(const pqxx::result& r, std::int64_t ticket) {
   }
   result.acquired = true;
   result.fence = r[0][0].as<std::int64_t>();
+  carried.saw(result.fence);
   result.expires_at_us = r[0][1].as<std::int64_t>();
   if (ticket != 0) result.tag = kViaQueue;
   return result;
@@ -119,7 +121,7 @@ FairQueue::Attempt PostgresService::attempt(const AcquireRequest& request, bool 
     } else if (!skip_attempt) {
       r = exec(c, acquire_statement(request, ticket), acquire_params(request, ticket));
     }
-    out.result = acquire_result(r, ticket);
+    out.result = acquire_result(r, ticket, context_.carried());
     if (!out.result.acquired && request.mode == LockMode::kShared) check_permits(c, request);
     if (!out.result.acquired && queue) join_queue(c, request, ticket, place, out);
     return out;
@@ -159,7 +161,8 @@ std::vector<AcquireResult> PostgresService::take_all(Connection& c, const std::v
   pqxx::work tx(*c.conn);  // aborted by its destructor unless committed
   bound_lock_waits(tx);
   for (const AcquireRequest& request : requests) {
-    results.push_back(acquire_result(context_.exec(tx, acquire_statement(request, 0), acquire_params(request, 0)), 0));
+    results.push_back(
+        acquire_result(context_.exec(tx, acquire_statement(request, 0), acquire_params(request, 0)), 0, context_.carried()));
     if (!results.back().acquired) {
       tx.abort();  // frees the rows locked so far; the fences drawn stay unused
       return {};
@@ -310,6 +313,7 @@ std::optional<LeaseGrant> PostgresService::confirm_grant(std::string_view name, 
     if (r.empty()) return std::nullopt;
     LeaseGrant grant = claimed;
     grant.fence = r[0][0].as<std::int64_t>();
+    context_.carried().saw(grant.fence);
     grant.expires_at_us = r[0][1].as<std::int64_t>();
     grant.granted_for = std::chrono::microseconds(r[0][2].as<std::int64_t>());
     grant.tag = kViaQueue;

@@ -448,8 +448,21 @@ inline constexpr Statement kGuardReader{"guard_reader",
     "SELECT 1 FROM {R} WHERE name = $1 AND owner_secret = " DBLOCK_PG_OWNER " AND fence = $3::bigint"
     " AND expires_at > clock_timestamp() FOR SHARE"};
 
-// Connection set-up: refuse a standby, remember the backend pid (pooler detection).
-inline constexpr Statement kHello{"hello", "SELECT pg_is_in_recovery(), pg_backend_pid()"};
+// Connection set-up: refuse a standby or a server whose transactions are read-only by default
+// (default_transaction_read_only, a demoted primary), remember the backend pid (pooler detection).
+inline constexpr Statement kHello{"hello",
+    "SELECT pg_is_in_recovery(), pg_backend_pid(), current_setting('transaction_read_only') = 'on'"};
+
+// Connection set-up on a writable server, before the connection's first statement: floors the
+// fence sequence above the server's clock in microseconds and above $1, the highest fence this
+// process was issued (src/sql/carried_fence.h): a promoted standby that lacks the old primary's
+// last fences issues none of them again. setval only moves the sequence up here, and by 2^20
+// more than the floor: a concurrent nextval between this statement's nextval and its setval (a
+// few at most) stays below the value set, so no fence is issued twice. Result: the sequence's
+// value after it.
+inline constexpr Statement kFloorFences{"floor_fences",
+    "SELECT CASE WHEN f.floor > f.n THEN setval({S}, f.floor + 1048576) ELSE f.n END FROM"
+    " (SELECT nextval({S}) AS n, greatest(" DBLOCK_PG_US("clock_timestamp()") ", $1::bigint) AS floor OFFSET 0) f"};
 
 // Migrations: the advisory transaction lock serialises concurrent first uses. Its two-key form
 // (migration_lock_key: $1 class id, $2 object id) cannot meet a lock name's one-key form.
@@ -531,7 +544,7 @@ inline constexpr const Statement* kPrepared[] = {
 };
 // Run as text (rendered), mostly inside transactions dblock opens.
 inline constexpr const Statement* kAdHoc[] = {
-    &kGuardExclusive, &kGuardReader, &kHello, &kMigrationLock, &kMigrationLockHolder, &kSchemaVersionExists, &kSchemaVersion,
+    &kGuardExclusive, &kGuardReader, &kHello, &kFloorFences, &kMigrationLock, &kMigrationLockHolder, &kSchemaVersionExists, &kSchemaVersion,
     &kRecordMigration, &kIsUnlogged, &kSetUnlogged, &kSetLogged, &kSetLocalLockTimeout, &kXactTry, &kXactWait,
     &kXactTryShared, &kXactLock, &kXactLockShared, &kClientPort, &kBackendPid, &kShortIdleTimeout,
 };
