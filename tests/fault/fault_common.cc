@@ -117,7 +117,7 @@ const std::vector<std::string>& fault_kinds() {
       "none",           "client-kill", "client-stop", "session-kill", "conn-kill", "pubsub-kill", "server-restart",
       "server-restart-aof", "server-stop", "relay-stall", "conn-full", "pgbouncer", "writer-kill", "disk-full",
       "node-kill",      "node-kill-two", "node-restart", "node-restart-two", "session-expire", "leader-kill",
-      "leader-stop"};
+      "leader-stop",    "failover"};
   return kinds;
 }
 

@@ -103,7 +103,8 @@ struct Args {
                "KIND: none client-kill client-stop session-kill conn-kill pubsub-kill server-restart\n"
                "      server-restart-aof server-stop relay-stall conn-full pgbouncer writer-kill disk-full\n"
                "      node-kill node-kill-two node-restart node-restart-two (Redlock)\n"
-               "      session-expire leader-kill leader-stop (ZooKeeper)\n",
+               "      session-expire leader-kill leader-stop (ZooKeeper)\n"
+               "      failover (PostgreSQL, MariaDB: --state of a pair started with start-pair)\n",
                why.c_str());
   std::exit(64);
 }
@@ -223,6 +224,9 @@ class Run {
   void redis_client_kill(const std::string& type);
   void stop_clients(bool stop);  // SIGSTOP (or SIGCONT) every running client, as client-stop events
   void server_restart();
+  // failover: the pair's primary dies and its standby is promoted (asynchronous pairs: after the
+  // standby stopped receiving for 0.3-1 TTL, so that the switch loses what was committed since).
+  void failover();
   void session_expire(Client& c);  // ZooKeeper: takes the client's session over and closes it
   void server_freeze();
   void server_thaw();
@@ -238,6 +242,7 @@ class Run {
   Dialect dialect_ = Dialect::kSqlite;           // the lock service
   std::string resource_url_;                     // the protected resource (resource_url())
   std::string aof_mode_;                         // Redis: <state>/aof-mode (always, everysec, no)
+  std::string pair_mode_;                        // failover: <state>/mode (async, sync; MariaDB: async)
   std::string prefix_;
   std::string run_tag_;
   ResourceSql sql_;
@@ -373,7 +378,8 @@ void Run::spawn(int id) {
   // may already hold the name and write; with AOF `always` they must all still be there.
   // ZooKeeper likewise: a session outlives a restart or a leader's death when its client reconnects
   // in time, and its leases with it; a forced expiry lands in a hold whose holder writes after it.
-  const bool long_holds = (is_redis(dialect_) && (a_.fault == "server-restart" || a_.fault == "server-restart-aof" ||
+  const bool long_holds = a_.fault == "failover" ||
+                          (is_redis(dialect_) && (a_.fault == "server-restart" || a_.fault == "server-restart-aof" ||
                                                   a_.fault.rfind("node-", 0) == 0)) ||
                           (dialect_ == Dialect::kZookeeper &&
                            (a_.fault == "server-restart" || a_.fault == "leader-kill" || a_.fault == "session-expire"));
@@ -644,6 +650,25 @@ void Run::server_restart() {
   if (rc != 0) throw std::runtime_error("server restart failed (see " + err_path() + ")");
 }
 
+void Run::failover() {
+  const std::int64_t t = mono_ns();
+  int rc = 0;
+  if (pair_mode_ == "async") {
+    rc = run_command({a_.server_script, "lag", a_.state}, 30'000ms, nullptr, err_path());
+    const auto behind = milliseconds(static_cast<std::int64_t>(uniform(0.3, 1.0) * a_.ttl_ms));
+    note("failover: standby behind for " + s(behind.count()) + " ms");
+    std::this_thread::sleep_for(behind);  // what the primary commits meanwhile never reaches the standby
+  }
+  const std::int64_t t_kill = mono_ns();
+  if (rc == 0) rc = run_command({a_.server_script, "failover", a_.state}, 180'000ms, nullptr, err_path());
+  const std::int64_t t_end = mono_ns();
+  // [standby behind (or primary killed), new primary promoted and its standby rebuilt]: what the
+  // oracle may excuse on an asynchronous pair.
+  events_.push_back({FaultEvent::kServerRestart, t, t_end, 0, 0});
+  note("failover rc " + s(rc) + " (" + pair_mode_ + ") took " + fmt(static_cast<double>(t_end - t_kill) / 1e6) + " ms");
+  if (rc != 0) throw std::runtime_error("failover failed (see " + err_path() + ")");
+}
+
 void Run::session_expire(Client& c) {
   const std::int64_t t = mono_ns();
   const auto it = zk_sessions_.find(c.id);
@@ -803,6 +828,9 @@ void Run::step_faults() {
   } else if (f == "server-restart" || f == "server-restart-aof" || f == "leader-kill") {
     server_restart();
     schedule_next(2.0, 4.0);
+  } else if (f == "failover") {
+    failover();
+    schedule_next(2.0, 4.0);
   } else if (f == "server-stop" || f == "leader-stop") {
     server_freeze();
   } else if (interruption_) {
@@ -889,6 +917,12 @@ int Run::execute() {
     usage("disk-full runs on SQLite in the work directory (no --url)");
   }
   if ((f == "server-restart" || f == "server-stop") && a_.state.empty()) usage(f + " needs --state");
+  if (f == "failover") {
+    if (!is_sql(dialect_) || dialect_ == Dialect::kSqlite) usage(f + " needs a PostgreSQL or MariaDB pair");
+    std::ifstream mode(a_.state + "/mode");  // written by start-pair (PostgreSQL); MariaDB's replica is asynchronous
+    if (!(mode >> pair_mode_)) pair_mode_ = "async";
+    if (!std::ifstream(a_.state + "/primary")) usage(f + " needs --state of a pair (start-pair)");
+  }
   const bool zookeeper = dialect_ == Dialect::kZookeeper;
   if ((f == "session-expire" || f == "leader-kill" || f == "leader-stop") && !zookeeper) usage(f + " needs a zookeeper URL");
   if (zookeeper && f != "none" && f != "client-kill" && f != "client-stop" && f != "session-expire" &&
@@ -1016,6 +1050,8 @@ int Run::execute() {
   in.fence_only = !is_sql(dialect_);
   // Redlock: nothing is excused (its node faults keep a majority's keys, or restart nodes late).
   in.leases_volatile = dialect_ == Dialect::kRedis && aof_mode_ != "always" && !a_.durable;
+  // An asynchronous standby promoted loses what it had not received: leases and writes.
+  if (f == "failover" && pair_mode_ == "async") in.leases_volatile = in.writes_volatile = true;
   in.events = events_;
   in.death = death_;
   for (auto& [id, c] : clients_) {
@@ -1058,7 +1094,10 @@ int Run::execute() {
               (long long)fig.faults);
   std::printf("safety (all must be 0):\n");
   std::printf("  accepted stale-fence writes     %lld\n", (long long)fig.stale_writes);
-  std::printf("  acknowledged writes lost        %lld\n", (long long)fig.lost_acks);
+  std::printf("  acknowledged writes lost        %lld%s\n", (long long)fig.lost_acks,
+              in.writes_volatile ? (" (committed on the old primary while its standby was behind: " +
+                                    s(fig.acks_lost_to_failover) + ", allowed)").c_str()
+                                 : "");
   std::printf("  writes doubled                  %lld\n", (long long)fig.doubled);
   std::printf("  phantom / mis-fenced ops        %lld\n", (long long)fig.phantom_ops);
   std::printf("  rejected writes that committed  %lld\n", (long long)fig.rejected_committed);
@@ -1073,13 +1112,18 @@ int Run::execute() {
               (long long)fig.fence_regressions, (long long)fig.duplicate_fences, (long long)fig.restart_regressions);
   std::printf("  wrong-owner release/renew effects %lld (%lld probes, %lld failed under faults)\n",
               (long long)fig.wrong_owner_effects, (long long)fig.probes, (long long)fig.probe_errors);
-  const bool excused = in.leases_volatile && (f == "server-restart" || f == "server-restart-aof");
+  const bool excused = in.leases_volatile && (f == "server-restart" || f == "server-restart-aof" || f == "failover");
   std::printf("  holds overlapping within safe-until %lld%s\n", (long long)fig.safe_overlaps,
               excused ? (" (after a restart that lost the leases: " + s(fig.restart_overlaps) + ", allowed)").c_str() : "");
   std::printf("  leases found lost before safe-until %lld%s\n", (long long)fig.lost_early,
               excused ? (" (lost to a restart: " + s(fig.lost_to_restart) + " releases, " +
                          s(fig.probe_gone_at_restart) + " probes; allowed)").c_str()
                       : "");
+  if (f == "failover") {
+    std::printf("  (holds across a failover %lld: kept %lld, holder told it was lost %lld, release in doubt %lld)\n",
+                (long long)fig.holds_across_restart, (long long)fig.kept_across_restart,
+                (long long)fig.told_lost_at_restart, (long long)fig.in_doubt_at_restart);
+  }
   if (f == "session-expire") {
     std::printf("  (forced expiries: %lld holds cut where the expiry began, %lld releases/probes found the lease gone; allowed)\n",
                 (long long)fig.expired_holds, (long long)fig.lost_to_expiry);
@@ -1140,6 +1184,9 @@ int Run::execute() {
          << " lost_early=" << fig.lost_early << " restart_overlaps=" << fig.restart_overlaps
          << " lost_to_restart=" << fig.lost_to_restart << " probe_gone_at_restart=" << fig.probe_gone_at_restart
          << " expired_holds=" << fig.expired_holds << " lost_to_expiry=" << fig.lost_to_expiry
+         << " acks_lost_to_failover=" << fig.acks_lost_to_failover << " holds_across_restart=" << fig.holds_across_restart
+         << " kept_across_restart=" << fig.kept_across_restart << " told_lost_at_restart=" << fig.told_lost_at_restart
+         << " in_doubt_at_restart=" << fig.in_doubt_at_restart
          << " write_errors=" << fig.write_errors
          << " indoubt_committed=" << fig.indoubt_committed << " lost_callbacks=" << fig.lost_callbacks
          << " lost_at_release=" << fig.lost_at_release << " errors=" << fig.errors

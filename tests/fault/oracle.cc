@@ -466,6 +466,22 @@ Figures evaluate(const OracleInput& in) {
     }
   }
 
+  for (const Acquisition* a : acqs) {
+    if (!a->released) continue;
+    const bool spanned = std::any_of(in.events.begin(), in.events.end(), [&](const FaultEvent& e) {
+      return e.kind == FaultEvent::kServerRestart && a->t_call <= e.t_end && a->t_end >= e.t;
+    });
+    if (!spanned) continue;
+    ++fig.holds_across_restart;
+    if (a->result == "already_lost" || a->lost_at_release) {
+      ++fig.told_lost_at_restart;
+    } else if (a->result == "released") {
+      ++fig.kept_across_restart;
+    } else {
+      ++fig.in_doubt_at_restart;
+    }
+  }
+
   // ---- recovery: a holder SIGKILLed or SIGSTOPped -> the next acquisition by another client ----
   for (const auto& e : in.events) {
     if (e.kind != FaultEvent::kClientKill && e.kind != FaultEvent::kClientStop) continue;
@@ -491,6 +507,11 @@ Figures evaluate(const OracleInput& in) {
   }
 
   // ---- the protected resource ----
+  const auto restarted_at = [&](std::int64_t t) {
+    return std::any_of(in.events.begin(), in.events.end(), [&](const FaultEvent& e) {
+      return e.kind == FaultEvent::kServerRestart && e.t <= t && t <= e.t_end;
+    });
+  };
   fig.ops = static_cast<std::int64_t>(in.ops.size());
   std::unordered_map<std::string, int> seen;
   for (std::size_t i = 0; i < in.ops.size(); ++i) {
@@ -510,7 +531,7 @@ Figures evaluate(const OracleInput& in) {
       switch (w.outcome) {
         case WriteOutcome::kAcked:
           ++fig.acked;
-          if (!present) ++fig.lost_acks;
+          if (!present) ++(in.writes_volatile && restarted_at(w.t) ? fig.acks_lost_to_failover : fig.lost_acks);
           break;
         case WriteOutcome::kRejectedGuard:
           ++fig.rejected_guard;
@@ -613,6 +634,14 @@ std::vector<std::string> oracle_selftest() {
     in.resource_last_fence = 1;
     Figures f = evaluate(in);
     expect(f.lost_acks == 1, "lost ack not detected");
+    // An asynchronous standby promoted: a write acknowledged while it was behind may be lost.
+    in.writes_volatile = true;
+    in.events.push_back({FaultEvent::kServerRestart, 300, 400, 0, 0});
+    f = evaluate(in);
+    expect(f.lost_acks == 0 && f.acks_lost_to_failover == 1, "ack lost in a failover window not excused");
+    in.events.back() = {FaultEvent::kServerRestart, 330, 400, 0, 0};  // the failover came after the ack
+    f = evaluate(in);
+    expect(f.lost_acks == 1 && f.acks_lost_to_failover == 0, "ack lost outside a failover window excused");
   }
   {  // doubled op, and value drift
     auto in = clean_history();

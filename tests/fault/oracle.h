@@ -113,6 +113,9 @@ struct OracleInput {
   // safe-until, leases found lost before their safe-until and a probe's lease gone are excused
   // (and counted apart) when a restart explains them; everything else is checked as usual.
   bool leases_volatile = false;
+  // A server restart may lose committed writes (an asynchronous standby promoted): acknowledged
+  // writes missing from ops are excused (and counted apart) when acknowledged during a restart.
+  bool writes_volatile = false;
 };
 
 struct Figures {
@@ -147,6 +150,12 @@ struct Figures {
   std::int64_t rejected_resource = 0;      // fence_only: writes the resource refused for a stale fence
   // leases_volatile: what a restart that lost the leases explains (reported, not violations).
   std::int64_t restart_overlaps = 0, lost_to_restart = 0, probe_gone_at_restart = 0;
+  // writes_volatile: acknowledged writes lost with the old primary (reported, not violations).
+  std::int64_t acks_lost_to_failover = 0;
+  // Holds that spanned a server restart or failover and were released: the lease kept (the
+  // release found it), its holder told it was lost (the release said already lost, or lost() was
+  // true by then), or the release in doubt.
+  std::int64_t holds_across_restart = 0, kept_across_restart = 0, told_lost_at_restart = 0, in_doubt_at_restart = 0;
   // Forced session expiry (ZooKeeper): the expired session's holds end when the expiry began (the
   // lease was taken away then: its holder learns it later); holds so cut, and the releases and
   // probes that found such a lease gone (reported, not violations).
