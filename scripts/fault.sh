@@ -26,7 +26,10 @@
 # 24390: not the ports ctest's fixtures use; the second Redis runs with AOF always),
 # FAULT_REDLOCK_PORT, FAULT_REDLOCK_AOF_PORT (default 24384, 24394: the first of three masters each);
 # FAULT_ZOOKEEPER_PORT (standalone, default 22312), FAULT_ZOOKEEPER_ENSEMBLE_PORT (the first of three
-# client ports of the ensemble the leader-* rows use, default 22326; quorum +1000, election +2000).
+# client ports of the ensemble the leader-* rows use, default 22326; quorum +1000, election +2000);
+# FAULT_PG_ASYNC_PAIR_PORTS, FAULT_PG_SYNC_PAIR_PORTS, FAULT_MARIADB_PAIR_PORTS (two ports each,
+# space-separated, default "25465 25466", "25467 25468", "23333 23334": the replicated pairs of the
+# failover rows, PostgreSQL's failover-async and failover-sync and MariaDB's failover).
 # The servers run from state directories under /tmp and are stopped on exit, by pid.
 # Exit status: 0 all runs held every invariant, 1 some run reported a violation or failed.
 set -euo pipefail
@@ -74,8 +77,8 @@ fi
 faults_for() {
   case "$1" in
     sqlite) echo "none client-kill client-stop writer-kill disk-full" ;;
-    postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full pgbouncer" ;;
-    mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full" ;;
+    postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full pgbouncer failover-async failover-sync" ;;
+    mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full failover" ;;
     redis) echo "none client-kill client-stop conn-kill pubsub-kill server-restart server-restart-aof server-stop relay-stall" ;;
     redlock) echo "none client-kill node-kill node-kill-two node-restart node-restart-two" ;;
     zookeeper) echo "none client-kill client-stop session-expire server-stop server-restart relay-stall leader-kill leader-stop" ;;
@@ -91,6 +94,12 @@ out=${out:-$logdir/table.md}
 pg_port=${FAULT_PG_PORT:-25437} bouncer_port=${FAULT_PGBOUNCER_PORT:-26437} maria_port=${FAULT_MARIADB_PORT:-23309}
 pg_state=/tmp/dblock-fault-sh-pg-$pg_port
 maria_state=/tmp/dblock-fault-sh-mariadb-$maria_port
+# failover rows: replicated pairs (scripts/servers/*.sh start-pair; docs/failover.md)
+pg_async_ports=(${FAULT_PG_ASYNC_PAIR_PORTS:-25465 25466}) pg_sync_ports=(${FAULT_PG_SYNC_PAIR_PORTS:-25467 25468})
+maria_pair_ports=(${FAULT_MARIADB_PAIR_PORTS:-23333 23334})
+pg_async_state=/tmp/dblock-fault-sh-pg-async-pair-${pg_async_ports[0]}
+pg_sync_state=/tmp/dblock-fault-sh-pg-sync-pair-${pg_sync_ports[0]}
+maria_pair_state=/tmp/dblock-fault-sh-mariadb-pair-${maria_pair_ports[0]}
 redis_port=${FAULT_REDIS_PORT:-24380} redis_aof_port=${FAULT_REDIS_AOF_PORT:-24390}
 redis_state=/tmp/dblock-fault-sh-redis-$redis_port
 redis_aof_state=/tmp/dblock-fault-sh-redis-aof-$redis_aof_port
@@ -108,8 +117,13 @@ started=()
 cleanup() {
   for s in "${started[@]}"; do
     case "$s" in
-      postgresql) scripts/servers/postgresql.sh stop "$pg_state" >/dev/null 2>&1 || true ;;
-      mariadb) scripts/servers/mariadb.sh stop "$maria_state" >/dev/null 2>&1 || true ;;
+      postgresql)
+        scripts/servers/postgresql.sh stop "$pg_state" >/dev/null 2>&1 || true
+        scripts/servers/postgresql.sh stop "$pg_async_state" >/dev/null 2>&1 || true
+        scripts/servers/postgresql.sh stop "$pg_sync_state" >/dev/null 2>&1 || true ;;
+      mariadb)
+        scripts/servers/mariadb.sh stop "$maria_state" >/dev/null 2>&1 || true
+        scripts/servers/mariadb.sh stop "$maria_pair_state" >/dev/null 2>&1 || true ;;
       redis)
         scripts/servers/redis.sh stop "$redis_state" >/dev/null 2>&1 || true
         scripts/servers/redis.sh stop "$redis_aof_state" >/dev/null 2>&1 || true ;;
@@ -125,11 +139,19 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+selected() { [[ -z "$faults" || ",$faults," == *",$1,"* ]]; }
 IFS=, read -r -a backend_list <<< "$backends"
 for b in "${backend_list[@]}"; do
   case "$b" in
-    postgresql) scripts/servers/postgresql.sh start "$pg_state" "$pg_port" "$bouncer_port"; started+=(postgresql) ;;
-    mariadb) scripts/servers/mariadb.sh start "$maria_state" "$maria_port"; started+=(mariadb) ;;
+    postgresql)
+      started+=(postgresql)
+      scripts/servers/postgresql.sh start "$pg_state" "$pg_port" "$bouncer_port"
+      if selected failover-async; then scripts/servers/postgresql.sh start-pair "$pg_async_state" "${pg_async_ports[@]}" async; fi
+      if selected failover-sync; then scripts/servers/postgresql.sh start-pair "$pg_sync_state" "${pg_sync_ports[@]}" sync; fi ;;
+    mariadb)
+      started+=(mariadb)
+      scripts/servers/mariadb.sh start "$maria_state" "$maria_port"
+      if selected failover; then scripts/servers/mariadb.sh start-pair "$maria_pair_state" "${maria_pair_ports[@]}"; fi ;;
     redis)
       started+=(redis)
       DBLOCK_REDIS_AOF=no scripts/servers/redis.sh start "$redis_state" "$redis_port"
@@ -148,20 +170,30 @@ for b in "${backend_list[@]}"; do
 done
 
 run_one() {  # backend fault seed
-  local b="$1" f="$2" seed="$3" args=() secs="$seconds"
+  local b="$1" f="$2" seed="$3" args=() secs="$seconds" driver_fault="$2"
   case "$b" in
     sqlite) ;;
     postgresql)
       local direct="postgresql://postgres@127.0.0.1:$pg_port/postgres"
       if [[ $f == pgbouncer ]]; then
-        args=(--url "postgresql://postgres@127.0.0.1:$bouncer_port/postgres?prepared=0" --admin-url "$direct")
+        args=(--url "postgresql://postgres@127.0.0.1:$bouncer_port/postgres?prepared=0" --admin-url "$direct" --state "$pg_state")
+      elif [[ $f == failover-* ]]; then
+        local -n pair=pg_${f#failover-}_ports
+        local pair_state_var=pg_${f#failover-}_state
+        args=(--url "postgresql://postgres@127.0.0.1:${pair[0]},127.0.0.1:${pair[1]}/postgres" --state "${!pair_state_var}")
+        driver_fault=failover
       else
-        args=(--url "$direct")
+        args=(--url "$direct" --state "$pg_state")
       fi
-      args+=(--state "$pg_state" --server-script "$root/scripts/servers/postgresql.sh") ;;
+      args+=(--server-script "$root/scripts/servers/postgresql.sh") ;;
     mariadb)
-      args=(--url "mysql://root@127.0.0.1:$maria_port/dblock_test" --state "$maria_state"
-            --server-script "$root/scripts/servers/mariadb.sh") ;;
+      if [[ $f == failover ]]; then
+        args=(--url "mysql://root@127.0.0.1:${maria_pair_ports[0]},127.0.0.1:${maria_pair_ports[1]}/dblock_test"
+              --state "$maria_pair_state")
+      else
+        args=(--url "mysql://root@127.0.0.1:$maria_port/dblock_test" --state "$maria_state")
+      fi
+      args+=(--server-script "$root/scripts/servers/mariadb.sh") ;;
     redis)
       secs=$redis_seconds
       if [[ $f == server-restart-aof ]]; then
@@ -189,7 +221,7 @@ run_one() {  # backend fault seed
       args+=(--server-script "$root/scripts/servers/zookeeper.sh") ;;
   esac
   local log="$logdir/$b-$f-$seed.log"
-  if "$driver" run --fault "$f" --seed "$seed" --seconds "$secs" --ttl-ms "$ttl" --clients "$clients" \
+  if "$driver" run --fault "$driver_fault" --seed "$seed" --seconds "$secs" --ttl-ms "$ttl" --clients "$clients" \
        --results "$results" "${args[@]}" >"$log" 2>&1; then
     echo "ok        $b $f seed $seed"
   else
@@ -198,7 +230,6 @@ run_one() {  # backend fault seed
   fi
 }
 
-selected() { [[ -z "$faults" || ",$faults," == *",$1,"* ]]; }
 
 echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run (Redis $redis_seconds s, ZooKeeper $zk_seconds s), TTL $ttl ms, $clients clients; backends: $backends"
 echo "fault.sh: per-run logs in $logdir"

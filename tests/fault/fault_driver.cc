@@ -1165,7 +1165,9 @@ int Run::execute() {
   std::string recovery;
   for (double r : fig.recovery_ms) recovery += (recovery.empty() ? "" : ",") + fmt(r);
   std::ostringstream result;
-  result << "RESULT backend=" << dialect_name(dialect_) << " fault=" << f << " seed=" << a_.seed
+  // A failover row is named by its pair's replication (the report keeps them apart).
+  const std::string row = f == "failover" ? f + "-" + pair_mode_ : f;
+  result << "RESULT backend=" << dialect_name(dialect_) << " fault=" << row << " seed=" << a_.seed
          << " ttl_ms=" << a_.ttl_ms << " clients=" << a_.clients << " seconds=" << fmt(seconds)
          << " dblock=" << dblock::version() << " server=" << (sv.empty() ? "?" : sv)
          << " acquisitions=" << fig.acquisitions << " writes=" << fig.write_attempts << " acked=" << fig.acked

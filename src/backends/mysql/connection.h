@@ -98,6 +98,9 @@ class Context {
   // The highest fence this process was issued: every fence the service returns is recorded here;
   // a new connection floors the fence sequence above it (sql::kFloorFences).
   dblock::sql::CarriedFence& carried() const { return carried_; }
+  // Runs sql::kFloorFences on `c` by `deadline` (a new connection, or one that just migrated);
+  // skipped where the sequence is missing or this account may not move it.
+  void floor_fences(Connection& c, TimePoint deadline) const;
   // Runs a registered statement, binding its parameters by name. Bounded by `deadline`: a call
   // still unanswered then has its connection's socket shut down and throws ConnectionError.
   Rows query(Connection& c, const dblock::sql::Statement& statement, const Args& args, TimePoint deadline) const;
@@ -126,8 +129,6 @@ class Context {
   // A connection to one server (connect() goes through the URL's list).
   std::unique_ptr<Connection> connect_to(const Options::Endpoint& at, TimePoint deadline) const;
   void open_socket(Connection& c, const Options::Endpoint& at, TimePoint deadline) const;
-  // Runs sql::kFloorFences on a new connection, by `deadline`.
-  void floor_fences(Connection& c, TimePoint deadline) const;
 
   const Options options_;
   const dblock::sql::Registry registry_;

@@ -508,6 +508,9 @@ void MysqlService::migrate(bool create) {
                               kServiceName, std::to_string(e.getErrorCode()));
       }
     }
+    // Tables made now (on a new primary that never saw them, too) start their fences above the
+    // clock, as every connection opened later would have them.
+    context_.floor_fences(*c, call_deadline());
     context_.query(*c, sql::kMigrationUnlock, {{"key", key}});
   } catch (const std::exception& e) {
     // Closing the connection also frees the migration lock.

@@ -134,6 +134,9 @@ class Context {
   std::unique_ptr<Connection> connect() const;
   // The highest fence this process was issued: every fence the service returns is recorded here.
   dblock::sql::CarriedFence& carried() const { return carried_; }
+  // Runs sql::kFloorFences on `c` (a writable server's new connection, or one that just
+  // migrated); skipped where the sequence is missing or this role may not move it.
+  void floor_fences(Connection& c) const;
   // Runs a registered statement in autocommit: prepared by name (unless Options::prepared is
   // false), else as text. Bounded by dblock::call_deadline(): when it passes first, the
   // connection's socket is shut down and the call fails with a ConnectionError.
@@ -153,9 +156,6 @@ class Context {
   }
 
  private:
-  // Runs sql::kFloorFences on `c` (a writable server's new connection).
-  void floor_fences(Connection& c) const;
-
   const Options options_;
   const dblock::sql::Registry registry_;
   mutable dblock::sql::SocketDeadlines deadlines_;  // thread-safe

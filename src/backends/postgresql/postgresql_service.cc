@@ -384,6 +384,9 @@ void PostgresService::migrate(bool create) {
     }
     set_persistence(tx);
     tx.commit();
+    // Tables made now (on a new primary that never saw them, too) start their fences above the
+    // clock, as every connection opened later would have them.
+    context_.floor_fences(*c);
   } catch (const pqxx::sql_error& e) {
     c.discard();
     if (e.sqlstate() == "55P03") throw migration_lock_timeout(key);
