@@ -664,7 +664,7 @@ void Run::failover() {
   const std::int64_t t_end = mono_ns();
   // [standby behind (or primary killed), new primary promoted and its standby rebuilt]: what the
   // oracle may excuse on an asynchronous pair.
-  events_.push_back({FaultEvent::kServerRestart, t, t_end, 0, 0});
+  events_.push_back({FaultEvent::kServerRestart, t, t_end, 0, 0, t_kill});
   note("failover rc " + s(rc) + " (" + pair_mode_ + ") took " + fmt(static_cast<double>(t_end - t_kill) / 1e6) + " ms");
   if (rc != 0) throw std::runtime_error("failover failed (see " + err_path() + ")");
 }

@@ -457,7 +457,7 @@ Figures evaluate(const OracleInput& in) {
     if (e.kind != FaultEvent::kServerRestart) continue;
     std::int64_t before = std::numeric_limits<std::int64_t>::min(), after = std::numeric_limits<std::int64_t>::max();
     for (const Acquisition* a : acqs) {
-      if (a->t_ret < e.t) before = std::max(before, a->fence);
+      if (a->t_ret < e.cut()) before = std::max(before, a->fence);
       if (a->t_call > e.t_end) after = std::min(after, a->fence);
     }
     if (before != std::numeric_limits<std::int64_t>::min() && after != std::numeric_limits<std::int64_t>::max() &&
@@ -469,7 +469,7 @@ Figures evaluate(const OracleInput& in) {
   for (const Acquisition* a : acqs) {
     if (!a->released) continue;
     const bool spanned = std::any_of(in.events.begin(), in.events.end(), [&](const FaultEvent& e) {
-      return e.kind == FaultEvent::kServerRestart && a->t_call <= e.t_end && a->t_end >= e.t;
+      return e.kind == FaultEvent::kServerRestart && a->t_call <= e.t_end && a->t_end >= e.cut();
     });
     if (!spanned) continue;
     ++fig.holds_across_restart;
@@ -779,6 +779,14 @@ std::vector<std::string> oracle_selftest() {
     in.events[0] = {FaultEvent::kSessionExpire, 350 * ms, 360 * ms, 1, 0};  // after the takeover: no excuse
     f = evaluate(in);
     expect(f.safe_overlaps == 1, "an overlap excused by a later expiry");
+  }
+  {  // a failover's regression: a fence issued while the standby was behind, not exceeded after
+    auto in = clean_history();
+    // Standby behind from 90, primary killed at 120, new primary at 140: c1's fence (returned at
+    // 100) was issued during the lag; c2's (called at 150) must be above it.
+    in.events.push_back({FaultEvent::kServerRestart, 90, 140, 0, 0, 120});
+    in.clients[1].acquisitions[0].fence = 1;
+    expect(evaluate(in).restart_regressions == 1, "regression of a fence issued while the standby was behind not detected");
   }
   {  // restart regression
     auto in = clean_history();

@@ -92,6 +92,10 @@ struct FaultEvent {
   std::int64_t t_end = 0;  // kServerRestart: server back up; kSessionExpire: the session closed
   int client = 0;          // client events
   int count = 0;           // kSessionKill: sessions terminated
+  // kServerRestart of a failover on an asynchronous pair: when the primary was killed (`t` is when
+  // its standby stopped receiving); 0: at `t`.
+  std::int64_t t_cut = 0;
+  std::int64_t cut() const { return t_cut != 0 ? t_cut : t; }
 };
 const char* to_string(FaultEvent::Kind kind);
 
