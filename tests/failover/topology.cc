@@ -45,7 +45,15 @@ std::string script_path(Topology::Kind kind) {
 Topology::Topology(Kind kind, const std::string& state, int port_a, int port_b) : kind_(kind), state_(state) {
   std::vector<std::string> args{"start-pair", state_, std::to_string(port_a), std::to_string(port_b)};
   if (postgres(kind_)) args.push_back(kind_ == Kind::kPostgresSync ? "sync" : "async");
-  script(args);
+  try {
+    script(args);
+  } catch (...) {
+    try {
+      script({"stop", state_});  // what started before the failure
+    } catch (...) {
+    }
+    throw;
+  }
 }
 
 Topology::~Topology() {

@@ -299,8 +299,9 @@ TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continue
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
   auto lease = manager->try_acquire("new");
   REQUIRE(lease);
+  // Above the counter. (The migration continues the sequence from the counter; the floor that
+  // follows every migration then raises it to the server's clock: docs/failover.md.)
   CHECK(lease->fence() > 5000);
-  CHECK(lease->fence() < 5000 + 1000);  // continued from the counter, not restarted by the clock
   // An old process can no longer hand out a fence (it would be below the sequence's): its
   // statement fails.
   CHECK_THROWS_AS(exec(*c, old_take_fence), sql::SQLException);
