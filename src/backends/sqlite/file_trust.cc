@@ -81,7 +81,7 @@ void check_trusted_directory(const std::string& path) {
 void check_trusted_files(const std::string& path) {
   check_trusted_directory(path);
   check_file(path, "lock file");
-  for (const char* suffix : {"-wal", "-shm", "-journal"}) check_file(path + suffix, "lock file companion");
+  for (const char* suffix : {"-wal", "-shm", "-journal", "-wake"}) check_file(path + suffix, "lock file companion");
 }
 
 }  // namespace dblock::sqlite

@@ -1,7 +1,7 @@
 // Whom dblock trusts with its lock file: the checks made before SQLite opens it. Internal.
 //
 // ssh's rule for its own files: the lock file's directory, the lock file and its companions
-// (-wal, -shm, -journal, where they exist) must be owned by this process's effective user or by
+// (-wal, -shm, -journal, -wake, where they exist) must be owned by this process's effective user or by
 // root and must not be writable by group or others, since whoever may write them may rewrite or
 // force-release the leases in them. One exception, for the directory only: a sticky directory
 // owned by root (/tmp), where other users can neither rename nor delete this user's files; the

@@ -63,6 +63,11 @@ SqliteService::SqliteService(Options options)
   if (!opened) throw ConnectionError("sqlite: " + options_.path + " disappeared while it was being opened", "sqlite");
   identity_ = *opened;
   marks_.emplace(open_path_, options_.table_prefix);
+  wake_ = WakeFile::open(open_path_);
+}
+
+void SqliteService::wake(std::string_view name) const noexcept {
+  if (wake_) WakeFile::wake(wake_->slot(options_.table_prefix, name));
 }
 
 bool SqliteService::file_is_ours() const { return file_identity(open_path_) == identity_; }
@@ -237,6 +242,11 @@ RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
 void SqliteService::lease_lost(const LeaseKey& lease) noexcept { marks_->drop(lease.name, *lease.secret); }
 
 bool SqliteService::release(const LeaseKey& lease) {
+  struct WakeAtExit {
+    const SqliteService& service;
+    std::string_view name;
+    ~WakeAtExit() { service.wake(name); }
+  } wake_waiters{*this, lease.name};                              // last: after the mark
   DropMarkAtExit drop_mark(*marks_, lease.name, *lease.secret);  // after the row
   if (!file_is_ours()) return false;  // the lease was in a file the path no longer names: lost
   auto c = borrow_for_lease();
@@ -289,6 +299,7 @@ bool SqliteService::force_release(std::string_view name, std::string_view by) {
       .bind(6, new_fence)
       .run();
   tx.commit();
+  wake(name);
   return true;
 }
 
@@ -338,6 +349,7 @@ FairQueue::Attempt SqliteService::attempt_in_line(const AcquireRequest& request,
 void SqliteService::leave(std::string_view name, const OwnerSecret& secret) {
   auto c = borrow();
   query(*c, sql::kLeaveQueue).bind(1, name).bind(2, secret).run();
+  wake(name);  // the next in line may be first now
 }
 
 FairQueue::Position SqliteService::position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) {
@@ -364,6 +376,34 @@ milliseconds SqliteService::holder_remaining(std::string_view name, const OwnerS
   // probe asks again at its next poll).
   if (remaining_us <= 0 && marks_->held_elsewhere(name)) return milliseconds(10);
   return remaining_ms(remaining_us);
+}
+
+NativeWait::Turn SqliteService::wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                                             milliseconds max_wait) {
+  std::atomic<std::uint32_t>& slot = wake_->slot(options_.table_prefix, name);
+  const SteadyClock::time_point until = SteadyClock::now() + max_wait;
+  Turn turn;
+  turn.outcome = Outcome::kWoken;  // the engine attempts next
+  try {
+    for (;;) {
+      // The slot's value before the look: whatever frees the name after the look changes it, and
+      // the sleep below then returns at once.
+      const std::uint32_t seen = slot.load(std::memory_order_seq_cst);
+      milliseconds left;  // until the holder's lease ends; max_wait while others are ahead
+      if (ticket != 0) {
+        const Position p = position(name, secret, ticket);
+        left = p.waiters_ahead > 0 ? max_wait : p.holder_remaining;
+      } else {
+        left = holder_remaining(name, secret);
+      }
+      const SteadyClock::time_point now = SteadyClock::now();
+      if (left <= milliseconds::zero() || now >= until) return turn;
+      const auto sleep = std::min<SteadyClock::duration>(left + milliseconds(1), until - now);
+      WakeFile::wait(slot, seen, std::chrono::ceil<std::chrono::microseconds>(sleep));
+    }
+  } catch (const Error&) {
+    return Turn{};  // waiting is an optimisation: the engine polls
+  }
 }
 
 // ---- maintenance ----

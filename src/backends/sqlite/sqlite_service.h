@@ -5,8 +5,9 @@
 // exclusion comes from SQLite's own file locking in WAL mode; every state change is one statement
 // or one BEGIN IMMEDIATE transaction, so it is atomic against other processes.
 //
-// Capabilities: FairQueue, HolderProbe, Maintenance, AuditLog, MultiAcquire, SqlFeatures (no row locks, no session locks,
-// no events: waiters in other processes poll). Files: sqlite_service.cc (leases, the queue,
+// Capabilities: FairQueue, HolderProbe, NativeWait (waiters sleep in the kernel on the lock file's
+// wake file, wake_file.h; without it they poll), Maintenance, AuditLog, MultiAcquire, SqlFeatures
+// (no row locks, no session locks). Files: sqlite_service.cc (leases, the queue,
 // maintenance), sql_features.cc (guard, transaction lock, compare-and-set), options.cc (URL).
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_SQLITE_SERVICE_H_
@@ -21,12 +22,14 @@
 #include "lock_file.h"
 #include "pool.h"
 #include "statement.h"
+#include "wake_file.h"
 
 namespace dblock::sqlite {
 
 class SqliteService final : public LeaseService,
                             public FairQueue,
                             public HolderProbe,
+                            public NativeWait,
                             public Maintenance,
                             public AuditLog,
                             public MultiAcquire,
@@ -47,6 +50,7 @@ class SqliteService final : public LeaseService,
 
   FairQueue* fair_queue() noexcept override { return this; }
   HolderProbe* holder_probe() noexcept override { return this; }
+  NativeWait* native_wait() noexcept override { return wake_ ? this : nullptr; }
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
   MultiAcquire* multi_acquire() noexcept override { return this; }
@@ -60,6 +64,11 @@ class SqliteService final : public LeaseService,
   Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
 
   std::chrono::milliseconds holder_remaining(std::string_view name, const OwnerSecret& waiter) override;
+  // Sleeps on the name's wake slot until it may be this waiter's turn (first in line, the name
+  // free) or `max_wait` passes; kUnavailable when the lock file could not be read (the engine
+  // polls then). Never grants: the engine's next attempt takes the lease through the row.
+  Turn wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                     std::chrono::milliseconds max_wait) override;
 
   void migrate(bool create) override;
   int schema_version() override;
@@ -111,6 +120,8 @@ class SqliteService final : public LeaseService,
   bool file_is_ours() const;
   // Throws ConnectionError unless file_is_ours(): an acquire is reported only on the file opened.
   void require_our_file() const;
+  // Wakes the processes sleeping on `name`'s wake slot (no-op without a wake file).
+  void wake(std::string_view name) const noexcept;
 
   // Constant after construction.
   const Options options_;
@@ -118,6 +129,7 @@ class SqliteService final : public LeaseService,
   FileIdentity identity_;  // of the file at open_path_ when this service opened it
   const dblock::sql::Registry registry_;
   std::optional<HolderMarks> marks_;  // set in the constructor, after identity_
+  std::unique_ptr<WakeFile> wake_;    // set in the constructor; null: waiters poll
 
   dblock::sql::Pool<Connection> pool_;
 };

@@ -1,0 +1,88 @@
+#include "wake_file.h"
+
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <ctime>
+
+#include "dblock/errors.h"
+#include "file_trust.h"
+
+namespace dblock::sqlite {
+
+namespace {
+
+constexpr std::size_t kFileSize = WakeFile::kSlots * sizeof(std::uint32_t);
+static_assert(sizeof(std::atomic<std::uint32_t>) == sizeof(std::uint32_t) &&
+                  std::atomic<std::uint32_t>::is_always_lock_free,
+              "a futex word is a plain 32-bit integer");
+
+// FNV-1a, 64 bits: the same slot in every process and every version that shares the file.
+std::uint64_t fnv1a(std::uint64_t h, std::string_view bytes) {
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value, const timespec* timeout) noexcept {
+  // Not FUTEX_PRIVATE_FLAG: the word is in a shared file mapping, waited on by other processes.
+  return ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), op, value, timeout, nullptr, 0);
+}
+
+}  // namespace
+
+std::unique_ptr<WakeFile> WakeFile::open(const std::string& lock_path) {
+  const std::string path = lock_path + "-wake";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    if (errno == ELOOP) throw ConnectionError("sqlite: " + path + " is a symbolic link; refusing it", "sqlite");
+    return nullptr;  // a read-only directory, say: the waiters poll
+  }
+  struct stat st {};
+  void* map = MAP_FAILED;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+      ::close(fd);
+      throw ConnectionError("sqlite: " + path + " is owned by uid " + std::to_string(st.st_uid) + " with mode " +
+                                std::to_string(st.st_mode & 07777) + "; it must be this user's (or root's) and " +
+                                "writable by nobody else",
+                            "sqlite");
+    }
+    if (static_cast<std::size_t>(st.st_size) >= kFileSize || ::ftruncate(fd, kFileSize) == 0) {
+      map = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+  }
+  ::close(fd);  // the mapping keeps the file
+  if (map == MAP_FAILED) return nullptr;
+  return std::unique_ptr<WakeFile>(new WakeFile(map));
+}
+
+WakeFile::~WakeFile() { ::munmap(map_, kFileSize); }
+
+std::atomic<std::uint32_t>& WakeFile::slot(std::string_view prefix, std::string_view name) const {
+  const std::uint64_t h = fnv1a(fnv1a(0xcbf29ce484222325ULL, prefix), std::string_view("\0", 1));
+  auto* slots = static_cast<std::atomic<std::uint32_t>*>(map_);
+  return slots[fnv1a(h, name) % kSlots];
+}
+
+void WakeFile::wake(std::atomic<std::uint32_t>& slot) noexcept {
+  slot.fetch_add(1, std::memory_order_seq_cst);
+  futex(slot, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+void WakeFile::wait(std::atomic<std::uint32_t>& slot, std::uint32_t seen, std::chrono::microseconds timeout) noexcept {
+  if (timeout.count() <= 0) return;
+  const timespec relative{static_cast<time_t>(timeout.count() / 1'000'000),
+                          static_cast<long>(timeout.count() % 1'000'000) * 1000};
+  futex(slot, FUTEX_WAIT, seen, &relative);  // EAGAIN (changed), ETIMEDOUT, EINTR: all mean "look again"
+}
+
+}  // namespace dblock::sqlite
