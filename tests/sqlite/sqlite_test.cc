@@ -149,6 +149,65 @@ TEST_CASE("sqlite: a new lock file is 0600 and new directories 0700 whatever the
   CHECK(mode(dir.file("state/dblock")) == perms::owner_all);
 }
 
+// docs/backends/sqlite.md, "Waiting": waiters sleep on the lock file's wake file.
+TEST_CASE("sqlite: the wake file is 0600 beside the lock file; a link or a file others may write is refused",
+          "[sqlite][files][wake]") {
+  TempDir dir;
+  const std::string path = dir.file("locks.db");
+  {
+    auto manager = dblock::open("sqlite://" + path);
+    using std::filesystem::perms;
+    CHECK((std::filesystem::status(path + "-wake").permissions() & perms::all) == (perms::owner_read | perms::owner_write));
+    CHECK(std::filesystem::file_size(path + "-wake") == 4096);
+  }
+  auto refused = [&](const std::string& why) {
+    try {
+      dblock::open("sqlite://" + path);
+    } catch (const ConnectionError& e) {
+      INFO(e.what());
+      return std::string(e.what()).find(why) != std::string::npos;
+    }
+    return false;
+  };
+  REQUIRE(::chmod((path + "-wake").c_str(), 0622) == 0);
+  CHECK(refused("-wake"));
+  std::filesystem::remove(path + "-wake");
+  const std::string target = dir.file("elsewhere");
+  { std::ofstream touch(target); }
+  REQUIRE(::symlink(target.c_str(), (path + "-wake").c_str()) == 0);
+  CHECK(refused("symbolic link"));
+  CHECK(std::filesystem::file_size(target) == 0);  // never written through the link
+}
+
+// A waiter in another manager (another process would do the same: the wake goes through the
+// file) is woken by the release, not by its poll: both polls are set to 5 s here.
+TEST_CASE("sqlite: a release wakes a waiter of another manager through the wake file", "[sqlite][wake]") {
+  TempDir dir;
+  const std::string url = "sqlite://" + dir.file("locks.db");
+  ManagerOptions slow;
+  slow.min_poll = 5s;
+  slow.max_poll = 5s;
+  auto holder = dblock::open(url, slow);
+  auto waiter_manager = dblock::open(url, slow);
+  for (int round = 0; round < 5; ++round) {
+    auto lease = holder->try_acquire("woken");
+    REQUIRE(lease);
+    std::optional<Lease> taken;
+    std::chrono::steady_clock::time_point taken_at;
+    std::thread waiter([&] {
+      taken = waiter_manager->acquire("woken", 20s);
+      taken_at = std::chrono::steady_clock::now();
+    });
+    std::this_thread::sleep_for(50ms);  // the waiter is asleep by now (or still asking: either way woken)
+    const auto released_at = std::chrono::steady_clock::now();
+    REQUIRE(lease->release() == ReleaseResult::kReleased);
+    waiter.join();
+    REQUIRE(taken);
+    CHECK(taken_at - released_at < 1s);  // a 5 s poll could not have done it
+    taken->release();
+  }
+}
+
 TEST_CASE("sqlite: another application's database is refused, never converted; adopt=yes shares it", "[sqlite][files]") {
   TempDir dir;
   const std::string path = dir.file("app.db");
