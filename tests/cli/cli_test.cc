@@ -444,7 +444,8 @@ TEST_CASE("bash completion: commands, each command's options and the values of -
   CHECK(offered("dblock ex") == "exporter");
   CHECK(offered("dblock exporter --l") == "--listen");
   CHECK(offered("dblock run --me") == "--metrics-textfile");
-  CHECK(offered("dblock run --metrics-textfile " + cli.dir.file("x.d")) == cli.dir.file("x.db"));
+  { std::ofstream touch(cli.dir.file("report.prom")); }
+  CHECK(offered("dblock run --metrics-textfile " + cli.dir.file("report.p")) == cli.dir.file("report.prom"));
 }
 
 TEST_CASE("run passes on the child's exit status and releases", "[cli][sqlite]") {

@@ -56,7 +56,9 @@ std::unique_ptr<WakeFile> WakeFile::open(const std::string& lock_path) {
                                 "writable by nobody else",
                             "sqlite");
     }
-    if (static_cast<std::size_t>(st.st_size) >= kFileSize || ::ftruncate(fd, kFileSize) == 0) {
+    // Blocks allocated, not a sparse file: a store into a page of a hole on a full disk would be
+    // SIGBUS. On a full disk the allocation fails instead, and the waiters poll.
+    if (::posix_fallocate(fd, 0, kFileSize) == 0) {
       map = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
   }
