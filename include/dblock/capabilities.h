@@ -8,7 +8,7 @@
 //   capability    what the engine does with it                    SQLite  PostgreSQL  MariaDB
 //   FairQueue     waiters queue; hand-offs go to the longest one   yes     yes         yes
 //   WakeEvents    waiters sleep until the service pushes an event  -       yes         -
-//   NativeWait    waiters block inside the service                 -       -           yes
+//   NativeWait    waiters block inside the service                 yes     -           yes
 //   HolderProbe   the first waiter polls a cheap read              yes     -           yes
 //   Maintenance   migrations on open; a reaper thread              yes     yes         yes
 //   SessionLocks  LockManager::session_lock                        -       yes         yes
