@@ -36,9 +36,20 @@ source "$(dirname "$0")/clock.sh"  # clock_preload: a server whose clock a test 
 
 # launch PORT [DIR [OPTION...]]: mariadbd with its datadir, socket, pid file and error log in DIR
 # (default STATE_DIR), extra server options after the usual ones.
+# private_tmp DIR: DIR/tmp for the server's temporary files. Never the shared /tmp: a starting
+# mariadbd (and mariadb-install-db's bootstrap) deletes the `#sql*` files it finds in its tmpdir,
+# which are another server's live temporary tables when servers start side by side.
+private_tmp() {
+  mkdir -p "$1/tmp"; chmod 0700 "$1/tmp"
+  if [[ $(id -u) -eq 0 ]]; then chown "$user" "$1/tmp"; fi
+  echo "$1/tmp"
+}
+
 launch() {
   local port="$1" dir="${2:-$state}"; shift; [[ $# -gt 0 ]] && shift
+  local tmp; tmp=$(private_tmp "$dir")
   "${clock_preload[@]}" "$server" --no-defaults --user="$user" --datadir="$dir/data" --socket="$dir/mysqld.sock" \
+    --tmpdir="$tmp" \
     --pid-file="$dir/mysqld.pid" --port="$port" --bind-address=127.0.0.1 --skip-name-resolve \
     --log-error="$dir/error.log" --max-connections=400 --innodb-buffer-pool-size=256M \
     --innodb-log-file-size=256M "$@" >/dev/null 2>&1 &
@@ -95,7 +106,7 @@ start_node() {
   rm -rf "${dir:?}"; mkdir -p "$dir"; chmod 0755 "$dir"
   if [[ $(id -u) -eq 0 ]]; then chown mysql:mysql "$dir"; fi
   mariadb-install-db --no-defaults --user="$user" --datadir="$dir/data" --auth-root-authentication-method=normal \
-    --skip-test-db >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
+    --skip-test-db --tmpdir="$(private_tmp "$dir")" >"$dir/install.log" 2>&1 || { cat "$dir/install.log" >&2; exit 1; }
   echo "$id" > "$state/$node.server_id"
   launch "$(node_port "$node")" "$dir" --server-id="$id" \
     --log-bin=mariadb-bin --relay-log=relay-bin --binlog-format=ROW --log-slave-updates --gtid-strict-mode=1
@@ -135,7 +146,7 @@ case "$cmd" in
     rm -rf "$state"; mkdir -p "$state"; chmod 0755 "$state"
     [[ $(id -u) -eq 0 ]] && chown mysql:mysql "$state"
     mariadb-install-db --no-defaults --user="$user" --datadir="$state/data" --auth-root-authentication-method=normal \
-      --skip-test-db >"$state/install.log" 2>&1 || { cat "$state/install.log" >&2; exit 1; }
+      --skip-test-db --tmpdir="$(private_tmp "$state")" >"$state/install.log" 2>&1 || { cat "$state/install.log" >&2; exit 1; }
     echo "$port" > "$state/port"
     launch "$port"
     mariadb --socket="$state/mysqld.sock" -uroot -e "CREATE DATABASE IF NOT EXISTS dblock_test;
