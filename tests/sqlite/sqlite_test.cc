@@ -171,6 +171,11 @@ TEST_CASE("sqlite: the wake file is 0600 beside the lock file; a link or a file 
   };
   REQUIRE(::chmod((path + "-wake").c_str(), 0622) == 0);
   CHECK(refused("-wake"));
+  REQUIRE(::chmod((path + "-wake").c_str(), 0600) == 0);
+  if (::geteuid() == 0) {  // another user's wake file (root may give it away)
+    REQUIRE(::chown((path + "-wake").c_str(), 65534, 65534) == 0);
+    CHECK(refused("-wake"));
+  }
   std::filesystem::remove(path + "-wake");
   const std::string target = dir.file("elsewhere");
   { std::ofstream touch(target); }
