@@ -152,6 +152,23 @@ class Waiter {
 
 constexpr auto kTtl = 6s;
 
+// A lease of kTtl whose losses `lost_calls` counts.
+dblock::AcquireOptions counting_losses(std::atomic<int>& lost_calls) {
+  dblock::AcquireOptions options;
+  options.ttl = kTtl;
+  options.on_lost = [&lost_calls](const dblock::LostLease&) { ++lost_calls; };
+  return options;
+}
+
+// Fences issued after a switch, to `holder` (a process that saw the old fences: its carried floor)
+// and to a fresh process (the clock floor alone), are above every fence issued before it.
+void check_fences_after_switch(const Topology& t, const std::string& prefix, dblock::LockManager& holder,
+                               std::int64_t highest_before) {
+  for (std::int64_t f : draw_fences(holder, 3, "after")) CHECK(f > highest_before);
+  auto fresh = open(t, prefix);
+  for (std::int64_t f : draw_fences(*fresh, 3, "fresh")) CHECK(f > highest_before);
+}
+
 // A lease that reached the standby before the primary died is kept across the switch, without a
 // gap; its waiter goes on waiting on the new primary and starts only after the release; every
 // fence issued after the switch is above every fence issued before it.
@@ -162,9 +179,7 @@ void lease_that_reached_the_standby_is_kept(Topology::Kind kind) {
   auto waiter_manager = open(*t, prefix);
   std::vector<std::int64_t> before = draw_fences(*holder, 5, "before");
   std::atomic<int> lost_calls{0};
-  dblock::AcquireOptions options;
-  options.ttl = kTtl;
-  options.on_lost = [&](const dblock::LostLease&) { ++lost_calls; };
+  const dblock::AcquireOptions options = counting_losses(lost_calls);
   auto lease = holder->try_acquire("job", options);
   REQUIRE(lease);
   before.push_back(lease->fence());
@@ -190,9 +205,7 @@ void lease_that_reached_the_standby_is_kept(Topology::Kind kind) {
   CHECK(*waiter.acquired_at() >= released_at);
   const std::int64_t highest_before = *std::max_element(before.begin(), before.end());
   CHECK(waiter.fence() > highest_before);
-  for (std::int64_t f : draw_fences(*holder, 3, "after")) CHECK(f > highest_before);
-  auto fresh = open(*t, prefix);  // a process that saw none of the old fences
-  for (std::int64_t f : draw_fences(*fresh, 3, "fresh")) CHECK(f > highest_before);
+  check_fences_after_switch(*t, prefix, *holder, highest_before);
 }
 
 // Asynchronous replication with the standby behind: a lease the old primary granted after the
@@ -210,9 +223,7 @@ void lease_that_did_not_reach_the_standby_is_reported_lost(Topology::Kind kind) 
   marker->release();
   t->lag();
   std::atomic<int> lost_calls{0};
-  dblock::AcquireOptions options;
-  options.ttl = kTtl;
-  options.on_lost = [&](const dblock::LostLease&) { ++lost_calls; };
+  const dblock::AcquireOptions options = counting_losses(lost_calls);
   auto lease = holder->try_acquire("lagged", options);
   REQUIRE(lease);
   std::vector<std::int64_t> before = draw_fences(*holder, 20, "lagged");
@@ -231,9 +242,7 @@ void lease_that_did_not_reach_the_standby_is_reported_lost(Topology::Kind kind) 
   REQUIRE(waiter.acquired_at());
   const std::int64_t highest_before = *std::max_element(before.begin(), before.end());
   CHECK(waiter.fence() > highest_before);
-  for (std::int64_t f : draw_fences(*holder, 3, "after")) CHECK(f > highest_before);
-  auto fresh = open(*t, prefix);  // a process that saw none of the old fences: the clock floor
-  for (std::int64_t f : draw_fences(*fresh, 3, "fresh")) CHECK(f > highest_before);
+  check_fences_after_switch(*t, prefix, *holder, highest_before);
   CHECK(lease->release() == dblock::ReleaseResult::kAlreadyLost);
 }
 

@@ -64,11 +64,6 @@ Topology::~Topology() {
   }
 }
 
-std::string Topology::url_of(int port) const {
-  return postgres(kind_) ? "postgresql://postgres@127.0.0.1:" + std::to_string(port) + "/postgres"
-                         : "mysql://dblock:dblock-pw@127.0.0.1:" + std::to_string(port) + "/dblock_test";
-}
-
 std::string Topology::url() const {
   const std::string a = std::to_string(primary_port()), b = std::to_string(standby_port());
   return postgres(kind_) ? "postgresql://postgres@127.0.0.1:" + a + ",127.0.0.1:" + b + "/postgres"

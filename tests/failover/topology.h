@@ -23,8 +23,6 @@ class Topology {
   // The URL listing both servers, primary first (PostgreSQL: target_session_attrs=read-write is
   // dblock's default for a list).
   std::string url() const;
-  // A URL naming one server by port.
-  std::string url_of(int port) const;
   int primary_port() const;
   int standby_port() const;
 

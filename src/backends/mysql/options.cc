@@ -28,9 +28,6 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   }
   detail::UrlParams params(url, kServiceName);
   options.socket = params.text("socket").value_or("");
-  if (!options.socket.empty() && !options.more_hosts.empty()) {
-    throw UsageError("mysql URL: socket= names one server; it cannot go with a list of hosts", kServiceName);
-  }
   options.connect_timeout_s = static_cast<int>(params.integer("connect_timeout", 1, 3600).value_or(options.connect_timeout_s));
   options.read_timeout_s = static_cast<int>(params.integer("read_timeout", 0, 86400).value_or(0));
   options.write_timeout_s = static_cast<int>(params.integer("write_timeout", 0, 86400).value_or(0));
