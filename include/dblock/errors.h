@@ -13,6 +13,8 @@
 //   ├── InDoubtError           the outcome of a state-changing call is unknown (connection broke mid-call)
 //   ├── ClockJumpError         the service's clock moved unlike this host's between two renewals
 //                              (reported through on_background_error only)
+//   ├── DegradedError          the service runs without something it normally uses (a wake-up
+//                              channel): slower, never less safe (on_background_error only, once)
 //   └── SchemaError            lock tables missing, or the database schema is newer than this library
 #ifndef DBLOCK_ERRORS_H_
 #define DBLOCK_ERRORS_H_
@@ -67,6 +69,14 @@ class TimeoutError : public Error {
 // beyond what the round trips and the drift margin explain: it was stepped. The lease is in doubt
 // until the next renewal (made at once) confirms it. Passed to on_background_error; never thrown.
 class ClockJumpError : public Error {
+ public:
+  using Error::Error;
+};
+
+// The service could not set up something it normally uses and works without it: waiters poll
+// where they would be woken, say. Slower, never less safe. Reported once per manager, when it is
+// built, through on_background_error; never thrown.
+class DegradedError : public Error {
  public:
   using Error::Error;
 };

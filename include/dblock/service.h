@@ -192,6 +192,12 @@ class LeaseService {
   // Live leases (all, or the one name). Expired ones not yet reaped are not shown.
   virtual std::vector<LeaseInfo> list(std::optional<std::string_view> name) = 0;
 
+  // What this service runs without that it normally uses, one sentence each (its wake-up file
+  // could not be made, say): slower, never less safe. The manager reports each once, when it is
+  // built, as a DegradedError through on_background_error. Called once, from the manager's
+  // constructor.
+  virtual std::vector<std::string> degraded() const { return {}; }
+
   // Optional capabilities (dblock/capabilities.h, dblock/sql/features.h). Each returns this
   // service's implementation, valid for the service's lifetime, or nullptr when it has none.
   virtual FairQueue* fair_queue() noexcept { return nullptr; }

@@ -49,6 +49,7 @@ ManagerCore::ManagerCore(std::unique_ptr<LeaseService> service, ManagerOptions o
       traits_(require(service).traits()),
       wait_strategies_(make_wait_strategies(*service, board_, options_)),
       service_(std::move(service)) {
+  for (const std::string& missing : service_->degraded()) report(DegradedError(missing, std::string(service_->name())));
   Maintenance* maintenance = service_->maintenance();
   if (maintenance != nullptr && options_.reaper) {
     reaper_ = std::make_unique<Reaper>(*maintenance, metrics_, options_.reaper_interval,

@@ -213,6 +213,41 @@ TEST_CASE("sqlite: a release wakes a waiter of another manager through the wake 
   }
 }
 
+// A wake file that cannot be used (here a directory sits at its path; a read-only directory or a
+// full disk do the same) is said once per manager, and the waiters poll instead: never a hang.
+TEST_CASE("sqlite: an unusable wake file is said once, and waiters poll instead", "[sqlite][wake]") {
+  TempDir dir;
+  const std::string path = dir.file("locks.db");
+  std::filesystem::create_directory(path + "-wake");
+  ::chmod((path + "-wake").c_str(), 0700);
+  std::mutex mutex;
+  std::vector<std::string> said;
+  ManagerOptions options;
+  options.on_background_error = [&](const Error& e) {
+    if (dynamic_cast<const DegradedError*>(&e) == nullptr) return;
+    std::lock_guard<std::mutex> lock(mutex);
+    said.push_back(e.what());
+  };
+  auto holder = dblock::open("sqlite://" + path, options);
+  auto waiter_manager = dblock::open("sqlite://" + path, options);
+  auto lease = holder->try_acquire("polled");
+  REQUIRE(lease);
+  std::optional<Lease> taken;
+  std::thread waiter([&] { taken = waiter_manager->acquire("polled", 20s); });
+  std::this_thread::sleep_for(50ms);  // the waiter is polling by now (or still asking: either way it takes it)
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  waiter.join();
+  REQUIRE(taken);
+  taken->release();
+  std::lock_guard<std::mutex> lock(mutex);
+  REQUIRE(said.size() == 2);  // once per manager, not per wait
+  for (const std::string& line : said) {
+    INFO(line);
+    CHECK(line.find(path + "-wake") != std::string::npos);
+    CHECK(line.find("poll") != std::string::npos);
+  }
+}
+
 TEST_CASE("sqlite: another application's database is refused, never converted; adopt=yes shares it", "[sqlite][files]") {
   TempDir dir;
   const std::string path = dir.file("app.db");

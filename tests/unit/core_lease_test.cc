@@ -193,6 +193,32 @@ TEST_CASE("core: the service's clock is checked against this host's between rene
   CHECK(clock_jump(before, {9'000'000, t0 + 10s, t0 + 10s + 2ms}, tolerance).count() == -(2'000'000 - 2'000 - 3'000));
 }
 
+// A service that runs without something it normally uses says so once per manager, when the
+// manager is built, and works as before.
+TEST_CASE("core: what a service runs without is reported once, as a DegradedError", "[unit][core]") {
+  Rig rig;
+  std::vector<std::string> reported;
+  std::vector<std::string> backends;
+  ManagerOptions manager_options;
+  manager_options.on_background_error = [&](const Error& e) {
+    if (dynamic_cast<const DegradedError*>(&e) == nullptr) return;
+    reported.push_back(e.what());
+    backends.push_back(e.backend());
+  };
+  MemoryService::Config config;
+  config.degraded = {"memory: no wake-ups here: waiters poll"};
+  auto manager = rig.open(config, manager_options);
+  REQUIRE(reported == config.degraded);  // during construction, on the constructing thread
+  CHECK(backends == std::vector<std::string>{"memory"});
+  auto lease = manager->try_acquire("k");
+  REQUIRE(lease);
+  CHECK(lease->release() == ReleaseResult::kReleased);
+  CHECK(reported.size() == 1);  // not again
+  reported.clear();
+  auto quiet = rig.open({}, manager_options);
+  CHECK(reported.empty());  // nothing is missing: nothing said
+}
+
 TEST_CASE("core: a stepped service clock is reported, and the next renewal at once confirms the lease",
           "[unit][core][clock]") {
   Rig rig;

@@ -83,6 +83,7 @@ class MemoryService final : public LeaseService,
     bool hold_at_least = true;
     // The longest an acquire or renewal grants (a ZooKeeper session shorter than the TTL asked).
     std::chrono::milliseconds max_grant = std::chrono::hours(24 * 365);
+    std::vector<std::string> degraded;  // what degraded() answers
   };
   struct LostRecord {
     std::string name;
@@ -150,6 +151,7 @@ class MemoryService final : public LeaseService,
   FairQueue* fair_queue() noexcept override { return config_.fair_queue ? this : nullptr; }
   WakeEvents* wake_events() noexcept override { return config_.wake_events ? this : nullptr; }
   NativeWait* native_wait() noexcept override { return config_.native_wait ? this : nullptr; }
+  std::vector<std::string> degraded() const override { return config_.degraded; }
   HolderProbe* holder_probe() noexcept override { return config_.holder_probe ? this : nullptr; }
   Maintenance* maintenance() noexcept override { return config_.maintenance ? this : nullptr; }
 

@@ -63,7 +63,12 @@ SqliteService::SqliteService(Options options)
   if (!opened) throw ConnectionError("sqlite: " + options_.path + " disappeared while it was being opened", "sqlite");
   identity_ = *opened;
   marks_.emplace(open_path_, options_.table_prefix);
-  wake_ = WakeFile::open(open_path_);
+  wake_ = WakeFile::open(open_path_, wake_unusable_);
+}
+
+std::vector<std::string> SqliteService::degraded() const {
+  if (wake_unusable_.empty()) return {};
+  return {wake_unusable_};
 }
 
 void SqliteService::wake(std::string_view name) const noexcept {

@@ -51,6 +51,7 @@ class SqliteService final : public LeaseService,
   FairQueue* fair_queue() noexcept override { return this; }
   HolderProbe* holder_probe() noexcept override { return this; }
   NativeWait* native_wait() noexcept override { return wake_ ? this : nullptr; }
+  std::vector<std::string> degraded() const override;
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
   MultiAcquire* multi_acquire() noexcept override { return this; }
@@ -130,6 +131,7 @@ class SqliteService final : public LeaseService,
   const dblock::sql::Registry registry_;
   std::optional<HolderMarks> marks_;  // set in the constructor, after identity_
   std::unique_ptr<WakeFile> wake_;    // set in the constructor; null: waiters poll
+  std::string wake_unusable_;         // why wake_ is null (degraded()); set in the constructor
 
   dblock::sql::Pool<Connection> pool_;
 };

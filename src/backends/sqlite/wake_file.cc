@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstring>
 #include <ctime>
 
 #include "dblock/errors.h"
@@ -39,31 +40,47 @@ long futex(std::atomic<std::uint32_t>& word, int op, std::uint32_t value, const 
 
 }  // namespace
 
-std::unique_ptr<WakeFile> WakeFile::open(const std::string& lock_path) {
+std::unique_ptr<WakeFile> WakeFile::open(const std::string& lock_path, std::string& why_not) {
   const std::string path = lock_path + "-wake";
+  auto unusable = [&](const std::string& what) {
+    why_not = "sqlite: " + what + ": waiters poll the lock file instead of being woken at each release";
+    return nullptr;
+  };
+  auto failed = [&](const char* step, int error) {
+    return unusable("cannot " + std::string(step) + " " + path + " (" + std::strerror(error) + ")");
+  };
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
     if (errno == ELOOP) throw ConnectionError("sqlite: " + path + " is a symbolic link; refusing it", "sqlite");
-    return nullptr;  // a read-only directory, say: the waiters poll
+    return failed("open", errno);  // a read-only directory, say
   }
   struct stat st {};
-  void* map = MAP_FAILED;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
-      ::close(fd);
-      throw ConnectionError("sqlite: " + path + " is owned by uid " + std::to_string(st.st_uid) + " with mode " +
-                                std::to_string(st.st_mode & 07777) + "; it must be this user's (or root's) and " +
-                                "writable by nobody else",
-                            "sqlite");
-    }
-    // Blocks allocated, not a sparse file: a store into a page of a hole on a full disk would be
-    // SIGBUS. On a full disk the allocation fails instead, and the waiters poll.
-    if (::posix_fallocate(fd, 0, kFileSize) == 0) {
-      map = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    }
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    ::close(fd);
+    return failed("stat", error);
   }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return unusable(path + " is not a regular file");
+  }
+  if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+    ::close(fd);
+    throw ConnectionError("sqlite: " + path + " is owned by uid " + std::to_string(st.st_uid) + " with mode " +
+                              std::to_string(st.st_mode & 07777) + "; it must be this user's (or root's) and " +
+                              "writable by nobody else",
+                          "sqlite");
+  }
+  // Blocks allocated, not a sparse file: a store into a page of a hole on a full disk would be
+  // SIGBUS. On a full disk the allocation fails instead, and the waiters poll.
+  if (const int error = ::posix_fallocate(fd, 0, kFileSize); error != 0) {
+    ::close(fd);
+    return failed("allocate", error);
+  }
+  void* map = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  const int error = errno;
   ::close(fd);  // the mapping keeps the file
-  if (map == MAP_FAILED) return nullptr;
+  if (map == MAP_FAILED) return failed("map", error);
   return std::unique_ptr<WakeFile>(new WakeFile(map));
 }
 

@@ -26,10 +26,10 @@ namespace dblock::sqlite {
 class WakeFile {
  public:
   // The wake file of the lock file at `lock_path` (created when missing), or null when it cannot
-  // be used (it cannot be created or mapped): the waiters then poll, as without it. Throws
-  // ConnectionError when it is there but not to be trusted (a symbolic link, another owner,
-  // writable by others).
-  static std::unique_ptr<WakeFile> open(const std::string& lock_path);
+  // be used (it cannot be created, allocated or mapped): the waiters then poll, as without it, and
+  // `why_not` says why in a sentence. Throws ConnectionError when it is there but not to be
+  // trusted (a symbolic link, another owner, writable by others).
+  static std::unique_ptr<WakeFile> open(const std::string& lock_path, std::string& why_not);
   ~WakeFile();
   WakeFile(const WakeFile&) = delete;
   WakeFile& operator=(const WakeFile&) = delete;
