@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -211,6 +212,39 @@ TEST_CASE("sqlite: a release wakes a waiter of another manager through the wake 
     CHECK(taken_at - released_at < 1s);  // a 5 s poll could not have done it
     taken->release();
   }
+}
+
+// A waiter SIGKILLed while it waits (asleep on the wake slot, or about to be) leaves nothing that
+// holds the line up: the slot is a counter, not a lock, and its queue entry ends within the queue
+// hold (a second). Were the line held up, the next waiter would wait out its whole 20 s.
+TEST_CASE("sqlite: a waiter SIGKILLed in its wait holds nobody up", "[sqlite][wake][faults]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto held = manager->try_acquire("killed-waiter");
+  REQUIRE(held);
+  Child waiter({self_path(), "--child", "hold", prefix, "killed-waiter", "5000"});  // waits up to 10 s
+  const auto queued_by = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    const auto info = manager->inspect("killed-waiter");
+    if (info && info->waiters == 1) break;
+    REQUIRE(std::chrono::steady_clock::now() < queued_by);
+    std::this_thread::sleep_for(5ms);
+  }
+  waiter.signal(SIGKILL);
+  REQUIRE(waiter.wait(10s));
+  auto other = open_manager({}, prefix);
+  std::optional<Lease> next;
+  std::chrono::steady_clock::time_point taken_at;
+  std::thread next_waiter([&] {
+    next = other->acquire("killed-waiter", 20s);
+    taken_at = std::chrono::steady_clock::now();
+  });
+  const auto released_at = std::chrono::steady_clock::now();
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  next_waiter.join();
+  REQUIRE(next);
+  CHECK(taken_at - released_at < 5s);
+  CHECK(next->release() == ReleaseResult::kReleased);
 }
 
 // A wake file that cannot be used (here a directory sits at its path; a read-only directory or a
