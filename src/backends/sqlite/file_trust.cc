@@ -54,19 +54,25 @@ void check_directory_stat(const std::string& dir, const struct stat& st) {
 bool check_file(const std::string& path, const char* what) {
   struct stat st{};
   if (::lstat(path.c_str(), &st) != 0) return false;
-  if (S_ISLNK(st.st_mode)) {
-    throw ConnectionError("sqlite: " + path + " is a symbolic link; dblock does not follow links to its lock file or " +
-                              "its -wal, -shm and -journal files (remove the link)",
-                          "sqlite", "symlink");
-  }
-  if (!trusted_owner(st.st_uid)) refuse(path, what, st, "another user owns it");
-  if (shared_write(st.st_mode)) refuse(path, what, st, "group or others may write it (chmod go-w)");
+  if (S_ISLNK(st.st_mode)) refuse_symlink(path);
+  check_trusted_stat(path, what, st);
   return true;
 }
 
 }  // namespace
 
 bool trusted_owner(uid_t uid) { return uid == ::geteuid() || uid == 0; }
+
+void refuse_symlink(const std::string& path) {
+  throw ConnectionError("sqlite: " + path + " is a symbolic link; dblock does not follow links to its lock file or " +
+                            "its -wal, -shm, -journal and -wake files (remove the link)",
+                        "sqlite", "symlink");
+}
+
+void check_trusted_stat(const std::string& path, const char* what, const struct stat& st) {
+  if (!trusted_owner(st.st_uid)) refuse(path, what, st, "another user owns it");
+  if (shared_write(st.st_mode)) refuse(path, what, st, "group or others may write it (chmod go-w)");
+}
 
 void check_trusted_directory(const std::string& path) {
   const std::filesystem::path p(path);

@@ -10,6 +10,7 @@
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_FILE_TRUST_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_FILE_TRUST_H_
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
@@ -19,6 +20,14 @@ namespace dblock::sqlite {
 // The owners trusted with the lock file and with holder marks: this process's effective user
 // and root.
 bool trusted_owner(uid_t uid);
+
+// Throws the ConnectionError for a lock file or companion at `path` that is a symbolic link.
+[[noreturn]] void refuse_symlink(const std::string& path);
+
+// Checks the owner and mode of the file at `path` whose status is `st` (`what`: "lock file",
+// "lock file companion"), as check_trusted_files does; for a file already open, pass its fstat.
+// Throws ConnectionError naming the path, its owner and mode when it is not trusted.
+void check_trusted_stat(const std::string& path, const char* what, const struct stat& st);
 
 // Checks the directory that holds `path` (symbolic links in its name followed), if it exists.
 // Throws ConnectionError naming the directory, its owner and mode when it is not trusted.

@@ -12,7 +12,6 @@
 #include <cstring>
 #include <ctime>
 
-#include "dblock/errors.h"
 #include "file_trust.h"
 
 namespace dblock::sqlite {
@@ -51,7 +50,7 @@ std::unique_ptr<WakeFile> WakeFile::open(const std::string& lock_path, std::stri
   };
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) {
-    if (errno == ELOOP) throw ConnectionError("sqlite: " + path + " is a symbolic link; refusing it", "sqlite");
+    if (errno == ELOOP) refuse_symlink(path);
     return failed("open", errno);  // a read-only directory, say
   }
   struct stat st {};
@@ -64,12 +63,11 @@ std::unique_ptr<WakeFile> WakeFile::open(const std::string& lock_path, std::stri
     ::close(fd);
     return unusable(path + " is not a regular file");
   }
-  if (!trusted_owner(st.st_uid) || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) {
+  try {
+    check_trusted_stat(path, "lock file companion", st);  // the open file's status: no race with a rename
+  } catch (...) {
     ::close(fd);
-    throw ConnectionError("sqlite: " + path + " is owned by uid " + std::to_string(st.st_uid) + " with mode " +
-                              std::to_string(st.st_mode & 07777) + "; it must be this user's (or root's) and " +
-                              "writable by nobody else",
-                          "sqlite");
+    throw;
   }
   // Blocks allocated, not a sparse file: a store into a page of a hole on a full disk would be
   // SIGBUS. On a full disk the allocation fails instead, and the waiters poll.
