@@ -8,6 +8,7 @@
 #include "dblock/errors.h"
 #include "error_map.h"
 #include "file_clock.h"
+#include "file_trust.h"
 #include "internal.h"
 #include "owner_digest.h"
 #include "sql.h"
@@ -147,10 +148,8 @@ std::unique_ptr<Connection> open_connection(const std::string& path, std::chrono
   int rc = sqlite3_open_v2(path.c_str(), &c->db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, nullptr);
   if (rc != SQLITE_OK) {
-    std::string msg = c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
-    if (c->db != nullptr && sqlite3_extended_errcode(c->db) == SQLITE_CANTOPEN_SYMLINK) {
-      msg = "a symbolic link; dblock does not follow links to its lock file (give the real path)";
-    }
+    if (c->db != nullptr && sqlite3_extended_errcode(c->db) == SQLITE_CANTOPEN_SYMLINK) refuse_symlink(path);
+    const std::string msg = c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc);
     throw ConnectionError("sqlite: cannot open " + path + ": " + msg, "sqlite", std::to_string(rc));
   }
   sqlite3_extended_result_codes(c->db, 1);

@@ -65,7 +65,7 @@ bool trusted_owner(uid_t uid) { return uid == ::geteuid() || uid == 0; }
 
 void refuse_symlink(const std::string& path) {
   throw ConnectionError("sqlite: " + path + " is a symbolic link; dblock does not follow links to its lock file or " +
-                            "its -wal, -shm, -journal and -wake files (remove the link)",
+                            "its -wal, -shm, -journal and -wake files (give the real path, or remove the link)",
                         "sqlite", "symlink");
 }
 

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "dblock/errors.h"
+#include "file_trust.h"
 
 namespace dblock::sqlite {
 
@@ -18,12 +19,6 @@ namespace {
 
 [[noreturn]] void fail(const std::string& message, int error) {
   throw ConnectionError("sqlite: " + message + ": " + std::strerror(error), "sqlite", std::to_string(error));
-}
-
-[[noreturn]] void refuse_link(const std::string& path) {
-  throw ConnectionError("sqlite: " + path +
-                            " is a symbolic link; dblock does not follow links to its lock file (give the real path)",
-                        "sqlite", "symlink");
 }
 
 // Creates `dir` and its missing parents, each new one with mode 0700.
@@ -52,7 +47,7 @@ void prepare_lock_file(const std::string& path, bool create_directories) {
   }
   if (errno != EEXIST) return;  // sqlite3_open_v2 reports it, with its own words
   struct stat st{};
-  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) refuse_link(path);
+  if (::lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) refuse_symlink(path);
 }
 
 std::string resolve_directory(const std::string& path) {

@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "file_trust.h"
+#include "scoped_fd.h"
 
 namespace dblock::sqlite {
 
@@ -23,14 +24,6 @@ namespace {
 using SteadyClock = std::chrono::steady_clock;
 
 constexpr int kMaxReads = 100000;  // a dump of more than this many datagrams is given up (kUnknown)
-
-// Closes a file descriptor at scope exit.
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
 
 bool send_dump_request(int fd) {
   struct {
@@ -87,7 +80,7 @@ bool time_out_at(int fd, SteadyClock::time_point deadline) {
 
 MarkOwner mark_owner(const std::string& name, std::chrono::milliseconds budget) {
   const SteadyClock::time_point deadline = SteadyClock::now() + budget;
-  const Fd netlink{::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)};
+  const ScopedFd netlink{::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG)};
   if (netlink.fd < 0 || !send_dump_request(netlink.fd)) return MarkOwner::kUnknown;
   std::string address(1, '\0');
   address += name;

@@ -13,6 +13,7 @@
 #include <ctime>
 
 #include "file_trust.h"
+#include "scoped_fd.h"
 
 namespace dblock::sqlite {
 
@@ -48,37 +49,20 @@ std::unique_ptr<WakeFile> WakeFile::open(const std::string& lock_path, std::stri
   auto failed = [&](const char* step, int error) {
     return unusable("cannot " + std::string(step) + " " + path + " (" + std::strerror(error) + ")");
   };
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) {
+  const ScopedFd file(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (file.fd < 0) {
     if (errno == ELOOP) refuse_symlink(path);
     return failed("open", errno);  // a read-only directory, say
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    const int error = errno;
-    ::close(fd);
-    return failed("stat", error);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return unusable(path + " is not a regular file");
-  }
-  try {
-    check_trusted_stat(path, "lock file companion", st);  // the open file's status: no race with a rename
-  } catch (...) {
-    ::close(fd);
-    throw;
-  }
+  if (::fstat(file.fd, &st) != 0) return failed("stat", errno);
+  if (!S_ISREG(st.st_mode)) return unusable(path + " is not a regular file");
+  check_trusted_stat(path, "lock file companion", st);  // the open file's status: no race with a rename
   // Blocks allocated, not a sparse file: a store into a page of a hole on a full disk would be
   // SIGBUS. On a full disk the allocation fails instead, and the waiters poll.
-  if (const int error = ::posix_fallocate(fd, 0, kFileSize); error != 0) {
-    ::close(fd);
-    return failed("allocate", error);
-  }
-  void* map = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  const int error = errno;
-  ::close(fd);  // the mapping keeps the file
-  if (map == MAP_FAILED) return failed("map", error);
+  if (const int error = ::posix_fallocate(file.fd, 0, kFileSize); error != 0) return failed("allocate", error);
+  void* map = ::mmap(nullptr, kFileSize, PROT_READ | PROT_WRITE, MAP_SHARED, file.fd, 0);  // keeps the file
+  if (map == MAP_FAILED) return failed("map", errno);
   return std::unique_ptr<WakeFile>(new WakeFile(map));
 }
 
