@@ -90,10 +90,11 @@ TEST_CASE("election: a leader whose renewals are refused is revoked, campaigns a
   auto a = rig.open({}, named("host-a"), &service_a);
   auto b = rig.open({}, named("host-b"));
   Journal ja, jb;
-  Election ea(*a, "jobs", ja.options(200ms));
+  // 600 ms: a's next renewal (within 200 ms) is refused long before its safe-until could pass.
+  Election ea(*a, "jobs", ja.options(600ms));
   REQUIRE(ea.await_leadership(5s));
   const std::int64_t first_term = *ea.term();
-  Election eb(*b, "jobs", jb.options(200ms));
+  Election eb(*b, "jobs", jb.options(600ms));
   service_a->refuse_renewals(true);
   // b leads once a's lease ran out; a learned it lost, before or at that point.
   REQUIRE(eb.await_leadership(5s));

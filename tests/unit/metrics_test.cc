@@ -124,7 +124,7 @@ TEST_CASE("metrics: renewals ok, failed and refused; leases lost by each cause",
   MemoryService* service = nullptr;
   auto m = rig.open(events, {}, &service);
   AcquireOptions short_ttl;
-  short_ttl.ttl = 60ms;
+  short_ttl.ttl = 300ms;  // renewed every 100 ms; safe-until ~295 ms: slack for a sanitizer build
 
   auto renewed = m->try_acquire("renewed", short_ttl);
   REQUIRE(renewed);
@@ -132,9 +132,9 @@ TEST_CASE("metrics: renewals ok, failed and refused; leases lost by each cause",
   renewed->release();
 
   SECTION("refused") {
+    service->refuse_renewals(true);  // the first renewal (100 ms) is refused well before safe-until
     auto lease = m->try_acquire("k", short_ttl);
     REQUIRE(lease);
-    service->refuse_renewals(true);
     REQUIRE(eventually([&] { return lease->lost(); }));
     REQUIRE(eventually([&] { return m->metrics().lost.renewal_refused == 1; }));
     const MetricsSnapshot s = m->metrics();
