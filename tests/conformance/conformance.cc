@@ -166,8 +166,9 @@ int child_counter(const std::string& prefix, const std::string& name, const std:
   return failures.load() == 0 ? 0 : 1;
 }
 
-// hold <prefix> <name> <ttl_ms>: acquires, reports, then waits (bounded) for the lease to be
-// lost, reports how it learned it, and tries to release.
+// hold <prefix> <name> <ttl_ms>: acquires, reports "acquired <fence> <safe-until>" (safe-until as
+// steady_clock nanoseconds: CLOCK_MONOTONIC, the same in every process), then waits (bounded) for
+// the lease to be lost, reports how it learned it, and tries to release.
 int child_hold(const std::string& prefix, const std::string& name, int ttl_ms) {
   auto manager = open_manager(ManagerOptions{}, prefix);
   std::mutex m;
@@ -185,7 +186,9 @@ int child_hold(const std::string& prefix, const std::string& name, int ttl_ms) {
     std::printf("not-acquired\n");
     return 2;
   }
-  std::printf("acquired %lld\n", static_cast<long long>(lease->fence()));
+  const auto safe_until_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(lease->safe_until().time_since_epoch());
+  std::printf("acquired %lld %lld\n", static_cast<long long>(lease->fence()),
+              static_cast<long long>(safe_until_ns.count()));
   std::fflush(stdout);
   {
     std::unique_lock<std::mutex> lock(m);
@@ -374,17 +377,27 @@ TEST_CASE("expiry takeover: a SIGKILLed holder is replaced after its TTL, not be
   auto manager = open_manager({}, prefix);
   constexpr milliseconds kTtl = 1500ms;
   Child holder({self_path(), "--child", "hold", prefix, "takeover", std::to_string(kTtl.count())});
-  expect_line(holder, "acquired");
+  std::istringstream acquired(expect_line(holder, "acquired"));
   const auto acquired_seen = SteadyClock::now();
   holder.signal(SIGKILL);
   REQUIRE(holder.wait(10s));
+  std::string word;
+  long long fence = 0;
+  long long safe_until_ns = 0;
+  REQUIRE(acquired >> word >> fence >> safe_until_ns);
+  // The dead holder's lease lives on the service at least until its safe-until (its send time +
+  // TTL - drift margin): the moment this process reads the line is later than that send time by
+  // however long a loaded machine took, so it cannot bound the take-over from below.
+  const SteadyClock::time_point holder_safe_until{std::chrono::nanoseconds(safe_until_ns)};
 
-  CHECK_FALSE(manager->try_acquire("takeover"));  // the dead holder's lease is still live
+  const auto tried_at = SteadyClock::now();
+  const bool taken_at_once = manager->try_acquire("takeover").has_value();
+  CHECK((!taken_at_once || tried_at >= holder_safe_until));  // still live, unless that long passed
   auto lease = manager->acquire("takeover", 20s);
-  const auto elapsed = SteadyClock::now() - acquired_seen;
+  const auto taken_at = SteadyClock::now();
   REQUIRE(lease);
-  CHECK(elapsed >= kTtl - 200ms);
-  CHECK(elapsed <= kTtl + 3s);
+  CHECK(taken_at >= holder_safe_until - 200ms);
+  CHECK(taken_at - acquired_seen <= kTtl + 3s);
 }
 
 // ---- 4. fences -------------------------------------------------------------------------------
