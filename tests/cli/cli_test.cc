@@ -1340,7 +1340,7 @@ TEST_CASE("PostgreSQL: --wait bounds the open on a stalled path", "[.][postgresq
     Result r = cli.exec({kCli, "--url", stalled, "run", "--key", unique_key("stalled"), "--wait", wait, "--", "true"});
     INFO(wait << ": " << r);
     CHECK(r.code == kUnavailable);
-    CHECK(r.seconds < std::max(2.0, std::stod(wait)) + 1.0);
+    CHECK(r.seconds < std::max(2.0, std::stod(wait)) + 1.5);  // a CLI run's own time, under a sanitizer
   }
   relay.resume();
 }

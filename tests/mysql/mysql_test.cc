@@ -648,17 +648,18 @@ TEST_CASE("mysql: a release grants the first waiter the lease, for no longer tha
   auto c = raw();
   auto lease = holder->try_acquire("grant");
   REQUIRE(lease);
-  // A waiter that asked for a 60 s grant and then died: its queue entry has 300 ms left.
+  // A waiter that asked for a 60 s grant and then died: its queue entry has 1.5 s left (long
+  // enough that the checks below still see the grant live on a loaded machine).
   const std::string ghost = OwnerSecret::generate().hex();
   exec(*c, "INSERT INTO `" + prefix + "waiters` (name, owner_secret, ticket, until_at, holder, grant_ttl_us)"
-           " VALUES ('grant', UNHEX('" + ghost + "'), 1, UTC_TIMESTAMP(6) + INTERVAL 300000 MICROSECOND, 'ghost', 60000000)");
-  exec(*c, "UPDATE `" + prefix + "leases` SET queued_until = UTC_TIMESTAMP(6) + INTERVAL 300000 MICROSECOND"
+           " VALUES ('grant', UNHEX('" + ghost + "'), 1, UTC_TIMESTAMP(6) + INTERVAL 1500000 MICROSECOND, 'ghost', 60000000)");
+  exec(*c, "UPDATE `" + prefix + "leases` SET queued_until = UTC_TIMESTAMP(6) + INTERVAL 1500000 MICROSECOND"
            " WHERE name = 'grant'");  // as its join marked the row
   REQUIRE(lease->release() == ReleaseResult::kReleased);
   // The release made it the holder, with a new fence, and took it out of the line.
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = 'grant' AND holder = 'ghost'"
                    " AND owner_secret = UNHEX('" + ghost + "') AND expires_at > UTC_TIMESTAMP(6)"
-                   " AND expires_at <= UTC_TIMESTAMP(6) + INTERVAL 300000 MICROSECOND") == 1);
+                   " AND expires_at <= UTC_TIMESTAMP(6) + INTERVAL 1500000 MICROSECOND") == 1);
   const std::int64_t ghost_fence = scalar(*c, "SELECT fence FROM `" + prefix + "leases` WHERE name = 'grant'");
   CHECK(ghost_fence > lease->fence());
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "waiters`") == 0);
