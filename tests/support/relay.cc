@@ -16,13 +16,15 @@ TcpRelay::TcpRelay(const std::string& relay_path, int target_port)
 }
 
 void TcpRelay::pause() {
-  child_.signal(SIGUSR1);
-  // The relay applies it in its loop: return only once nothing passes any more.
-  for (;;) {
-    const std::optional<std::string> line = child_.read_line(std::chrono::seconds(10));
-    if (!line) throw std::runtime_error("tcp_relay did not confirm the pause within 10 s");
-    if (*line == "paused") return;
+  // The relay applies it in its loop: return only once nothing passes any more. The signal is sent
+  // again each second until it is confirmed (a pause is idempotent): a signal can be lost by a
+  // sanitizer's runtime, which defers it to a safe point in the relay.
+  for (int attempt = 0; attempt < 30; ++attempt) {
+    child_.signal(SIGUSR1);
+    const std::optional<std::string> line = child_.read_line(std::chrono::seconds(1));
+    if (line && *line == "paused") return;
   }
+  throw std::runtime_error("tcp_relay did not confirm the pause within 30 s");
 }
 void TcpRelay::resume() { child_.signal(SIGUSR2); }
 void TcpRelay::mute_replies() { child_.signal(SIGRTMIN); }
