@@ -35,11 +35,13 @@ int child_elect(const std::string& prefix, const std::string& name, int ttl_ms) 
   options.on_revoked = [&](const Revocation& r) {
     say(std::string(r.resigned ? "resigned " : "revoked ") + std::to_string(r.term));
   };
-  // A lower bound for when a lease this campaign wins was sent: steady_clock nanoseconds
-  // (CLOCK_MONOTONIC, the same in every process).
-  const auto since = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch());
+  // "since <ns>": a lower bound for when a lease this campaign wins was sent, in steady_clock
+  // nanoseconds (CLOCK_MONOTONIC, the same in every process); said before the campaign starts,
+  // so before any "elected".
+  say("since " + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    SteadyClock::now().time_since_epoch()).count()));
   Election election(*manager, name, options);
-  say("campaigning " + std::to_string(since.count()));
+  say("campaigning");
   for (std::string line; std::getline(std::cin, line);) {
     if (line == "status") say(std::string("status leader=") + (election.is_leader() ? "1" : "0"));
   }
@@ -89,7 +91,7 @@ TEST_CASE("election: a SIGKILLed leader is replaced after its TTL, a SIGSTOPped 
   // Its lease lives on the service at least a TTL past the start of its campaign; the kill, seen
   // here after however long a loaded machine took, cannot bound the take-over from below.
   Child first({self_path(), "--child", "elect", prefix, "leader", ttl_arg});
-  const SteadyClock::time_point campaigned{std::chrono::nanoseconds(term_of(expect_line(first, "campaigning")))};
+  const SteadyClock::time_point campaigned{std::chrono::nanoseconds(term_of(expect_line(first, "since")))};
   const std::int64_t t1 = term_of(expect_line(first, "elected"));
   Election here(*manager, "leader", ElectionOptions{ttl, {}, {}});
   CHECK_FALSE(here.await_leadership(100ms));
