@@ -186,9 +186,7 @@ int child_hold(const std::string& prefix, const std::string& name, int ttl_ms) {
     std::printf("not-acquired\n");
     return 2;
   }
-  const auto safe_until_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(lease->safe_until().time_since_epoch());
-  std::printf("acquired %lld %lld\n", static_cast<long long>(lease->fence()),
-              static_cast<long long>(safe_until_ns.count()));
+  std::printf("acquired %lld %s\n", static_cast<long long>(lease->fence()), steady_stamp(lease->safe_until()).c_str());
   std::fflush(stdout);
   {
     std::unique_lock<std::mutex> lock(m);
@@ -377,18 +375,15 @@ TEST_CASE("expiry takeover: a SIGKILLed holder is replaced after its TTL, not be
   auto manager = open_manager({}, prefix);
   constexpr milliseconds kTtl = 1500ms;
   Child holder({self_path(), "--child", "hold", prefix, "takeover", std::to_string(kTtl.count())});
-  std::istringstream acquired(expect_line(holder, "acquired"));
+  const std::optional<StampedLine> acquired = parse_stamped(expect_line(holder, "acquired"));
   const auto acquired_seen = SteadyClock::now();
   holder.signal(SIGKILL);
   REQUIRE(holder.wait(10s));
-  std::string word;
-  long long fence = 0;
-  long long safe_until_ns = 0;
-  REQUIRE(acquired >> word >> fence >> safe_until_ns);
+  REQUIRE(acquired);
   // The dead holder's lease lives on the service at least until its safe-until (its send time +
   // TTL - drift margin): the moment this process reads the line is later than that send time by
   // however long a loaded machine took, so it cannot bound the take-over from below.
-  const SteadyClock::time_point holder_safe_until{std::chrono::nanoseconds(safe_until_ns)};
+  const SteadyClock::time_point holder_safe_until = acquired->at;
 
   const auto tried_at = SteadyClock::now();
   const bool taken_at_once = manager->try_acquire("takeover").has_value();

@@ -5,11 +5,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -70,6 +72,25 @@ const Context& context();
 inline std::chrono::milliseconds capped_ttl(std::chrono::milliseconds ttl) {
   const std::chrono::milliseconds bound = context().lease_bound;
   return bound.count() > 0 ? std::min(ttl, bound) : ttl;
+}
+
+// A steady_clock moment as a child prints it for its parent: nanoseconds of CLOCK_MONOTONIC, the
+// same clock in every process.
+inline std::string steady_stamp(std::chrono::steady_clock::time_point at) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(at.time_since_epoch()).count());
+}
+
+// A child's "<word> <fence> <stamp>" line (the roles hold, permit, job); nullopt when malformed.
+struct StampedLine {
+  std::int64_t fence = 0;
+  std::chrono::steady_clock::time_point at;
+};
+inline std::optional<StampedLine> parse_stamped(const std::string& line) {
+  std::istringstream in(line);
+  std::string word;
+  long long fence = 0, ns = 0;
+  if (!(in >> word >> fence >> ns)) return std::nullopt;
+  return StampedLine{fence, std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns))};
 }
 
 // A context for a backend on a server the tests started: its URL from `url_var` (required: a run

@@ -35,11 +35,9 @@ int child_elect(const std::string& prefix, const std::string& name, int ttl_ms) 
   options.on_revoked = [&](const Revocation& r) {
     say(std::string(r.resigned ? "resigned " : "revoked ") + std::to_string(r.term));
   };
-  // "since <ns>": a lower bound for when a lease this campaign wins was sent, in steady_clock
-  // nanoseconds (CLOCK_MONOTONIC, the same in every process); said before the campaign starts,
-  // so before any "elected".
-  say("since " + std::to_string(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                    SteadyClock::now().time_since_epoch()).count()));
+  // "since <stamp>": a lower bound for when a lease this campaign wins was sent; said before the
+  // campaign starts, so before any "elected".
+  say("since " + steady_stamp(SteadyClock::now()));
   Election election(*manager, name, options);
   say("campaigning");
   for (std::string line; std::getline(std::cin, line);) {

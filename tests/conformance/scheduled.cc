@@ -8,7 +8,6 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -46,12 +45,11 @@ int child_job(const std::string& prefix, const std::string& name, int hold_ms) {
   auto manager = open_manager({}, prefix);
   AcquireOptions options = job(milliseconds(hold_ms));
   options.ttl = milliseconds(hold_ms);
-  // Before the run's start, so its window ends after this + hold_ms: steady_clock nanoseconds
-  // (CLOCK_MONOTONIC, the same in every process).
-  const auto asked = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now().time_since_epoch());
+  // Before the run's start: its window ends after this + hold_ms.
+  const SteadyClock::time_point asked = SteadyClock::now();
   std::optional<Lease> run = manager->try_acquire(name, options);
   if (!run) return 1;
-  std::printf("running %lld %lld\n", static_cast<long long>(run->fence()), static_cast<long long>(asked.count()));
+  std::printf("running %lld %s\n", static_cast<long long>(run->fence()), steady_stamp(asked).c_str());
   std::fflush(stdout);
   for (std::string line; std::getline(std::cin, line);) {
   }
@@ -124,14 +122,12 @@ TEST_CASE("scheduled job: a host SIGKILLed mid-job keeps the window until hold_a
   // Three ZooKeeper sessions of the suite (2 s): its node goes long before the window ends.
   constexpr milliseconds kWindow{6000};
   Child host({self_path(), "--child", "job", prefix, "nightly", std::to_string(kWindow.count())});
-  std::istringstream line(expect_line(host, "running"));
-  std::string word;
-  std::int64_t dead_fence = 0;
-  long long asked_ns = 0;
-  REQUIRE(line >> word >> dead_fence >> asked_ns);
+  const std::optional<StampedLine> running_line = parse_stamped(expect_line(host, "running"));
+  REQUIRE(running_line);
+  const std::int64_t dead_fence = running_line->fence;
   // The run's window ends no earlier than kWindow after the child asked for it; when this process
   // reads the line is later by however long a loaded machine took.
-  const SteadyClock::time_point asked{std::chrono::nanoseconds(asked_ns)};
+  const SteadyClock::time_point asked = running_line->at;
   const auto running = SteadyClock::now();
   host.signal(SIGKILL);
   REQUIRE(host.wait(10s));

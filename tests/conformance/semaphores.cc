@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <iostream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,9 +37,7 @@ int child_permit(const std::string& prefix, const std::string& name, int n, int 
   auto manager = open_manager({}, prefix);
   std::optional<Lease> lease = manager->acquire(name, 30s, permits(n, milliseconds(ttl_ms)));
   if (!lease) return 1;
-  // safe-until as steady_clock nanoseconds (CLOCK_MONOTONIC, the same in every process).
-  const auto safe_until = std::chrono::duration_cast<std::chrono::nanoseconds>(lease->safe_until().time_since_epoch());
-  std::printf("holding %lld %lld\n", static_cast<long long>(lease->fence()), static_cast<long long>(safe_until.count()));
+  std::printf("holding %lld %s\n", static_cast<long long>(lease->fence()), steady_stamp(lease->safe_until()).c_str());
   std::fflush(stdout);
   for (std::string line; std::getline(std::cin, line);) {
   }
@@ -124,14 +121,12 @@ TEST_CASE("semaphore: a SIGKILLed permit holder's permit is free after its TTL, 
   std::optional<Lease> mine = manager->try_acquire("pool", permits(2, ttl));
   REQUIRE(mine);
   Child holder({self_path(), "--child", "permit", prefix, "pool", "2", std::to_string(ttl.count())});
-  std::istringstream line(expect_line(holder, "holding"));
-  std::string word;
-  std::int64_t dead_fence = 0;
-  long long safe_until_ns = 0;
-  REQUIRE(line >> word >> dead_fence >> safe_until_ns);
+  const std::optional<StampedLine> holding = parse_stamped(expect_line(holder, "holding"));
+  REQUIRE(holding);
+  const std::int64_t dead_fence = holding->fence;
   // The dead holder's permit lives on the service at least until its safe-until; the kill, seen
   // here after however long a loaded machine took, cannot bound the release from below.
-  const SteadyClock::time_point holder_safe_until{std::chrono::nanoseconds(safe_until_ns)};
+  const SteadyClock::time_point holder_safe_until = holding->at;
   const auto tried_at = SteadyClock::now();
   const bool taken_at_once = manager->try_acquire("pool", permits(2, ttl)).has_value();
   CHECK((!taken_at_once || tried_at >= holder_safe_until));
