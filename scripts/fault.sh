@@ -2,14 +2,14 @@
 # Fault-injection harness runner (docs/fault-harness.md): every backend x fault, several seeds,
 # then one markdown table of the figures.
 #
-#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 12 s each, Redis 6 s, ZooKeeper 4 s
+#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 8 s each, Redis 6 s, ZooKeeper 4 s
 #                                    (what CI's ctest -L fault runs)
 #   scripts/fault.sh --long          long mode: 20 seeds per backend x fault
 #
 # Options (after the mode):
 #   --runs N           seeds per backend x fault (short: 1, long: 20); seeds are SEED_BASE..SEED_BASE+N-1
 #   --seed-base N      first seed (default 1)
-#   --seconds S        length of one run (short: 12, Redis 6, ZooKeeper 4; long: 10)
+#   --seconds S        length of one run (short: 8, Redis 6, ZooKeeper 4; long: 10)
 #   --ttl-ms T         lease TTL (default 1000)
 #   --clients K        contending client processes (default 4)
 #   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis,redlock,zookeeper (default: all
@@ -55,7 +55,7 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 redis_seconds=${seconds:-6} zk_seconds=${seconds:-4}  # short mode: as ctest's DBLOCK_FAULT_{REDIS,ZOOKEEPER}_SECONDS
-if [[ $mode == long ]]; then runs=${runs:-20}; seconds=${seconds:-10}; redis_seconds=$seconds; zk_seconds=$seconds; else runs=${runs:-1}; seconds=${seconds:-12}; fi
+if [[ $mode == long ]]; then runs=${runs:-20}; seconds=${seconds:-10}; redis_seconds=$seconds; zk_seconds=$seconds; else runs=${runs:-1}; seconds=${seconds:-8}; fi
 
 driver="$build/tests/fault/fault_driver"
 if [[ ! -x "$driver" || ! -x "$build/tests/fault/fault_client" ]]; then
@@ -65,13 +65,27 @@ fi
 "$driver" selftest >/dev/null || { echo "fault.sh: the oracle's self-test failed" >&2; exit 1; }
 
 available=$("$driver" schemes | tr '\n' ' ')
+# Every backend this build has runs; one whose server cannot be found fails the run (a missing
+# server is never a silent pass), unless --backends left it out.
 if [[ -z "$backends" ]]; then
-  backends=""
+  backends="" missing=""
   [[ " $available " == *" sqlite "* ]] && backends+="sqlite,"
-  [[ " $available " == *" postgresql "* ]] && command -v pgbouncer >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 && backends+="postgresql,"
-  [[ " $available " == *" mysql "* ]] && command -v mariadbd >/dev/null && backends+="mariadb,"
-  [[ " $available " == *" redis "* ]] && command -v redis-server >/dev/null && backends+="redis,redlock,"
-  [[ " $available " == *" zookeeper "* ]] && [[ -r /usr/share/java/zookeeper.jar ]] && backends+="zookeeper,"
+  if [[ " $available " == *" postgresql "* ]]; then
+    if command -v pgbouncer >/dev/null && ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then backends+="postgresql,"; else missing+=" postgresql (initdb, pgbouncer)"; fi
+  fi
+  if [[ " $available " == *" mysql "* ]]; then
+    if command -v mariadbd >/dev/null; then backends+="mariadb,"; else missing+=" mariadb (mariadbd)"; fi
+  fi
+  if [[ " $available " == *" redis "* ]]; then
+    if command -v redis-server >/dev/null; then backends+="redis,redlock,"; else missing+=" redis (redis-server)"; fi
+  fi
+  if [[ " $available " == *" zookeeper "* ]]; then
+    if [[ -r /usr/share/java/zookeeper.jar ]]; then backends+="zookeeper,"; else missing+=" zookeeper (zookeeper.jar)"; fi
+  fi
+  if [[ -n "$missing" ]]; then
+    echo "fault.sh: this build has backends whose servers are not installed:$missing (scripts/install-deps.sh; or --backends)" >&2
+    exit 1
+  fi
   backends=${backends%,}
 fi
 faults_for() {
@@ -79,9 +93,9 @@ faults_for() {
     sqlite) echo "none client-kill client-stop writer-kill disk-full" ;;
     postgresql) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full pgbouncer failover-async failover-sync" ;;
     mariadb) echo "none client-kill client-stop session-kill server-restart server-stop relay-stall conn-full failover" ;;
-    redis) echo "none client-kill client-stop conn-kill pubsub-kill server-restart server-restart-aof server-stop relay-stall" ;;
-    redlock) echo "none client-kill node-kill node-kill-two node-restart node-restart-two" ;;
-    zookeeper) echo "none client-kill client-stop session-expire server-stop server-restart relay-stall leader-kill leader-stop" ;;
+    redis) echo "none client-kill client-stop conn-kill pubsub-kill server-restart server-restart-aof server-stop relay-stall busy-script" ;;
+    redlock) echo "none client-kill node-kill node-kill-two node-restart node-restart-two node-restart-empty node-restart-empty-two node-stop busy-script" ;;
+    zookeeper) echo "none client-kill client-stop session-expire server-stop server-restart relay-stall reply-cut leader-kill leader-stop" ;;
   esac
 }
 
@@ -204,7 +218,7 @@ run_one() {  # backend fault seed
       args+=(--server-script "$root/scripts/servers/redis.sh") ;;
     redlock)
       secs=$redis_seconds
-      if [[ $f == node-restart* ]]; then  # masters that come back at once keep their keys: AOF always
+      if [[ $f == node-restart* && $f != node-restart-empty* ]]; then  # back at once with their keys: AOF always
         args=(--url "$(redlock_url "${redlock_aof_ports[@]}")" --state "$redlock_aof_state")
       else
         args=(--url "$(redlock_url "${redlock_ports[@]}")" --state "$redlock_state")

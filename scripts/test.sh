@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# Builds dblock and runs the whole test suite (ctest), installing build dependencies first.
+# Builds dblock and runs its test suite (ctest), installing build dependencies first.
 #
-#   scripts/test.sh                 # RelWithDebInfo build in build/
+#   scripts/test.sh                 # RelWithDebInfo build in build/: every test
 #   scripts/test.sh --asan          # AddressSanitizer + UBSan build in build-asan/
 #   scripts/test.sh --tsan          # ThreadSanitizer build in build-tsan/
-#   scripts/test.sh --all           # all three, one after the other, then the packages
+#   scripts/test.sh --all           # all three, then the packages
 #   scripts/test.sh --package       # the Debian packages: build, install, use, remove (package.sh)
 #
+# What each build runs (docs/testing.md): the plain build everything; the sanitizer builds what
+# exercises memory and threads (the engine's units, the conformance suite on every service, the CLI
+# cases), built at -O1 -g1 without the benches, examples, fault harness, failover and ensemble
+# topologies and the services' own cases, whose server-driven runs belong to the plain build.
+#
+# Each stage prints "stage <name>: <seconds> s" when it ends (docs/testing.md, the budget).
+#
 # Environment: JOBS (build jobs; default: number of CPUs), CTEST_JOBS (tests run at once; default
-# 3: most tests wait on TTLs and servers rather than CPU, and tests sharing a server never overlap,
-# see cmake/serialize_server_tests.cmake; the backend suites, which restart their servers, and the
-# fault tests that must see a violation run alone), CTEST_ARGS (extra ctest arguments).
+# 4: most tests wait on TTLs and servers rather than CPU, and tests sharing a server never overlap,
+# see cmake/serialize_server_tests.cmake; the fault tests that must see a violation run alone),
+# CTEST_ARGS (extra ctest arguments).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,30 +26,92 @@ jobs="${JOBS:-$(nproc)}"
 
 "$(pwd)/scripts/install-deps.sh"
 
-run_one() {
+generator=()
+if command -v ninja >/dev/null; then generator=(-G Ninja); fi
+
+# Runs `"$@"` as stage $1 and prints how long it took.
+stage() {
+  local name="$1" started=$SECONDS; shift
+  "$@"
+  echo "stage $name: $((SECONDS - started)) s"
+}
+
+# build NAME DIR CMAKE_ARGS...: configures and builds DIR.
+build() {
   local name="$1" dir="$2"; shift 2
-  echo "=== dblock tests: $name ($dir) ==="
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBLOCK_BUILD_TESTS=ON -DDBLOCK_BUILD_CLI=ON -DDBLOCK_BUILD_BENCH=ON \
+  echo "=== dblock build: $name ($dir) ==="
+  # A directory configured with another generator is configured afresh.
+  if [[ -f "$dir/CMakeCache.txt" ]] && ! grep -q "CMAKE_GENERATOR:INTERNAL=${generator[1]:-Unix Makefiles}\$" "$dir/CMakeCache.txt"; then
+    rm -rf "$dir"
+  fi
+  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDBLOCK_BUILD_TESTS=ON -DDBLOCK_BUILD_CLI=ON \
     -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_REDIS=ON -DDBLOCK_WITH_ZOOKEEPER=ON "$@"
-  cmake --build "$dir" -j "$jobs"
+  stage "$name build" cmake --build "$dir" -j "$jobs"
+}
+
+# run_tests NAME DIR CTEST_SELECTION: runs DIR's ctest tests.
+run_tests() {
+  local name="$1" dir="$2" selection="$3"
+  echo "=== dblock tests: $name ($dir) ==="
   # halt_on_error makes UBSan findings fail the run instead of only printing.
+  # shellcheck disable=SC2086
   ASAN_OPTIONS="detect_leaks=1:abort_on_error=1" \
   LSAN_OPTIONS="suppressions=$(pwd)/tests/sanitizers/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(pwd)/tests/sanitizers/tsan.supp" \
-    ctest --test-dir "$dir" --output-on-failure -j "${CTEST_JOBS:-3}" ${CTEST_ARGS:-}
+    stage "$name tests" ctest --test-dir "$dir" --output-on-failure -j "${CTEST_JOBS:-4}" $selection ${CTEST_ARGS:-}
+}
+
+# The sanitizer builds: what they do not run is not built either; lighter optimisation and line
+# tables only (a sanitizer's report still names every frame and line).
+sanitized=(-DDBLOCK_BUILD_BENCH=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_FAULT_TESTS=OFF -DDBLOCK_TEST_SERVICE_CASES=OFF
+           "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
+# ... and of the tests built, they leave out the documentation checks, the install consumer and
+# the Java interop (no code of dblock's runs there that the other cases do not run).
+sanitized_tests="-LE docs|install|interop"
+# The TSan build's servers listen 10000 ports below the others' (tests/CMakeLists.txt): its tests
+# can run beside the ASan build's (docs/testing.md, the budget: not yet measured side by side, so
+# --all still runs them one after the other).
+tsan=(-DDBLOCK_SANITIZE_THREAD=ON -DDBLOCK_TEST_PORT_OFFSET=-10000)
+
+# The sanitizer builds of --all, built while the plain build's tests run: those wait on TTLs and
+# servers far more than they compute, and the builds run under SCHED_IDLE (inherited by the
+# compilers), so they take only the CPU the tests leave (docs/testing.md, the budget). Their output
+# goes to sanitizer-builds.log.
+background_builds() {
+  chrt --idle --pid 0 "$BASHPID"
+  { build asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON "${sanitized[@]}" &&
+    build tsan build-tsan "${tsan[@]}" "${sanitized[@]}"; } > sanitizer-builds.log 2>&1
+}
+
+# Waits for the background builds (process PID) to end.
+await_builds() {
+  if ! wait "$1"; then
+    tail -n 60 sanitizer-builds.log >&2
+    echo "the sanitizer builds failed (sanitizer-builds.log)" >&2
+    exit 1
+  fi
 }
 
 case "$mode" in
-  default) run_one default build ;;
-  --asan) run_one asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON ;;
-  --tsan) run_one tsan build-tsan -DDBLOCK_SANITIZE_THREAD=ON ;;
+  default) build default build -DDBLOCK_BUILD_BENCH=ON && run_tests default build "" ;;
+  --asan) build asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON "${sanitized[@]}" && run_tests asan build-asan "$sanitized_tests" ;;
+  --tsan) build tsan build-tsan "${tsan[@]}" "${sanitized[@]}" && run_tests tsan build-tsan "$sanitized_tests" ;;
   --all)
-    run_one default build
-    run_one asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON
-    run_one tsan build-tsan -DDBLOCK_SANITIZE_THREAD=ON
-    JOBS="$jobs" scripts/package.sh
+    started=$SECONDS
+    build default build -DDBLOCK_BUILD_BENCH=ON
+    # In a process group of its own (job control), stopped with everything it started if the
+    # run ends early.
+    set -m; background_builds & builds=$!; set +m
+    trap 'kill -- -"$builds" 2>/dev/null || true' EXIT
+    run_tests default build ""
+    await_builds "$builds"
+    grep '^stage' sanitizer-builds.log
+    run_tests asan build-asan "$sanitized_tests"
+    run_tests tsan build-tsan "$sanitized_tests"
+    JOBS="$jobs" stage packages scripts/package.sh
+    echo "stage all: $((SECONDS - started)) s"
     ;;
-  --package) JOBS="$jobs" scripts/package.sh ;;
+  --package) JOBS="$jobs" stage packages scripts/package.sh ;;
   *) echo "usage: scripts/test.sh [--asan|--tsan|--all|--package]" >&2; exit 64 ;;
 esac

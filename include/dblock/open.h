@@ -26,10 +26,11 @@ std::unique_ptr<LockManager> open(std::string_view url, ManagerOptions options =
 // As open(url, options), as the first part of a wait that ends at `deadline` (steady clock;
 // time_point::max(): no end): the open's calls to its service are bounded by the deadline, but
 // given at least kMinOpenTime from now (time to be answered, so an open for a wait of 0 can
-// succeed), and a failure the service reports as transient (Error::retryable(): a server out of
-// connections or starting up) is tried again, with a growing pause, until then. When the deadline
-// passes first, throws the last failure, its message saying that it lasted to the deadline.
-// Other failures are thrown at once, as by open(url, options).
+// succeed), and a failure the service reports as transient (Error::retryable(): no server
+// reachable yet, a server out of connections or starting up) is tried again, with a growing
+// pause, until then. When the deadline passes first, throws the last failure, its message saying
+// that it lasted to the deadline. A deadline already passed (a wait of 0) tries once. Other
+// failures are thrown at once, as by open(url, options).
 inline constexpr std::chrono::milliseconds kMinOpenTime{2000};
 std::unique_ptr<LockManager> open(std::string_view url, ManagerOptions options,
                                   std::chrono::steady_clock::time_point deadline);

@@ -51,6 +51,12 @@ struct OwnerSecret {
   friend bool operator==(const OwnerSecret&, const OwnerSecret&) = default;
 };
 
+// What keeps a lease alive on the service.
+enum class LeaseBound {
+  kTtl,      // a TTL on the service's clock, extended by renew()
+  kSession,  // the client's session with the service: renew() confirms the session is alive
+};
+
 // What list()/inspect() report about one lock name. Times are on the service's clock.
 struct LeaseInfo {
   std::string name;
@@ -64,6 +70,10 @@ struct LeaseInfo {
   int holders = 1;                    // number of readers for shared leases (permits held)
   int permits = 0;                    // a semaphore's N (AcquireRequest::permits), else 0
   int waiters = -1;                   // live waiters in the service's line (FairQueue); -1 unknown
+  // What ends the holders' hold: kTtl, the time expires_at_us says; kSession, the holders'
+  // sessions with the service (ZooKeeper's nodes), whose end the service cannot tell in advance:
+  // expires_at_us and expires_in_us are 0.
+  LeaseBound bound = LeaseBound::kTtl;
 };
 
 // One force-release as the service recorded it (LockManager::force_release_history). Times are on
@@ -83,12 +93,6 @@ struct ForceReleaseRecord {
 enum class FenceKind {
   kIncreasing,  // every acquisition of a name gets a token greater than every earlier one
   kNone,        // no tokens: Lease::fence() is 0
-};
-
-// What keeps a lease alive on the service.
-enum class LeaseBound {
-  kTtl,      // a TTL on the service's clock, extended by renew()
-  kSession,  // the client's session with the service: renew() confirms the session is alive
 };
 
 struct ServiceTraits {
@@ -180,9 +184,12 @@ class LeaseService {
   // under it) and left to expire then; nobody is handed it before.
   virtual bool release(const LeaseKey& lease) = 0;
   // The engine gave the lease up without releasing it (safe-until passed, a renewal was refused,
-  // a lost event): drop whatever the service keeps for it, so that it does not block the name for
-  // longer than the service's own expiry would. Called at most once per lease, never after
-  // release(), on the engine's renewal thread. Must not block for long.
+  // a lost event) and its holder has since let go of it (released its last hold or dropped the
+  // handle): drop whatever the service keeps for it, so that it does not block the name for
+  // longer than the service's own expiry would. Never called while the holder may still act on
+  // the lease: until then a lost lease stays where it is on the service and ends by the service's
+  // own expiry. Called at most once per lease, never after release(), on the thread that let go,
+  // under the least call deadline (call_deadline()). Must not block for long.
   virtual void lease_lost(const LeaseKey& lease) noexcept = 0;
   // Admin eviction: frees the name whoever holds it and bumps its fence, so the evicted holder's
   // renewals and guarded writes fail. `by` is the forcing manager's holder string; a service with

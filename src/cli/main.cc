@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "dblock/errors.h"
 #include "exit_codes.h"
+#include "hide_secrets.h"
 #include "output.h"
 #include "usage.h"
 
@@ -89,9 +90,11 @@ int report(const char* kind, const std::exception& e, int code) {
 int main(int argc, char** argv) {
   using namespace dblock::cli;
   fill_standard_descriptors();
+  std::vector<std::string> args(argv + 1, argv + argc);  // before hide_secrets masks argv's URLs
+  hide_secrets(argc, argv);
   int code;
   try {
-    code = dispatch(std::vector<std::string>(argv + 1, argv + argc));
+    code = dispatch(std::move(args));
   } catch (const UsageFailure& e) {
     if (e.full_usage()) {
       std::fprintf(stderr, "dblock: %s\n\n", terminal_text(e.what()).c_str());

@@ -71,11 +71,20 @@ std::size_t display_width(std::string_view text) {
       std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
 }
 
+// A lease a session bounds (ZooKeeper's nodes) has no expiry time to show.
+constexpr const char* kWithSession = "with its session";
+
 std::string expires_in_text(const LeaseInfo& info) {
+  if (info.bound == LeaseBound::kSession) return kWithSession;
   return format_duration(std::chrono::milliseconds(info.expires_in_us / 1'000));
 }
 
 }  // namespace
+
+std::string expiry_phrase(const LeaseInfo& info) {
+  if (info.bound == LeaseBound::kSession) return "ends with its holder's session";
+  return "expires in " + expires_in_text(info);
+}
 
 std::string terminal_text(std::string_view text) {
   std::string out;
@@ -154,6 +163,7 @@ std::string lease_json(const LeaseInfo& info) {
                  {"holders", info.holders},
                  {"permits", info.permits}};
   if (info.waiters >= 0) object["waiters"] = info.waiters;  // unknown: left out
+  object["bound"] = info.bound == LeaseBound::kSession ? "session" : "ttl";  // session: no expiry times
   return dumped(object);
 }
 
@@ -250,7 +260,9 @@ std::string lease_text(const LeaseInfo& info) {
   // A time of 0: the service does not know it (another client's lock on Redis).
   const auto when = [](std::int64_t us) { return us == 0 ? std::string("unknown") : iso_utc(us) + " (backend clock)"; };
   out += "acquired at: " + when(info.acquired_at_us) + "\n";
-  out += "expires at:  " + when(info.expires_at_us) + "\n";
+  out += "expires at:  " +
+         (info.bound == LeaseBound::kSession ? std::string("when the holder's session ends") : when(info.expires_at_us)) +
+         "\n";
   out += "expires in:  " + expires_in_text(info) + "\n";
   out += "renewals:    " + std::to_string(info.renewals) + "\n";
   out += "holders:     " + holders_text(info) + "\n";

@@ -46,6 +46,10 @@ std::string force_releases_table(const std::vector<ForceReleaseRecord>& records)
 // One "force-released: <when> by <who>, evicted <whom> (<mode>, fence <old> -> <new>)" line.
 std::string force_release_text(const ForceReleaseRecord& record);
 
+// How `info`'s lease ends, for a message: "expires in 1.2s", or "ends with its holder's session"
+// for a lease a session bounds (ZooKeeper).
+std::string expiry_phrase(const LeaseInfo& info);
+
 }  // namespace dblock::cli
 
 #endif  // DBLOCK_CLI_OUTPUT_H_

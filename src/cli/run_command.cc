@@ -126,11 +126,13 @@ std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const Ru
   }
 }
 
-// The faults the engine rides over while a wait lasts: the same test as the engine's transient()
-// (src/core/acquire.cc); keep the two in step.
+// The faults that end a wait as "not acquired within --wait": those the engine rides over while a
+// wait lasts (the same test as its transient(), src/core/acquire.cc; keep the two in step), and a
+// TimeoutError: a lock wait on the server that the wait's deadline cut (MariaDB says so when too
+// little of the wait is left for another).
 bool fault_during_wait(const Error& e) {
   return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
-         dynamic_cast<const InDoubtError*>(&e) != nullptr;
+         dynamic_cast<const InDoubtError*>(&e) != nullptr || dynamic_cast<const TimeoutError*>(&e) != nullptr;
 }
 
 void report_not_acquired(LockManager& manager, const RunOptions& o) {
@@ -140,8 +142,8 @@ void report_not_acquired(LockManager& manager, const RunOptions& o) {
     for (std::size_t i = 0; i < o.keys.size() && o.mode != RunMode::kSession && holder.empty(); ++i) {
       if (auto info = manager.inspect(o.keys[i])) {
         holder = ": " + std::string(o.keys.size() > 1 ? "'" + terminal_text(o.keys[i]) + "' " : "") + "held by " +
-                 terminal_text(info->holder) + " (fence " + std::to_string(info->fence) + ", expires in " +
-                 format_duration(milliseconds(info->expires_in_us / 1'000)) + ")";
+                 terminal_text(info->holder) + " (fence " + std::to_string(info->fence) + ", " +
+                 expiry_phrase(*info) + ")";
       }
     }
   } catch (const std::exception&) {
@@ -243,6 +245,13 @@ Round hold_and_run_timed(const Rounds& r, Clock::time_point wait_started) {
       held->release();
       return {kExitSignalBase + sig, true, {}};
     }
+  }
+  // COMMAND starts only on a lock still held: a lease lost between its grant and now (past its
+  // safe-until already, a lost event) is let go, and this round counts as not acquired.
+  if (held->lost()) {
+    std::fprintf(stderr, "dblock: %s was lost before the command started; not running it\n", locks_text(o).c_str());
+    held->release();
+    return {o.not_acquired_exit, true, {}};
   }
   if (o.elect) {
     std::fprintf(stderr, "dblock: elected leader of %s, term %s\n", locks_text(o).c_str(),

@@ -176,7 +176,9 @@ Options:
               and after
   --json      print a JSON array of objects with the fields name, mode, holder, fence,
               acquired_at_us, expires_at_us, expires_in_us, renewals, holders, permits,
-              waiters (live waiters in line; left out where unknown) (times in microseconds on the backend's clock); with --history: name, at_us, by,
+              waiters (live waiters in line; left out where unknown), bound ("ttl"; "session":
+              the holders' sessions end it, ZooKeeper's, and the expiry times are 0) (times in
+              microseconds on the backend's clock); with --history: name, at_us, by,
               by_account, evicted, mode, old_fence, new_fence
   -h, --help  show this help
 

@@ -108,6 +108,16 @@ class Acquirer {
       } catch (...) {
       }
     }
+    if (held_late_ && !acquired_) {
+      // Granted, but answered after its safe time: never handed out, so nothing ran on it; the
+      // service is asked to free it (compare-and-delete) rather than leave it to its expiry.
+      try {
+        core_.release_on_service(state_);
+      } catch (const Error& e) {
+        core_.report(e);
+      } catch (...) {
+      }
+    }
     if (subscribed_) {
       try {
         events_->unsubscribe(state_->name);
@@ -133,6 +143,7 @@ class Acquirer {
         return core_.publish(state_);
       }
       if (try_once_ || stopped() || SteadyClock::now() >= deadline_) return std::nullopt;
+      if (held_late_) continue;  // the service still holds it for this secret: ask again at once
       riding_faults(faults, [this] {
         wait_turn();
         return true;
@@ -200,9 +211,14 @@ class Acquirer {
       core_.metrics_.attempt(kind_);
       result = core_.service_->try_acquire(request_);
     }
+    held_late_ = false;
     if (result.acquired) {
       core_.record(*state_, result, sent_at);
-      return true;
+      // A grant whose answer came after its safe-until (a stalled server or path) is never handed
+      // to the caller: whatever it runs could overlap the next holder. Within the wait the next
+      // attempt, with the same secret, takes it again with a fresh safe-until.
+      held_late_ = state_->is_lost();
+      return !held_late_;
     }
     wait_.holder_remaining = result.holder_remaining;
     return false;
@@ -252,6 +268,7 @@ class Acquirer {
   bool in_line_ = false;
   bool acquired_ = false;
   bool last_step_faulted_ = false;  // the last attempt or wait failed with a transient fault
+  bool held_late_ = false;  // the last attempt was granted past its safe-until (not handed out)
 };
 
 void ManagerCore::check_mode(const AcquireOptions& options) const {
@@ -312,7 +329,7 @@ std::optional<Lease> ManagerCore::acquire_uncounted(std::string_view name, Stead
   check_mode(options);
   const milliseconds ttl = scheduled_ttl(options, checked_ttl(options, options_.default_ttl));
   const std::string key(name);
-  if (std::optional<Lease> again = reenter(key, try_once, options)) return again;
+  if (std::optional<Lease> again; reenter(key, try_once, options, again)) return again;
   Acquirer acquirer(*this, new_lease_state(key, ttl, options), deadline, try_once,
                     options.fair.value_or(options_.fair), options.stop);
   return acquirer.run();
@@ -348,29 +365,32 @@ std::shared_ptr<LeaseState> ManagerCore::new_lease_state(const std::string& name
   return state;
 }
 
-std::optional<Lease> ManagerCore::reenter(const std::string& name, bool try_once, const AcquireOptions& options) {
+bool ManagerCore::reenter(const std::string& name, bool try_once, const AcquireOptions& options,
+                          std::optional<Lease>& again) {
   const bool reentrant = options.reentrant.value_or(options_.reentrant);
   const bool exclusive = options.mode == LockMode::kExclusive && options.permits == 0;
   const auto self = std::this_thread::get_id();
   std::lock_guard<std::mutex> lock(mutex_);
   if (stopping_) throw UsageError("LockManager is shutting down");
   auto it = active_.find(name);
-  if (it == active_.end()) return std::nullopt;
+  if (it == active_.end()) return false;
   for (auto& state : it->second) {
-    if (state->owner_thread != self || state->is_lost() || state->mode != LockMode::kExclusive) continue;
-    if (exclusive && reentrant && state->reentrant) {
+    if (state->owner_thread != self || state->is_lost()) continue;
+    const bool held_exclusive = state->mode == LockMode::kExclusive;
+    if (exclusive && held_exclusive && reentrant && state->reentrant) {
       state->holds.fetch_add(1);
-      return Lease(shared_from_this(), state);
+      again = Lease(shared_from_this(), state);
+      return true;
     }
-    if (!try_once) {
-      const char* why = !exclusive ? "a shared lease cannot join an exclusive hold"
-                        : !reentrant ? "enable AcquireOptions::reentrant to count holds"
-                                     : "the hold it has was not taken as reentrant";
-      throw UsageError("lock '" + name + "' is already held by this thread through this manager; waiting "
-                       "would deadlock (" + why + ")");
-    }
+    if (try_once) return true;  // refused: `again` stays empty
+    const char* why = !held_exclusive ? (state->permits != 0 ? "it holds a permit of it" : "it holds a shared lease of it")
+                      : !exclusive     ? "a shared lease or permit cannot join an exclusive hold"
+                      : !reentrant     ? "enable AcquireOptions::reentrant to count holds"
+                                       : "the hold it has was not taken as reentrant";
+    throw UsageError("lock '" + name + "' is already held by this thread through this manager; waiting "
+                     "would deadlock (" + why + ")");
   }
-  return std::nullopt;
+  return false;
 }
 
 Lease ManagerCore::publish(const std::shared_ptr<LeaseState>& state) {

@@ -1,4 +1,5 @@
 // acquire_all's first attempt: every name in one service call (MultiAcquire), all or none.
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -43,6 +44,11 @@ std::optional<std::vector<Lease>> ManagerCore::acquire_all_at_once(const std::ve
       return std::vector<Lease>{};
     }
     for (std::size_t i = 0; i < states.size(); ++i) record(*states[i], results[i], sent_at);
+    if (answered_late(states)) {
+      if (!try_once) return std::nullopt;  // taken one by one, within the wait
+      count(EngineMetrics::Outcome::kRefused);
+      return std::vector<Lease>{};
+    }
     leases = publish_all(states);
   } catch (...) {
     count(EngineMetrics::Outcome::kError);
@@ -93,6 +99,19 @@ std::vector<Lease> ManagerCore::publish_all(const std::vector<std::shared_ptr<Le
     }
   }
   return leases;
+}
+
+bool ManagerCore::answered_late(const std::vector<std::shared_ptr<LeaseState>>& states) {
+  if (std::none_of(states.begin(), states.end(), [](const auto& s) { return s->is_lost(); })) return false;
+  for (const auto& state : states) {
+    try {
+      release_on_service(state);
+    } catch (const Error& e) {
+      report(e);
+    } catch (...) {
+    }
+  }
+  return true;
 }
 
 bool ManagerCore::holds_any(const std::vector<std::string>& names) {

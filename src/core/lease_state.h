@@ -51,6 +51,9 @@ struct LeaseState {
 
   // Protected by ManagerCore::mutex_.
   bool finished = false;  // released, lost or shut down: no more renewals, no more callbacks
+  // Lost while a hold was still out: the service's lease_lost() is owed, and is called when the
+  // last hold is let go (the holder's code may still be running until then).
+  bool drop_owed = false;
   SteadyClock::time_point next_renew;
   std::string lost_reason;  // set by a service's lost event; the renewal thread marks it lost
   EngineMetrics::Loss lost_cause = EngineMetrics::Loss::kServiceEvent;  // with lost_reason

@@ -1,6 +1,7 @@
 #include "manager_core.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "call_deadline.h"
 #include "dblock/errors.h"
@@ -191,7 +192,10 @@ ReleaseResult ManagerCore::release_hold_uncounted(const std::shared_ptr<LeaseSta
       return state->is_lost() ? ReleaseResult::kAlreadyLost : ReleaseResult::kReleased;
     }
     state->holds.store(0);
-    if (state->finished) return ReleaseResult::kAlreadyLost;  // lost: renewal refused, safe-until passed
+    if (state->finished) {  // lost: renewal refused, safe-until passed, a lost event
+      if (std::exchange(state->drop_owed, false)) drop_on_service(state);
+      return ReleaseResult::kAlreadyLost;
+    }
     state->finished = true;
     locally_lost = state->is_lost();
     remove_active_locked(state);
@@ -215,13 +219,18 @@ void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std:
     std::lock_guard<std::mutex> lock(mutex_);
     if (state->finished) return;  // released meanwhile: a refused renewal is expected then
     state->finished = true;
+    state->drop_owed = true;  // the holder still has it: nothing is given away before it lets go
     state->lost.store(true, std::memory_order_release);
     remove_active_locked(state);
   }
   metrics_.lost(cause);
   board_.bump(state->name);
-  service_->lease_lost(state->key());
   run_on_lost(state->on_lost, LostLease{state->name, state->fence, reason});
+}
+
+void ManagerCore::drop_on_service(const std::shared_ptr<LeaseState>& state) noexcept {
+  const CallDeadlineScope call(SteadyClock::now());  // the least time a call gets
+  service_->lease_lost(state->key());
 }
 
 void ManagerCore::learned_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason) {

@@ -94,9 +94,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   friend class Acquirer;
 
   // --- acquire.cc ---
-  // A hold by this thread it may take again (reentrancy), or a UsageError for a wait that would
-  // deadlock on its own hold; nullopt: acquire from the service.
-  std::optional<Lease> reenter(const std::string& name, bool try_once, const AcquireOptions& options);
+  // One rule for every mode: a thread that holds `name` through this manager (exclusive, shared,
+  // a permit, a scheduled job) and asks for it again gets another hold of the same lease when
+  // both are exclusive and reentrant (set in `again`); otherwise a single try is refused (`again`
+  // stays empty) and a wait is a UsageError (it would deadlock on its own hold, or give the
+  // thread two permits or readers of one name). Returns false when this thread holds no live
+  // lease of `name`: acquire from the service.
+  bool reenter(const std::string& name, bool try_once, const AcquireOptions& options, std::optional<Lease>& again);
   // acquire() without counting its outcome. REQUIRES: the caller keeps the engine alive.
   std::optional<Lease> acquire_uncounted(std::string_view name, SteadyClock::time_point deadline, bool try_once,
                                        const AcquireOptions& options);
@@ -112,6 +116,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
                                               SteadyClock::time_point deadline, bool try_once, Instant& sent_at);
   // publish() of each; when one throws (shutting down), the others are released too.
   std::vector<Lease> publish_all(const std::vector<std::shared_ptr<LeaseState>>& states);
+  // True when any of the just-recorded `states` is already past its safe-until (the answer came
+  // too late to hand out): then every one of them is released on the service, best effort.
+  bool answered_late(const std::vector<std::shared_ptr<LeaseState>>& states);
   // What an acquisition tells its lease: fence, tag, safe-until and the first renewal.
   void record(LeaseState& state, const AcquireResult& result, Instant sent_at);
   // True if this thread holds any of `names` through this manager (not lost).
@@ -136,9 +143,13 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // The service's release of `state`, bounded by its safe-until (at least the least time a call
   // gets). Throws what the service throws.
   bool release_on_service(const std::shared_ptr<LeaseState>& state);
-  // Marks `state` lost (once), drops it from the active set, tells the service and runs the
-  // callback on this thread.
+  // Marks `state` lost (once), drops it from the active set and runs the callback on this thread.
+  // The service hears of it (drop_on_service) only when the holder lets go of its last hold: until
+  // then the holder's code may still be acting, so nothing it held is handed on before the
+  // service's own expiry would.
   void mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason, EngineMetrics::Loss cause);
+  // The service's lease_lost() of `state`, bounded by the least time a call gets.
+  void drop_on_service(const std::shared_ptr<LeaseState>& state) noexcept;
   // Runs a holder's on_lost callback, swallowing what it throws.
   static void run_on_lost(const std::function<void(const LostLease&)>& on_lost, const LostLease& lost) noexcept;
   // Handles a service event (the service's listener thread).

@@ -29,13 +29,14 @@ using SteadyClock = std::chrono::steady_clock;
 }  // namespace
 
 std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options, SteadyClock::time_point deadline) {
+  const bool once = deadline <= SteadyClock::now();  // a wait of 0
   if (deadline != SteadyClock::time_point::max()) deadline = std::max(deadline, SteadyClock::now() + kMinOpenTime);
   for (int attempt = 0;; ++attempt) {
     try {
       const detail::CallDeadlineScope call(deadline);
       return open(url_text, options);
     } catch (const Error& e) {
-      if (!e.retryable()) throw;
+      if (once || !e.retryable()) throw;
       if (SteadyClock::now() >= deadline) throw_at_deadline(e);
     }
     std::this_thread::sleep_for(detail::refusal_pause(attempt, deadline));
@@ -44,14 +45,14 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
 
 std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options) {
   Url url = parse_url(url_text);
-  const ServiceFactory factory = find_scheme(url.scheme);
-  if (factory == nullptr) {
+  const SchemeFactory factory = find_scheme(url.scheme);
+  if (!factory) {
     std::string known;
     for (const auto& s : available_schemes()) known += (known.empty() ? "" : ", ") + s;
     if (known.empty()) known = "none, no service is linked in";
     throw UsageError("unsupported URL scheme '" + url.scheme + "' (this program can open: " + known + ")");
   }
-  std::unique_ptr<LeaseService> service = factory(url, options.table_prefix);
+  std::unique_ptr<LeaseService> service = factory(url, ServiceContext{options.table_prefix, options.default_ttl});
   return std::make_unique<LockManager>(std::move(service), std::move(options));
 }
 

@@ -44,7 +44,7 @@ bool names(const SchemeEntry& entry, std::string_view scheme) {
 bool register_scheme(SchemeEntry entry) {
   validate_scheme_name(entry.name);
   for (const std::string& alias : entry.aliases) validate_scheme_name(alias);
-  if (entry.factory == nullptr) throw UsageError("register_scheme: scheme '" + entry.name + "' has no factory");
+  if (!entry.factory) throw UsageError("register_scheme: scheme '" + entry.name + "' has no factory");
   Registry& r = registry();
   const std::lock_guard lock(r.mutex);
   for (const SchemeEntry& known : r.entries) {
@@ -58,13 +58,13 @@ bool register_scheme(SchemeEntry entry) {
   return true;
 }
 
-ServiceFactory find_scheme(std::string_view scheme) {
+SchemeFactory find_scheme(std::string_view scheme) {
   Registry& r = registry();
   const std::lock_guard lock(r.mutex);
   for (const SchemeEntry& entry : r.entries) {
     if (names(entry, scheme)) return entry.factory;
   }
-  return nullptr;
+  return {};
 }
 
 UrlShape scheme_url_shape(std::string_view scheme) {

@@ -81,7 +81,7 @@ Revocation hold(ElectionState& s) {
   s.lease.reset();
   s.changed.notify_all();
   lock.unlock();
-  lease.release();  // a lost lease: kAlreadyLost, nothing to do on the service
+  lease.release();  // a lost lease: kAlreadyLost; the service drops what it kept for it
   return out;
 }
 

@@ -20,10 +20,35 @@
 
 namespace dblock::testing {
 
+// What a service under test must report (each context pins it). The suite's cases that need a
+// feature carry a tag, `[needs:<feature>]`, and cases that check its absence `[without:<feature>]`;
+// the test binary's main() leaves out the cases that do not apply to its context and names them,
+// and fails the run at once when the service reports features other than these (a service that
+// stopped reporting one would otherwise shrink the suite silently). Every case that runs must
+// assert something (Catch's NoAssertions warning is an error).
+//   tags read from the context:   [needs:tcp] over_tcp, [needs:late-answers] over_tcp and
+//     late_answers, [needs:shared] shared_leases,
+//     [needs:restart] restart, [needs:migration-lock] hold_migration_lock,
+//     [needs:stepped-clock] start_stepped_server
+//   tags read from Expects below: [needs:sql], [needs:sessions], [needs:row-locks], [needs:multi],
+//     [needs:schedule], [needs:reaper], [needs:line] and their [without:...]
+struct Expects {
+  bool sql_features = false;   // SqlFeatures (guard, optimistic CAS, transaction locks)
+  bool session_locks = false;  // SessionLocks
+  bool row_locks = false;      // RowLocks (FOR UPDATE NOWAIT / SKIP LOCKED)
+  bool multi_acquire = false;  // MultiAcquire (acquire_all in one call)
+  bool hold_at_least = false;  // traits().hold_at_least (scheduled jobs)
+  bool maintenance = false;    // Maintenance (migrations, the reaper)
+  bool fair_queue = true;      // FairQueue (the waiters' line)
+};
+
 struct Context {
   std::string backend;        // "sqlite", "postgresql", ...
   std::string url;            // where every test connects; tests isolate themselves by table prefix
   bool over_tcp = false;  // the URL names a host and port (the stalled-connection cases put a relay there)
+  // A reply can reach the client later than a lease's TTL: false where the client itself gives a
+  // connection up first (ZooKeeper's, after two thirds of the session that bounds every lease).
+  bool late_answers = true;
   std::string relay_params;  // query parameters for a URL through that relay ("" for none)
   bool shared_leases = true;
   bool accounts = true;  // the service records the database account of a force-release
@@ -62,7 +87,14 @@ struct Context {
   // What the service stores for `secret` (the owner column stored_owner reads), as lowercase hex.
   // Empty: the first 128 bits of SHA-256 of the secret's 16 bytes, as the SQL services store it.
   std::function<std::string(const OwnerSecret&)> digest;
+  // What the service must report (see Expects); checked before any case runs.
+  Expects expects;
 };
+
+// main() of every backend test binary (test_main.cc): checks the service against
+// context().expects, leaves out the cases that do not apply (printing their names), makes a case
+// without an assertion fail, and runs the rest. Defined in test_main.cc.
+int run_suite(int argc, char** argv);
 
 // Defined by the backend's test binary.
 const Context& context();

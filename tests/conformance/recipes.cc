@@ -148,11 +148,7 @@ bool reader_gets_in(LockManager& manager, const std::string& name, milliseconds 
 }  // namespace
 
 TEST_CASE("read-write policy: no reader overtakes a waiting writer (try, fair or not); it writes once the readers leave",
-          "[conformance][recipes][shared][rw]") {
-  if (!context().shared_leases) {
-    SUCCEED("no shared leases on " + context().backend);
-    return;
-  }
+          "[conformance][recipes][shared][rw][needs:shared]") {
   const std::string prefix = unique_prefix();
   auto readers = open_manager({}, prefix);
   auto writers = open_manager({}, prefix);

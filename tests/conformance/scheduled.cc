@@ -88,11 +88,10 @@ TEST_CASE("scheduled job: no second run inside the window; the next run after it
 }
 
 TEST_CASE("scheduled job: a release after the window frees the name at once; inside it, nobody renews",
-          "[conformance][recipes][scheduled]") {
+          "[conformance][recipes][scheduled][needs:schedule]") {
   const std::string prefix = unique_prefix();
   auto a = open_manager({}, prefix);
   auto b = open_manager({}, prefix);
-  if (!a->capabilities().hold_at_least) return;
   std::optional<Lease> run = a->try_acquire("short", job(100ms));
   REQUIRE(run);
   std::this_thread::sleep_for(300ms);  // the job outlived its window
@@ -115,10 +114,9 @@ TEST_CASE("scheduled job: a release after the window frees the name at once; ins
 }
 
 TEST_CASE("scheduled job: a host SIGKILLed mid-job keeps the window until hold_at_least, then it is free",
-          "[conformance][recipes][scheduled][faults]") {
+          "[conformance][recipes][scheduled][faults][needs:schedule]") {
   const std::string prefix = unique_prefix();
   auto manager = open_manager({}, prefix);
-  if (!manager->capabilities().hold_at_least) return;
   // Three ZooKeeper sessions of the suite (2 s): its node goes long before the window ends.
   constexpr milliseconds kWindow{6000};
   Child host({self_path(), "--child", "job", prefix, "nightly", std::to_string(kWindow.count())});
@@ -140,11 +138,10 @@ TEST_CASE("scheduled job: a host SIGKILLed mid-job keeps the window until hold_a
 }
 
 TEST_CASE("scheduled job: a waiting acquire of any kind inside the window gets the name once it has passed",
-          "[conformance][recipes][scheduled]") {
+          "[conformance][recipes][scheduled][needs:schedule]") {
   const std::string prefix = unique_prefix();
   auto a = open_manager({}, prefix);
   auto b = open_manager({}, prefix);
-  if (!a->capabilities().hold_at_least) return;
   constexpr milliseconds kWindow{1500};
   const auto started = SteadyClock::now();
   std::optional<Lease> run = a->try_acquire("nightly", job(kWindow));

@@ -48,8 +48,7 @@ bool renewed_times(const Lease& lease, int n) {
 }  // namespace
 
 TEST_CASE("a stepped server clock is reported, and the lease stays held once a renewal confirms it",
-          "[conformance][clock]") {
-  if (!context().start_stepped_server) return;  // SQLite: the machine's own boot clock
+          "[conformance][clock][needs:stepped-clock]") {
   const std::string clock_file = "/tmp/dblock-test-clock-" + std::to_string(::getpid()) + ".offset";
   write_offset(clock_file, "+0");
   const Context::SteppedServer server = context().start_stepped_server(clock_file);

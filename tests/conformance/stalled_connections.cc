@@ -7,9 +7,11 @@
 #include <atomic>
 #include <functional>
 #include <future>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "context.h"
 #include "relay.h"
@@ -19,33 +21,50 @@ namespace dblock::testing {
 
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
 
 namespace {
 
-// tcp_relay in front of the test server, with the test URL through it.
+// A tcp_relay in front of each of the test URL's servers (Redlock's three masters, an ensemble),
+// with the test URL through them: pause() and delay() act on every path at once.
 class Relay {
  public:
-  Relay() : relay_(DBLOCK_TCP_RELAY, server().port) {}
+  // `reply_delay`: how late delay() makes every answer.
+  explicit Relay(std::chrono::milliseconds reply_delay = 3s) {
+    for (const Url::Host& server : parse_url(context().url).hosts) {
+      relays_.push_back(std::make_unique<TcpRelay>(DBLOCK_TCP_RELAY, server.port, 0, reply_delay));
+    }
+  }
   ~Relay() { resume(); }
-  // The test URL through the relay: its host:port replaced by the relay's.
+  // The test URL through the relays: each host:port replaced by its relay's.
   std::string url() const {
-    const std::string& base = context().url;
-    const std::string server_at = server().host + ":" + std::to_string(server().port);
-    const std::size_t at = base.find(server_at);
-    REQUIRE(at != std::string::npos);
-    std::string url = base.substr(0, at) + relay_.address() + base.substr(at + server_at.size());
+    std::string url = context().url;
+    const std::vector<Url::Host> servers = parse_url(url).hosts;
+    std::size_t from = 0;
+    for (std::size_t i = 0; i < servers.size(); ++i) {
+      const std::string server_at = servers[i].host + ":" + std::to_string(servers[i].port);
+      const std::size_t at = url.find(server_at, from);
+      REQUIRE(at != std::string::npos);
+      url.replace(at, server_at.size(), relays_[i]->address());
+      from = at + relays_[i]->address().size();
+    }
     if (!context().relay_params.empty()) {
       url += (url.find('?') == std::string::npos ? "?" : "&") + context().relay_params;
     }
     return url;
   }
-  void pause() { relay_.pause(); }
-  void resume() { relay_.resume(); }
+  void pause() {
+    for (auto& r : relays_) r->pause();
+  }
+  void resume() {
+    for (auto& r : relays_) r->resume();
+  }
+  void delay() {  // every answer `reply_delay` after the server sent it
+    for (auto& r : relays_) r->delay_replies();
+  }
 
  private:
-  static Url::Host server() { return parse_url(context().url).hosts.at(0); }
-
-  TcpRelay relay_;
+  std::vector<std::unique_ptr<TcpRelay>> relays_;
 };
 
 std::unique_ptr<LockManager> open_through(const Relay& relay, const std::string& prefix,
@@ -73,8 +92,7 @@ std::optional<std::chrono::steady_clock::duration> timed(const std::function<voi
 }  // namespace
 
 TEST_CASE("on a stalled connection the lease is lost at its safe time and the manager closes in time",
-          "[lease][conformance][faults][deadline]") {
-  if (!context().over_tcp) return;  // SQLite: no connection to stall
+          "[lease][conformance][faults][deadline][needs:tcp]") {
   Relay relay;
   auto manager = open_through(relay, unique_prefix());
   std::mutex mutex;
@@ -110,9 +128,57 @@ TEST_CASE("on a stalled connection the lease is lost at its safe time and the ma
   CHECK(*closed < 3s);
 }
 
+TEST_CASE("a grant answered after its TTL is never handed out; the acquire takes the name again once answers are prompt",
+          "[lease][conformance][faults][deadline][needs:tcp][needs:late-answers]") {
+  Relay relay;
+  auto manager = open_through(relay, unique_prefix());
+  AcquireOptions options;
+  options.ttl = 1s;
+  // For 5 s every answer comes 3 s after the server sent it: each grant in that time arrives past
+  // its safe-until (sent + 1 s - drift) and must not be returned.
+  relay.delay();
+  std::thread prompt([&] {
+    std::this_thread::sleep_for(5s);  // the scenario: a 5 s stretch of late answers
+    relay.resume();
+  });
+  std::optional<Lease> lease;
+  try {
+    lease = manager->acquire("late", 30s, options);
+  } catch (...) {
+    prompt.join();
+    throw;
+  }
+  const auto returned = SteadyClock::now();
+  prompt.join();
+  REQUIRE(lease);
+  CHECK_FALSE(lease->lost());
+  // Taken on a prompt answer: most of its TTL ahead (a session-bound lease: what its session gives).
+  if (context().lease_bound.count() == 0) CHECK(lease->safe_until() - returned > 500ms);
+  CHECK(lease->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("safe-until counts from before the acquire was sent, not from its answer",
+          "[lease][conformance][deadline][needs:tcp]") {
+  Relay relay(200ms);  // an attempt may take several round trips (ZooKeeper's): each 200 ms late
+  auto manager = open_through(relay, unique_prefix());
+  AcquireOptions options;
+  options.ttl = 10s;
+  const milliseconds held = context().lease_bound > 0ms ? std::min(options.ttl, context().lease_bound) : options.ttl;
+  const milliseconds margin = held / 100 + 2ms;  // ManagerOptions::drift_margin default
+  relay.delay();  // every answer 200 ms late: the acquire's too
+  const auto before = SteadyClock::now();
+  auto lease = manager->try_acquire("sent-at", options);
+  const auto after = SteadyClock::now();
+  relay.resume();
+  REQUIRE(lease);
+  CHECK(after - before >= 200ms);  // the answer did come late
+  CHECK(lease->safe_until() >= before + held - margin);
+  // From the answer it would be at least `before` + 0.2 s + held - margin.
+  CHECK(lease->safe_until() < before + held - margin + 150ms);
+}
+
 TEST_CASE("on a stalled connection a manager closing with a lease held ends by its safe time and one call more",
-          "[lease][conformance][faults][deadline]") {
-  if (!context().over_tcp) return;  // SQLite: no connection to stall
+          "[lease][conformance][faults][deadline][needs:tcp]") {
   Relay relay;
   auto manager = open_through(relay, unique_prefix());
   AcquireOptions options;
@@ -127,8 +193,7 @@ TEST_CASE("on a stalled connection a manager closing with a lease held ends by i
   CHECK(std::chrono::steady_clock::now() < safe_until + 2s + 1500ms);
 }
 
-TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][conformance][faults][deadline]") {
-  if (!context().over_tcp) return;  // SQLite: no connection to stall
+TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][conformance][faults][deadline][needs:tcp]") {
   const std::string prefix = unique_prefix();
   auto holder = open_manager({}, prefix);
   auto held = holder->try_acquire("busy");
@@ -154,8 +219,7 @@ TEST_CASE("on a stalled connection a wait ends at its deadline", "[lease][confor
   waiter.reset();
 }
 
-TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time", "[conformance][faults][deadline]") {
-  if (!context().over_tcp) return;  // SQLite: no connection to stall
+TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time", "[conformance][faults][deadline][needs:tcp]") {
   const std::string prefix = unique_prefix();
   const std::string table = prefix + "guarded";
   auto direct = open_manager({}, prefix);
@@ -193,8 +257,7 @@ TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time
 }
 
 TEST_CASE("on a stalled connection a session lock is reported lost, and its waits and release end in time",
-          "[conformance][session][faults][deadline]") {
-  if (!context().over_tcp) return;  // SQLite: no connection to stall
+          "[conformance][session][faults][deadline][needs:tcp]") {
   const std::string prefix = unique_prefix();
   Relay relay;
   auto manager = open_through(relay, prefix);
@@ -244,8 +307,7 @@ TEST_CASE("on a stalled connection a session lock is reported lost, and its wait
 }
 
 TEST_CASE("on a stalled connection admin calls and lock transactions end by call_timeout",
-          "[conformance][faults][deadline]") {
-  if (!context().over_tcp) return;  // SQLite: no connection to stall
+          "[conformance][faults][deadline][needs:tcp]") {
   const std::string prefix = unique_prefix();
   const std::string table = prefix + "rows";
   auto direct = open_manager({}, prefix);
@@ -255,7 +317,8 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
   if (row_locks) create_guard_table(*direct, table);
   Relay relay;
   ManagerOptions options;
-  options.call_timeout = 2s;
+  options.call_timeout = 1s;
+  const milliseconds call = options.call_timeout;
   auto manager = open_through(relay, prefix, options);
   relay.pause();
   // Each call is cut at its bound (call_timeout, or the lock wait + call_timeout) with an error;
@@ -276,18 +339,18 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
     CHECK(failed);
     CHECK(*took < bound + 1500ms);
   };
-  ends_in_time("list", 2s, [&] { manager->list(); });
-  ends_in_time("inspect", 2s, [&] { manager->inspect("k"); });
-  ends_in_time("force_release", 2s, [&] { manager->force_release("k"); });
+  ends_in_time("list", call, [&] { manager->list(); });
+  ends_in_time("inspect", call, [&] { manager->inspect("k"); });
+  ends_in_time("force_release", call, [&] { manager->force_release("k"); });
   // A capability the service lacks makes no call: reap() returns 0, the others throw UnsupportedError.
   if (reaps) {
-    ends_in_time("reap", 2s, [&] { manager->reap(10); });
+    ends_in_time("reap", call, [&] { manager->reap(10); });
   } else {
     CHECK(manager->reap(10) == 0);
   }
   const auto transaction_lock = [&] { manager->run_in_transaction_lock("k", 1s, [](Transaction&) {}); };
   if (transaction_locks) {
-    ends_in_time("transaction lock", 1s + 2s, transaction_lock);
+    ends_in_time("transaction lock", 1s + call, transaction_lock);
   } else {
     CHECK_THROWS_AS(transaction_lock(), UnsupportedError);
   }
@@ -297,7 +360,7 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
   request.wait_timeout = 1s;
   const auto row_lock = [&] { manager->with_locked_rows(request, [](Transaction&, const auto&) {}); };
   if (row_locks) {
-    ends_in_time("row lock", 1s + 2s, row_lock);
+    ends_in_time("row lock", 1s + call, row_lock);
   } else {
     CHECK_THROWS_AS(row_lock(), UnsupportedError);
   }
@@ -306,8 +369,7 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
 }
 
 TEST_CASE("on a stalled path a new connection is given what is left of its call, not whole seconds",
-          "[conformance][faults][deadline]") {
-  if (!context().over_tcp) return;  // SQLite: no connection to stall
+          "[conformance][faults][deadline][needs:tcp]") {
   Relay relay;
   ManagerOptions options;
   // Not whole seconds: libpq's own connect_timeout would have rounded this up to 5 s (counted on

@@ -115,9 +115,10 @@ std::optional<LogLine> parse_log_line(std::string_view line) {
 const std::vector<std::string>& fault_kinds() {
   static const std::vector<std::string> kinds = {
       "none",           "client-kill", "client-stop", "session-kill", "conn-kill", "pubsub-kill", "server-restart",
-      "server-restart-aof", "server-stop", "relay-stall", "conn-full", "pgbouncer", "writer-kill", "disk-full",
-      "node-kill",      "node-kill-two", "node-restart", "node-restart-two", "session-expire", "leader-kill",
-      "leader-stop",    "failover"};
+      "server-restart-aof", "server-stop", "relay-stall", "reply-cut", "conn-full", "pgbouncer", "writer-kill", "disk-full",
+      "node-kill",      "node-kill-two", "node-restart", "node-restart-two", "node-restart-empty",
+      "node-restart-empty-two", "node-stop", "session-expire", "leader-kill",
+      "leader-stop",    "failover",      "busy-script"};
   return kinds;
 }
 

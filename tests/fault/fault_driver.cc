@@ -102,8 +102,10 @@ struct Args {
                "       fault_driver schemes\n"
                "KIND: none client-kill client-stop session-kill conn-kill pubsub-kill server-restart\n"
                "      server-restart-aof server-stop relay-stall conn-full pgbouncer writer-kill disk-full\n"
-               "      node-kill node-kill-two node-restart node-restart-two (Redlock)\n"
-               "      session-expire leader-kill leader-stop (ZooKeeper)\n"
+               "      node-kill node-kill-two node-restart node-restart-two node-restart-empty node-restart-empty-two\n"
+               "      node-stop (Redlock)\n"
+               "      busy-script (Redis; Redlock: its first node)\n"
+               "      session-expire leader-kill leader-stop reply-cut (ZooKeeper)\n"
                "      failover (PostgreSQL, MariaDB: --state of a pair started with start-pair)\n",
                why.c_str());
   std::exit(64);
@@ -231,6 +233,9 @@ class Run {
   void server_freeze();
   void server_thaw();
   void interrupt();
+  // reply-cut: the nodes of the clients' lock still on the server (holders and waiters), polled
+  // for up to 2 s once every client closed its manager; 0 when none is left.
+  std::int64_t nodes_left();
   void restore();
 
   double uniform(double lo, double hi) { return std::uniform_real_distribution<double>(lo, hi)(rng_); }
@@ -275,6 +280,7 @@ class Run {
   std::unique_ptr<Interruption> interruption_;  // relay-stall, conn-full, disk-full, node-*
   bool interrupted_ = false;
   std::int64_t restore_at_ = 0;
+  std::int64_t interrupted_at_ = 0;  // when the interruption under way began
 };
 
 Run::~Run() {
@@ -380,7 +386,7 @@ void Run::spawn(int id) {
   // in time, and its leases with it; a forced expiry lands in a hold whose holder writes after it.
   const bool long_holds = a_.fault == "failover" ||
                           (is_redis(dialect_) && (a_.fault == "server-restart" || a_.fault == "server-restart-aof" ||
-                                                  a_.fault.rfind("node-", 0) == 0)) ||
+                                                  a_.fault == "busy-script" || a_.fault.rfind("node-", 0) == 0)) ||
                           (dialect_ == Dialect::kZookeeper &&
                            (a_.fault == "server-restart" || a_.fault == "leader-kill" || a_.fault == "session-expire"));
   const std::string long_pause = s(a_.ttl_ms * 3 / 10);
@@ -719,10 +725,28 @@ void Run::server_thaw() {
   note("server-cont");
 }
 
+std::int64_t Run::nodes_left() {
+  ManagerOptions options;
+  options.table_prefix = prefix_;
+  options.reaper = false;
+  auto m = dblock::open(a_.admin_url, options);
+  const std::int64_t until = mono_ns() + 2000 * kMs;
+  for (;;) {
+    std::int64_t n = 0;
+    for (const LeaseInfo& info : m->list()) n += info.holders + std::max(0, info.waiters);
+    if (n == 0 || mono_ns() > until) {
+      note("nodes left " + s(n));
+      return n;
+    }
+    std::this_thread::sleep_for(50ms);  // the server applies the closes of the clients' sessions
+  }
+}
+
 void Run::interrupt() {
   const auto hold = interruption_->hold(milliseconds(a_.ttl_ms), uniform(0.0, 1.0));
   const std::string what = interruption_->begin();
   interrupted_ = true;
+  interrupted_at_ = mono_ns();
   restore_at_ = mono_ns() + hold.count() * kMs;
   events_.push_back({FaultEvent::kInterrupt, mono_ns(), 0, 0, 0});
   note(what + " for " + s(hold.count()) + " ms");
@@ -733,6 +757,10 @@ void Run::restore() {
   interruption_->end();
   interrupted_ = false;
   events_.push_back({FaultEvent::kRestore, mono_ns(), 0, 0, 0});
+  // Nodes that came back empty: the oracle reads the span as a restart that lost leases.
+  if (a_.fault.rfind("node-restart-empty", 0) == 0) {
+    events_.push_back({FaultEvent::kServerRestart, interrupted_at_, mono_ns(), 0, 0});
+  }
   note("restored");
 }
 
@@ -748,7 +776,7 @@ void Run::step_faults() {
   }
   if (interrupted_ && now >= restore_at_) {
     restore();
-    schedule_next(1.0, 2.0);
+    if (f == "reply-cut") schedule_next(0.3, 1.0); else schedule_next(1.0, 2.0);  // a cut is short: more of them
   }
   if (stopped_client_ && now >= cont_at_) {
     Client& c = clients_[stopped_client_];
@@ -854,6 +882,10 @@ void Run::stop_all_clients() {
   } else {
     restore();
   }
+  // reply-cut: one more as the clients stop, given back in the loop below.
+  const milliseconds stall = interruption_ ? interruption_->stall_at_the_stop() : milliseconds::zero();
+  std::int64_t resume_at = 0;
+  if (stall > milliseconds::zero()) interrupt();
   for (auto& [id, c] : clients_) {
     if (!c.alive || c.in_fd < 0) continue;
     (void)!write(c.in_fd, "stop\n", 5);
@@ -870,7 +902,15 @@ void Run::stop_all_clients() {
       if (c.out_fd >= 0) fds.push_back({c.out_fd, POLLIN, 0});
     }
     if (!any || mono_ns() >= deadline) break;
-    poll(fds.data(), fds.size(), 50);
+    const bool timed = interrupted_ && stall > milliseconds::zero();
+    if (timed && resume_at == 0 && mono_ns() >= restore_at_) {
+      interruption_->cut_off();
+      resume_at = mono_ns() + stall.count() * kMs;
+      note("cut off for " + s(stall.count()) + " ms");
+    } else if (timed && resume_at != 0 && mono_ns() >= resume_at) {
+      restore();
+    }
+    poll(fds.data(), fds.size(), timed ? 5 : 50);
     for (auto& [id, c] : clients_) {
       if (c.out_fd >= 0) read_client(c);
     }
@@ -911,6 +951,7 @@ int Run::execute() {
   if ((f == "session-kill" || f == "conn-full") && redis) usage(f + " needs an SQL server (Redis: conn-kill)");
   if ((f == "conn-kill" || f == "pubsub-kill" || f == "server-restart-aof") && !redis) usage(f + " needs a redis URL");
   if ((f == "writer-kill" || f == "disk-full") && redis) usage(f + " is an SQLite fault");
+  if (f == "busy-script" && !redis) usage(f + " needs a redis or redlock URL");
   if (f == "server-restart-aof" && a_.state.empty()) usage(f + " needs --state");
   if (f == "pgbouncer" && !pg) usage("pgbouncer needs a postgresql URL (the pooler's)");
   if (f == "disk-full" && (dialect_ != Dialect::kSqlite || a_.url != disk_full_url(a_.work))) {
@@ -926,16 +967,22 @@ int Run::execute() {
   const bool zookeeper = dialect_ == Dialect::kZookeeper;
   if ((f == "session-expire" || f == "leader-kill" || f == "leader-stop") && !zookeeper) usage(f + " needs a zookeeper URL");
   if (zookeeper && f != "none" && f != "client-kill" && f != "client-stop" && f != "session-expire" &&
-      f != "server-restart" && f != "server-stop" && f != "relay-stall" && f != "leader-kill" && f != "leader-stop") {
+      f != "server-restart" && f != "server-stop" && f != "relay-stall" && f != "leader-kill" && f != "leader-stop" &&
+      f != "reply-cut") {
     usage(f + " does not apply to ZooKeeper");
+  }
+  if (f == "reply-cut" && (!zookeeper || parse_url(a_.url).hosts.size() != 1)) {
+    usage(f + " needs a zookeeper URL naming one server (the relay stands in front of it)");
   }
   if ((f == "leader-kill" || f == "leader-stop") && (a_.state.empty() || parse_url(a_.url).hosts.size() < 3)) {
     usage(f + " needs an ensemble (a URL naming three servers) and --state");
   }
   // A session as long as the TTL (the least the test servers grant is 1 s): a lease is bound by
   // both, and a client stopped for longer than a TTL outlives its session.
+  // reply-cut: ten times that, so that a node a client's closed manager left behind would hold the
+  // name for long after the run (nodes_left), not a second.
   if (zookeeper && a_.url.find("session_timeout=") == std::string::npos) {
-    a_.url = with_param(a_.url, "session_timeout", s(std::max(1000, a_.ttl_ms)));
+    a_.url = with_param(a_.url, "session_timeout", s(std::max(1000, a_.ttl_ms) * (f == "reply-cut" ? 10 : 1)));
   }
   const bool node_fault = f.rfind("node-", 0) == 0;
   if (node_fault && dialect_ != Dialect::kRedlock) usage(f + " needs a redlock URL");
@@ -954,6 +1001,11 @@ int Run::execute() {
     usage(f + " needs servers started with DBLOCK_REDIS_AOF=always (" + a_.state + "/aof-mode: " + aof_mode_ +
           "), or --durable --expect-violation");
   }
+  // The same restarts on nodes that come back empty: the overlaps they cause are admitted
+  // (README, Redlock), each only if its earlier holder was told it had lost the lease.
+  if (f.rfind("node-restart-empty", 0) == 0 && aof_mode_ == "always") {
+    usage(f + " needs servers without AOF always (" + a_.state + "/aof-mode: " + aof_mode_ + ")");
+  }
   if (f == "pgbouncer" && a_.url.find("prepared=") == std::string::npos) a_.url = with_param(a_.url, "prepared", "0");
   if (a_.server_script.empty()) {
     a_.server_script = std::string(DBLOCK_SOURCE_DIR) + "/scripts/servers/" +
@@ -966,6 +1018,7 @@ int Run::execute() {
   resource_url_ = resource_url(dialect_, a_.admin_url, a_.work);
   // The clients' URL only changes: setup and the oracle connect directly.
   if (f == "relay-stall") interruption_ = relay_stall(a_.url, a_.relay_path);
+  if (f == "reply-cut") interruption_ = reply_cut(a_.url, a_.relay_path);
   if (f == "conn-full") {
     interruption_ = connections_full(a_.admin_url, prefix_,
                                      {[this] { stop_clients(true), session_kill(true); }, [this] { stop_clients(false); }});
@@ -973,9 +1026,13 @@ int Run::execute() {
   if (f == "disk-full") interruption_ = disk_full(a_.work + "/db");  // before the file is made
   if (redis) redis_ = std::make_unique<RedisNodes>(a_.admin_url, a_.server_script, a_.state, err_path());
   if (zookeeper) zk_ = std::make_unique<ZkServers>(a_.admin_url, a_.server_script, a_.state, err_path());
+  if (f == "busy-script") interruption_ = busy_script(*redis_, milliseconds(a_.ttl_ms));
   if (node_fault) {
     const int count = f.size() > 4 && f.compare(f.size() - 4, 4, "-two") == 0 ? 2 : 1;
-    interruption_ = node_outage(*redis_, count, f.rfind("node-restart", 0) == 0, a_.seed);
+    const NodeFault how = f.rfind("node-restart", 0) == 0 ? NodeFault::kRestart
+                          : f == "node-stop"              ? NodeFault::kFreeze
+                                                          : NodeFault::kKill;
+    interruption_ = node_outage(*redis_, count, how, a_.seed);
   }
   if (interruption_) a_.url = interruption_->client_url(a_.url);
   sql_ = resource_sql(dialect_of(resource_url_), prefix_);
@@ -1034,7 +1091,9 @@ int Run::execute() {
     reap_exits();
     step_faults();
   }
+  const std::int64_t clients_stopped_at = mono_ns();
   stop_all_clients();
+  const std::int64_t left = f == "reply-cut" ? nodes_left() : 0;
   const double seconds = static_cast<double>(mono_ns() - start) / 1e9;
   for (pid_t w : watchdogs_) {
     kill(w, SIGKILL);  // the server is thawed already
@@ -1045,11 +1104,14 @@ int Run::execute() {
   // ---- oracle ----
   OracleInput in;
   in.ttl_ns = ttl_ns();
+  in.ended_at = clients_stopped_at;
   in.baseline = f == "none";
   in.expect_session_refused = f == "pgbouncer";
   in.fence_only = !is_sql(dialect_);
-  // Redlock: nothing is excused (its node faults keep a majority's keys, or restart nodes late).
-  in.leases_volatile = dialect_ == Dialect::kRedis && aof_mode_ != "always" && !a_.durable;
+  // Redlock: only nodes restarted empty at once lose leases (the other node faults keep a
+  // majority's keys, restart nodes late, or freeze them).
+  in.leases_volatile = (dialect_ == Dialect::kRedis && aof_mode_ != "always" && !a_.durable) ||
+                       (f.rfind("node-restart-empty", 0) == 0 && !a_.durable);
   // An asynchronous standby promoted loses what it had not received: leases and writes.
   if (f == "failover" && pair_mode_ == "async") in.leases_volatile = in.writes_volatile = true;
   in.events = events_;
@@ -1078,9 +1140,9 @@ int Run::execute() {
   Figures fig = evaluate(in);
   fig.client_crashes = crashes_;
   auto violations = fig.violations(in.baseline);
+  if (left != 0) violations.push_back("nodes_left=" + s(left));
   std::string verdict = violations.empty() ? "ok" : "violation";
-  std::string problem;
-  if (fig.acquisitions == 0 || fig.acked == 0) problem = "no progress (no acquisition or no acknowledged write)";
+  std::string problem = fig.unproven(f);
   if (in.expect_session_refused && fig.session_refused == 0) problem = "session-lock refusal was never checked";
   if (!problem.empty() && verdict == "ok") verdict = "error";
 
@@ -1112,7 +1174,8 @@ int Run::execute() {
               (long long)fig.fence_regressions, (long long)fig.duplicate_fences, (long long)fig.restart_regressions);
   std::printf("  wrong-owner release/renew effects %lld (%lld probes, %lld failed under faults)\n",
               (long long)fig.wrong_owner_effects, (long long)fig.probes, (long long)fig.probe_errors);
-  const bool excused = in.leases_volatile && (f == "server-restart" || f == "server-restart-aof" || f == "failover");
+  const bool excused = in.leases_volatile && (f == "server-restart" || f == "server-restart-aof" || f == "failover" ||
+                                              f.rfind("node-restart-empty", 0) == 0);
   std::printf("  holds overlapping within safe-until %lld%s\n", (long long)fig.safe_overlaps,
               excused ? (" (after a restart that lost the leases: " + s(fig.restart_overlaps) + ", allowed)").c_str() : "");
   std::printf("  leases found lost before safe-until %lld%s\n", (long long)fig.lost_early,
@@ -1133,6 +1196,7 @@ int Run::execute() {
                 (long long)fig.session_not_refused, (long long)fig.session_refused, (long long)fig.session_unchecked);
   }
   std::printf("  client crashes                  %lld\n", (long long)crashes_);
+  if (f == "reply-cut") std::printf("  nodes left after the clients closed %lld\n", (long long)left);
   std::printf("  lease calls over their deadline %lld, waits given up early %lld (%lld calls; latest %.0f ms vs its bound: %s)\n",
               (long long)fig.overdue_calls, (long long)fig.early_giveups, (long long)fig.calls, fig.worst_call_ms,
               fig.worst_call.empty() ? "none" : fig.worst_call.c_str());
@@ -1189,7 +1253,7 @@ int Run::execute() {
          << " acks_lost_to_failover=" << fig.acks_lost_to_failover << " holds_across_restart=" << fig.holds_across_restart
          << " kept_across_restart=" << fig.kept_across_restart << " told_lost_at_restart=" << fig.told_lost_at_restart
          << " in_doubt_at_restart=" << fig.in_doubt_at_restart
-         << " write_errors=" << fig.write_errors
+         << " nodes_left=" << left << " write_errors=" << fig.write_errors
          << " indoubt_committed=" << fig.indoubt_committed << " lost_callbacks=" << fig.lost_callbacks
          << " lost_at_release=" << fig.lost_at_release << " errors=" << fig.errors
          << " recovery_ms=" << (recovery.empty() ? "-" : recovery) << " verdict=" << verdict;

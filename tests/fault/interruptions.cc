@@ -27,20 +27,30 @@ std::chrono::milliseconds Interruption::hold(milliseconds ttl, double u) const {
 
 namespace {
 
-class RelayStall : public Interruption {
+// A relay in front of the server `url` names first, whose address the clients use instead.
+class Relayed : public Interruption {
  public:
-  RelayStall(const std::string& url, const std::string& relay_path) {
+  Relayed(const std::string& url, const std::string& relay_path, std::string fault) : fault_(std::move(fault)) {
     const Url parsed = parse_url(url);
-    if (parsed.hosts.empty() || parsed.hosts[0].port == 0) throw UsageError("relay-stall needs a URL with host:port");
+    if (parsed.hosts.empty() || parsed.hosts[0].port == 0) throw UsageError(fault_ + " needs a URL with host:port");
     server_at_ = parsed.hosts[0].host + ":" + std::to_string(parsed.hosts[0].port);
     relay_ = std::make_unique<dblock::testing::TcpRelay>(relay_path, parsed.hosts[0].port);
     relay_at_ = relay_->address();
   }
   std::string client_url(const std::string& url) const override {
     const std::size_t at = url.find(server_at_);
-    if (at == std::string::npos) throw UsageError("relay-stall: cannot find " + server_at_ + " in " + url);
+    if (at == std::string::npos) throw UsageError(fault_ + ": cannot find " + server_at_ + " in " + url);
     return url.substr(0, at) + relay_at_ + url.substr(at + server_at_.size());
   }
+
+ protected:
+  std::unique_ptr<dblock::testing::TcpRelay> relay_;  // killed when destroyed
+  std::string fault_, server_at_, relay_at_;
+};
+
+class RelayStall : public Relayed {
+ public:
+  RelayStall(const std::string& url, const std::string& relay_path) : Relayed(url, relay_path, "relay-stall") {}
   milliseconds hold(milliseconds ttl, double u) const override {
     // Longer than a client's wait (3 TTL) plus a call's least time (2 s) plus the oracle's slack
     // (1 s): a call stuck until the path comes back shows as overdue, whatever it was doing.
@@ -59,8 +69,39 @@ class RelayStall : public Interruption {
   }
 
  private:
-  std::unique_ptr<dblock::testing::TcpRelay> relay_;  // killed when destroyed
-  std::string server_at_, relay_at_;
+  bool paused_ = false;
+};
+
+class ReplyCut : public Relayed {
+ public:
+  ReplyCut(const std::string& url, const std::string& relay_path) : Relayed(url, relay_path, "reply-cut") {}
+  milliseconds hold(milliseconds, double u) const override {
+    // Long enough for the contenders' requests of the moment (creates, deletes, reads) to reach
+    // the server, short of a client's own timeouts.
+    return milliseconds(20 + static_cast<std::int64_t>(180 * u));
+  }
+  // Past a release's least time (2 s), so that a holder's last release goes in doubt and its
+  // manager closes while the path is still stalled; short of a closing manager's wait for its
+  // session to reconnect (connect_timeout, 5 s).
+  milliseconds stall_at_the_stop() const override { return milliseconds(3000); }
+  std::string begin() override {
+    relay_->mute_replies();
+    muted_ = true;
+    return "reply-mute " + relay_at_;
+  }
+  void cut_off() override {
+    relay_->cut_and_pause();  // the replies are lost, and no connection gets through for a while
+    muted_ = false;
+    paused_ = true;
+  }
+  void end() override {
+    if (paused_) relay_->resume();
+    if (muted_) relay_->cut();  // what the server answered meanwhile is lost with the connections
+    muted_ = paused_ = false;
+  }
+
+ private:
+  bool muted_ = false;
   bool paused_ = false;
 };
 
@@ -162,6 +203,10 @@ class DiskFull : public Interruption {
 
 std::unique_ptr<Interruption> relay_stall(const std::string& url, const std::string& relay_path) {
   return std::make_unique<RelayStall>(url, relay_path);
+}
+
+std::unique_ptr<Interruption> reply_cut(const std::string& url, const std::string& relay_path) {
+  return std::make_unique<ReplyCut>(url, relay_path);
 }
 
 std::unique_ptr<Interruption> connections_full(const std::string& admin_url, const std::string& table_prefix,

@@ -1,5 +1,5 @@
 // Faults that take something away from the clients for a while and give it back
-// (docs/fault-harness.md, "Faults"): the network path (relay-stall), the server's connection
+// (docs/fault-harness.md, "Faults"): the network path (relay-stall, reply-cut), the server's connection
 // slots (conn-full), the disk under an SQLite file (disk-full). The driver calls begin(), then
 // end() after hold(); the oracle judges what the clients did meanwhile.
 //
@@ -28,6 +28,12 @@ class Interruption {
   virtual void end() = 0;
   // Whether the clients finish the run with it taken away (the driver takes it before it stops them).
   virtual bool through_the_end() const { return false; }
+  // Nonzero: one more begins as the clients are told to stop; when its hold ends the driver calls
+  // cut_off(), and end() this long after, so that the clients' last calls and the close of their
+  // managers meet it.
+  virtual std::chrono::milliseconds stall_at_the_stop() const { return std::chrono::milliseconds::zero(); }
+  // With stall_at_the_stop(): takes it away harder for the stall (no-op by default).
+  virtual void cut_off() {}
   // Whether it must last its whole hold even when the run's time is up (the run goes on until it
   // ends): a Redlock master back early, empty, breaks the premise of the fault.
   virtual bool runs_its_course() const { return false; }
@@ -37,6 +43,13 @@ class Interruption {
 // it forwarding (every connection stalls, none is closed), end() resumes. Holds 3 TTL + 4-5 s:
 // longer than a client's wait plus a call's least time plus the oracle's slack.
 std::unique_ptr<Interruption> relay_stall(const std::string& url, const std::string& relay_path);
+
+// reply-cut (ZooKeeper): the clients reach the server through tcp_relay (`relay_path`); begin()
+// holds back every reply (requests still reach the server: creates are made, their answers stay
+// in the relay), end() closes every connection, so that those replies are lost. Holds 20-200 ms.
+// As the clients stop, one more whose cut also stalls the path for 3 s (cut_off: the clients'
+// last releases go in doubt and they close their managers disconnected), then lets it go on.
+std::unique_ptr<Interruption> reply_cut(const std::string& url, const std::string& relay_path);
 
 // conn-full: begin() opens managers on `admin_url` (tables under `table_prefix`, which exist)
 // until the server refuses another connection; then stops the clients and drops their sessions,

@@ -30,6 +30,7 @@ bool to_i64(const std::string& s, std::int64_t& out) {
 struct Interval {
   std::int64_t start, end, fence;
   int client;
+  bool told = false;  // its holder learned it lost the lease, or that it could not be confirmed
 };
 
 struct OverlapCount {
@@ -262,6 +263,14 @@ double percentile(std::vector<double> v, double p) {
   return v[std::min(v.size() - 1, rank == 0 ? 0 : rank - 1)];
 }
 
+std::string Figures::unproven(const std::string& fault) const {
+  if (acquisitions == 0 || acked == 0) return "no progress (no acquisition or no acknowledged write)";
+  if (fault != "none" && faults == 0) return "the fault never fired";
+  if (fault == "client-kill" && kills_in_hold == 0) return "no client kill hit a holder";
+  if (unrecovered != 0) return "a holder killed or paused was never taken over (" + std::to_string(unrecovered) + ")";
+  return "";
+}
+
 std::vector<std::string> Figures::violations(bool baseline) const {
   std::vector<std::string> out;
   auto check = [&](std::int64_t v, const char* name) {
@@ -374,7 +383,10 @@ Figures evaluate(const OracleInput& in) {
     if (cut < cend) ++fig.expired_holds;
     cend = cut;
     if (cend > a->t_ret) {
-      clipped.push_back({a->t_ret, cend, a->fence, a->client});
+      // Told: the lease lost (on_lost before its release, or the release found it gone), or the
+      // release could not confirm it (in doubt: Redlock with nodes down at that moment).
+      const bool told = a->released && (a->result == "already_lost" || a->result == "in_doubt" || a->lost_at_release);
+      clipped.push_back({a->t_ret, cend, a->fence, a->client, told});
     } else {
       ++fig.expired_on_return;
     }
@@ -395,10 +407,13 @@ Figures evaluate(const OracleInput& in) {
   fig.overlaps = raw_overlaps.count;
   fig.overlap_ms = static_cast<double>(raw_overlaps.total_ns) / 1e6;
   // Two holds within safe-until overlap only if the server forgot the earlier one: excused when a
-  // restart began before the later hold started and ended after the earlier one's acquire returned.
+  // restart began before the later hold started and ended after the earlier one's acquire
+  // returned, and the earlier holder was told it had lost the lease (a holder that is never told
+  // ran on as if it held it: never excused).
   const OverlapCount safe = overlaps(clipped, [&](const Interval& earlier, const Interval& later) {
-    return std::any_of(restarts.begin(), restarts.end(),
-                       [&](const auto& r) { return r.first <= later.start && r.second >= earlier.start; });
+    return earlier.told && std::any_of(restarts.begin(), restarts.end(), [&](const auto& r) {
+      return r.first <= later.start && r.second >= earlier.start;
+    });
   });
   fig.safe_overlaps = safe.count;
   fig.restart_overlaps = safe.excused;
@@ -500,7 +515,10 @@ Figures evaluate(const OracleInput& in) {
     // say) handed the lock over normally: that is not a recovery.
     if (e.kind == FaultEvent::kClientStop && next != kForever && next > held->end) continue;
     if (next == kForever) {
-      ++fig.unrecovered;
+      // A takeover needs the lease's TTL and a waiter's next attempt: one so close to the end
+      // that the run stopped first is not judged.
+      const bool had_time = in.ended_at == 0 || e.t + 2 * in.ttl_ns + 2'000'000'000 < in.ended_at;
+      if (had_time) ++fig.unrecovered;
     } else {
       fig.recovery_ms.push_back(static_cast<double>(next - e.t) / 1e6);
     }
@@ -698,12 +716,31 @@ std::vector<std::string> oracle_selftest() {
     expect(f.guard_bypass == 0 && f.rejected_resource == 1 && f.violations(true).empty(),
            "fence-only refusal counted as a violation");
   }
-  {  // holds overlapping within safe-until: excused only by a restart of a volatile server between them
+  {  // a run proves something only when its fault fired, hit a holder and the service recovered
+    Figures f;
+    f.acquisitions = f.acked = 5;
+    expect(f.unproven("none").empty(), "a clean baseline run judged unproven");
+    expect(!f.unproven("client-kill").empty(), "a client-kill run whose fault never fired passed");
+    f.faults = 3;
+    expect(!f.unproven("client-kill").empty(), "a client-kill run whose kills hit no holder passed");
+    f.kills_in_hold = 1;
+    expect(f.unproven("client-kill").empty(), "a client-kill run that proves its point judged unproven");
+    f.unrecovered = 1;
+    expect(!f.unproven("client-kill").empty(), "a run whose service never recovered passed");
+    f.unrecovered = 0;
+    f.acked = 0;
+    expect(!f.unproven("server-stop").empty(), "a run without an acknowledged write passed");
+  }
+  {  // holds overlapping within safe-until: excused only by a restart of a volatile server between
+     // them, and only when the earlier holder was told it had lost the lease
     constexpr std::int64_t ms = 1'000'000;
     auto in = clean_history();
-    in.clients[0] = parse_text(1, "START 1 11 50\nA 1 " + std::to_string(90 * ms) + " " + std::to_string(100 * ms) +
-                                      " 1 " + std::to_string(1000 * ms) + "\nR 1 " + std::to_string(500 * ms) + " " +
-                                      std::to_string(510 * ms) + " released " + std::to_string(1000 * ms) + " 0\n");
+    const auto earlier = [&](const char* result) {
+      return parse_text(1, "START 1 11 50\nA 1 " + std::to_string(90 * ms) + " " + std::to_string(100 * ms) + " 1 " +
+                               std::to_string(1000 * ms) + "\nR 1 " + std::to_string(500 * ms) + " " +
+                               std::to_string(510 * ms) + " " + result + " " + std::to_string(1000 * ms) + " 0\n");
+    };
+    in.clients[0] = earlier("already_lost");
     in.clients[1] = parse_text(2, "START 2 12 50\nA 1 " + std::to_string(250 * ms) + " " + std::to_string(300 * ms) +
                                       " 2 " + std::to_string(1200 * ms) + "\nR 1 " + std::to_string(400 * ms) + " " +
                                       std::to_string(410 * ms) + " released " + std::to_string(1200 * ms) + " 0\nEND " +
@@ -719,6 +756,10 @@ std::vector<std::string> oracle_selftest() {
     f = evaluate(in);
     expect(f.safe_overlaps == 0 && f.restart_overlaps == 1 && f.violations(false).empty(),
            "overlap after a restart of a volatile server not excused");
+    in.clients[0] = earlier("released");  // the earlier holder never learned it had lost the lease
+    f = evaluate(in);
+    expect(f.safe_overlaps == 1 && f.restart_overlaps == 0, "overlap excused although its earlier holder was not told");
+    in.clients[0] = earlier("already_lost");
     in.events[0].t = 350 * ms;  // the restart came after the later hold began: no excuse
     in.events[0].t_end = 360 * ms;
     expect(evaluate(in).safe_overlaps == 1, "overlap excused by a later restart");

@@ -120,6 +120,9 @@ struct OracleInput {
   // A server restart may lose committed writes (an asynchronous standby promoted): acknowledged
   // writes missing from ops are excused (and counted apart) when acknowledged during a restart.
   bool writes_volatile = false;
+  // When the clients were stopped (mono ns, 0: unknown): a holder killed or paused too close to
+  // it to be taken over before it is not judged unrecovered.
+  std::int64_t ended_at = 0;
 };
 
 struct Figures {
@@ -173,6 +176,9 @@ struct Figures {
 
   // Names of the violated invariants (empty: safe).
   std::vector<std::string> violations(bool baseline) const;
+  // Why a run of `fault` proves nothing, or "" when it does: no acquisition or acknowledged write,
+  // a fault that never fired, a client kill that never hit a holder, a holder never taken over.
+  std::string unproven(const std::string& fault) const;
 };
 
 Figures evaluate(const OracleInput& in);

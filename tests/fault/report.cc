@@ -129,7 +129,8 @@ int report(const std::vector<std::string>& files) {
       }
       const long long other = sum("phantom_ops") + sum("rejected_committed") + sum("guard_bypass") +
                               sum("resource_mismatch") + sum("duplicate_fences") + sum("safe_overlaps") +
-                              sum("session_not_refused") + sum("client_crashes") + sum("lost_early");
+                              sum("session_not_refused") + sum("client_crashes") + sum("lost_early") +
+                              sum("nodes_left");
       std::string verdict;
       for (const auto& [v, n] : verdicts) verdict += (verdict.empty() ? "" : ", ") + std::to_string(n) + " " + v;
       if (verdicts.size() != 1 || !verdicts.count("ok")) ++bad;

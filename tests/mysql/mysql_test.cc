@@ -44,6 +44,8 @@ const Context& context() {
   static Context ctx = [] {
     Context c = server_context("mysql", "DBLOCK_TEST_MYSQL_URL", "DBLOCK_TEST_SKIP_MYSQL", "DBLOCK_TEST_MARIADB_SCRIPT",
                                "DBLOCK_TEST_MARIADB_STATE");
+    c.expects = {.sql_features = true, .session_locks = true, .row_locks = true, .multi_acquire = true,
+                 .hold_at_least = true, .maintenance = true};
     c.guard_create = "CREATE TABLE IF NOT EXISTS {T} (id BIGINT PRIMARY KEY, fence BIGINT) ENGINE=InnoDB";
     c.hold_migration_lock = hold_migration_lock;
     c.stored_owner = stored_owner;
@@ -381,6 +383,7 @@ TEST_CASE("mysql: a read-only monitoring account lists leases with the documente
     exec(*c, "GRANT EXECUTE ON PROCEDURE `" + db + "`.`" + prefix + routine + "` TO " + account);
   }
   REQUIRE(owner->force_release("watched"));
+  lease.reset();  // this thread's evicted hold, let go: a thread holds a name once
   lease = owner->try_acquire("watched");
   REQUIRE(lease);
   {
@@ -497,8 +500,7 @@ TEST_CASE("mysql: fences come from the sequence: they grow across release, reapi
   {
     auto held = manager->try_acquire("b", short_ttl);
     REQUIRE(held);
-  }
-  std::this_thread::sleep_for(150ms);
+  }  // released here: nothing to wait for
   CHECK(manager->list().empty());
   manager->reap();
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases`") == 0);
@@ -584,12 +586,19 @@ TEST_CASE("mysql: the first waiter is woken through the beacon well before the p
       acquired_at = SteadyClock::now();
       got = l.has_value();
     });
-    // Wait (bounded) until the waiter is queued, then give it time to block on the beacon.
-    for (int i = 0; i < 500; ++i) {
-      if (scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "waiters`") > 0) break;
-      std::this_thread::sleep_for(10ms);
-    }
-    std::this_thread::sleep_for(50ms);
+    // Wait (bounded) until the waiter is queued and blocks in GET_LOCK on the holder's beacon (its
+    // connection shows the state 'User lock'), so the release is what must wake it.
+    const auto blocked = [&] {
+      for (int i = 0; i < 500; ++i) {
+        if (scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "waiters`") > 0 &&
+            scalar(*c, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User lock'") > 0) {
+          return true;
+        }
+        std::this_thread::sleep_for(10ms);
+      }
+      return false;
+    };
+    REQUIRE(blocked());
     auto released_at = SteadyClock::now();
     REQUIRE(lease->release() == ReleaseResult::kReleased);
     t.join();
@@ -598,9 +607,9 @@ TEST_CASE("mysql: the first waiter is woken through the beacon well before the p
   }
   std::sort(handoffs_us.begin(), handoffs_us.end());
   const std::int64_t p50 = handoffs_us[handoffs_us.size() / 2];
+  // How fast is the bench's business (bench/mysql_bench.cc); here only that the beacon did it.
   WARN("beacon hand-off p50 " << p50 << " us, max " << handoffs_us.back() << " us");
   CHECK(handoffs_us.back() < 2'000'000);  // a 5 s poll could not have done it
-  CHECK(p50 < 100'000);                   // target on an idle machine: < 2 ms (see the bench)
 }
 
 TEST_CASE("mysql: waiters behind the first are handed the lease without polling", "[mysql][beacon]") {
@@ -829,7 +838,12 @@ TEST_CASE("mysql: a new connection floors the fence sequence at the server clock
   REQUIRE(second);
   CHECK(second->fence() > seen);
   REQUIRE(second->release() == ReleaseResult::kReleased);
-  // A process that saw none of them: floored at the server's clock.
+  // A process that saw none of them: floored at the server's clock. The first manager is closed
+  // first: a connection it reopened after this restart would floor the sequence at its carried
+  // fence again, as it should.
+  first.reset();
+  second.reset();
+  manager.reset();
   exec(*c, "ALTER SEQUENCE " + sequence + " RESTART WITH 1");
   auto other = open_manager({}, prefix);
   auto third = other->try_acquire("floor-other");
@@ -882,25 +896,33 @@ TEST_CASE("mysql: leases survive KILL of their connections", "[mysql][fault]") {
   kill_all(*c, connection_ids(*c, "dblock"));
   auto manager = open_with(url_as("dblock", "dblock-pw"), {}, prefix);
   AcquireOptions options;
-  options.ttl = 1s;
+  options.ttl = 2s;  // renewed every 0.67 s: a reconnect under load fits
   auto lease = manager->try_acquire("survivor", options);
   REQUIRE(lease);
-  std::this_thread::sleep_for(20ms);  // the beacon connection exists by now
-  auto ids = connection_ids(*c, "dblock");
-  CHECK(ids.size() >= 2);           // pool + beacon
+  std::vector<std::int64_t> ids;  // pool + beacon: the beacon's connection is made in the background
+  for (const auto until = SteadyClock::now() + 5s; ids.size() < 2 && SteadyClock::now() < until;) {
+    ids = connection_ids(*c, "dblock");
+    if (ids.size() < 2) std::this_thread::sleep_for(10ms);
+  }
+  REQUIRE(ids.size() >= 2);
   kill_all(*c, ids);                // every connection dies; the row does not
-  // Renewals reconnect: the lease stays held for several TTLs.
+  // Renewals reconnect: the lease stays held, renewed twice more on new connections.
   auto other = open_manager({}, prefix);
-  auto until = SteadyClock::now() + 2500ms;
-  while (SteadyClock::now() < until) {
+  const std::int64_t renewed_before = other->inspect("survivor")->renewals;
+  std::int64_t renewed = renewed_before;
+  for (const auto until = std::chrono::steady_clock::now() + 10s;
+       renewed < renewed_before + 2 && std::chrono::steady_clock::now() < until;) {
     CHECK_FALSE(other->try_acquire("survivor"));
     std::this_thread::sleep_for(100ms);  // sampling interval
+    if (auto info = other->inspect("survivor")) renewed = info->renewals;
   }
+  CHECK(renewed >= renewed_before + 2);
   CHECK_FALSE(lease->lost());
   kill_all(*c, connection_ids(*c, "dblock"));
-  auto result = lease->release();
-  CHECK((result == ReleaseResult::kReleased || result == ReleaseResult::kInDoubt));
-  CHECK(other->acquire("survivor", 5s));
+  // The release's first try meets the dead connection before reaching a session, and the retry
+  // on a new one releases: released, and free at once (not after the TTL, as a lease in doubt).
+  CHECK(lease->release() == ReleaseResult::kReleased);
+  CHECK(other->try_acquire("survivor"));
 }
 
 TEST_CASE("mysql: transaction lock (GET_LOCK held for the transaction)", "[mysql][txlock]") {

@@ -3,7 +3,10 @@
 // ctest starts the servers (scripts/servers/redis.sh) and passes their URL.
 #include <catch2/catch.hpp>
 
+#include <signal.h>
+
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -47,6 +50,19 @@ struct NodeDown {
   Url::Host node;
 };
 
+// SIGSTOPs a node for as long as it lives (a stuck host, a stalled path: connects are accepted by
+// the kernel, nothing is answered), then SIGCONTs it. By the pid in its pid file.
+struct NodeFrozen {
+  explicit NodeFrozen(const Url::Host& n) {
+    std::ifstream in(state() + "/" + std::to_string(n.port) + "/redis.pid");
+    REQUIRE(in >> pid);
+    REQUIRE(pid > 1);
+    REQUIRE(::kill(pid, SIGSTOP) == 0);
+  }
+  ~NodeFrozen() { ::kill(pid, SIGCONT); }
+  pid_t pid = 0;
+};
+
 std::vector<redis::Options> node_options(const std::string& prefix) {
   std::vector<redis::Options> out;
   for (const Url::Host& host : nodes()) {
@@ -77,6 +93,8 @@ const Context& context() {
     c.backend = "redlock";
     c.url = required_server_url("DBLOCK_TEST_REDLOCK_URL", "DBLOCK_TEST_SKIP_REDLOCK");
     c.shared_leases = false;
+    c.over_tcp = true;  // a relay in front of every master (the stalled-connection cases)
+    c.expects = {.fair_queue = false};
     c.accounts = false;
     c.stored_owner = stored_owner;
     c.digest = sha1_hex;
@@ -147,6 +165,33 @@ TEST_CASE("redlock: the fence's second round keeps fences growing when a later m
   CHECK(b > a);
 }
 
+TEST_CASE("redlock: fences are exact up to 2^53 - 1 across the nodes; past it every node refuses",
+          "[redlock][fence]") {
+  const std::string prefix = unique_prefix();
+  const std::string counter = "{" + prefix + "edge}:fence";
+  Raw first(nodes().at(0));
+  REQUIRE(first.text({"SET", counter, "9007199254740990"}) == "OK");  // the others are at the clock's floor
+  ManagerOptions options;
+  options.table_prefix = prefix;
+  auto manager = dblock::open(context().url, options);
+  auto lease = manager->try_acquire("edge");
+  REQUIRE(lease);
+  CHECK(lease->fence() == 9007199254740991);
+  for (const Url::Host& node : nodes()) {  // the second round raised every node to it, exactly
+    Raw raw(node);
+    CHECK(raw.text({"GET", counter}) == "9007199254740991");
+    CHECK(raw.text({"HGET", prefix + "edge", "fence"}) == "9007199254740991");
+  }
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  try {
+    manager->try_acquire("edge");
+    FAIL("acquired");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find(counter) != std::string::npos);
+  }
+  for (const Url::Host& node : nodes()) CHECK(Raw(node).text({"GET", counter}) == "9007199254740991");
+}
+
 TEST_CASE("redlock: a renewal takes a node that lost the key again, with the lease's fence", "[redlock][faults]") {
   const std::string prefix = unique_prefix();
   ManagerOptions options;
@@ -184,6 +229,74 @@ TEST_CASE("redlock: inspect shows the holder of a majority, not what the first n
   REQUIRE(seen);
   CHECK(seen->fence == lease->fence());
   CHECK(lease->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("redlock: one frozen master of three: a held lease stays held, and tries and opens are answered by the two",
+          "[redlock][faults][deadline]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.default_ttl = 2s;
+  auto manager = open_manager(options, prefix);
+  LostWatch watch;
+  AcquireOptions held_options;
+  held_options.on_lost = watch.callback();
+  auto held = manager->try_acquire("frozen-held", held_options);
+  REQUIRE(held);
+  const NodeFrozen frozen(nodes().at(2));
+  // Three TTLs of renewals, each answered by the two nodes that answer.
+  CHECK_FALSE(watch.wait(6s).has_value());
+  CHECK_FALSE(held->lost());
+  auto other = open_manager(options, prefix);
+  auto fresh = other->try_acquire("frozen-new");
+  CHECK(fresh);  // the two answering nodes decide; the silent one does not eat the validity window
+  CHECK_FALSE(other->try_acquire("frozen-held"));  // still held on the two
+  // An open waits for a majority, not for the silent node: well within its connect_timeout (5 s).
+  const auto opening = SteadyClock::now();
+  auto third = open_manager(options, prefix);
+  CHECK(SteadyClock::now() - opening < 5s);
+  CHECK(third->try_acquire("frozen-third"));
+  CHECK(held->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("redlock: a release that a majority reports \"not held\" finds the lease already lost",
+          "[redlock][faults]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto lease = manager->try_acquire("gone");
+  REQUIRE(lease);
+  // Two nodes lost the key (restarted empty, then taken and given up by another owner): the lease
+  // was gone, whatever the third node still holds.
+  for (int i : {0, 1}) {
+    Raw raw(nodes().at(i));
+    REQUIRE(raw.text({"DEL", prefix + "gone"}) == "1");
+  }
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+}
+
+TEST_CASE("redlock: a renewal that a majority no longer holds loses the lease at once", "[redlock][faults]") {
+  const std::string prefix = unique_prefix();
+  ManagerOptions options;
+  options.default_ttl = 3s;  // renewed every second
+  auto manager = open_manager(options, prefix);
+  LostWatch watch;
+  AcquireOptions acquire;
+  acquire.on_lost = watch.callback();
+  auto lease = manager->try_acquire("taken-over", acquire);
+  REQUIRE(lease);
+  // Nodes 0 and 1 restarted empty and another owner took them: a majority of another holder.
+  const OwnerSecret intruder = OwnerSecret::generate();
+  redis::RedlockService service(node_options(prefix));
+  for (int i : {0, 1}) {
+    Raw raw(nodes().at(i));
+    REQUIRE(raw.text({"DEL", prefix + "taken-over"}) == "1");
+  }
+  AcquireRequest r = request("taken-over", intruder);
+  REQUIRE(service.try_acquire(r).acquired);  // nodes 0 and 1: a majority
+  const auto lost = watch.wait(5s);
+  REQUIRE(lost);
+  CHECK(lost->reason.find("refused") != std::string::npos);
+  CHECK(lease->lost());
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
 }
 
 TEST_CASE("redlock: a release that reaches no majority is in doubt", "[redlock][faults]") {

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <functional>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -112,7 +114,8 @@ TEST_CASE("core: renewal keeps a lease over many TTLs", "[unit][core][renew]") {
   CHECK(lease->release() == ReleaseResult::kReleased);
 }
 
-TEST_CASE("core: a refused renewal loses the lease, runs the callback and tells the service", "[unit][core][lost]") {
+TEST_CASE("core: a refused renewal loses the lease, runs the callback and tells the service once the holder lets go",
+          "[unit][core][lost]") {
   Rig rig;
   MemoryService* service = nullptr;
   auto manager = rig.open({}, {}, &service);
@@ -125,12 +128,16 @@ TEST_CASE("core: a refused renewal loses the lease, runs the callback and tells 
   auto lease = manager->try_acquire("k", options);
   REQUIRE(lease);
   REQUIRE(eventually([&] { return lease->lost(); }));
-  REQUIRE(eventually([&] { return service->lost_leases().size() == 1; }));
-  REQUIRE(eventually([&] { return reasons.count() == 1; }));  // the callback runs after both
+  REQUIRE(eventually([&] { return reasons.count() == 1; }));
   CHECK(reasons.last().find("refused") != std::string::npos);
-  CHECK(service->lost_leases()[0].name == "k");
+  // The holder's code may still be running: nothing of the lease is given away until it lets go.
+  CHECK(service->lost_leases().empty());
   CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  REQUIRE(service->lost_leases().size() == 1);
+  CHECK(service->lost_leases()[0].name == "k");
   CHECK(service->calls(Op::kRelease) == 0);  // a lost lease is not released in the service
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  CHECK(service->lost_leases().size() == 1);  // told once
 }
 
 TEST_CASE("core: failing renewals end at safe-until, before the service's expiry", "[unit][core][lost]") {
@@ -154,7 +161,57 @@ TEST_CASE("core: failing renewals end at safe-until, before the service's expiry
   CHECK(reasons.last().find("safe-until") != std::string::npos);
   CHECK(std::chrono::steady_clock::now() >= lease->safe_until());
   CHECK(lease->lost());
-  REQUIRE(service->lost_leases().size() == 1);
+  CHECK(service->lost_leases().empty());  // still the holder's until it lets go
+  lease.reset();                          // the handle dropped: as a release
+  CHECK(service->lost_leases().size() == 1);
+}
+
+TEST_CASE("core: a grant answered after its safe-until is never handed out; a single try frees it at once",
+          "[unit][core][lost][deadline]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  auto next = rig.open();
+  AcquireOptions options;
+  options.ttl = 200ms;
+  // Granted 300 ms after it was sent: the service holds it until ~500 ms, the holder's safe-until
+  // (from the send time) ended at ~196 ms.
+  service->stall_attempts(1, 300ms);
+  CHECK_FALSE(manager->try_acquire("k", options));
+  CHECK(service->calls(Op::kRelease) == 1);  // freed, not left to its expiry on the service
+  CHECK(next->try_acquire("k"));
+}
+
+TEST_CASE("core: within the wait, a grant answered late is asked for again and handed out with a fresh safe-until",
+          "[unit][core][lost][deadline]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  AcquireOptions options;
+  options.ttl = 200ms;
+  service->stall_attempts(1, 300ms);
+  const auto called = std::chrono::steady_clock::now();
+  auto lease = manager->acquire("k", 5s, options);
+  REQUIRE(lease);
+  CHECK_FALSE(lease->lost());
+  CHECK(service->calls(Op::kTryAcquire) + service->calls(Op::kInLine) >= 2);
+  CHECK(lease->safe_until() > called + 300ms);  // from the second attempt's send time
+  CHECK(service->calls(Op::kRelease) == 0);     // the same secret took it again: nothing freed
+}
+
+TEST_CASE("core: safe-until counts from before the attempt was sent, not from its answer", "[unit][core][deadline]") {
+  Rig rig;
+  MemoryService* service = nullptr;
+  auto manager = rig.open({}, {}, &service);
+  AcquireOptions options;
+  options.ttl = 1000ms;
+  service->stall_attempts(1, 200ms);
+  const auto before = std::chrono::steady_clock::now();
+  auto lease = manager->try_acquire("k", options);
+  REQUIRE(lease);
+  // Send time + TTL - drift margin (TTL/100 + 2 ms = 12 ms); from the answer it would be >= 1188 ms.
+  CHECK(lease->safe_until() >= before + 988ms);
+  CHECK(lease->safe_until() < before + 988ms + 100ms);
 }
 
 TEST_CASE("core: time suspended counts against safe-until; a suspend longer than the TTL loses the lease",
@@ -315,11 +372,12 @@ TEST_CASE("core: a renewal answered after safe-until does not resurrect the leas
   service->set_renew_delay(25ms);
   auto lease = manager->try_acquire("k", acquire);
   REQUIRE(lease);
-  REQUIRE(eventually([&] { return service->lost_leases().size() == 1; }));
-  CHECK(lease->lost());
+  REQUIRE(eventually([&] { return lease->lost(); }));
   CHECK(service->calls(Op::kRenew) <= 1);  // a resurrected lease would have been renewed again
-  REQUIRE(eventually([&] { return reasons.count() == 1; }));  // the callback runs last
+  REQUIRE(eventually([&] { return reasons.count() == 1; }));
   CHECK(reasons.last().find("safe-until") != std::string::npos);
+  CHECK(lease->release() == ReleaseResult::kAlreadyLost);
+  CHECK(service->lost_leases().size() == 1);
 }
 
 TEST_CASE("core: a service granting less than the TTL bounds safe-until and renews sooner", "[unit][core][renew]") {
@@ -471,8 +529,9 @@ TEST_CASE("core: shared leases admit readers and exclude a writer", "[unit][core
   auto r2 = b->try_acquire("k", shared);
   REQUIRE(r1);
   REQUIRE(r2);
-  CHECK(b->try_acquire("w"));        // another name is unaffected
-  CHECK_FALSE(a->try_acquire("k"));  // but no writer while readers hold it
+  CHECK(b->try_acquire("w"));  // another name is unaffected
+  auto c = rig.open();
+  CHECK_FALSE(c->try_acquire("k"));  // but no writer while readers hold it
 }
 
 TEST_CASE("core: the reaper runs only for a service that has something to reap", "[unit][core][reaper]") {
@@ -488,15 +547,15 @@ TEST_CASE("core: the reaper runs only for a service that has something to reap",
   none.maintenance = false;
   MemoryService* without = nullptr;
   auto b = rig.open(none, fast, &without);
-  std::this_thread::sleep_for(50ms);  // five reaper intervals: a reaper would have run by now
-  CHECK(without->calls(Op::kReap) == 0);
-  CHECK(without->calls(Op::kMigrate) == 0);
-
   ManagerOptions off = fast;
   off.reaper = false;
   MemoryService* disabled = nullptr;
   auto c = rig.open({}, off, &disabled);
-  std::this_thread::sleep_for(50ms);
+  // `a`'s reaper, on the same interval, is the clock: once it ran five more times, so would theirs.
+  const int runs = with->calls(Op::kReap);
+  REQUIRE(eventually([&] { return with->calls(Op::kReap) >= runs + 5; }));
+  CHECK(without->calls(Op::kReap) == 0);
+  CHECK(without->calls(Op::kMigrate) == 0);
   CHECK(disabled->calls(Op::kReap) == 0);
   CHECK(c->reap() == 0);  // an explicit pass still runs (nothing expired here)
   CHECK(disabled->calls(Op::kReap) == 1);
@@ -521,6 +580,62 @@ TEST_CASE("core: dblock::Mutex locked twice by its holder fails as std::mutex do
     m.unlock();
   });
   other.join();
+}
+
+TEST_CASE("core: one rule for every mode: a thread's second hold of a name is refused, never waited for",
+          "[unit][core][reentrancy]") {
+  Rig rig;
+  auto manager = rig.open();
+  auto other = rig.open();
+  AcquireOptions one_permit;
+  one_permit.permits = 1;
+  AcquireOptions three_permits;
+  three_permits.permits = 3;
+  AcquireOptions reader;
+  reader.mode = LockMode::kShared;
+  AcquireOptions writer;
+  writer.reentrant = true;
+  const auto quick = [](const std::function<void()>& f) {
+    const auto start = std::chrono::steady_clock::now();
+    CHECK_THROWS_AS(f(), UsageError);
+    CHECK(std::chrono::steady_clock::now() - start < 2s);  // refused at once, not after the 5 s wait
+  };
+  SECTION("a second permit of N=1, of N=3") {
+    auto permit = manager->try_acquire("p", one_permit);
+    REQUIRE(permit);
+    CHECK_FALSE(manager->try_acquire("p", one_permit));
+    quick([&] { manager->acquire("p", 5s, one_permit); });
+    auto pool = manager->try_acquire("pool", three_permits);
+    REQUIRE(pool);
+    CHECK_FALSE(manager->try_acquire("pool", three_permits));
+    quick([&] { manager->acquire("pool", 5s, three_permits); });
+    CHECK(other->try_acquire("pool", three_permits));  // another holder still gets one
+  }
+  SECTION("a second read lease, and a read -> write upgrade") {
+    auto read = manager->try_acquire("r", reader);
+    REQUIRE(read);
+    CHECK_FALSE(manager->try_acquire("r", reader));
+    CHECK_FALSE(manager->try_acquire("r", writer));
+    quick([&] { manager->acquire("r", 5s, reader); });
+    quick([&] { manager->acquire("r", 5s, writer); });
+    CHECK(other->try_acquire("r", reader));
+  }
+  SECTION("a write -> read downgrade of a reentrant hold") {
+    auto write = manager->try_acquire("w", writer);
+    REQUIRE(write);
+    CHECK_FALSE(manager->try_acquire("w", reader));
+    quick([&] { manager->acquire("w", 5s, reader); });
+    auto again = manager->try_acquire("w", writer);  // exclusive on exclusive, reentrant: counted
+    REQUIRE(again);
+    CHECK(write->hold_count() == 2);
+  }
+  SECTION("another thread of the same manager is not this thread") {
+    auto permit = manager->try_acquire("pool", three_permits);
+    REQUIRE(permit);
+    std::optional<Lease> second;
+    std::thread([&] { second = manager->try_acquire("pool", three_permits); }).join();
+    CHECK(second);
+  }
 }
 
 TEST_CASE("core: the same-thread deadlock error says what to change", "[unit][core][reentrancy]") {

@@ -111,6 +111,11 @@ AcquireResult MemoryService::take_locked(const AcquireRequest& request, std::int
 }
 
 void MemoryService::maybe_fail_attempt() {
+  if (stalling_attempts_.fetch_sub(1) > 0) {
+    std::this_thread::sleep_for(milliseconds(stall_ms_.load()));
+  } else {
+    stalling_attempts_.fetch_add(1);
+  }
   if (failing_attempts_.fetch_sub(1) <= 0) {
     failing_attempts_.fetch_add(1);
     return;

@@ -115,6 +115,13 @@ class MemoryService final : public LeaseService,
     fault_kind_ = kind;
     failing_attempts_ = count;
   }
+  // The next `count` acquire attempts (try_acquire, attempt_in_line) stall `delay` before the
+  // store acts on them, as a request held up on its way (a busy server, a stalled path): granted
+  // late on the service's clock, answered late.
+  void stall_attempts(int count, std::chrono::milliseconds delay) {
+    stall_ms_ = delay.count();
+    stalling_attempts_ = count;
+  }
   void drop_events(bool on) { drop_events_ = on; }  // this client hears no event (missed wake-ups)
   // A refused attempt in line reports one waiter more ahead and the name free: what a queue join
   // reports when its snapshot showed a waiter that has acquired and released since.
@@ -214,6 +221,8 @@ class MemoryService final : public LeaseService,
   std::atomic<std::int64_t> reported_clock_offset_us_{0};
   std::atomic<std::int64_t> reported_clock_step_us_{0};
   std::atomic<int> failing_attempts_{0};
+  std::atomic<int> stalling_attempts_{0};
+  std::atomic<std::int64_t> stall_ms_{0};
   std::atomic<Fault> fault_kind_{Fault::kUnreachable};
   void maybe_fail_attempt();
   std::atomic<bool> drop_events_{false};

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -25,6 +26,14 @@ std::unique_ptr<LeaseService> make_memory_service(const Url& url, const std::str
   detail::UrlParams(url, "memory").finish();  // refuses every parameter, as the services do unknown ones
   static const auto store = std::make_shared<MemoryStore>();
   return std::make_unique<MemoryService>(store, MemoryService::Config{});
+}
+
+// What the last make_memory_service_in_context was given.
+ServiceContext g_seen_context;
+
+std::unique_ptr<LeaseService> make_memory_service_in_context(const Url& url, const ServiceContext& context) {
+  g_seen_context = context;
+  return make_memory_service(url, context.table_prefix);
 }
 
 TEST_CASE("schemes: every service this build links registers itself", "[unit][url]") {
@@ -70,6 +79,27 @@ TEST_CASE("schemes: a scheme the application registers is opened like a service'
   CHECK_THROWS_WITH(register_scheme({"nofactory", {}, nullptr}), Catch::Contains("no factory"));
   CHECK_FALSE(listed("ok"));
   CHECK_FALSE(listed("nofactory"));
+}
+
+TEST_CASE("schemes: a factory is given what the manager knows at open: its table prefix and default TTL",
+          "[unit][url]") {
+  if (!listed("memctx")) {
+    CHECK(register_scheme({"memctx", {}, &make_memory_service_in_context}));
+  }
+  CHECK(find_scheme("memctx") == SchemeFactory(&make_memory_service_in_context));
+  CHECK_FALSE(find_scheme("never-registered"));
+  ManagerOptions options;
+  options.table_prefix = "ctx_";
+  options.default_ttl = std::chrono::seconds(7);  // what `dblock run --ttl 7s` sets
+  auto manager = dblock::open("memctx://unit/x", options);
+  CHECK(g_seen_context.table_prefix == "ctx_");
+  CHECK(g_seen_context.default_ttl == std::chrono::seconds(7));
+  // A factory of the earlier form, given the prefix alone, is called as before.
+  if (!listed("memory")) {
+    CHECK(register_scheme({"memory", {"mem"}, &make_memory_service}));
+  }
+  options.table_prefix = "prefix_only_";
+  CHECK(dblock::open("mem://unit/x", options)->try_acquire("schemes-context"));
 }
 
 TEST_CASE("schemes: a scheme's URLs are read in the shape its service registered", "[unit][url]") {

@@ -3,6 +3,7 @@
 // list/inspect, and bad input.
 #include <catch2/catch.hpp>
 
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -22,26 +23,28 @@ AcquireOptions permits(int n) {
 TEST_CASE("semaphore: N permits are held at once, each with its own fence; the next waits for a release",
           "[unit][semaphore]") {
   Rig rig;
-  auto m = rig.open();
+  // Each holder its own manager (a thread holds one permit of a name at most: the one-hold rule).
+  std::vector<std::unique_ptr<LockManager>> managers;
+  for (int i = 0; i < 5; ++i) managers.push_back(rig.open());
   std::vector<Lease> held;
   for (int i = 0; i < 3; ++i) {
-    auto lease = m->try_acquire("pool", permits(3));
+    auto lease = managers[i]->try_acquire("pool", permits(3));
     REQUIRE(lease);
     CHECK(lease->mode() == LockMode::kShared);
     if (!held.empty()) CHECK(lease->fence() > held.back().fence());
     held.push_back(std::move(*lease));
   }
-  CHECK_FALSE(m->try_acquire("pool", permits(3)));
-  const auto info = m->inspect("pool");
+  CHECK_FALSE(managers[3]->try_acquire("pool", permits(3)));
+  const auto info = managers[0]->inspect("pool");
   REQUIRE(info);
   CHECK(info->permits == 3);
   CHECK(info->holders == 3);
 
   held[1].release();
-  auto fourth = m->try_acquire("pool", permits(3));
+  auto fourth = managers[3]->try_acquire("pool", permits(3));
   REQUIRE(fourth);
   CHECK(fourth->fence() > held[2].fence());
-  CHECK_FALSE(m->try_acquire("pool", permits(3)));
+  CHECK_FALSE(managers[4]->try_acquire("pool", permits(3)));
 }
 
 TEST_CASE("semaphore: a freed permit goes to the longest waiter", "[unit][semaphore]") {
@@ -77,11 +80,12 @@ TEST_CASE("semaphore: another N, or a plain shared acquire, while permits are he
   auto m = rig.open();
   auto permit = m->try_acquire("pool", permits(3));
   REQUIRE(permit);
-  CHECK_THROWS_AS(m->try_acquire("pool", permits(4)), UsageError);
-  CHECK_THROWS_WITH(m->acquire("pool", 1s, permits(2)), Catch::Contains("3 permits") && Catch::Contains("2"));
+  auto n = rig.open();  // another holder: this thread's own second ask is refused by the one-hold rule
+  CHECK_THROWS_AS(n->try_acquire("pool", permits(4)), UsageError);
+  CHECK_THROWS_WITH(n->acquire("pool", 1s, permits(2)), Catch::Contains("3 permits") && Catch::Contains("2"));
   AcquireOptions reader;
   reader.mode = LockMode::kShared;
-  CHECK_THROWS_AS(m->try_acquire("pool", reader), UsageError);
+  CHECK_THROWS_AS(n->try_acquire("pool", reader), UsageError);
   permit->release();
   // Nothing held: a new N takes the name.
   auto other = m->try_acquire("pool", permits(4));
@@ -95,12 +99,12 @@ TEST_CASE("semaphore: an exclusive acquire of the name waits until no permit is 
   auto m = rig.open({}, {}, &service);
   auto permit = m->try_acquire("pool", permits(2));
   REQUIRE(permit);
-  CHECK_FALSE(m->try_acquire("pool"));
+  CHECK_FALSE(rig.open()->try_acquire("pool"));
   std::optional<Lease> exclusive;
   std::thread drain([&] { exclusive = m->acquire("pool", 10s); });
   REQUIRE(eventually([&] { return service->queued("pool") == 1; }));
   // A permit asked for after the exclusive waiter queued waits behind it.
-  CHECK_FALSE(m->try_acquire("pool", permits(2)));
+  CHECK_FALSE(rig.open()->try_acquire("pool", permits(2)));
   permit->release();
   drain.join();
   REQUIRE(exclusive);

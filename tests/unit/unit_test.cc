@@ -1,5 +1,4 @@
 // Unit tests of backend-independent pieces: URLs, names, secrets, retry.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <set>

@@ -27,12 +27,11 @@ class Curator {
     std::string node;  // the child's name, e.g. "_c_<uuid>-__WRIT__0000000003"
   };
 
-  // Starts `java -cp classpath CuratorLocks hosts session_timeout_ms` and waits (30 s) for its session.
+  // Starts `java -cp classpath CuratorLocks hosts session_timeout_ms [digest]` and waits (30 s) for
+  // its session; with `digest` ("user:password") it authenticates with ZooKeeper's digest scheme.
   Curator(const std::string& java, const std::string& classpath, const std::string& hosts,
-          int session_timeout_ms)
-      : child_({java, "-Xms16m", "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-Djava.net.preferIPv4Stack=true", "-cp", classpath, "CuratorLocks", hosts,
-                std::to_string(session_timeout_ms)}) {
+          int session_timeout_ms, const std::string& digest = "")
+      : child_(argv(java, classpath, hosts, session_timeout_ms, digest)) {
     const std::optional<std::string> ready = child_.read_line(std::chrono::seconds(30));
     INFO("CuratorLocks said: " << ready.value_or("(nothing: see its stderr above)"));
     REQUIRE(ready == "ready");
@@ -104,6 +103,15 @@ class Curator {
   }
 
  private:
+  static std::vector<std::string> argv(const std::string& java, const std::string& classpath, const std::string& hosts,
+                                       int session_timeout_ms, const std::string& digest) {
+    std::vector<std::string> out = {java, "-Xms16m", "-Xmx64m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                                    "-Djava.net.preferIPv4Stack=true", "-cp", classpath, "CuratorLocks", hosts,
+                                    std::to_string(session_timeout_ms)};
+    if (!digest.empty()) out.push_back(digest);
+    return out;
+  }
+
   Child child_;
   std::deque<std::string> pending_;  // answers read while looking for another id's
 };

@@ -65,6 +65,8 @@ const Context& context() {
     const std::string port = url.hosts.size() == 1 ? std::to_string(url.hosts.at(0).port) : "";
     Context c = server_context("zookeeper", "DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER",
                                "DBLOCK_TEST_ZOOKEEPER_SCRIPT", "DBLOCK_TEST_ZOOKEEPER_STATE", port);
+    c.expects = {.session_locks = true, .hold_at_least = true};
+    c.late_answers = false;  // the client drops a connection silent for 2/3 of the session first
     c.accounts = false;
     c.stored_owner = stored_owner;
     c.lease_bound = std::chrono::milliseconds(
@@ -120,11 +122,17 @@ TEST_CASE("zookeeper: bad URLs are usage errors naming the option", "[zookeeper]
       CHECK(std::string(e.what()).find(option) != std::string::npos);
     }
   }
-  try {
-    dblock::open("zookeeper://user:hunter2@127.0.0.1:1");
-    FAIL("opened");
-  } catch (const UsageError& e) {
-    CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+  // Credentials are digest authentication's: a user and a password, both or neither.
+  for (const char* url : {"zookeeper://:hunter2@127.0.0.1:1", "zookeeper://user@127.0.0.1:1",
+                          "zookeeper://a%3Ab:hunter2@127.0.0.1:1"}) {
+    INFO(url);
+    try {
+      dblock::open(url);
+      FAIL("opened");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find("hunter2") == std::string::npos);
+      CHECK(std::string(e.what()).find("digest") != std::string::npos);
+    }
   }
 }
 
@@ -269,12 +277,11 @@ std::int64_t take_and_release(LockManager& manager, const std::string& name) {
 }  // namespace
 
 TEST_CASE("zookeeper: czxid fences increase across node deletions and, on an ensemble, the leader's death",
-          "[zookeeper][fences]") {
+          "[zookeeper][fences][ensemble]") {
   auto manager = open_on(context().url, unique_prefix());
   const std::int64_t first = take_and_release(*manager, "elect");
   const std::int64_t second = take_and_release(*manager, "elect");  // a new node: a new czxid
   CHECK(second > first);
-  if (parse_url(context().url).hosts.size() < 3) return;  // standalone: the restart case covers it
   const std::string leader = server_script("leader");
   REQUIRE_FALSE(leader.empty());
   server_script("kill", leader);
@@ -391,10 +398,21 @@ void expire_session(const std::string& url, const std::pair<std::int64_t, std::s
   zookeeper_close(zh);
 }
 
+// Waits (bounded, 10 s) until a client request waits in `relay`'s stalled path: the bytes the
+// relay holds unread grow past `before` (what it held before the request was made).
+bool request_stalled(TcpRelay& relay, long before) {
+  for (int i = 0; i < 500; ++i) {
+    const long now = relay.pending_request_bytes();
+    if (now > std::max(before, 0L)) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST_CASE("zookeeper: an expired session loses its leases at once, saying so; later acquires use a new session",
-          "[zookeeper][expiry]") {
+          "[zookeeper][expiry][standalone]") {
   const std::string prefix = unique_prefix();
   // A long session and TTL: safe-until (10 s) and the client's own timeout (6.7 s) come later; the
   // first renewal (3.3 s) meets the expiry if the watcher has not reported it by then.
@@ -402,7 +420,6 @@ TEST_CASE("zookeeper: an expired session loses its leases at once, saying so; la
                               ? "zookeeper://127.0.0.1:" + std::to_string(parse_url(context().url).hosts[0].port) +
                                     "?session_timeout=10000"
                               : "";
-  if (url.empty()) return;  // standalone only: the takeover names one server
   auto manager = open_on(url, prefix);
   auto* service = dynamic_cast<zk::ZooKeeperService*>(&ServiceDriver(*manager).service);
   REQUIRE(service != nullptr);
@@ -475,9 +492,8 @@ bool within(std::chrono::milliseconds limit, const std::function<bool()>& condit
 }  // namespace
 
 TEST_CASE("zookeeper: a create whose reply never came leaves no node behind once the session is connected again",
-          "[zookeeper][orphans]") {
+          "[zookeeper][orphans][standalone]") {
   const Url server = parse_url(context().url);
-  if (server.hosts.size() != 1) return;  // standalone: the relay fronts the one server
   TcpRelay relay(DBLOCK_TCP_RELAY, server.hosts[0].port);
   // A session that outlives the muted seconds; the client declares the connection lost at 4 s.
   const std::string url = "zookeeper://" + relay.address() + "?session_timeout=6000";
@@ -509,9 +525,8 @@ TEST_CASE("zookeeper: a create whose reply never came leaves no node behind once
 // Found by the fault harness's session-expire row: a release whose delete met the takeover kept
 // retrying on the expired handle until its deadline and answered "in doubt".
 TEST_CASE("zookeeper: a release whose session is taken over and closed meanwhile answers already lost, not in doubt",
-          "[zookeeper][expiry]") {
+          "[zookeeper][expiry][standalone]") {
   const std::vector<Url::Host> hosts = parse_url(context().url).hosts;
-  if (hosts.size() != 1) return;  // standalone only: the takeover names one server
   const std::string direct = "zookeeper://127.0.0.1:" + std::to_string(hosts[0].port) + "?session_timeout=10000";
   TcpRelay relay(DBLOCK_TCP_RELAY, hosts[0].port);
   // A 10 s session: the release's deadline is its safe-until, up to 10 s away, far after the
@@ -526,9 +541,10 @@ TEST_CASE("zookeeper: a release whose session is taken over and closed meanwhile
   const auto credentials = service->session_credentials();
   relay.pause();  // the holder's path stalls: it sees nothing of the takeover yet
   expire_session(direct, credentials);
+  const long before = relay.pending_request_bytes();
   const auto started = SteadyClock::now();
   auto released = std::async(std::launch::async, [&] { return lease->release(); });
-  std::this_thread::sleep_for(200ms);  // the delete goes into the stalled path (no event tells when)
+  REQUIRE(request_stalled(relay, before));  // the delete waits in the stalled path
   relay.resume();  // the server closed that connection: the client reconnects and finds its session expired
   REQUIRE(released.wait_for(30s) == std::future_status::ready);
   const ReleaseResult result = released.get();
@@ -541,9 +557,8 @@ TEST_CASE("zookeeper: a release whose session is taken over and closed meanwhile
 // connection was sent again, found no node, and answered "released" (a retry's "no such node"
 // counted as the first delete's doing, for a node nobody of that secret ever took).
 TEST_CASE("zookeeper: a wrong owner's release that meets a lost connection is not reported released",
-          "[zookeeper][faults]") {
+          "[zookeeper][faults][standalone]") {
   const std::vector<Url::Host> hosts = parse_url(context().url).hosts;
-  if (hosts.size() != 1) return;  // standalone only: the relay stands in front of one server
   REQUIRE(context().restart);
   TcpRelay relay(DBLOCK_TCP_RELAY, hosts[0].port);
   // A 10 s session: it outlives the restart below (the server keeps it in its data).
@@ -552,14 +567,269 @@ TEST_CASE("zookeeper: a wrong owner's release that meets a lost connection is no
   REQUIRE(lease);
   ServiceDriver service(*manager);
   relay.pause();
+  const long before = relay.pending_request_bytes();
   auto released = std::async(std::launch::async, [&] {
     return service.release("wrong-owner", LockMode::kExclusive, OwnerSecret::generate());
   });
-  std::this_thread::sleep_for(200ms);  // the delete goes into the stalled path (no event tells when)
+  REQUIRE(request_stalled(relay, before));  // the delete waits in the stalled path
   context().restart();  // the server closes every connection, the stalled one too
   relay.resume();       // the client sees it closed: its delete failed with a lost connection, and is retried
   REQUIRE(released.wait_for(30s) == std::future_status::ready);
   CHECK_FALSE(released.get());
+}
+
+}  // namespace dblock::testing
+
+namespace dblock::testing {
+
+namespace {
+
+// The URL of the test server(s) without parameters: the session timeout is the service's choice.
+std::string bare_url() {
+  std::string hosts;
+  for (const Url::Host& host : parse_url(context().url).hosts) {
+    hosts += (hosts.empty() ? "" : ",") + host.host + ":" + std::to_string(host.port);
+  }
+  return "zookeeper://" + hosts;
+}
+
+zk::ZooKeeperService& zookeeper_service(LockManager& manager) {
+  auto* service = dynamic_cast<zk::ZooKeeperService*>(&ServiceDriver(manager).service);
+  REQUIRE(service != nullptr);
+  return *service;
+}
+
+}  // namespace
+
+// Issue 47, item 6: the sweep that deletes such an orphan runs when the session reconnects; a
+// manager closed before that (a `dblock run --wait 0` that exits on the ConnectionError) closed a
+// disconnected session, which leaves its nodes to the server's expiry of the session.
+TEST_CASE("zookeeper: a manager closed while its connection is down after a create whose reply was lost leaves no "
+          "node behind",
+          "[zookeeper][orphans][standalone]") {
+  const Url server = parse_url(context().url);
+  TcpRelay relay(DBLOCK_TCP_RELAY, server.hosts[0].port);
+  // A session far longer than the checks below: its expiry cannot explain the node's end.
+  const std::string url = "zookeeper://" + relay.address() + "?session_timeout=30000";
+  const std::string prefix = unique_prefix();
+  const std::string dir = root_for(prefix) + "/" + zk::escape_name("closed");
+  auto manager = open_on(url, prefix);
+  auto other = open_on(context().url, prefix);
+  auto held = other->try_acquire("closed");  // the container exists; the orphan would queue behind
+  REQUIRE(held);
+  RawZk raw(context().url);
+
+  relay.mute_replies();  // the create reaches the server, its reply stays in the relay
+  auto attempt = std::async(std::launch::async, [&] { return manager->try_acquire("closed").has_value(); });
+  REQUIRE(within(10s, [&] { return raw.children(dir).size() == 2; }));
+  relay.cut_and_pause();  // the reply is lost with the connection; no new one gets through yet
+  CHECK_THROWS_AS(attempt.get(), ConnectionError);
+
+  const auto closing_at = SteadyClock::now();
+  auto closed = std::async(std::launch::async, [&] { manager.reset(); });
+  // The path comes back after a second, or as soon as the close returned without waiting for it.
+  closed.wait_for(1s);
+  relay.resume();
+  REQUIRE(closed.wait_for(30s) == std::future_status::ready);
+  const double took = std::chrono::duration<double>(SteadyClock::now() - closing_at).count();
+  INFO("the close took " << took << " s");
+  CHECK(took < 5.0 + 3.0);  // connect_timeout bounds its wait for the session, plus a sanitizer's slack
+  // Gone with the closed session, long before the server would have expired it.
+  CHECK(within(5s, [&] { return raw.children(dir).size() == 1; }));
+  held->release();
+}
+
+// Issue 47, item 5: a no-server-yet failure was not retryable, so a wait longer than
+// connect_timeout ended with it at connect_timeout.
+TEST_CASE("zookeeper: an open that is part of a wait tries until the wait ends, and uses a server that starts "
+          "during it",
+          "[zookeeper][input][deadline][standalone]") {
+  // Nothing listens on port 1: the open tries for the whole wait, not one connect_timeout (1 s).
+  auto start = SteadyClock::now();
+  CHECK_THROWS_AS(dblock::open("zookeeper://127.0.0.1:1?connect_timeout=1", {}, SteadyClock::now() + 3s),
+                  ConnectionError);
+  const double tried = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  INFO("tried for " << tried << " s");
+  CHECK(tried >= 2.9);
+  CHECK(tried < 3.0 + 3.0);
+
+  const std::vector<Url::Host> hosts = parse_url(context().url).hosts;
+  const std::string port = std::to_string(hosts[0].port);
+  server_script("kill", port);
+  struct Restart {  // whatever happens below, the server is back for the next case
+    std::string port;
+    bool done = false;
+    ~Restart() {
+      if (!done) std::system((env("DBLOCK_TEST_ZOOKEEPER_SCRIPT") + " start-one " +
+                              env("DBLOCK_TEST_ZOOKEEPER_STATE") + " " + port + " >/dev/null").c_str());
+    }
+  } restart{port};
+  start = SteadyClock::now();
+  auto opened = std::async(std::launch::async, [&] {
+    return dblock::open(context().url + "&connect_timeout=1", {}, SteadyClock::now() + 20s);
+  });
+  std::this_thread::sleep_for(2s);  // the scenario: the server starts 2 s into the wait
+  server_script("start-one", port);
+  restart.done = true;
+  std::unique_ptr<LockManager> manager;
+  REQUIRE_NOTHROW(manager = opened.get());
+  INFO("opened after " << std::chrono::duration<double>(SteadyClock::now() - start).count() << " s");
+  CHECK(manager->try_acquire("opened-in-the-wait"));
+}
+
+// Issue 47, item 13: the session timeout was 10 s whatever the TTL, so a dead holder of a 4 s
+// lease kept the name for 10 s.
+TEST_CASE("zookeeper: without session_timeout in the URL the session asks for the manager's default TTL, within 1 s "
+          "to 60 s",
+          "[zookeeper][session]") {
+  const std::vector<std::pair<std::chrono::milliseconds, std::chrono::milliseconds>> cases = {
+      {4s, 4s}, {300ms, 1s}, {std::chrono::minutes(2), 60s}};
+  for (const auto& [ttl, session] : cases) {
+    INFO("default_ttl " << ttl.count() << " ms");
+    ManagerOptions options;
+    options.table_prefix = unique_prefix();
+    options.default_ttl = ttl;
+    auto manager = dblock::open(bare_url(), options);
+    CHECK(zookeeper_service(*manager).session_timeout() == session);  // the test servers grant 1 s .. 60 s
+  }
+  ManagerOptions options;
+  options.default_ttl = 4s;
+  auto manager = dblock::open(bare_url() + "?session_timeout=3000", options);  // the URL's says
+  CHECK(zookeeper_service(*manager).session_timeout() == 3s);
+}
+
+// Issue 47, item 14: list and inspect had no way to say "until the session ends" and showed an
+// expiry of 0.
+TEST_CASE("zookeeper: list and inspect say that a holder's node ends with its session", "[zookeeper][layout]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_on(context().url, prefix, "worker-1");
+  auto lease = manager->try_acquire("bound");
+  REQUIRE(lease);
+  const std::optional<LeaseInfo> info = manager->inspect("bound");
+  REQUIRE(info);
+  CHECK(info->bound == LeaseBound::kSession);
+  CHECK(info->expires_at_us == 0);
+  CHECK(info->holder == "worker-1");
+}
+
+// Issue 47, item 14: nodes were created world:anyone with every permission, ADMIN included: any
+// client could set a dblock base read-only and lock every new name out.
+TEST_CASE("zookeeper: nodes are created without ADMIN for anyone, so a co-tenant cannot change their ACL",
+          "[zookeeper][acl]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_on(context().url, prefix);
+  auto lease = manager->try_acquire("acl/one");
+  REQUIRE(lease);
+  RawZk raw(context().url);
+  const std::string root = root_for(prefix);
+  const std::string dir = root + "/acl%2Fone";
+  const std::vector<std::string> children = raw.children(dir);
+  REQUIRE(children.size() == 1);
+  const std::vector<std::string> world = {"world:anyone:15"};  // READ | WRITE | CREATE | DELETE
+  CHECK(raw.acl(root) == world);
+  CHECK(raw.acl(dir) == world);
+  CHECK(raw.acl(dir + "/" + children[0]) == world);
+  // A co-tenant: no node of dblock's can be made read-only, and new names stay open.
+  CHECK(raw.make_read_only(root) == ZNOAUTH);
+  CHECK(raw.make_read_only(dir) == ZNOAUTH);
+  CHECK(manager->try_acquire("acl/two"));
+  // What a co-tenant can still do (README, "ZooKeeper"): delete a holder's node, as force_release does.
+  CHECK(raw.remove(dir + "/" + children[0]) == ZOK);
+}
+
+TEST_CASE("zookeeper: with a user and password in the URL, dblock's nodes belong to that digest identity alone",
+          "[zookeeper][acl]") {
+  const std::string prefix = unique_prefix();
+  const std::string hosts = bare_url().substr(std::string("zookeeper://").size());
+  auto manager = open_on("zookeeper://locker:s3cret@" + hosts, prefix);
+  auto lease = manager->try_acquire("private");
+  REQUIRE(lease);
+  const std::string root = root_for(prefix);
+  const std::string dir = root + "/private";
+  RawZk stranger(context().url);
+  CHECK(stranger.children_rc(dir) == ZNOAUTH);
+  CHECK(stranger.children_rc(root) == ZNOAUTH);
+  CHECK(stranger.make_read_only(root) == ZNOAUTH);
+  RawZk owner(context().url, "locker:s3cret");
+  REQUIRE(owner.children_rc(dir) == ZOK);
+  const std::vector<std::string> acl = owner.acl(dir);
+  REQUIRE(acl.size() == 1);
+  CHECK(acl[0].rfind("digest:locker:", 0) == 0);
+  CHECK(acl[0].substr(acl[0].rfind(':') + 1) == "31");  // every permission, for the identity only
+  CHECK(owner.acl(dir + "/" + owner.children(dir).at(0)) == acl);
+  // The same identity shares the locks; another password is refused (exit 77 from the CLI).
+  auto same = open_on("zookeeper://locker:s3cret@" + hosts, prefix);
+  CHECK_FALSE(same->try_acquire("private"));
+  auto wrong = open_on("zookeeper://locker:guess@" + hosts, prefix);
+  CHECK_THROWS_AS(wrong->try_acquire("private"), PermissionError);
+  CHECK_THROWS_AS(wrong->try_acquire("other-name"), PermissionError);  // nor a new name under the base
+  REQUIRE(lease->release() == ReleaseResult::kReleased);
+  CHECK(same->try_acquire("private"));
+}
+
+// Issue 47, item 12: Curator's InterProcessMutex sorts dblock's rw nodes after its own (and the
+// read-write lock sorts "lock-" nodes after its own), so on one path each recipe's holder held
+// beside the other's, and dblock took its lock without a word.
+TEST_CASE("zookeeper: an acquire beside nodes of the Curator recipe its layout does not pair with is refused, naming "
+          "layout=",
+          "[zookeeper][layout][foreign]") {
+  const std::string prefix = unique_prefix();
+  RawZk raw(context().url);
+  const auto foreign_node = [&](const std::string& name, const std::string& lock) {
+    const std::string made = raw.create(root_for(prefix) + "/" + name + "/_c_0f0e0d0c-0b0a-4908-8706-050403020100-" +
+                                            lock,
+                                        "10.1.2.3", ZOO_EPHEMERAL_SEQUENTIAL);
+    REQUIRE_FALSE(made.empty());
+    return made.substr(made.rfind('/') + 1);
+  };
+  SECTION("layout=rw beside an InterProcessMutex node") {
+    auto manager = open_on(context().url, prefix);
+    REQUIRE(manager->try_acquire("mixed"));  // makes the container; released at once
+    const std::string mutex = foreign_node("mixed", "lock-");
+    for (int i = 0; i < 2; ++i) {
+      try {
+        AcquireOptions shared;
+        shared.mode = i == 0 ? LockMode::kExclusive : LockMode::kShared;
+        manager->acquire("mixed", 2s, shared);
+        FAIL("acquired beside an InterProcessMutex node");
+      } catch (const UsageError& e) {
+        CHECK(std::string(e.what()).find("layout=curator-mutex") != std::string::npos);
+        CHECK(std::string(e.what()).find(mutex) != std::string::npos);
+      }
+    }
+    CHECK_THROWS_AS(manager->session_lock("mixed", 1s), UsageError);
+    CHECK(raw.children(root_for(prefix) + "/mixed") == std::vector<std::string>{mutex});  // none of dblock's left
+    // list agrees with run: the InterProcessMutex node holds (as Curator decides).
+    std::optional<LeaseInfo> info = manager->inspect("mixed");
+    REQUIRE(info);
+    CHECK(info->holder == "foreign " + mutex + " (10.1.2.3)");
+  }
+  SECTION("layout=curator-mutex beside a read-write lock's node") {
+    auto manager = open_on(with_params("layout=curator-mutex"), prefix);
+    REQUIRE(manager->try_acquire("mixed"));
+    const std::string writer = foreign_node("mixed", "__WRIT__");
+    try {
+      manager->try_acquire("mixed");
+      FAIL("acquired beside an InterProcessReadWriteLock node");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find("layout=rw") != std::string::npos);
+    }
+    std::optional<LeaseInfo> info = manager->inspect("mixed");
+    REQUIRE(info);
+    CHECK(info->holder == "foreign " + writer + " (10.1.2.3)");
+  }
+  SECTION("a lease held before the other recipe's node came: list shows both holders") {
+    auto manager = open_on(context().url, prefix, "worker-1");
+    auto lease = manager->try_acquire("mixed");
+    REQUIRE(lease);
+    const std::string mutex = foreign_node("mixed", "lock-");  // InterProcessMutex takes it beside us
+    std::optional<LeaseInfo> info = manager->inspect("mixed");
+    REQUIRE(info);
+    CHECK(info->holders == 2);
+    CHECK(info->holder == "foreign " + mutex + " (10.1.2.3),worker-1");
+    auto other = open_on(context().url, prefix);
+    CHECK_THROWS_AS(other->try_acquire("mixed"), UsageError);
+  }
 }
 
 }  // namespace dblock::testing

@@ -10,6 +10,10 @@
 // A lease lives as long as the manager's ZooKeeper session (one per service): granted_for is the
 // session timeout the server negotiated.
 //
+// Nodes are created with the ACL world:anyone READ|WRITE|CREATE|DELETE (no ADMIN: no other client
+// can change their ACL), or, with credentials (Options::digest), only for that digest identity
+// (the server's "auth" scheme: CREATOR_ALL).
+//
 // Thread safety: a backend is used by one LockManager, from many threads; it synchronises its own
 // session. No ZooKeeper client type appears here.
 #ifndef DBLOCK_ZOOKEEPER_ZOOKEEPER_H_
@@ -23,6 +27,7 @@
 
 namespace dblock {
 struct Url;
+struct ServiceContext;
 namespace zookeeper {
 
 // How the children of a lock's container are named (the Curator recipe dblock interoperates with).
@@ -40,11 +45,23 @@ struct Options {
   // "/dblock/locks" for the default prefix "dblock_", "/dblock/<prefix>locks" for another.
   std::string base;
   Layout layout = Layout::kReadWrite;
-  // The session timeout asked for (1 s .. 60 s); the server may grant another, which bounds every
-  // lease of this service.
+  // The session timeout asked for (1 s .. 60 s); the server may grant another (it clamps to its
+  // minSessionTimeout..maxSessionTimeout), which bounds every lease of this service and is how long
+  // a dead holder's node outlives it. From a URL without session_timeout: the manager's default
+  // TTL, clamped to 1 s .. 60 s (make_service(url, context)).
   std::chrono::milliseconds session_timeout{10'000};
-  // How long opening a session may take (shortened to the call's deadline when it has one).
+  // How long one attempt to open a session may take (shortened to the call's deadline when it
+  // has one). An open that is part of a wait (open(url, options, deadline)) tries again until the
+  // wait's deadline: no server reachable and no quorum are retryable ConnectionErrors. Also the
+  // most a service's destruction waits for its session to reconnect, when nodes of the session
+  // may be left on the server (closing a connected session deletes them at once).
   std::chrono::milliseconds connect_timeout{5'000};
+  // "user:password" for ZooKeeper's digest authentication ("": none). With it, every node the
+  // service creates (lock nodes, containers, the audit records and windows, their parents) is
+  // readable and writable by that identity only (and the server's superuser); without it, by any
+  // client, but no client can change a node's ACL. Sent to the server in clear text, as digest
+  // authentication is.
+  std::string digest;
   // force_release also evicts holders that are not dblock's (their node's data lacks dblock's
   // tag: Apache Curator's, say). Off: such a holder makes force_release a UsageError naming it.
   bool force_foreign = false;
@@ -55,9 +72,13 @@ struct Options {
 std::unique_ptr<LeaseService> make_service(const Options& options, const std::string& table_prefix);
 
 // From a parsed zookeeper:// URL:
-//   zookeeper://h1:p1,h2:p2/chroot?session_timeout=MS&connect_timeout=S&base=/path&layout=rw|curator-mutex
-//     &force_foreign=0|1
-// (port 2181 when not given; session_timeout in milliseconds, connect_timeout in seconds). base defaults as Options::base says, from `table_prefix`.
+//   zookeeper://[user:password@]h1:p1,h2:p2/chroot?session_timeout=MS&connect_timeout=S&base=/path
+//     &layout=rw|curator-mutex&force_foreign=0|1
+// (port 2181 when not given; session_timeout in milliseconds, connect_timeout in seconds; user and
+// password: Options::digest). base defaults as Options::base says, from the context's table
+// prefix; without session_timeout the session asks for the context's default TTL (1 s .. 60 s).
+std::unique_ptr<LeaseService> make_service(const Url& url, const ServiceContext& context);
+// The same with a context of `table_prefix` and a default TTL of 10 s (Options::session_timeout).
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
 
 }  // namespace zookeeper

@@ -12,6 +12,23 @@ namespace {
 
 constexpr const char* kBackend = "mysql";
 
+// No server reachable (yet), or one that is going away or full: an open that is part of a wait
+// tries again. Refusals (access denied, unknown database) are not among them.
+bool is_transient_connection_code(int code) {
+  switch (code) {
+    case 1040:  // ER_CON_COUNT_ERROR: too many connections
+    case 1053:  // ER_SERVER_SHUTDOWN
+    case 2002:  // CR_CONNECTION_ERROR: can't connect (socket)
+    case 2003:  // CR_CONN_HOST_ERROR: can't connect (TCP)
+    case 2006:  // CR_SERVER_GONE_ERROR
+    case 2013:  // CR_SERVER_LOST
+    case 2055:  // CR_SERVER_LOST_EXTENDED
+      return true;
+    default:
+      return false;
+  }
+}
+
 bool is_connection_code(int code) {
   // Client-side errors (CR_*: 2002 can't connect via socket, 2003 can't connect via TCP, 2005 unknown
   // host, 2006 server has gone away, 2013 lost connection during query, 2055 lost connection at
@@ -85,7 +102,9 @@ void rethrow_translated(const std::string& context) {
     const std::string code_text = (state.empty() || state == "HY000") && code != 0 ? std::to_string(code) : state;
     std::string message = prefix + e.what();
     if (code != 0) message += " (error " + std::to_string(code) + ")";
-    if (is_connection_code(code) || state.rfind("08", 0) == 0) throw ConnectionError(message, kBackend, code_text);
+    if (is_connection_code(code) || state.rfind("08", 0) == 0) {
+      throw ConnectionError(message, kBackend, code_text, is_transient_connection_code(code));
+    }
     switch (code) {
       case kErrDeadlock:
         throw Error(message, kBackend, code_text, true);

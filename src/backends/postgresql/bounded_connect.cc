@@ -207,6 +207,7 @@ pqxx::connectionpolicy::handle BoundedConnect::do_startconnect(handle orig) {
   if (per_host_cap_.count() > 0) per_host = per_host.count() > 0 ? std::min(per_host, per_host_cap_) : per_host_cap_;
   const std::size_t attempts = info.attempts();
   std::string errors, transient;  // transient: a host's SQLSTATE that says "try again shortly"
+  bool unreachable = true;         // every host failed without a server's answer (refused, timed out)
   for (std::size_t i = 0; i < attempts && SteadyClock::now() < deadline_; ++i) {
     // One host: the string as given, so that libpq reads it exactly as it would (empty values,
     // environment defaults).
@@ -215,14 +216,19 @@ pqxx::connectionpolicy::handle BoundedConnect::do_startconnect(handle orig) {
     if (PGconn* made = finish_connect(std::move(c), per_host, deadline_, error, sqlstate)) return made;
     errors += (errors.empty() ? "" : "; ") + error;
     if (is_transient_state(sqlstate)) transient = sqlstate;
-  }
-  if (!transient.empty() && SteadyClock::now() < deadline_) {
-    throw ConnectionError("postgresql: connect: " + errors, "postgresql", transient, true);
+    if (!sqlstate.empty()) unreachable = false;
   }
   // Which attribute the hosts failed, when one was asked for: libpq's "session is read-only" or
   // "server is in hot standby mode" does not name it.
   if (!info.session_attrs.empty() && info.session_attrs != "any") {
     errors += " (no host met target_session_attrs=" + info.session_attrs + ")";
+  }
+  // A server starting up, out of connections, or not (yet) reachable at all (no host answered
+  // with a SQLSTATE; a standby still to be promoted among them): an open that is part of a wait
+  // tries again (dblock::open with a deadline). A server that answered with a refusal (a
+  // password, a database) does not change its mind.
+  if ((!transient.empty() || (unreachable && !errors.empty())) && SteadyClock::now() < deadline_) {
+    throw ConnectionError("postgresql: connect: " + errors, "postgresql", transient.empty() ? "08001" : transient, true);
   }
   if (SteadyClock::now() < deadline_) throw pqxx::broken_connection(errors);
   throw ConnectionError("postgresql: connect: no connection before its deadline" +

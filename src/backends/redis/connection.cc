@@ -67,6 +67,30 @@ int connect_address(const addrinfo& a, SteadyClock::time_point deadline, int& er
 
 }  // namespace
 
+int start_connect(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+  if (rc != 0) throw Broken{"redis: cannot resolve host '" + host + "': " + ::gai_strerror(rc), false};
+  const addrinfo& a = *found;  // the first address: a round has no time to try several in turn
+  const int fd = ::socket(a.ai_family, a.ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a.ai_protocol);
+  int error = fd < 0 ? errno : (::connect(fd, a.ai_addr, a.ai_addrlen) == 0 ? 0 : errno);
+  ::freeaddrinfo(found);
+  if (error == 0 || error == EINPROGRESS) return fd;
+  if (fd >= 0) ::close(fd);
+  throw Broken{"redis: cannot connect to " + host + ":" + std::to_string(port) + ": " + std::strerror(error), false};
+}
+
+int connect_result(int fd) {
+  int error = 0;
+  socklen_t len = sizeof(error);
+  if (::getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &len) != 0) return errno;
+  return error;
+}
+
 int connect_socket(const std::string& host, int port, SteadyClock::time_point deadline) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -110,6 +134,19 @@ std::unique_ptr<Connection> Connection::open(const Options& options, SteadyClock
   return c;
 }
 
+std::unique_ptr<Connection> Connection::adopt(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  const int one = 1;
+  ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  redisContext* context = redisConnectFd(fd);
+  if (context == nullptr || context->err != 0) {
+    if (context != nullptr) redisFree(context); else ::close(fd);
+    throw Broken{"redis: out of memory for a connection", false};
+  }
+  return std::unique_ptr<Connection>(new Connection(context));
+}
+
 Connection::~Connection() { redisFree(context_); }
 
 int Connection::fd() const { return context_->fd; }
@@ -121,19 +158,38 @@ Reply Connection::command(const std::vector<std::string_view>& args, SteadyClock
 
 void Connection::send(const std::vector<std::string_view>& args, SteadyClock::time_point deadline) {
   if (SteadyClock::now() >= deadline) throw Broken{"redis: the call's deadline passed before it was sent", false, true};
+  append(args);
+  flush(deadline);
+}
+
+void Connection::append(const std::vector<std::string_view>& args) {
   std::vector<const char*> argv;
   std::vector<std::size_t> lengths;
   for (const auto& a : args) {
     argv.push_back(a.data());
     lengths.push_back(a.size());
   }
-  redisSetTimeout(context_, time_left(deadline));
   if (redisAppendCommandArgv(context_, static_cast<int>(argv.size()), argv.data(), lengths.data()) != REDIS_OK) {
     throw Broken{"redis: out of memory for a command", false};
   }
+}
+
+void Connection::flush(SteadyClock::time_point deadline) {
+  redisSetTimeout(context_, time_left(deadline));
   for (int done = 0; !done;) {
     if (redisBufferWrite(context_, &done) != REDIS_OK) throw failure();
   }
+}
+
+void Connection::read_available() {
+  if (redisBufferRead(context_) != REDIS_OK) throw failure();
+}
+
+std::optional<Reply> Connection::next_reply() {
+  void* reply = nullptr;
+  if (redisGetReplyFromReader(context_, &reply) != REDIS_OK) throw failure();
+  if (reply == nullptr) return std::nullopt;
+  return Reply(static_cast<redisReply*>(reply));
 }
 
 Reply Connection::receive(SteadyClock::time_point deadline) {
@@ -165,6 +221,14 @@ std::unique_ptr<Connection> Pool::borrow(SteadyClock::time_point deadline, bool&
   }
   fresh = true;
   return Connection::open(options_, deadline);
+}
+
+std::unique_ptr<Connection> Pool::take_idle() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (idle_.empty()) return nullptr;
+  auto c = std::move(idle_.back());
+  idle_.pop_back();
+  return c;
 }
 
 void Pool::give_back(std::unique_ptr<Connection> connection) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,20 @@ class Connection {
   void send(const std::vector<std::string_view>& args, SteadyClock::time_point deadline);
   Reply receive(SteadyClock::time_point deadline);
 
+  // Pipelining, driven by the caller's poll() (Node::Exchange): append queues a command, flush
+  // writes everything queued by `deadline`; once poll() says the socket is readable,
+  // read_available() takes what it has (one read, no wait) and next_reply() returns each reply
+  // complete so far. Throw Broken (read_available: also on end of stream).
+  void append(const std::vector<std::string_view>& args);
+  void flush(SteadyClock::time_point deadline);
+  void read_available();
+  std::optional<Reply> next_reply();
+
+  // A connection on `fd`, a socket start_connect() made whose connect has completed: made
+  // blocking, TCP_NODELAY, handed to hiredis (which closes it). Nothing is sent: a caller that
+  // needs AUTH or SELECT appends them. Throws Broken (sent = false).
+  static std::unique_ptr<Connection> adopt(int fd);
+
   int fd() const;
   redisContext* context() { return context_; }
 
@@ -62,6 +77,11 @@ class Connection {
 // Sockets of hiredis connections: connects `host`:`port` by `deadline`, returning a blocking,
 // close-on-exec socket with TCP_NODELAY. Throws Broken (sent = false).
 int connect_socket(const std::string& host, int port, SteadyClock::time_point deadline);
+// The same in two halves, for connects that overlap: start_connect returns a close-on-exec,
+// non-blocking socket whose connect is under way (writable once it ends; connect_result then
+// says 0 or the connect's errno). Throws Broken (sent = false) when it fails at once.
+int start_connect(const std::string& host, int port);
+int connect_result(int fd);
 
 // Idle connections for the service's calls. Thread-safe.
 class Pool {
@@ -71,6 +91,8 @@ class Pool {
 
   // An idle connection, or a new one made by `deadline`; `fresh` is set when it is new.
   std::unique_ptr<Connection> borrow(SteadyClock::time_point deadline, bool& fresh);
+  // An idle connection, or null when there is none (nothing is made).
+  std::unique_ptr<Connection> take_idle();
   void give_back(std::unique_ptr<Connection> connection);
   // Drops every idle connection (after a failure that may have broken them all: a restart).
   void clear();

@@ -1,9 +1,12 @@
 #include "listing.h"
 
 #include <algorithm>
+#include <charconv>
+#include <map>
 
 #include "dblock/errors.h"
 #include "keys.h"
+#include "scripts.h"
 
 namespace dblock::redis {
 
@@ -24,14 +27,19 @@ std::string glob_escaped(std::string_view text) {
 }
 
 // kind, mode, holder, fence, acq, exp, ren, holders, permits, waiters: one lock's entry in
-// kDescribe's reply.
+// kDescribe's reply. Kinds: 1 a dblock lease, 2 another client's string, 3 a key that is no lock,
+// 4 a dblock lease that cannot be read (holder: why).
 constexpr std::size_t kDescribeFields = 10;
+constexpr std::int64_t kUnreadable = 4;
 
 LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::int64_t now_us) {
   LeaseInfo info;
   info.name = std::move(name);
   info.mode = r[at + 1].text() == "s" ? LockMode::kShared : LockMode::kExclusive;
-  info.holder = r[at].integer() == 2 ? "(another client's lock)" : std::string(r[at + 2].text());
+  const std::int64_t kind = r[at].integer();
+  info.holder = kind == 2                 ? "(another client's lock)"
+                : kind == kUnreadable     ? "(unreadable lease: " + std::string(r[at + 2].text()) + ")"
+                                          : std::string(r[at + 2].text());
   info.fence = r[at + 3].integer();
   info.acquired_at_us = r[at + 4].integer();
   info.expires_at_us = r[at + 5].integer();
@@ -39,26 +47,58 @@ LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::
   info.renewals = r[at + 6].integer();
   info.holders = static_cast<int>(r[at + 7].integer());
   info.permits = static_cast<int>(r[at + 8].integer());
-  info.waiters = static_cast<int>(r[at + 9].integer());
+  info.waiters = static_cast<int>(r[at + 9].integer(-1));
   return info;
 }
 
-std::string field(const ReplyView& fields, std::string_view name) {
-  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) {
-    if (fields[i].text() == name) return std::string(fields[i + 1].text());
-  }
-  return "";
+// A stream entry's fields as name -> value (the last of a repeated name).
+std::map<std::string, std::string, std::less<>> fields_of(const ReplyView& fields) {
+  std::map<std::string, std::string, std::less<>> out;
+  for (std::size_t i = 0; i + 1 < fields.size(); i += 2) out[std::string(fields[i].text())] = std::string(fields[i + 1].text());
+  return out;
 }
 
-ForceReleaseRecord record_of(const ReplyView& fields) {
+// A decimal int64 (an optional '-', then digits), exactly; nullopt for anything else.
+std::optional<std::int64_t> int64_of(std::string_view text) {
+  std::int64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, error] = std::from_chars(text.data(), end, v);
+  if (text.empty() || error != std::errc() || at != end) return std::nullopt;
+  return v;
+}
+
+// One audit entry ({id, fields}) as a record; one whose numbers cannot be read (or of another
+// shape) is a record of its name, if any, whose `evicted` says what is wrong, its numbers 0.
+ForceReleaseRecord record_of(const ReplyView& entry) {
   ForceReleaseRecord r;
-  r.name = field(fields, "name");
-  r.at_us = std::stoll("0" + field(fields, "at"));
-  r.by = field(fields, "by");
-  r.evicted = field(fields, "evicted");
-  r.mode = field(fields, "mode") == "s" ? LockMode::kShared : LockMode::kExclusive;
-  r.old_fence = std::stoll("0" + field(fields, "old"));
-  r.new_fence = std::stoll("0" + field(fields, "new"));
+  const std::string id(entry.size() > 0 ? entry[0].text() : std::string_view());
+  if (entry.size() < 2 || !entry[1].is_array()) {
+    r.evicted = "(unreadable record " + id + ": not an entry of fields)";
+    return r;
+  }
+  const auto fields = fields_of(entry[1]);
+  const auto text = [&](std::string_view name) {
+    const auto it = fields.find(name);
+    return it == fields.end() ? std::string() : it->second;
+  };
+  r.name = text("name");
+  r.by = text("by");
+  r.evicted = text("evicted");
+  r.mode = text("mode") == "s" ? LockMode::kShared : LockMode::kExclusive;
+  std::string bad;
+  for (const auto& [name, out] : {std::pair<const char*, std::int64_t*>{"at", &r.at_us}, {"old", &r.old_fence},
+                                  {"new", &r.new_fence}}) {
+    const std::optional<std::int64_t> v = int64_of(text(name));
+    if (v) {
+      *out = *v;
+    } else {
+      bad += std::string(bad.empty() ? "" : ", ") + "'" + name + "'";
+    }
+  }
+  if (!bad.empty()) {
+    r.at_us = r.old_fence = r.new_fence = 0;
+    r.evicted = "(unreadable record " + id + ": " + bad + " not a 64-bit integer)";
+  }
   return r;
 }
 
@@ -66,15 +106,20 @@ void describe_batch(Node& node, const std::vector<std::string>& keys, std::strin
                     std::vector<LeaseInfo>& out) {
   std::vector<std::string> script_keys;
   for (const std::string& key : keys) {
-    const LockKeys k(prefix, std::string_view(key).substr(prefix.size()));
+    const LockKeys k = LockKeys::listed(prefix, std::string_view(key).substr(prefix.size()));
     script_keys.insert(script_keys.end(), {k.lease, k.queue, k.queue_info});
   }
   const Reply r = node.eval(node.scripts().describe, script_keys, {}, Repeat::kSafe);
+  if (r.size() != 1 + keys.size() * kDescribeFields) {
+    throw Error("redis: describe answered with the wrong number of fields", std::string(kServiceName));
+  }
   const std::int64_t now_us = r[0].integer();
   for (std::size_t i = 0; i < keys.size(); ++i) {
     const std::size_t at = 1 + i * kDescribeFields;
     const std::int64_t kind = r[at].integer();
-    if (kind == 1 || (kind == 2 && foreign_too)) out.push_back(lease_info(r, at, keys[i].substr(prefix.size()), now_us));
+    if (kind == 1 || kind == kUnreadable || (kind == 2 && foreign_too)) {
+      out.push_back(lease_info(r, at, keys[i].substr(prefix.size()), now_us));
+    }
   }
 }
 
@@ -129,13 +174,27 @@ std::vector<ForceReleaseRecord> read_audit(Node& node, std::string_view prefix, 
         },
         Repeat::kSafe);
     for (std::size_t i = 0; i < page.size() && out.size() < limit; ++i) {
-      ForceReleaseRecord r = record_of(page[i][1]);
+      ForceReleaseRecord r = record_of(page[i]);
       if (!name || r.name == *name) out.push_back(std::move(r));
     }
-    if (page.size() < 1000) break;
+    if (page.size() < 1000 || page[page.size() - 1].size() == 0) break;
     end = "(" + std::string(page[page.size() - 1][0].text());
   }
   return out;
+}
+
+}  // namespace dblock::redis
+
+namespace dblock::redis {
+
+void check_permissions(Node& node, std::string_view prefix, SteadyClock::time_point deadline) {
+  static const Script probe("acl-check", std::string(scripts::kPermissions));
+  const LockKeys k(prefix, "x");
+  const std::string latch = k.latch(std::string(40, '0')), audit = audit_key(prefix), channel = release_channel(prefix);
+  node.eval(probe, {},
+            {k.lease, k.fence, k.queue, k.queue_info, latch, audit, channel, node.options().listen ? "1" : "0",
+             node.options().database != 0 ? "1" : "0"},
+            Repeat::kSafe, deadline);
 }
 
 }  // namespace dblock::redis

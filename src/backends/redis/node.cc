@@ -1,6 +1,10 @@
 #include "node.h"
 
 #include <openssl/sha.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <utility>
 
 #include "scripts.h"
 
@@ -60,13 +64,11 @@ ScriptSet::ScriptSet()
       confirm(script("confirm", scripts::kConfirm)),
       raise_fence(script("raise-fence", scripts::kRaiseFence)) {}
 
-Node::Node(Options options, SteadyClock::time_point deadline, bool tolerate_unreachable) : pool_(std::move(options)) {
-  try {
-    with_connection([](Connection&, SteadyClock::time_point) { return 0; }, Repeat::kSafe, deadline);
-  } catch (const ConnectionError&) {
-    if (!tolerate_unreachable) throw;
-  }
+Node::Node(Options options, SteadyClock::time_point deadline) : pool_(std::move(options)) {
+  with_connection([](Connection&, SteadyClock::time_point) { return 0; }, Repeat::kSafe, deadline);
 }
+
+Node::Node(Options options) : pool_(std::move(options)) {}
 
 void Node::ensure_checked(Connection& c, SteadyClock::time_point deadline) {
   if (checked_.load()) return;
@@ -80,13 +82,17 @@ std::string Node::address() const { return options().host + ":" + std::to_string
 
 void Node::check_server(Connection& c, SteadyClock::time_point deadline) {
   const Reply info = check_reply(c.command({"INFO"}, deadline), "INFO");
-  const std::string policy = info_field(info.text(), "maxmemory_policy");
+  check_info(info.text());
+}
+
+void Node::check_info(std::string_view info) const {
+  const std::string policy = info_field(info, "maxmemory_policy");
   if (!policy.empty() && policy != "noeviction") {
     throw UsageError("redis: the maxmemory-policy of " + address() + " is " + policy +
                          ": it may evict live leases; dblock needs maxmemory-policy noeviction",
                      kServiceName);
   }
-  if (info_field(info.text(), "role") == "slave") {
+  if (info_field(info, "role") == "slave") {
     throw UsageError("redis: " + address() + " is a replica; dblock needs a master (a replica's keys follow another server)",
                      kServiceName);
   }
@@ -112,39 +118,150 @@ Reply Node::eval(const Script& script, const std::vector<std::string>& keys, con
       deadline);
 }
 
-std::optional<Node::Sent> Node::send(const Script& script, std::vector<std::string> keys,
-                                     std::vector<std::string> args, SteadyClock::time_point deadline) noexcept {
-  try {
-    Sent sent{nullptr, &script, std::move(keys), std::move(args)};
-    bool fresh = false;
-    sent.connection = pool_.borrow(deadline, fresh);
-    ensure_checked(*sent.connection, deadline);
-    const std::string key_count = std::to_string(sent.keys.size());
-    const std::vector<std::string_view> views(sent.args.begin(), sent.args.end());
-    sent.connection->send(evalsha_argv(script, key_count, sent.keys, views), deadline);
-    return sent;
-  } catch (const Broken&) {
-    pool_.clear();  // a restart breaks every idle connection: the next call connects afresh
-  } catch (const std::exception&) {
-  }
-  return std::nullopt;
+std::unique_ptr<Node::Exchange> Node::begin(const Script& script, std::vector<std::string> keys,
+                                            std::vector<std::string> args, SteadyClock::time_point deadline) {
+  return std::make_unique<Exchange>(*this, script, std::move(keys), std::move(args), deadline);
 }
 
-std::optional<Reply> Node::receive(Sent& sent, SteadyClock::time_point deadline) noexcept {
+Node::Exchange::Exchange(Node& node, const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
+                         SteadyClock::time_point deadline)
+    : node_(node), script_(script), keys_(std::move(keys)), args_(std::move(args)), deadline_(deadline) {
   try {
-    Reply reply = sent.connection->receive(deadline);
-    if (reply.is_error() && error_code(reply) == "NOSCRIPT") {
-      const std::vector<std::string_view> views(sent.args.begin(), sent.args.end());
-      reply = eval_on(*sent.connection, *sent.script, sent.keys, views, deadline);
+    if ((connection_ = node_.pool_.take_idle()) != nullptr) {
+      send_script(false);
+      return;
     }
-    pool_.give_back(std::move(sent.connection));
-    return reply;
-  } catch (const Broken&) {
-    pool_.clear();
-  } catch (const Error&) {
+    connect_by_ = std::min(deadline_, SteadyClock::now() + node_.options().connect_timeout);
+    dial_fd_ = start_connect(node_.options().host, node_.options().port);
+  } catch (const Broken& broken) {
+    fail(broken.message);
   }
-  sent.connection.reset();
-  return std::nullopt;
+}
+
+Node::Exchange::~Exchange() {
+  if (dial_fd_ >= 0) ::close(dial_fd_);
+}
+
+int Node::Exchange::fd() const {
+  if (finished_) return -1;
+  return dialing() ? dial_fd_ : connection_->fd();
+}
+
+void Node::Exchange::advance(short revents) {
+  if (finished_ || revents == 0) return;
+  try {
+    if (dialing()) {
+      if (const int error = connect_result(dial_fd_); error != 0) {
+        fail("redis: cannot connect to " + node_.address() + ": " + std::strerror(error));
+        return;
+      }
+      connected();
+      return;
+    }
+    connection_->read_available();
+    while (!finished_) {
+      std::optional<Reply> reply = connection_->next_reply();
+      if (!reply) break;
+      on_reply(std::move(*reply));
+    }
+  } catch (const Broken& broken) {
+    fail(broken.message);
+  }
+}
+
+void Node::Exchange::expire(SteadyClock::time_point now) {
+  if (finished_) return;
+  if (now >= deadline_) {
+    fail("redis: " + node_.address() + " did not answer by the call's deadline");
+  } else if (dialing() && now >= connect_by_) {
+    fail("redis: cannot connect to " + node_.address() + ": timed out");
+  }
+}
+
+// The connect completed: the handshake a new connection needs, then the script, in one write.
+void Node::Exchange::connected() {
+  const int fd = std::exchange(dial_fd_, -1);
+  connection_ = Connection::adopt(fd);
+  const Options& o = node_.options();
+  if (!o.password.empty()) {
+    std::vector<std::string_view> auth{"AUTH"};
+    if (!o.user.empty()) auth.push_back(o.user);
+    auth.push_back(o.password);
+    connection_->append(auth);
+    awaiting_.push_back(Awaiting::kAuth);
+  }
+  const std::string db = std::to_string(o.database);
+  if (o.database != 0) {
+    connection_->append({"SELECT", db});
+    awaiting_.push_back(Awaiting::kSelect);
+  }
+  if (!node_.checked()) {
+    connection_->append({"INFO"});
+    awaiting_.push_back(Awaiting::kInfo);
+  }
+  send_script(false);
+}
+
+void Node::Exchange::send_script(bool as_text) {
+  const std::string key_count = std::to_string(keys_.size());
+  const std::vector<std::string_view> views(args_.begin(), args_.end());
+  std::vector<std::string_view> argv = evalsha_argv(script_, key_count, keys_, views);
+  if (as_text) {
+    argv[0] = "EVAL";
+    argv[1] = script_.text;
+  }
+  connection_->append(argv);
+  awaiting_.push_back(as_text ? Awaiting::kScriptText : Awaiting::kScript);
+  connection_->flush(deadline_);
+}
+
+void Node::Exchange::on_reply(Reply reply) {
+  if (awaiting_.empty()) {
+    fail("redis: " + node_.address() + " sent a reply nobody asked for");
+    return;
+  }
+  const Awaiting what = awaiting_.front();
+  awaiting_.pop_front();
+  switch (what) {
+    case Awaiting::kAuth:
+    case Awaiting::kSelect:
+      if (reply.is_error()) fail("redis: " + node_.address() + ": " + std::string(reply.text()));
+      return;
+    case Awaiting::kInfo:
+      try {
+        if (reply.is_error()) throw UsageError(std::string(reply.text()), kServiceName);
+        node_.check_info(reply.text());
+        node_.checked_.store(true);
+      } catch (const Error& e) {
+        fail(e.what());
+      }
+      return;
+    case Awaiting::kScript:
+      if (reply.is_error() && error_code(reply) == "NOSCRIPT") {  // a restart or SCRIPT FLUSH emptied the cache
+        send_script(true);
+        return;
+      }
+      finish(std::move(reply));
+      return;
+    case Awaiting::kScriptText:
+      finish(std::move(reply));
+      return;
+  }
+}
+
+void Node::Exchange::fail(std::string why) {
+  if (finished_) return;
+  failure_ = std::move(why);
+  finished_ = true;
+  reply_.reset();
+  connection_.reset();
+  node_.pool_.clear();  // a restart breaks every idle connection: the next call connects afresh
+}
+
+void Node::Exchange::finish(std::optional<Reply> reply) {
+  finished_ = true;
+  reply_ = std::move(reply);
+  node_.pool_.give_back(std::move(connection_));
 }
 
 }  // namespace dblock::redis

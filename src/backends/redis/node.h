@@ -5,8 +5,11 @@
 #ifndef DBLOCK_SRC_BACKENDS_REDIS_NODE_H_
 #define DBLOCK_SRC_BACKENDS_REDIS_NODE_H_
 
+#include <poll.h>
+
 #include <algorithm>
 #include <atomic>
+#include <deque>
 #include <mutex>
 #include <memory>
 #include <optional>
@@ -48,9 +51,8 @@ inline SteadyClock::time_point deadline_now() {
   return std::min(call_deadline(), SteadyClock::now() + kLongestCall);
 }
 
-// The deadline of a lease_lost() call. The engine calls it on its renewal thread with no deadline
-// of its own and expects it not to block for long: a stalled server must delay neither the owner's
-// on_lost nor the other leases' renewals. The keys expire on the servers by themselves anyway.
+// The deadline of a lease_lost() call: the engine calls it on the thread that let go of a lost
+// lease and expects it not to block for long; the keys expire on the servers by themselves anyway.
 inline SteadyClock::time_point lease_lost_deadline() { return SteadyClock::now() + std::chrono::milliseconds(500); }
 
 // Script arguments.
@@ -64,10 +66,18 @@ inline std::string_view mode_arg(LockMode mode) { return mode == LockMode::kExcl
 class Node {
  public:
   // Connects and checks the server (a master with maxmemory-policy noeviction) by `deadline`.
-  // Throws as make_service() documents; with `tolerate_unreachable`, a node that cannot be reached
-  // is checked on its first call instead (Redlock opens while a minority is down).
-  Node(Options options, SteadyClock::time_point deadline, bool tolerate_unreachable = false);
+  // Throws as make_service() documents.
+  Node(Options options, SteadyClock::time_point deadline);
+  // Connects nothing yet: the server is checked on its first call (Redlock opens its nodes with a
+  // round of exchanges, all at once).
+  explicit Node(Options options);
   bool checked() const { return checked_.load(); }
+
+  class Exchange;
+  // `script` sent to this node without waiting (Exchange). Never blocks: a node without an idle
+  // connection starts connecting, the request queued behind the handshake.
+  std::unique_ptr<Exchange> begin(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
+                                  SteadyClock::time_point deadline);
 
   const Options& options() const { return pool_.options(); }
   const ScriptSet& scripts() const { return scripts_; }
@@ -82,23 +92,14 @@ class Node {
   template <typename F>
   auto with_connection(F&& f, Repeat repeat, std::optional<SteadyClock::time_point> deadline = std::nullopt);
 
-  // A script sent and not yet answered (several nodes' calls overlap this way).
-  struct Sent {
-    std::unique_ptr<Connection> connection;
-    const Script* script = nullptr;
-    std::vector<std::string> keys;
-    std::vector<std::string> args;
-  };
-  // Sends `script` without waiting; nullopt when it could not be sent (the node is unreachable).
-  std::optional<Sent> send(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
-                           SteadyClock::time_point deadline) noexcept;
-  // The reply to `sent` (an error reply included), or nullopt when the exchange failed by `deadline`.
-  std::optional<Reply> receive(Sent& sent, SteadyClock::time_point deadline) noexcept;
 
  private:
   Reply eval_on(Connection& c, const Script& script, const std::vector<std::string>& keys,
                 const std::vector<std::string_view>& args, SteadyClock::time_point deadline);
   void check_server(Connection& c, SteadyClock::time_point deadline);
+  // Throws the UsageError of an INFO reply that shows a server dblock cannot use (an evicting
+  // maxmemory-policy, a replica).
+  void check_info(std::string_view info) const;
   // Before a call on a node not checked yet: checks it on `c`. Throws as check_server().
   void ensure_checked(Connection& c, SteadyClock::time_point deadline);
 
@@ -106,6 +107,62 @@ class Node {
   const ScriptSet scripts_;
   std::mutex check_mutex_;
   std::atomic<bool> checked_{false};
+};
+
+// One node's part of a round of calls made to several nodes at once (Redlock): the script is
+// written out at once on an idle connection, or queued behind a new connection's handshake (AUTH,
+// SELECT and, on a node not checked yet, INFO's check, all pipelined) while its connect runs in
+// the background; the replies are read as the socket has them. It never blocks, so a node that is
+// slow to connect or answer delays no other: the caller poll()s every exchange's socket and
+// advances the ones that are ready. A reply NOSCRIPT is answered with the script's text. Ends by
+// its deadline (and the node's connect_timeout for the connect). A finished exchange gives its
+// connection back to the pool; a failed or unfinished one closes it.
+//
+// Not thread-safe: one exchange belongs to the thread driving the round.
+class Node::Exchange {
+ public:
+  Exchange(Node& node, const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
+           SteadyClock::time_point deadline);
+  ~Exchange();
+  Exchange(const Exchange&) = delete;
+  Exchange& operator=(const Exchange&) = delete;
+
+  bool finished() const { return finished_; }
+  SteadyClock::time_point deadline() const { return deadline_; }
+  // What to poll() for: the socket and POLLOUT while connecting, POLLIN while awaiting replies.
+  int fd() const;
+  short events() const { return dialing() ? POLLOUT : POLLIN; }
+  // After poll(): the events it reported for fd() (0: none). Advances; may finish.
+  void advance(short revents);
+  // Finishes the exchange unanswered once `now` is past its deadline.
+  void expire(SteadyClock::time_point now);
+  // The script's reply (an error reply included); nullopt when the exchange failed or has not
+  // finished. Once.
+  std::optional<Reply> take_reply() { return std::move(reply_); }
+  // Why it failed ("" when it did not).
+  const std::string& failure() const { return failure_; }
+
+ private:
+  enum class Awaiting { kAuth, kSelect, kInfo, kScript, kScriptText };
+  bool dialing() const { return dial_fd_ >= 0; }
+  void connected();
+  void send_script(bool as_text);
+  void on_reply(Reply reply);
+  void fail(std::string why);
+  void finish(std::optional<Reply> reply);
+
+  Node& node_;
+  const Script& script_;
+  const std::vector<std::string> keys_;
+  const std::vector<std::string> args_;
+  const SteadyClock::time_point deadline_;
+  SteadyClock::time_point connect_by_;
+  int dial_fd_ = -1;  // the socket while its connect is under way (then owned by connection_)
+  std::unique_ptr<Connection> connection_;
+  std::deque<Awaiting> awaiting_;
+  std::optional<Reply> reply_;
+  std::string failure_;
+  bool finished_ = false;
 };
 
 template <typename F>

@@ -11,6 +11,13 @@ namespace dblock::redis {
 
 namespace {
 
+// The characters a non-empty prefix must end in. Without one, two namespaces could share a key:
+// prefix "app_a" with name "bc" is prefix "app_ab" with name "c". Ending in one of these, two
+// prefixes share keys only when one extends the other ("app:" and "app:jobs:"), a nesting README
+// warns of. Refused rather than completed: adding the separator would move every lock of a
+// running fleet, and a rolling upgrade would then have two holders of each name.
+constexpr std::string_view kSeparators = ":_-./";
+
 void validate_prefix(std::string_view prefix) {
   if (prefix.size() > 128) throw UsageError("redis: the prefix is longer than 128 bytes", kServiceName);
   for (char c : prefix) {
@@ -20,6 +27,14 @@ void validate_prefix(std::string_view prefix) {
       throw UsageError("redis: the prefix contains '{' or '}' (they would change the key's cluster slot)",
                        kServiceName);
     }
+  }
+  if (!prefix.empty() && kSeparators.find(prefix.back()) == std::string_view::npos) {
+    throw UsageError("redis: the prefix '" + std::string(prefix) +
+                         "' does not end in a separator (one of : _ - . /): without one, its keys could be another "
+                         "prefix's ('app_a' + 'bc' is 'app_ab' + 'c'); end it in one, e.g. prefix=" +
+                         std::string(prefix) +
+                         ": (a new prefix moves every lock: stop every client of the old one first)",
+                     kServiceName);
   }
 }
 

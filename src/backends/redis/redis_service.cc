@@ -1,6 +1,7 @@
 #include "redis_service.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "dblock/errors.h"
 #include "internal.h"
@@ -13,11 +14,27 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
+// How often renewals and attempts read the server's maxmemory-policy again (at most).
+constexpr std::chrono::seconds kPolicyCheckEvery{1};
 
+// The value of `field` in INFO's "field:value" lines, "" when absent.
+std::string info_value(std::string_view info, std::string_view field) {
+  for (std::size_t at = 0; at < info.size();) {
+    const std::size_t end = std::min(info.find_first_of("\r\n", at), info.size());
+    const std::string_view line = info.substr(at, end - at);
+    if (line.size() > field.size() && line.substr(0, field.size()) == field && line[field.size()] == ':') {
+      return std::string(line.substr(field.size() + 1));
+    }
+    at = end + 1;
+  }
+  return "";
+}
 
 }  // namespace
 
 RedisService::RedisService(const Options& options) : node_(options, deadline_now()) {
+  check_permissions(node_, prefix(), deadline_now());
+  policy_checked_at_ = SteadyClock::now();  // the node checked it at open
   if (options.listen) {
     events_.emplace(std::vector<Options>{options}, release_channel(options.prefix),
                         [this](std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed) {
@@ -43,7 +60,37 @@ FairQueue::Attempt RedisService::attempt_in_line(const AcquireRequest& request, 
   return attempt(request, true, place);
 }
 
+// ---- the eviction policy ----
+
+std::string RedisService::evicting_policy() {
+  {
+    std::lock_guard<std::mutex> lock(policy_mutex_);
+    const auto now = SteadyClock::now();
+    if (now - policy_checked_at_ < kPolicyCheckEvery) return policy_;
+    policy_checked_at_ = now;  // this call reads it; the others meanwhile (and after a failure) go on as last read
+  }
+  const Reply info = node_.with_connection(
+      [](Connection& c, SteadyClock::time_point deadline) {
+        return check_reply(c.command({"INFO", "memory"}, deadline), "INFO memory");
+      },
+      Repeat::kSafe);
+  std::string policy = info_value(info.text(), "maxmemory_policy");
+  if (policy == "noeviction") policy.clear();
+  std::lock_guard<std::mutex> lock(policy_mutex_);
+  policy_ = policy;
+  if (!policy_.empty()) policy_reported_ = false;
+  return policy_;
+}
+
+void RedisService::refuse_evicting_policy(std::string_view policy) const {
+  throw UsageError("redis: the maxmemory-policy of " + node_.address() + " is now " + std::string(policy) +
+                       ": it may evict live leases, so dblock acquires and renews none there (it needs "
+                       "maxmemory-policy noeviction)",
+                   kServiceName);
+}
+
 FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool queue, const Place& place) {
+  if (const std::string policy = evicting_policy(); !policy.empty()) refuse_evicting_policy(policy);
   const LockKeys k = keys(request.name);
   const std::string ttl_us = std::to_string(request.ttl.count() * 1000);
   const std::string ticket = std::to_string(queue ? place.ticket : 0);
@@ -70,6 +117,7 @@ FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool que
 }
 
 std::vector<AcquireResult> RedisService::try_acquire_all(const std::vector<AcquireRequest>& requests) {
+  if (const std::string policy = evicting_policy(); !policy.empty()) refuse_evicting_policy(policy);
   std::vector<std::string> key_list, values;
   values.reserve(requests.size() * 2);  // stable: args below view into it
   for (const AcquireRequest& request : requests) {
@@ -100,6 +148,16 @@ std::vector<AcquireResult> RedisService::try_acquire_all(const std::vector<Acqui
 }
 
 RenewResult RedisService::renew(const LeaseKey& lease, milliseconds ttl) {
+  // A policy switched after open may evict a lease while it is held: a lease there is lost. The
+  // first renewal after a check that found it says why (a background error, retried soon); the
+  // retry, and every other renewal while it lasts, is refused, which loses the lease at once.
+  if (const std::string policy = evicting_policy(); !policy.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(policy_mutex_);
+      if (!std::exchange(policy_reported_, true)) refuse_evicting_policy(policy);
+    }
+    return RenewResult{};
+  }
   const LockKeys k = keys(lease.name);
   const std::string ttl_us = std::to_string(ttl.count() * 1000);
   const Reply r = node_.eval(node_.scripts().renew, {k.lease}, {secret_bytes(*lease.secret), ttl_us, mode_arg(lease.mode)}, Repeat::kSafe);

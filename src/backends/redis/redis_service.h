@@ -4,6 +4,9 @@
 // subscriber connection owned by the subscriber's thread. Every call is bounded by call_deadline()
 // (at most kLongestCall ahead when the engine set none).
 //
+// The server's maxmemory-policy is checked at open and read again at most once a second by
+// attempts and renewals: an evicting policy set later refuses attempts and loses held leases.
+//
 // Capabilities: FairQueue (the waiters' zset), WakeEvents (subscriber.h), MultiAcquire (one
 // script), AuditLog (a stream the force-release script appends to). No Maintenance (keys expire on the server: nothing to reap,
 // no schema), no HolderProbe (a release grants or names the next waiter), no SessionLocks, no
@@ -12,6 +15,7 @@
 #define DBLOCK_SRC_BACKENDS_REDIS_REDIS_SERVICE_H_
 
 #include <algorithm>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -64,8 +68,18 @@ class RedisService final : public LeaseService, public FairQueue, public MultiAc
   Attempt attempt(const AcquireRequest& request, bool queue, const Place& place);
   bool release_script(const LeaseKey& lease, bool latch, std::optional<SteadyClock::time_point> deadline);
 
+  // The server's maxmemory-policy when it is not noeviction, else "": read again (INFO memory, by
+  // the call's deadline; no lock held meanwhile) when kPolicyCheckEvery passed since the last
+  // read began, else as last read. Throws as Node calls.
+  std::string evicting_policy();
+  [[noreturn]] void refuse_evicting_policy(std::string_view policy) const;
+
   Node node_;
   std::optional<Events> events_;
+  std::mutex policy_mutex_;
+  SteadyClock::time_point policy_checked_at_;  // GUARDED_BY(policy_mutex_)
+  std::string policy_;                         // GUARDED_BY(policy_mutex_)
+  bool policy_reported_ = false;               // GUARDED_BY(policy_mutex_): a renewal said so since the read
 };
 
 }  // namespace dblock::redis

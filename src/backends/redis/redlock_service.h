@@ -13,9 +13,15 @@
 //    which drew it can draw a smaller one; with the second round every later majority shares a
 //    node whose counter is already at least the fence.
 //  * renew: extends on every node; a node that lost the key (a restart) is taken again and its
-//    counter raised to the lease's fence; renewed while a majority holds it in time.
-//  * release: a majority released: released; none, and a majority answered "not held": already
-//    lost; anything else: InDoubtError.
+//    counter raised to the lease's fence; renewed while a majority holds it in time; refused
+//    (lost) when a majority answered that it no longer holds it; otherwise a ConnectionError,
+//    tried again until the lease's safe-until (a minority "not held" proves nothing: a node the
+//    lease never took answers so while the others restart with their keys).
+//  * release: a majority released: released; a majority answered "not held": already lost (the
+//    lease was gone, whatever a minority still held); anything else: InDoubtError.
+//  * every round asks all nodes at once (Node::Exchange) and ends as soon as the replies decide
+//    it: a stopped or partitioned node holds up no other, and the validity window counts the
+//    time the deciding majority took.
 // No FairQueue (waiters are not in line on several nodes at once); every release announces the
 // name on each node's channel and waiters sleep until then (EventWait), polling meanwhile. No
 // shared leases. No single server clock: expires_at_us is 0, so the engine's clock-step check does
@@ -23,6 +29,7 @@
 #ifndef DBLOCK_SRC_BACKENDS_REDIS_REDLOCK_SERVICE_H_
 #define DBLOCK_SRC_BACKENDS_REDIS_REDLOCK_SERVICE_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,13 +66,27 @@ class RedlockService final : public LeaseService, public AuditLog {
  private:
   using Replies = std::vector<std::optional<Reply>>;  // per node; nullopt: no answer
   using Which = Script ScriptSet::*;
+  // Whether the replies so far decide a round (the rest need not be awaited).
+  using Decided = std::function<bool(const Replies&)>;
 
   LockKeys keys(std::string_view name) const { return LockKeys(prefix_, name); }
   std::size_t quorum() const { return nodes_.size() / 2 + 1; }
-  // Sends `which` to the nodes marked in `to` (all when empty) at once and reads every reply by
-  // `deadline`.
+  // A round: sends `which` to the nodes marked in `to` (all when empty) at once, each on its own
+  // connection (Node::Exchange), and reads the replies as they come, until every node answered,
+  // `decided` says the replies so far decide, or `deadline` passes. A node that is slow to connect
+  // or answer (stopped, partitioned) holds up no other: the round takes the time the nodes that
+  // decide it take. Unanswered nodes are nullopt; `failures`, if given, gets why each failed.
   Replies on_nodes(Which which, const std::vector<std::string>& keys, const std::vector<std::string>& args,
-                   SteadyClock::time_point deadline, const std::vector<bool>& to = {});
+                   SteadyClock::time_point deadline, const std::vector<bool>& to = {}, const Decided& decided = {},
+                   std::vector<std::string>* failures = nullptr);
+  // How many nodes answered (error replies included); how many said `value` (said()).
+  static std::size_t answers(const Replies& replies);
+  static std::size_t count_said(const Replies& replies, std::int64_t value);
+  // Decides a round of `asked` nodes once a majority said `value`, or can no longer; a round of
+  // fewer nodes than a majority once all of them answered.
+  Decided reaching(std::size_t asked, std::int64_t value) const;
+  // The least a round that only gives back is allowed (the caller's deadline may have passed).
+  static constexpr std::chrono::milliseconds kLeastRoundTime{500};
   // Throws the error of an error reply a majority gave (a permission, a key that is no lock).
   void check_errors(const Replies& replies) const;
   // Raises the counters of the nodes marked in `held` to `fence`; how many did.

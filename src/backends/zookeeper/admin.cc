@@ -22,6 +22,26 @@ std::vector<Child> holders_of(const std::vector<Child>& sorted) {
   return out;
 }
 
+// A container's lock children (`names`), each recipe's sorted and judged by that recipe's rule:
+// `layout`'s nodes (and any child of neither recipe) as `layout`, the other recipe's as its own.
+// Neither recipe waits for the other's nodes, so each has holders of its own (an acquire refuses
+// to join such a container: recipe_mismatch).
+struct Judged {
+  std::vector<Child> holding;
+  int lock_nodes = 0;  // every child but the window
+};
+Judged judge(Layout layout, const std::vector<std::string>& names) {
+  std::vector<std::string> own, other;
+  for (const std::string& name : names) (other_recipe(layout, name) ? other : own).push_back(name);
+  Judged out;
+  for (auto [which, part] : {std::pair{layout, &own}, std::pair{other_layout(layout), &other}}) {
+    const std::vector<Child> sorted = sorted_children(which, std::move(*part));
+    out.lock_nodes += static_cast<int>(sorted.size());
+    for (Child& child : holders_of(sorted)) out.holding.push_back(std::move(child));
+  }
+  return out;
+}
+
 // Holder strings joined by ',', sorted (as the SQL services list readers).
 std::string joined(std::vector<std::string> holders) {
   std::sort(holders.begin(), holders.end());
@@ -54,7 +74,7 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
                                                                      SteadyClock::time_point deadline) {
   const std::string dir = container(name);
   const std::vector<std::string> names = children_of(s, dir, deadline);
-  const std::vector<Child> holding = holders_of(sorted_children(options_.layout, names));
+  const std::vector<Child> holding = judge(options_.layout, names).holding;
   Eviction out;
   ForceReleaseRecord record;
   record.name = std::string(name);
@@ -137,12 +157,13 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
                                                     SteadyClock::time_point deadline) {
   const std::string dir = container(name);
   const std::vector<std::string> names = children_of(s, dir, deadline);
-  const std::vector<Child> sorted = sorted_children(options_.layout, names);
-  const std::vector<Child> holding = holders_of(sorted);
+  const Judged judged = judge(options_.layout, names);
+  const std::vector<Child>& holding = judged.holding;
   LeaseInfo info;
   info.name = name;
   info.holders = 0;
-  info.waiters = static_cast<int>(sorted.size() - holding.size());  // every lock node not holding waits
+  info.bound = LeaseBound::kSession;  // every lock node is ephemeral: it ends with its session
+  info.waiters = judged.lock_nodes - static_cast<int>(holding.size());  // every lock node not holding waits
   std::vector<std::string> holders;
   for (const Child& child : holding) {
     const Reply r = s.get(dir + "/" + child.name, deadline);

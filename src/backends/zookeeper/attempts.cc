@@ -81,6 +81,11 @@ std::optional<bool> Attempts::judge(const std::string& key, const std::string& p
   return true;
 }
 
+bool Attempts::any() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !waiting_.empty() || !suspects_.empty() || !uncertain_.empty();
+}
+
 void Attempts::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   uncertain_.clear();

@@ -57,6 +57,10 @@ class Attempts {
                             const std::function<bool(const std::string&)>& held,
                             const std::function<void(const std::string&)>& doom);
 
+  // Whether any node of an attempt may exist: a waiter's kept node, or an attempt whose outcome
+  // is not known (a suspect, or one unsettled now).
+  bool any();
+
   // The session was replaced: every node of the old one is gone.
   void clear();
 

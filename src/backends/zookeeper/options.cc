@@ -1,5 +1,8 @@
 // dblock/zookeeper/zookeeper.h: options from a zookeeper:// URL, and the factory.
+#include <algorithm>
+
 #include "dblock/errors.h"
+#include "dblock/schemes.h"
 #include "dblock/url.h"
 #include "paths.h"
 #include "url_params.h"
@@ -25,6 +28,23 @@ void validate(const Options& options) {
     validate_path(options.base, "base");
     if (options.base == "/") throw UsageError("zookeeper: base must name a node below the root, not \"/\"", kServiceName);
   }
+  const std::size_t colon = options.digest.find(':');
+  if (!options.digest.empty() && (colon == 0 || colon == std::string::npos || colon + 1 == options.digest.size())) {
+    throw UsageError("zookeeper: digest credentials must be user:password, both non-empty", kServiceName);
+  }
+}
+
+// The digest identity of the URL's user and password ("" for none). ZooKeeper's digest scheme
+// reads the user up to the first ':', so a user may not contain one; a password may.
+std::string digest_of(const Url& url) {
+  if (url.user.empty() && url.password.empty()) return "";
+  if (url.user.empty() || url.password.empty()) {
+    throw UsageError("zookeeper: digest authentication needs both a user and a password in the URL", kServiceName);
+  }
+  if (url.user.find(':') != std::string::npos) {
+    throw UsageError("zookeeper: the URL's user must not contain ':' (digest authentication)", kServiceName);
+  }
+  return url.user + ":" + url.password;
 }
 
 // chroot + base, the absolute path the lock containers live under.
@@ -60,8 +80,15 @@ std::unique_ptr<LeaseService> make_service(const Options& options, const std::st
 }
 
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix) {
+  return make_service(url, ServiceContext{table_prefix, Options{}.session_timeout});
+}
+
+std::unique_ptr<LeaseService> make_service(const Url& url, const ServiceContext& context) {
   Options options;
   detail::UrlParams params(url, kServiceName);
+  // A dead holder's node lives as long as its session: as long as a lease of the default TTL,
+  // unless the URL says otherwise (the server clamps it to its own bounds in turn).
+  options.session_timeout = std::clamp(context.default_ttl, kShortestSession, kLongestSession);
   if (auto ms = params.integer("session_timeout", kShortestSession.count(), kLongestSession.count())) {
     options.session_timeout = std::chrono::milliseconds(*ms);
   }
@@ -73,13 +100,10 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   if (auto layout = params.text("layout")) options.layout = layout_of(*layout);
   options.force_foreign = params.boolean("force_foreign").value_or(false);
   params.finish();
-  if (!url.user.empty() || !url.password.empty()) {
-    throw UsageError("zookeeper: credentials in the URL are not supported (no digest or SASL authentication)",
-                     kServiceName);
-  }
+  options.digest = digest_of(url);
   options.hosts = connect_string(url);
   if (!url.path.empty()) options.chroot = "/" + url.path;
-  return make_service(options, table_prefix);
+  return make_service(options, context.table_prefix);
 }
 
 }  // namespace dblock::zookeeper

@@ -255,6 +255,38 @@ std::string shown_holder(std::string_view data, std::string_view child) {
   return out;
 }
 
+Layout other_layout(Layout layout) {
+  return layout == Layout::kReadWrite ? Layout::kCuratorMutex : Layout::kReadWrite;
+}
+
+bool other_recipe(Layout layout, std::string_view name) {
+  const auto ends_with_sequence = [&](std::string_view lock) {
+    const std::size_t at = name.rfind(lock);
+    if (at == std::string_view::npos || name.size() != at + lock.size() + 10) return false;
+    return std::all_of(name.begin() + static_cast<std::ptrdiff_t>(at + lock.size()), name.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (layout == Layout::kReadWrite) return ends_with_sequence(kMutex);
+  return ends_with_sequence(kRead) || ends_with_sequence(kWrite);
+}
+
+std::optional<std::string> other_recipe_child(Layout layout, const std::vector<std::string>& names) {
+  for (const std::string& name : names) {
+    if (other_recipe(layout, name)) return name;
+  }
+  return std::nullopt;
+}
+
+UsageError recipe_mismatch(Layout layout, std::string_view name, std::string_view child) {
+  const bool rw = layout == Layout::kReadWrite;
+  return UsageError("zookeeper: '" + std::string(name) + "' has a node of Curator's " +
+                        (rw ? "InterProcessMutex" : "InterProcessReadWriteLock") + " (" + std::string(child) +
+                        "), whose holders and layout=" + (rw ? "rw" : "curator-mutex") +
+                        "'s do not exclude each other; not taken. Open the lock with layout=" +
+                        (rw ? "curator-mutex" : "rw") + " (as that recipe's other users do)",
+                    kServiceName);
+}
+
 std::optional<std::size_t> awaited(const std::vector<Child>& sorted, std::size_t index) {
   if (index == 0 || index >= sorted.size()) return std::nullopt;
   if (!sorted[index].reader) return index - 1;

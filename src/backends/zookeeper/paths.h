@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dblock/errors.h"
 #include "dblock/options.h"
 #include "dblock/service.h"
 #include "dblock/zookeeper/zookeeper.h"
@@ -61,6 +62,20 @@ inline constexpr std::string_view kWindowNode = "window.dblock";
 
 // Whether a container's children (`names`) include a window.
 bool has_window(const std::vector<std::string>& names);
+
+// The layout of the Curator recipe that `layout`'s does not share a lock with: InterProcessMutex
+// ("lock-" nodes) for kReadWrite, InterProcessReadWriteLock ("__READ__"/"__WRIT__") for
+// kCuratorMutex. Each recipe sorts the other's nodes after all of its own and so never waits for
+// them: on one path the two recipes' holders hold at once.
+Layout other_layout(Layout layout);
+// Whether the child `name` of a lock container is a node of other_layout(layout)'s recipe: its
+// lock name followed by a 10-digit sequence at the end.
+bool other_recipe(Layout layout, std::string_view name);
+// The first child among `names` that is other_recipe(layout, ...), if any.
+std::optional<std::string> other_recipe_child(Layout layout, const std::vector<std::string>& names);
+// What refuses an acquisition of `name` beside `child`, a node of the other recipe: a UsageError
+// that names the node and the layout= that pairs with that recipe.
+UsageError recipe_mismatch(Layout layout, std::string_view name, std::string_view child);
 
 // One child of a lock container as Curator sees it.
 struct Child {

@@ -77,6 +77,12 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
     names = children_of(s, dir, deadline);
   }
   attempts_.settle(key);  // from here on the outcome is known: held, in line, or deleted below
+  if (const std::optional<std::string> other = other_recipe_child(options_.layout, names)) {
+    // The other Curator recipe's holders would not see this node, nor this layout theirs.
+    attempts_.set_waiting(key, std::nullopt);
+    remove_node(s, dir + "/" + own->first, deadline);
+    throw recipe_mismatch(options_.layout, request.name, *other);
+  }
 
   const bool window = has_window(names);
   const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));

@@ -6,8 +6,9 @@
 #include "dblock/zookeeper/zookeeper.h"
 
 namespace {
-std::unique_ptr<dblock::LeaseService> from_url(const dblock::Url& url, const std::string& table_prefix) {
-  return dblock::zookeeper::make_service(url, table_prefix);
+// The session timeout follows the manager's default TTL where the URL sets none (zookeeper.h).
+std::unique_ptr<dblock::LeaseService> from_url(const dblock::Url& url, const dblock::ServiceContext& context) {
+  return dblock::zookeeper::make_service(url, context);
 }
 const bool registered[] = {dblock::register_scheme({"zookeeper", {}, &from_url})};
 }  // namespace

@@ -265,6 +265,13 @@ Reply finish(Session& session, const Ticket& pending, SteadyClock::time_point de
   }
 }
 
+// Without credentials: any client may read, write, create and delete (what dblock and Curator
+// need, each client deleting its own nodes), none may change an ACL (ADMIN): a co-tenant could
+// otherwise make the base read-only and lock every new name out.
+::ACL kWorldNoAdmin[] = {{ZOO_PERM_READ | ZOO_PERM_WRITE | ZOO_PERM_CREATE | ZOO_PERM_DELETE,
+                          {const_cast<char*>("world"), const_cast<char*>("anyone")}}};
+::ACL_vector kWorldNoAdminAcl = {1, kWorldNoAdmin};
+
 void quiet_client_log() {
   static std::once_flag once;
   // Level 0 turns the client's logging (to stderr by default) off.
@@ -274,16 +281,18 @@ void quiet_client_log() {
 
 }  // namespace
 
-Session::Session(const std::string& connect_string, std::chrono::milliseconds timeout,
-                 SteadyClock::time_point deadline, Hooks hooks)
-    : where_(connect_string), orphans_(std::make_shared<Orphans>()), watch_(std::make_unique<Watch>()) {
+Session::Session(const SessionConfig& config, SteadyClock::time_point deadline, Hooks hooks)
+    : where_(config.connect_string),
+      acl_(config.digest.empty() ? &kWorldNoAdminAcl : &ZOO_CREATOR_ALL_ACL),
+      orphans_(std::make_shared<Orphans>()),
+      watch_(std::make_unique<Watch>()) {
   quiet_client_log();
   watch_->orphans = orphans_;
   watch_->hooks = std::move(hooks);
   watch_->self = this;
   errno = 0;
-  handle_ = zookeeper_init(connect_string.c_str(), on_session_event, static_cast<int>(timeout.count()), nullptr,
-                           watch_.get(), 0);
+  handle_ = zookeeper_init(config.connect_string.c_str(), on_session_event, static_cast<int>(config.timeout.count()),
+                           nullptr, watch_.get(), 0);
   if (handle_ == nullptr) {
     const int e = errno;
     throw ConnectionError("zookeeper: cannot start a session with " + where_ + ": " +
@@ -309,8 +318,34 @@ Session::Session(const std::string& connect_string, std::chrono::milliseconds ti
   if (!settled || state != ZOO_CONNECTED_STATE) {
     zookeeper_close(handle_);
     handle_ = nullptr;
+    if (state == ZOO_AUTH_FAILED_STATE) {
+      throw ConnectionError("zookeeper: " + where_ + " refused this client's authentication", kServiceName);
+    }
+    // Nobody answered (refused, stalled) or no server had a quorum to give a session with: a
+    // server may come within a longer wait, so an open that is part of one tries again.
     throw ConnectionError("zookeeper: no server of " + where_ + " established a session by the deadline",
-                          kServiceName);
+                          kServiceName, "", /*retryable=*/true);
+  }
+  if (!config.digest.empty()) authenticate(config.digest, deadline);
+}
+
+void Session::authenticate(const std::string& digest, SteadyClock::time_point deadline) {
+  // Answered before any create is sent, whose ACL names the identity this adds (the client sends
+  // it again itself on every reconnect).
+  try {
+    const std::string what = "digest authentication";
+    const Ticket t = submit(handle_, orphans_, where_, what, [&](const void* d) {
+      return zoo_add_auth(handle_, "digest", digest.data(), static_cast<int>(digest.size()), on_void, d);
+    });
+    const Reply r = finish(*this, t, deadline, what);
+    if (r.rc != ZOK) {
+      throw ConnectionError("zookeeper: " + where_ + " refused the digest authentication: " + zerror(r.rc),
+                            kServiceName, std::to_string(r.rc));
+    }
+  } catch (const ConnectionError& e) {
+    zookeeper_close(handle_);
+    handle_ = nullptr;
+    throw ConnectionError(e.what(), kServiceName, e.sqlstate(), e.sqlstate() != std::to_string(ZAUTHFAILED));
   }
 }
 
@@ -340,12 +375,26 @@ bool Session::expired() const {
   return state == ZOO_EXPIRED_SESSION_STATE || state == ZOO_AUTH_FAILED_STATE;
 }
 
+bool Session::await_connected(SteadyClock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(watch_->m);
+  watch_->cv.wait_until(lock, deadline, [&] {
+    return watch_->state == ZOO_CONNECTED_STATE || watch_->state == ZOO_EXPIRED_SESSION_STATE ||
+           watch_->state == ZOO_AUTH_FAILED_STATE;
+  });
+  return watch_->state == ZOO_CONNECTED_STATE;
+}
+
+bool Session::owes_deletes() const {
+  std::lock_guard<std::mutex> lock(orphans_->m);
+  return !orphans_->paths.empty();
+}
+
 Reply Session::create(const std::string& path, const std::string& data, int flags, SteadyClock::time_point deadline) {
   flush_orphans(handle_, orphans_);
   const std::string what = "create " + path;
   const Ticket t = submit(handle_, orphans_, where_, what, [&](const void* d) {
-    return zoo_acreate2(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE,
-                        flags, on_created, d);
+    return zoo_acreate2(handle_, path.c_str(), data.data(), static_cast<int>(data.size()), acl_, flags, on_created,
+                        d);
   });
   return finish(*this, t, deadline, what);
 }
@@ -419,7 +468,7 @@ Reply Session::multi(const std::vector<MultiOp>& ops, SteadyClock::time_point de
       if (op.create) {
         p.buffers[i].assign(op.path.size() + 16, '\0');  // room for the sequence suffix
         zoo_create_op_init(&zops[i], op.path.c_str(), op.data.data(), static_cast<int>(op.data.size()),
-                           &ZOO_OPEN_ACL_UNSAFE, op.flags, p.buffers[i].data(), static_cast<int>(p.buffers[i].size()));
+                           acl_, op.flags, p.buffers[i].data(), static_cast<int>(p.buffers[i].size()));
       } else {
         zoo_delete_op_init(&zops[i], op.path.c_str(), op.version);
       }

@@ -26,6 +26,7 @@
 
 typedef struct _zhandle zhandle_t;
 struct Stat;
+struct ACL_vector;
 
 namespace dblock::zookeeper {
 
@@ -71,18 +72,29 @@ enum class SweepOutcome {
   kFailed,    // a request failed (no connection): nothing certain
 };
 
+// What a session is opened with.
+struct SessionConfig {
+  std::string connect_string;          // "h1:p1,h2:p2/chroot"
+  std::chrono::milliseconds timeout{};  // the session timeout asked for
+  // "user:password": the session authenticates with ZooKeeper's digest scheme and creates every
+  // node for that identity only (CREATOR_ALL). "": no authentication; nodes are created
+  // world:anyone READ|WRITE|CREATE|DELETE (no ADMIN: nobody can change their ACL).
+  std::string digest;
+};
+
 class Session {
  public:
-  // Connects to `connect_string` ("h1:p1,h2:p2/chroot") asking for `timeout`; waits until the
-  // session is established or `deadline` passes (ConnectionError, naming the servers).
   // What the session's watcher reports besides its state; each runs on the client's thread and
   // must not block.
   struct Hooks {
     std::function<void(Session&, std::int64_t session)> connected;  // at every (re)connection
     std::function<void(std::int64_t session)> expired;  // the session (its id) expired
   };
-  Session(const std::string& connect_string, std::chrono::milliseconds timeout, SteadyClock::time_point deadline,
-          Hooks hooks = {});
+  // Connects to `config.connect_string` asking for `config.timeout` (and authenticates, with a
+  // digest); waits until the session is established or `deadline` passes. Throws ConnectionError
+  // naming the servers: retryable when no server established a session in time (none reachable,
+  // or none with a quorum), not when authentication failed or the connect string is refused.
+  Session(const SessionConfig& config, SteadyClock::time_point deadline, Hooks hooks = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -92,6 +104,12 @@ class Session {
   std::chrono::milliseconds negotiated_timeout() const;
   // The session expired or was closed: no call on it can succeed; open a new one.
   bool expired() const;
+  // Waits until the session is connected (true), or expired, or `deadline` passed (false). Before
+  // a close: only a connected session's close reaches the server, which then deletes the session's
+  // ephemeral nodes at once; a disconnected one keeps them until the server expires it.
+  bool await_connected(SteadyClock::time_point deadline);
+  // remove_eventually() has deletes the server has not confirmed yet.
+  bool owes_deletes() const;
 
   // Each sends one request and waits for its reply until `deadline`: ConnectionError when it does
   // not come by then, when the connection was lost (ZCONNECTIONLOSS: the outcome is unknown) or
@@ -141,7 +159,12 @@ class Session {
   struct Orphans;  // nodes remove_eventually() still has to delete (session.cc)
 
  private:
+  // zoo_add_auth("digest"), its answer awaited until `deadline`. Closes the handle and throws
+  // ConnectionError when it fails (retryable unless the server refused it).
+  void authenticate(const std::string& digest, SteadyClock::time_point deadline);
+
   std::string where_;
+  const ::ACL_vector* acl_ = nullptr;  // what every create gives its node (SessionConfig::digest)
   std::shared_ptr<Orphans> orphans_;
   std::unique_ptr<Watch> watch_;
   zhandle_t* handle_ = nullptr;

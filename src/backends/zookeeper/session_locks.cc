@@ -57,6 +57,13 @@ std::string holder_text() {
   return std::string(host) + ":" + std::to_string(getpid()) + " (session lock)";
 }
 
+// Closes `session`, first waiting (until `deadline`, at most its session timeout) for it to be
+// connected: only a connected session's close ends it on the server, with its node, at once.
+void close_in_time(std::unique_ptr<Session> session, SteadyClock::time_point deadline) {
+  if (session == nullptr || session->expired()) return;
+  session->await_connected(std::min(deadline, SteadyClock::now() + session->negotiated_timeout()));
+}
+
 class Handle final : public SessionLockHandle {
  public:
   Handle(std::unique_ptr<Wake> wake, std::unique_ptr<Session> session, std::string path)
@@ -74,10 +81,13 @@ class Handle final : public SessionLockHandle {
 
   bool release() override {
     Reply r;
+    const auto deadline = deadline_now();
     try {
-      r = session_->remove(path_, deadline_now());
+      r = session_->remove(path_, deadline);
     } catch (const ConnectionError& e) {
-      session_.reset();  // closing the session deletes the node once the server hears of it
+      // Closing the session deletes the node once the server hears of it: a session that comes
+      // back by the call's deadline is closed then, at once; else the server expires it.
+      close_in_time(std::move(session_), deadline);
       throw InDoubtError(std::string(e.what()) + " (the session lock's node goes with its session)", kServiceName,
                          e.sqlstate());
     }
@@ -107,13 +117,24 @@ std::unique_ptr<SessionLockHandle> ZkSessionLocks::acquire_session_lock(std::str
                     : deadline - now < wait                   ? deadline
                                                               : now + wait;
   auto wake = std::make_unique<Wake>();
-  auto session = std::make_unique<Session>(options_.hosts, options_.session_timeout,
+  auto session = std::make_unique<Session>(SessionConfig{options_.hosts, options_.session_timeout, options_.digest},
                                            std::min(deadline, now + options_.connect_timeout));
+  // Not acquired, or failed (a create's reply lost with the connection): the session is closed,
+  // once connected again if it comes back in time, so that its node does not outlive the call.
+  struct CloseInTime {
+    std::unique_ptr<Session>& session;
+    std::chrono::milliseconds bound;
+    ~CloseInTime() { close_in_time(std::move(session), SteadyClock::now() + bound); }
+  } closing{session, options_.connect_timeout};
   const std::string dir = root_ + "/" + escape_name(name);
   const std::string prefix = node_prefix(guid_of(OwnerSecret::generate()), options_.layout, mode);
   const std::string own = create_child(*session, dir, prefix, node_data(holder_text()), deadline).first;
   for (;;) {
-    const std::vector<Child> sorted = sorted_children(options_.layout, children_of(*session, dir, deadline));
+    std::vector<std::string> names = children_of(*session, dir, deadline);
+    if (const std::optional<std::string> other = other_recipe_child(options_.layout, names)) {
+      throw recipe_mismatch(options_.layout, name, *other);  // the session's close deletes the node
+    }
+    const std::vector<Child> sorted = sorted_children(options_.layout, std::move(names));
     const std::optional<std::size_t> at = index_of(sorted, own);
     if (!at) return nullptr;  // force-released while it waited
     if (holds(sorted, *at)) return std::make_unique<Handle>(std::move(wake), std::move(session), dir + "/" + own);

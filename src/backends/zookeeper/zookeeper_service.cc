@@ -18,8 +18,11 @@ constexpr std::chrono::milliseconds kReleaseRetryPause{100};
 }  // namespace
 
 ZooKeeperService::ZooKeeperService(const Options& options, std::string root)
-    : options_(options), root_(std::move(root)), connect_(options.hosts), session_locks_(options, root_) {
-  session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline_now()), hooks());
+    : options_(options),
+      root_(std::move(root)),
+      session_config_{options.hosts, options.session_timeout, options.digest},
+      session_locks_(options, root_) {
+  session_ = std::make_shared<Session>(session_config_, connect_deadline(deadline_now()), hooks());
 }
 
 ZooKeeperService::~ZooKeeperService() {
@@ -28,7 +31,19 @@ ZooKeeperService::~ZooKeeperService() {
     std::lock_guard<std::mutex> lock(mutex_);
     closing.swap(session_);
   }
+  if (closing != nullptr && !closing->expired() && may_leave_nodes(*closing)) {
+    // Bounded: past its session timeout the server has expired the session, and its nodes, anyway.
+    const auto bound = std::min(options_.connect_timeout,
+                                std::chrono::duration_cast<std::chrono::milliseconds>(closing->negotiated_timeout()));
+    closing->await_connected(SteadyClock::now() + bound);
+  }
   closing.reset();  // joins the client's threads while every member is still alive
+}
+
+bool ZooKeeperService::may_leave_nodes(const Session& s) {
+  if (s.owes_deletes() || attempts_.any()) return true;
+  std::lock_guard<std::mutex> lock(held_mutex_);
+  return !held_.empty();
 }
 
 Session::Hooks ZooKeeperService::hooks() {
@@ -46,6 +61,10 @@ std::pair<std::int64_t, std::string> ZooKeeperService::session_credentials() {
   return session(deadline_now())->credentials();
 }
 
+std::chrono::milliseconds ZooKeeperService::session_timeout() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(session(deadline_now())->negotiated_timeout());
+}
+
 ServiceTraits ZooKeeperService::traits() const {
   ServiceTraits traits;
   traits.fences = FenceKind::kIncreasing;
@@ -61,7 +80,7 @@ std::shared_ptr<Session> ZooKeeperService::session(SteadyClock::time_point deadl
   if (session_ == nullptr || session_->expired()) {
     attempts_.clear();  // the expired session's nodes are gone
     session_.reset();    // an expired handle closes at once
-    session_ = std::make_shared<Session>(connect_, options_.session_timeout, connect_deadline(deadline), hooks());
+    session_ = std::make_shared<Session>(session_config_, connect_deadline(deadline), hooks());
   }
   return session_;
 }
@@ -145,7 +164,9 @@ bool ZooKeeperService::release(const LeaseKey& lease) {
       if (e.sqlstate() == std::to_string(ZSESSIONEXPIRED) || (s != nullptr && s->expired())) return false;
       if (SteadyClock::now() + kReleaseRetryPause >= deadline) {
         if (s != nullptr) s->remove_eventually(path);  // the node must not outlive the lease
-        throw InDoubtError(std::string(e.what()) + " (the release's outcome is unknown; its delete is sent again)",
+        throw InDoubtError(std::string(e.what()) +
+                               " (the release's outcome is unknown; its delete is sent again, and the node ends with "
+                               "its session at the latest)",
                            kServiceName, e.sqlstate());
       }
     }

@@ -39,7 +39,12 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   // `root`: the absolute path of the lock containers' parent (chroot + base). Opens the session
   // by call_deadline(). Throws ConnectionError.
   ZooKeeperService(const Options& options, std::string root);
-  // Closes the session first: its callbacks reach into the members.
+  // Closes the session first: its callbacks reach into the members. When nodes of the session may
+  // be left on the server (an attempt's create whose reply was lost, a delete not confirmed, a
+  // lease or a waiter's node) and the session is disconnected, waits for it to reconnect first, at
+  // most connect_timeout and never past its session timeout (when the server expires it anyway):
+  // the close of a connected session deletes them at once, a disconnected one's leaves them
+  // blocking their names until the server expires the session.
   ~ZooKeeperService() override;
 
   std::string_view name() const override { return kServiceName; }
@@ -72,6 +77,8 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
 
   // The current session's id and password (tests take the session over to force its expiry).
   std::pair<std::int64_t, std::string> session_credentials();
+  // The current session's timeout as the server granted it (tests).
+  std::chrono::milliseconds session_timeout();
   // Newest first: the record nodes' sequence order.
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
@@ -112,6 +119,9 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   std::shared_ptr<Session> session(SteadyClock::time_point deadline);
   // `deadline`, or connect_timeout from now when that is sooner.
   SteadyClock::time_point connect_deadline(SteadyClock::time_point deadline) const;
+  // Whether session `s` may have nodes on the server that nothing will delete before the server
+  // expires it (see the destructor).
+  bool may_leave_nodes(const Session& s);
   std::string container(std::string_view name) const { return root_ + "/" + escape_name(name); }
   std::string own_path(const LeaseKey& lease) const;
   // A child of `prefix` this session made (a retried attempt whose reply was lost), with its Stat.
@@ -167,7 +177,7 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
 
   Options options_;
   std::string root_;
-  std::string connect_;
+  SessionConfig session_config_;
   ZkSessionLocks session_locks_;
   Events events_;  // before session_: the handle's watches point into it
   Attempts attempts_;

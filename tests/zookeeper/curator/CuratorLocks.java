@@ -1,8 +1,9 @@
 // Apache Curator's lock recipes, driven by a test through stdin: one command a line, answers on
 // stdout, one a line, each starting with the lock's id. One long-lived JVM serves a whole test run.
 //
-//   java -cp ... CuratorLocks CONNECT_STRING SESSION_TIMEOUT_MS
-//   -> "ready" once the session is established ("error ..." and exit 69 when none within 20 s)
+//   java -cp ... CuratorLocks CONNECT_STRING SESSION_TIMEOUT_MS [USER:PASSWORD]
+//   -> "ready" once the session is established ("error ..." and exit 69 when none within 20 s);
+//      with USER:PASSWORD the client authenticates with ZooKeeper's digest scheme
 //
 //   acquire ID KIND PATH TIMEOUT_MS   KIND: write | read (InterProcessReadWriteLock on PATH) or
 //                                     mutex (InterProcessMutex on PATH); acquire(TIMEOUT_MS) runs on
@@ -137,15 +138,16 @@ public final class CuratorLocks {
   }
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 2) {
-      System.err.println("usage: CuratorLocks CONNECT_STRING SESSION_TIMEOUT_MS");
+    if (args.length != 2 && args.length != 3) {
+      System.err.println("usage: CuratorLocks CONNECT_STRING SESSION_TIMEOUT_MS [USER:PASSWORD]");
       System.exit(64);
     }
-    CuratorFramework client = CuratorFrameworkFactory.builder()
+    CuratorFrameworkFactory.Builder builder = CuratorFrameworkFactory.builder()
         .connectString(args[0])
         .sessionTimeoutMs(Integer.parseInt(args[1]))
-        .retryPolicy(new ExponentialBackoffRetry(100, 3))
-        .build();
+        .retryPolicy(new ExponentialBackoffRetry(100, 3));
+    if (args.length == 3) builder.authorization("digest", args[2].getBytes(StandardCharsets.UTF_8));
+    CuratorFramework client = builder.build();
     client.start();
     if (!client.blockUntilConnected(20, TimeUnit.SECONDS)) {
       say("error no session with " + args[0] + " within 20 s");
