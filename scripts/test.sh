@@ -69,9 +69,8 @@ sanitized=(-DDBLOCK_BUILD_BENCH=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_F
 # ... and of the tests built, they leave out the documentation checks, the install consumer and
 # the Java interop (no code of dblock's runs there that the other cases do not run).
 sanitized_tests="-LE docs|install|interop"
-# The TSan build's servers listen 10000 ports below the others' (tests/CMakeLists.txt): its tests
-# can run beside the ASan build's (docs/testing.md, the budget: not yet measured side by side, so
-# --all still runs them one after the other).
+# The TSan build's servers listen 10000 ports below the others' (tests/CMakeLists.txt), so its
+# tests run beside the ASan build's in --all (docs/testing.md, the budget).
 tsan=(-DDBLOCK_SANITIZE_THREAD=ON -DDBLOCK_TEST_PORT_OFFSET=-10000)
 
 # The sanitizer builds of --all, built while the plain build's tests run: those wait on TTLs and
@@ -93,6 +92,18 @@ await_builds() {
   fi
 }
 
+# The two sanitizer test stages of --all, side by side: each is bound by its servers' and TTLs'
+# waits, not by CPU (docs/testing.md, the budget). Each line is prefixed with its stage; fails if
+# either failed, after both ended.
+sanitizer_tests() {
+  local asan tsan status=0
+  { run_tests asan build-asan "$sanitized_tests" 2>&1 | sed -u 's/^/[asan] /'; } & asan=$!
+  { run_tests tsan build-tsan "$sanitized_tests" 2>&1 | sed -u 's/^/[tsan] /'; } & tsan=$!
+  wait "$asan" || status=1
+  wait "$tsan" || status=1
+  return "$status"
+}
+
 case "$mode" in
   default) build default build -DDBLOCK_BUILD_BENCH=ON && run_tests default build "" ;;
   --asan) build asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON "${sanitized[@]}" && run_tests asan build-asan "$sanitized_tests" ;;
@@ -107,8 +118,7 @@ case "$mode" in
     run_tests default build ""
     await_builds "$builds"
     grep '^stage' sanitizer-builds.log
-    run_tests asan build-asan "$sanitized_tests"
-    run_tests tsan build-tsan "$sanitized_tests"
+    stage sanitizer sanitizer_tests
     JOBS="$jobs" stage packages scripts/package.sh
     echo "stage all: $((SECONDS - started)) s"
     ;;
