@@ -4,6 +4,9 @@
 # with find_package), the command, its man page and its bash completion. Then removes them again
 # (KEEP_PACKAGES=1 keeps them). Run as root (or with sudo); after scripts/install-deps.sh.
 #
+# With --build-only it configures and builds the packages' build directory and stops there
+# (scripts/test.sh --all builds it while the sanitizer tests run).
+#
 # Environment: JOBS (build jobs), DBLOCK_PACKAGE_DIR (build directory, default build-deb).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +23,7 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_SHARED_LIBS
   -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_REDIS=ON \
   -DDBLOCK_WITH_ZOOKEEPER=ON >/dev/null
 cmake --build "$build_dir" -j "$jobs"
+if [[ "${1:-}" == "--build-only" ]]; then exit 0; fi
 rm -f "$build_dir"/*.deb
 (cd "$build_dir" && cpack -G DEB >/dev/null)
 debs=("$build_dir"/libdblock_*.deb "$build_dir"/libdblock-dev_*.deb "$build_dir"/dblock_*.deb)

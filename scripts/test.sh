@@ -63,8 +63,8 @@ run_tests() {
 }
 
 # The sanitizer builds: what they do not run is not built either; lighter optimisation and line
-# tables only (a sanitizer's report still names every frame and line).
-sanitized=(-DDBLOCK_BUILD_BENCH=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_FAULT_TESTS=OFF -DDBLOCK_TEST_SERVICE_CASES=OFF
+# tables only (a sanitizer's report still names every frame and line), the test code itself at -O0.
+sanitized=(-DDBLOCK_TEST_OPTIMIZATION=-O0 -DDBLOCK_BUILD_BENCH=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_FAULT_TESTS=OFF -DDBLOCK_TEST_SERVICE_CASES=OFF
            "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG")
 # ... and of the tests built, they leave out the documentation checks, the install consumer and
 # the Java interop (no code of dblock's runs there that the other cases do not run).
@@ -83,11 +83,18 @@ background_builds() {
     build tsan build-tsan "${tsan[@]}" "${sanitized[@]}"; } > sanitizer-builds.log 2>&1
 }
 
-# Waits for the background builds (process PID) to end.
+# The packages' build of --all, built while the sanitizer tests run (as above, under SCHED_IDLE);
+# its output goes to package-build.log.
+background_package_build() {
+  chrt --idle --pid 0 "$BASHPID"
+  JOBS="$jobs" stage "package build" scripts/package.sh --build-only > package-build.log 2>&1
+}
+
+# await_builds PID LOG: waits for the background builds (process PID) to end.
 await_builds() {
   if ! wait "$1"; then
-    tail -n 60 sanitizer-builds.log >&2
-    echo "the sanitizer builds failed (sanitizer-builds.log)" >&2
+    tail -n 60 "$2" >&2
+    echo "a background build failed ($2)" >&2
     exit 1
   fi
 }
@@ -116,9 +123,13 @@ case "$mode" in
     set -m; background_builds & builds=$!; set +m
     trap 'kill -- -"$builds" 2>/dev/null || true' EXIT
     run_tests default build ""
-    await_builds "$builds"
+    await_builds "$builds" sanitizer-builds.log
     grep '^stage' sanitizer-builds.log
+    set -m; background_package_build & package_build=$!; set +m
+    trap 'kill -- -"$package_build" 2>/dev/null || true' EXIT
     stage sanitizer sanitizer_tests
+    await_builds "$package_build" package-build.log
+    grep '^stage' package-build.log
     JOBS="$jobs" stage packages scripts/package.sh
     echo "stage all: $((SECONDS - started)) s"
     ;;
