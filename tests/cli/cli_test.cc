@@ -231,12 +231,11 @@ std::unique_ptr<Process> hold_and_run_an_hour_ahead(Cli& cli) {
   return holder;
 }
 
-}  // namespace
-
 // A client's own wall clock means nothing on a server service either: expiry is on the server.
-TEST_CASE("Redis: a client an hour ahead takes no live lease, and a holder an hour behind keeps its own",
-          "[.][redis][cli][clock]") {
-  Cli cli(/*migrate=*/true, server_url("DBLOCK_TEST_REDIS_URL", "cli_redis"));
+// On the service at `url`: a client an hour ahead takes no live lease, and a holder an hour
+// behind keeps its own.
+void wall_clock_steps_change_nothing(const std::string& url, bool migrate) {
+  Cli cli(migrate, url);
   auto holder = hold_and_run_an_hour_ahead(cli);
   holder->signal(SIGTERM);
   CHECK(holder->wait(milliseconds(10'000)) == 128 + SIGTERM);
@@ -251,6 +250,33 @@ TEST_CASE("Redis: a client an hour ahead takes no live lease, and a holder an ho
   CHECK_FALSE(behind->poll().has_value());  // not told it lost anything
   behind->signal_all(SIGTERM);
   CHECK(behind->wait(milliseconds(10'000)).has_value());
+}
+
+}  // namespace
+
+TEST_CASE("Redis: a client an hour ahead takes no live lease, and a holder an hour behind keeps its own",
+          "[.][redis][cli][clock]") {
+  wall_clock_steps_change_nothing(server_url("DBLOCK_TEST_REDIS_URL", "cli_redis"), /*migrate=*/true);
+}
+
+TEST_CASE("Redlock: a client an hour ahead takes no live lease, and a holder an hour behind keeps its own",
+          "[.][redlock][cli][clock]") {
+  wall_clock_steps_change_nothing(server_url("DBLOCK_TEST_REDLOCK_URL", "cli_redlock"), /*migrate=*/false);
+}
+
+TEST_CASE("PostgreSQL: a client an hour ahead takes no live lease, and a holder an hour behind keeps its own",
+          "[.][postgresql][cli][clock]") {
+  wall_clock_steps_change_nothing(server_url("DBLOCK_TEST_POSTGRESQL_URL", "cli_postgresql"), /*migrate=*/true);
+}
+
+TEST_CASE("MariaDB: a client an hour ahead takes no live lease, and a holder an hour behind keeps its own",
+          "[.][mysql][cli][clock]") {
+  wall_clock_steps_change_nothing(server_url("DBLOCK_TEST_MYSQL_URL", "cli_mysql"), /*migrate=*/true);
+}
+
+TEST_CASE("ZooKeeper: a client an hour ahead takes no live lease, and a holder an hour behind keeps its own",
+          "[.][zookeeper][cli][clock]") {
+  wall_clock_steps_change_nothing(server_url("DBLOCK_TEST_ZOOKEEPER_URL", "cli_zookeeper"), /*migrate=*/false);
 }
 
 TEST_CASE("a process whose wall clock is an hour ahead does not take over a live lease", "[cli][sqlite][clock]") {

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
@@ -44,6 +45,13 @@ std::vector<Feature> features() {
   out.push_back({"schedule", e.hold_at_least, service.traits().hold_at_least});
   out.push_back({"reaper", e.maintenance, service.maintenance() != nullptr});
   out.push_back({"line", e.fair_queue, service.fair_queue() != nullptr});
+  // The positive control of the pins (tests/sqlite/CMakeLists.txt): DBLOCK_TEST_FLIP_PIN=<tag>
+  // turns the context's pin of that feature over, and the run must fail saying so.
+  if (const char* flip = std::getenv("DBLOCK_TEST_FLIP_PIN"); flip != nullptr) {
+    for (Feature& f : out) {
+      if (std::strcmp(f.tag, flip) == 0) f.expected = !f.expected;
+    }
+  }
   return out;
 }
 

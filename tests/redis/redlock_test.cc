@@ -177,11 +177,23 @@ TEST_CASE("redlock: fences are exact up to 2^53 - 1 across the nodes; past it ev
   auto lease = manager->try_acquire("edge");
   REQUIRE(lease);
   CHECK(lease->fence() == 9007199254740991);
-  for (const Url::Host& node : nodes()) {  // the second round raised every node to it, exactly
-    Raw raw(node);
-    CHECK(raw.text({"GET", counter}) == "9007199254740991");
-    CHECK(raw.text({"HGET", prefix + "edge", "fence"}) == "9007199254740991");
-  }
+  // The second round raised a majority to it, exactly (a node slower than the round's grace may
+  // be left at its own lower fence; exclusion needs only the majority).
+  const auto at_the_edge = [&] {
+    std::size_t exact = 0;
+    for (const Url::Host& node : nodes()) {
+      Raw raw(node);
+      const std::string value = raw.text({"GET", counter});
+      INFO("node " << node.port << ": counter " << value);
+      CHECK(std::stoll(value) <= 9007199254740991);
+      if (value == "9007199254740991") ++exact;
+    }
+    return exact;
+  };
+  CHECK(at_the_edge() >= 2);
+  std::size_t held_exactly = 0;
+  for (const Url::Host& node : nodes()) held_exactly += Raw(node).text({"HGET", prefix + "edge", "fence"}) == "9007199254740991";
+  CHECK(held_exactly >= 2);
   REQUIRE(lease->release() == ReleaseResult::kReleased);
   try {
     manager->try_acquire("edge");
@@ -189,7 +201,7 @@ TEST_CASE("redlock: fences are exact up to 2^53 - 1 across the nodes; past it ev
   } catch (const UsageError& e) {
     CHECK(std::string(e.what()).find(counter) != std::string::npos);
   }
-  for (const Url::Host& node : nodes()) CHECK(Raw(node).text({"GET", counter}) == "9007199254740991");
+  CHECK(at_the_edge() >= 2);  // the refusal moved no counter past the edge
 }
 
 TEST_CASE("redlock: a renewal takes a node that lost the key again, with the lease's fence", "[redlock][faults]") {

@@ -47,7 +47,6 @@ void MemoryService::enter(Op op) {
     std::lock_guard<std::mutex> record(record_mutex_);
     deadlines_[static_cast<int>(op)] = call_deadline();
   }
-  if (const auto delay = call_delay_ms_.load(); delay > 0) std::this_thread::sleep_for(milliseconds(delay));
 }
 
 ServiceTraits MemoryService::traits() const {

@@ -99,7 +99,6 @@ class MemoryService final : public LeaseService,
   ~MemoryService() override;
 
   // ---- knobs ----
-  void set_call_delay(std::chrono::milliseconds delay) { call_delay_ms_ = delay.count(); }
   void set_renew_delay(std::chrono::milliseconds delay) { renew_delay_ms_ = delay.count(); }
   void refuse_renewals(bool on) { refuse_renewals_ = on; }
   void fail_renewals(bool on) { fail_renewals_ = on; }
@@ -213,7 +212,6 @@ class MemoryService final : public LeaseService,
   const std::shared_ptr<MemoryStore> store_;
   const Config config_;
 
-  std::atomic<std::int64_t> call_delay_ms_{0};
   std::atomic<std::int64_t> renew_delay_ms_{0};
   std::atomic<bool> refuse_renewals_{false};
   std::atomic<bool> fail_renewals_{false};

@@ -411,7 +411,7 @@ bool request_stalled(TcpRelay& relay, long before) {
 
 }  // namespace
 
-TEST_CASE("zookeeper: an expired session loses its leases at once, saying so; later acquires use a new session",
+TEST_CASE("zookeeper: an expired session loses its leases when the client hears of it, before safe-until, saying so; later acquires use a new session",
           "[zookeeper][expiry][standalone]") {
   const std::string prefix = unique_prefix();
   // A long session and TTL: safe-until (10 s) and the client's own timeout (6.7 s) come later; the
