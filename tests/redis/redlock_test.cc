@@ -15,6 +15,7 @@
 #include "context.h"
 #include "environment.h"
 #include "raw_redis.h"
+#include "connection.h"
 #include "redlock_service.h"
 
 namespace dblock::testing {
@@ -202,6 +203,31 @@ TEST_CASE("redlock: fences are exact up to 2^53 - 1 across the nodes; past it ev
     CHECK(std::string(e.what()).find(counter) != std::string::npos);
   }
   CHECK(at_the_edge() >= 2);  // the refusal moved no counter past the edge
+}
+
+// hiredis writes with write(2): on a connection its server closed, the write after the peer's
+// reset raises SIGPIPE, whose default action ends the process that embeds dblock (the ASan run
+// of the stalled-connection cases died so). A write there fails as a broken connection instead.
+TEST_CASE("redis connection: a write to a connection its server closed fails, raising no SIGPIPE", "[redlock][faults]") {
+  const redis::Options options = node_options(unique_prefix()).at(0);
+  auto c = redis::Connection::open(options, SteadyClock::now() + 5s);
+  const std::int64_t id = c->command({"CLIENT", "ID"}, SteadyClock::now() + 5s).integer();
+  REQUIRE(Raw(nodes().at(0)).text({"CLIENT", "KILL", "ID", std::to_string(id)}) == "1");
+  bool broken = false;
+  for (int i = 0; i < 50 && !broken; ++i) {  // the first write after the close draws the reset
+    try {
+      c->send({"PING"}, SteadyClock::now() + 2s);
+      std::this_thread::sleep_for(10ms);
+    } catch (const redis::Broken& e) {
+      INFO(e.message);
+      broken = true;
+    }
+  }
+  CHECK(broken);
+  sigset_t pending;
+  sigemptyset(&pending);
+  REQUIRE(::sigpending(&pending) == 0);
+  CHECK(sigismember(&pending, SIGPIPE) == 0);  // consumed, not left to strike later
 }
 
 TEST_CASE("redlock: a renewal takes a node that lost the key again, with the lease's fence", "[redlock][faults]") {

@@ -5,6 +5,8 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +23,42 @@ namespace {
 using std::chrono::duration_cast;
 using std::chrono::milliseconds;
 using std::chrono::microseconds;
+
+// While it lives, SIGPIPE is blocked in the calling thread: hiredis writes with write(2), which
+// raises SIGPIPE on a connection its peer closed, and the signal's default action ends the process
+// that embeds dblock. A SIGPIPE raised meanwhile is consumed before the thread's mask is restored
+// (the write fails with EPIPE instead); one already pending before is left pending. errno is kept.
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigemptyset(&pipe_);
+    sigaddset(&pipe_, SIGPIPE);
+    ::pthread_sigmask(SIG_BLOCK, &pipe_, &previous_);
+    was_pending_ = pending();
+  }
+  ~SigpipeBlocked() {
+    const int saved = errno;
+    if (!was_pending_ && pending()) {
+      const timespec now{0, 0};
+      while (::sigtimedwait(&pipe_, nullptr, &now) < 0 && errno == EINTR) {
+      }
+    }
+    ::pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
+    errno = saved;
+  }
+  SigpipeBlocked(const SigpipeBlocked&) = delete;
+  SigpipeBlocked& operator=(const SigpipeBlocked&) = delete;
+
+ private:
+  static bool pending() {
+    sigset_t set;
+    sigemptyset(&set);
+    return ::sigpending(&set) == 0 && sigismember(&set, SIGPIPE) == 1;
+  }
+  sigset_t pipe_{};
+  sigset_t previous_{};
+  bool was_pending_ = false;
+};
 
 // What is left until `deadline`, at least 1 ms (hiredis takes 0 as "no timeout").
 timeval time_left(SteadyClock::time_point deadline) {
@@ -176,6 +214,7 @@ void Connection::append(const std::vector<std::string_view>& args) {
 
 void Connection::flush(SteadyClock::time_point deadline) {
   redisSetTimeout(context_, time_left(deadline));
+  const SigpipeBlocked no_sigpipe;
   for (int done = 0; !done;) {
     if (redisBufferWrite(context_, &done) != REDIS_OK) throw failure();
   }
@@ -194,6 +233,7 @@ std::optional<Reply> Connection::next_reply() {
 
 Reply Connection::receive(SteadyClock::time_point deadline) {
   redisSetTimeout(context_, time_left(deadline));
+  const SigpipeBlocked no_sigpipe;  // redisGetReply writes what is still buffered first
   void* reply = nullptr;
   if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) throw failure();
   return Reply(static_cast<redisReply*>(reply));
