@@ -233,7 +233,6 @@ std::optional<Reply> Connection::next_reply() {
 
 Reply Connection::receive(SteadyClock::time_point deadline) {
   redisSetTimeout(context_, time_left(deadline));
-  const SigpipeBlocked no_sigpipe;  // redisGetReply writes what is still buffered first
   void* reply = nullptr;
   if (redisGetReply(context_, &reply) != REDIS_OK || reply == nullptr) throw failure();
   return Reply(static_cast<redisReply*>(reply));
