@@ -60,7 +60,7 @@
 // can be measured beside the floor and dblock (separating SQL cost from client-side overhead).
 #include "connection.h"
 #include "sql.h"
-#include "statement.h"
+#include "dblock/service/sql/statement.h"
 
 #ifndef DBLOCK_BENCH_BUILD_TYPE
 #define DBLOCK_BENCH_BUILD_TYPE ""

@@ -2,7 +2,7 @@
 #ifndef DBLOCK_DBLOCK_H_
 #define DBLOCK_DBLOCK_H_
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/election.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
@@ -11,7 +11,7 @@
 #include "dblock/mutex.h"
 #include "dblock/open.h"
 #include "dblock/options.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "dblock/session_lock.h"
 #include "dblock/sql/features.h"
 #include "dblock/url.h"

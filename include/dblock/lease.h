@@ -26,8 +26,10 @@ class LockManager;
 namespace detail {
 struct LeaseState;
 class ManagerCore;
-struct LeaseAccess;
 }  // namespace detail
+namespace service {
+struct LeaseAccess;
+}  // namespace service
 
 class Lease : public detail::LockHandle<detail::LeaseState> {
  public:
@@ -60,7 +62,7 @@ class Lease : public detail::LockHandle<detail::LeaseState> {
  private:
   friend class detail::ManagerCore;
   friend class LockManager;
-  friend struct detail::LeaseAccess;  // a service's interop code (src/core/lease_access.h)
+  friend struct service::LeaseAccess;  // a service's interop code (dblock/service/lease_secret.h)
   using LockHandle::LockHandle;
   const OwnerSecret& state_secret() const;
 };

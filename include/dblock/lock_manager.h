@@ -23,7 +23,7 @@
 #include "dblock/lease.h"
 #include "dblock/metrics.h"
 #include "dblock/options.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "dblock/session_lock.h"
 #include "dblock/sql/features.h"
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock {
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "dblock/election.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock::cli {
 

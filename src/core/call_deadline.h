@@ -5,7 +5,7 @@
 
 #include <chrono>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock::detail {
 

@@ -14,9 +14,9 @@
 
 #include "boot_clock.h"
 #include "clock_check.h"
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/options.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "engine_metrics.h"
 
 namespace dblock::detail {

@@ -22,11 +22,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/options.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "dblock/session_lock.h"
 #include "engine_metrics.h"
 #include "lease_state.h"

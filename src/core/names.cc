@@ -79,60 +79,6 @@ namespace detail {
 
 void validate_holder(std::string_view holder) { validate_text("holder", holder); }
 
-void validate_table_prefix(std::string_view prefix) {
-  bool ok = !prefix.empty() && prefix.size() <= 40 &&
-            (prefix[0] == '_' || (prefix[0] >= 'a' && prefix[0] <= 'z'));
-  for (char c : prefix) {
-    ok = ok && (c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'));
-  }
-  if (!ok) {
-    throw UsageError("table prefix '" + std::string(prefix.substr(0, 64)) +
-                     "' is invalid: use 1-40 characters of [a-z0-9_], not starting with a digit");
-  }
-}
-
-void validate_identifier(std::string_view identifier, std::string_view what) {
-  auto valid_part = [](std::string_view part) {
-    if (part.empty() || part.size() > 63) return false;
-    if (!(part[0] == '_' || std::isalpha(static_cast<unsigned char>(part[0])))) return false;
-    for (char c : part) {
-      if (!(c == '_' || std::isalnum(static_cast<unsigned char>(c)))) return false;
-    }
-    return true;
-  };
-  std::size_t dot = identifier.find('.');
-  bool ok = dot == std::string_view::npos
-                ? valid_part(identifier)
-                : valid_part(identifier.substr(0, dot)) && valid_part(identifier.substr(dot + 1));
-  if (!ok) {
-    throw UsageError(std::string(what) + " '" + std::string(identifier.substr(0, 64)) +
-                     "' is not a plain SQL identifier ([A-Za-z_][A-Za-z0-9_]*, optionally schema.name)");
-  }
-}
-
-std::string quote_identifier(std::string_view identifier) {
-  std::string out = "\"";
-  for (char c : identifier) {
-    if (c == '.') {
-      out += "\".\"";
-    } else {
-      out += c;
-    }
-  }
-  out += '"';
-  return out;
-}
-
-double jitter_unit() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  return std::uniform_real_distribution<double>(0.0, 1.0)(generator);
-}
-
-std::chrono::microseconds jittered(std::chrono::microseconds base, double spread) {
-  double factor = 1.0 - spread + 2.0 * spread * jitter_unit();
-  return std::chrono::microseconds(static_cast<std::int64_t>(static_cast<double>(base.count()) * factor));
-}
-
 std::string default_holder() {
   static std::atomic<int> instance{0};
   char host[256] = {};
@@ -141,19 +87,6 @@ std::string default_holder() {
     if (c != '\0' && (static_cast<unsigned char>(c) < 0x20 || static_cast<unsigned char>(c) >= 0x7F)) c = '?';
   }
   return std::string(host) + ":" + std::to_string(getpid()) + ":" + std::to_string(++instance);
-}
-
-namespace {
-std::string described(std::int64_t permits) {
-  return permits == 0 ? "shared leases without permits" : std::to_string(permits) + " permits";
-}
-}  // namespace
-
-UsageError permits_mismatch(std::string_view service, std::string_view name, std::int64_t held, std::int64_t asked) {
-  return UsageError(std::string(service) + ": lock '" + std::string(name) + "' is held as " + described(held) +
-                        "; this acquire asked for " + described(asked) +
-                        " (every holder of a semaphore must ask for the same number of permits)",
-                    std::string(service));
 }
 
 }  // namespace detail

@@ -39,7 +39,7 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
       if (once || !e.retryable()) throw;
       if (SteadyClock::now() >= deadline) throw_at_deadline(e);
     }
-    std::this_thread::sleep_for(detail::refusal_pause(attempt, deadline));
+    std::this_thread::sleep_for(service::refusal_pause(attempt, deadline));
   }
 }
 

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <thread>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
 #include "engine_metrics.h"
 

@@ -23,7 +23,7 @@ bool retry_optimistic(const std::function<bool()>& attempt, const RetryOptions& 
     if (i == options.max_attempts) break;
     // "Full jitter": sleep uniformly in [0, delay] so that colliding writers spread out.
     std::this_thread::sleep_for(std::chrono::microseconds(
-        static_cast<std::int64_t>(static_cast<double>(delay.count()) * detail::jitter_unit())));
+        static_cast<std::int64_t>(static_cast<double>(delay.count()) * service::jitter_unit())));
     delay = std::min<std::chrono::microseconds>(delay * 2, options.max_delay);
   }
   return false;
@@ -36,13 +36,6 @@ std::chrono::steady_clock::time_point wait_deadline(std::chrono::milliseconds wa
   if (wait < std::chrono::milliseconds::zero()) return now;
   if (wait == kWaitForever || wait > std::chrono::hours(24 * 365 * 100)) return std::chrono::steady_clock::time_point::max();
   return now + wait;
-}
-
-std::chrono::steady_clock::duration refusal_pause(int n, std::chrono::steady_clock::time_point deadline) {
-  using Clock = std::chrono::steady_clock;
-  const auto pause = std::chrono::milliseconds(
-      static_cast<std::int64_t>(std::min(1000, 50 << std::min(n, 5)) * (0.5 + 0.5 * jitter_unit())));
-  return std::min<Clock::duration>(pause, std::max(Clock::duration::zero(), deadline - Clock::now()));
 }
 
 }  // namespace detail

@@ -4,7 +4,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "dblock/errors.h"
 
 namespace dblock {

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/options.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "lease_state.h"
 #include "wake_board.h"
 

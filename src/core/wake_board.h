@@ -12,7 +12,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "lease_state.h"
 
 namespace dblock::detail {

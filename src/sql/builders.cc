@@ -1,19 +1,19 @@
-#include "builders.h"
+#include "dblock/service/sql/builders.h"
 
 #include "dblock/errors.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 
 namespace dblock::sql {
 
 BuiltStatement versioned_update(const VersionedUpdate& update, QuoteIdentifier quote, std::string_view backend) {
-  detail::validate_identifier(update.table, "table");
-  detail::validate_identifier(update.id_column, "id column");
-  detail::validate_identifier(update.version_column, "version column");
+  service::validate_identifier(update.table, "table");
+  service::validate_identifier(update.id_column, "id column");
+  service::validate_identifier(update.version_column, "version column");
   if (update.set.empty()) throw UsageError("compare_and_set: nothing to set", std::string(backend));
   BuiltStatement out;
   out.sql = "UPDATE " + quote(update.table) + " SET ";
   for (const auto& [column, value] : update.set) {
-    detail::validate_identifier(column, "column");
+    service::validate_identifier(column, "column");
     if (column == update.version_column) {
       throw UsageError("compare_and_set: the version column is set by dblock", std::string(backend));
     }
@@ -29,9 +29,9 @@ BuiltStatement versioned_update(const VersionedUpdate& update, QuoteIdentifier q
 
 std::string read_version_query(std::string_view table, std::string_view id_column, std::string_view version_column,
                                QuoteIdentifier quote) {
-  detail::validate_identifier(table, "table");
-  detail::validate_identifier(id_column, "id column");
-  detail::validate_identifier(version_column, "version column");
+  service::validate_identifier(table, "table");
+  service::validate_identifier(id_column, "id column");
+  service::validate_identifier(version_column, "version column");
   return "SELECT " + quote(version_column) + " FROM " + quote(table) + " WHERE " + quote(id_column) + " = ?";
 }
 
@@ -41,7 +41,7 @@ namespace {
 std::string select_list(const std::vector<std::string>& columns, QuoteIdentifier quote) {
   std::string out;
   for (const auto& column : columns) {
-    detail::validate_identifier(column, "column");
+    service::validate_identifier(column, "column");
     out += (out.empty() ? "" : ", ") + quote(column);
   }
   return out.empty() ? "*" : out;
@@ -51,14 +51,14 @@ std::string select_list(const std::vector<std::string>& columns, QuoteIdentifier
 std::string row_conditions(const RowLockRequest& request, QuoteIdentifier quote, std::vector<Value>& params) {
   std::string out;
   if (!request.keys.empty()) {
-    detail::validate_identifier(request.key_column, "key column");
+    service::validate_identifier(request.key_column, "key column");
     out = quote(request.key_column) + " IN (";
     for (std::size_t i = 0; i < request.keys.size(); ++i) out += (i ? ", ?" : "?");
     out += ")";
     params = request.keys;
   }
   for (const auto& [column, value] : request.where) {
-    detail::validate_identifier(column, "where column");
+    service::validate_identifier(column, "where column");
     out += (out.empty() ? "" : " AND ") + quote(column);
     if (std::holds_alternative<std::monostate>(value)) {
       out += " IS NULL";
@@ -76,7 +76,7 @@ std::string order_clause(const std::vector<std::string>& order_by, QuoteIdentifi
   for (const auto& entry : order_by) {
     const bool descending = !entry.empty() && entry[0] == '-';
     const std::string_view column = descending ? std::string_view(entry).substr(1) : std::string_view(entry);
-    detail::validate_identifier(column, "order_by column");
+    service::validate_identifier(column, "order_by column");
     out += (out.empty() ? " ORDER BY " : ", ") + quote(column) + (descending ? " DESC" : "");
   }
   return out;
@@ -86,7 +86,7 @@ std::string order_clause(const std::vector<std::string>& order_by, QuoteIdentifi
 
 BuiltStatement row_lock_query(const RowLockRequest& request, QuoteIdentifier quote, std::string_view shared_clause,
                               std::string_view backend) {
-  detail::validate_identifier(request.table, "table");
+  service::validate_identifier(request.table, "table");
   if (request.keys.empty() && request.where.empty()) {
     throw UsageError("row lock on '" + request.table +
                          "': no rows chosen; set keys (key_column IN keys) or where (column = value conditions)",

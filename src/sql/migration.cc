@@ -1,4 +1,4 @@
-#include "migration.h"
+#include "dblock/service/sql/migration.h"
 
 #include "dblock/errors.h"
 

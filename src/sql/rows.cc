@@ -1,4 +1,4 @@
-#include "rows.h"
+#include "dblock/service/sql/rows.h"
 
 #include <algorithm>
 

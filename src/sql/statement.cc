@@ -1,4 +1,4 @@
-#include "statement.h"
+#include "dblock/service/sql/statement.h"
 
 #include <stdexcept>
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
-#include "internal.h"  // src/core: permits_mismatch, the message every service throws
+#include "dblock/service/identifiers.h"  // permits_mismatch, the message every service throws
 
 namespace dblock::testing {
 
@@ -84,7 +84,7 @@ AcquireResult MemoryService::take_locked(const AcquireRequest& request, std::int
   const bool own = holders.count(secret) != 0 && lock.mode == request.mode;
   const bool shared = request.mode == LockMode::kShared && lock.mode == LockMode::kShared && !holders.empty();
   if (shared && !own && lock.permits != request.permits) {
-    throw detail::permits_mismatch("memory", name, lock.permits, request.permits);
+    throw service::permits_mismatch("memory", name, lock.permits, request.permits);
   }
   const bool room = request.permits == 0 || static_cast<int>(holders.size()) < request.permits;
   const bool free = holders.empty() || (shared && room);

@@ -24,8 +24,8 @@
 #include <thread>
 #include <vector>
 
-#include "dblock/capabilities.h"
-#include "dblock/service.h"
+#include "dblock/service/capabilities.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock::testing {
 

@@ -1,4 +1,4 @@
-// sql::socket_opened_by: the socket a connect opened, told apart from the process's others.
+// service::socket_opened_by: the socket a connect opened, told apart from the process's others.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "opened_socket.h"
+#include "dblock/service/opened_socket.h"
 
 namespace dblock::testing {
 namespace {
@@ -55,13 +55,13 @@ class Listener {
 TEST_CASE("opened socket: the one new socket to the peer is named; none or two are not", "[unit][sql][deadline]") {
   Listener server, elsewhere;
   server.connect();  // open before: not the connect's
-  const sql::SocketPeer peer{server.port(), ""};
+  const service::SocketPeer peer{server.port(), ""};
   int made = -1;
-  CHECK(sql::socket_opened_by([&] { elsewhere.connect(), made = server.connect(); }, peer) == made);
+  CHECK(service::socket_opened_by([&] { elsewhere.connect(), made = server.connect(); }, peer) == made);
   CHECK(made >= 0);
-  CHECK(sql::socket_opened_by([&] { elsewhere.connect(); }, peer) == -1);  // another peer's only
-  CHECK(sql::socket_opened_by([&] { server.connect(), server.connect(); }, peer) == -1);  // ambiguous
-  CHECK_THROWS_AS(sql::socket_opened_by([] { throw std::runtime_error("refused"); }, peer), std::runtime_error);
+  CHECK(service::socket_opened_by([&] { elsewhere.connect(); }, peer) == -1);  // another peer's only
+  CHECK(service::socket_opened_by([&] { server.connect(), server.connect(); }, peer) == -1);  // ambiguous
+  CHECK_THROWS_AS(service::socket_opened_by([] { throw std::runtime_error("refused"); }, peer), std::runtime_error);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "dblock/dblock.h"
 #include "dblock/schemes.h"
 #include "memory_service.h"
-#include "url_params.h"
+#include "dblock/service/url_params.h"
 
 namespace dblock::testing {
 namespace {
@@ -23,7 +23,7 @@ bool listed(const std::string& scheme) {
 }
 
 std::unique_ptr<LeaseService> make_memory_service(const Url& url, const std::string&) {
-  detail::UrlParams(url, "memory").finish();  // refuses every parameter, as the services do unknown ones
+  service::UrlParams(url, "memory").finish();  // refuses every parameter, as the services do unknown ones
   static const auto store = std::make_shared<MemoryStore>();
   return std::make_unique<MemoryService>(store, MemoryService::Config{});
 }

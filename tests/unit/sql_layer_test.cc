@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "dblock/dblock.h"
-#include "retry.h"
-#include "statement.h"
-#include "url_params.h"
+#include "dblock/service/retry.h"
+#include "dblock/service/sql/statement.h"
+#include "dblock/service/url_params.h"
 
 namespace dblock::testing {
 namespace {
@@ -53,7 +53,7 @@ struct ToyConnection {
 struct Toy {
   int opened = 0;
   int returned = 0;
-  dblock::sql::Connections<ToyConnection> connections{{
+  dblock::service::Connections<ToyConnection> connections{{
       "toy",
       [this] { return std::make_unique<ToyConnection>(ToyConnection{++opened, false}); },
       [this](ToyConnection& c) {
@@ -137,7 +137,7 @@ TEST_CASE("sql: a statement that must not be repeated reports a lost reply in do
 // ---- URL parameters ----
 
 TEST_CASE("url params: unknown, malformed and repeated parameters name themselves", "[unit][url]") {
-  auto params_of = [](const char* url) { return detail::UrlParams(parse_url(url), "svc"); };
+  auto params_of = [](const char* url) { return service::UrlParams(parse_url(url), "svc"); };
   {
     auto p = params_of("svc://h/db?flag=yes&n=42&name=x");
     CHECK(p.boolean("flag") == true);

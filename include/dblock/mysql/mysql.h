@@ -56,7 +56,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock {
 struct Url;

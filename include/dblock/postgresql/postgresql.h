@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock {
 struct Url;

@@ -29,7 +29,7 @@
 #include <string>
 #include <vector>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock {
 struct Url;

@@ -15,7 +15,7 @@
 #include <memory>
 #include <string>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock {
 struct Url;

@@ -14,8 +14,8 @@
 
 #include "dblock/errors.h"
 #include "error_map.h"
-#include "internal.h"
-#include "opened_socket.h"
+#include "dblock/service/identifiers.h"
+#include "dblock/service/opened_socket.h"
 #include "sql.h"
 
 namespace dblock::mysql {
@@ -63,7 +63,7 @@ dblock::sql::Placeholders tables(const std::string& prefix) {
 }
 
 const Options& checked(const Options& options) {
-  detail::validate_table_prefix(options.table_prefix);
+  service::validate_table_prefix(options.table_prefix);
   if (options.database.empty()) throw UsageError("mysql: no database given (mysql://host/database)", kServiceName);
   // GET_LOCK keys (keys.cc) rely on it: a control character marks their hashed form.
   if (std::any_of(options.database.begin(), options.database.end(),
@@ -272,7 +272,7 @@ void Context::open_socket(Connection& c, const Options::Endpoint& at, TimePoint 
   }
   ::sql::ConnectOptionsMap options = connect_options_;
   options["OPT_CONNECT_TIMEOUT"] = connect_seconds_within(deadline, options_.connect_timeout_s);
-  dblock::sql::SocketPeer peer;
+  dblock::service::SocketPeer peer;
   if (options_.socket.empty()) {
     options["hostName"] = ::sql::SQLString(at.host);
     options["port"] = at.port;
@@ -303,7 +303,7 @@ void Context::open_socket(Connection& c, const Options::Endpoint& at, TimePoint 
       turn_free.notify_one();
     }
   } end_turn;
-  c.socket = dblock::sql::socket_opened_by([&] { c.conn.reset(driver()->connect(options)); }, peer);
+  c.socket = dblock::service::socket_opened_by([&] { c.conn.reset(driver()->connect(options)); }, peer);
 }
 
 std::unique_ptr<Connection> Context::connect(TimePoint deadline) const {
@@ -380,7 +380,7 @@ void Context::floor_fences(Connection& c, TimePoint deadline) const {
 
 void Context::within_deadline(Connection& c, const char* what, TimePoint deadline,
                               const std::function<void()>& call) const {
-  dblock::sql::call_within(deadlines_, c.socket, deadline, {kServiceName, what, "08S01"}, call);
+  dblock::service::call_within(deadlines_, c.socket, deadline, {kServiceName, what, "08S01"}, call);
 }
 
 void Context::run_statement(Connection& c, const dblock::sql::Statement& statement, TimePoint deadline,

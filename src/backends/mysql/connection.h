@@ -23,11 +23,11 @@
 
 #include "dblock/mysql/mysql.h"
 #include "dblock/sql/features.h"
-#include "carried_fence.h"
-#include "retry.h"
-#include "rows.h"
-#include "socket_deadlines.h"
-#include "statement.h"
+#include "dblock/service/sql/carried_fence.h"
+#include "dblock/service/retry.h"
+#include "dblock/service/sql/rows.h"
+#include "dblock/service/socket_deadlines.h"
+#include "dblock/service/sql/statement.h"
 
 namespace dblock::mysql {
 
@@ -59,7 +59,7 @@ struct Connection {
   ~Connection();
 };
 
-// `identifier` (REQUIRES: validated by detail::validate_identifier) in backticks, each
+// `identifier` (REQUIRES: validated by service::validate_identifier) in backticks, each
 // dot-separated part on its own.
 std::string quote_identifier(std::string_view identifier);
 // GET_LOCK's timeout argument for a wait: seconds, 0 for none, a year for "forever" (negative is
@@ -81,12 +81,12 @@ class Context {
 
   const Options& options() const { return options_; }
   // Pooled connections for lease statements, with the retry and in-doubt policy.
-  dblock::sql::Connections<Connection>& connections() { return connections_; }
+  dblock::service::Connections<Connection>& connections() { return connections_; }
   // The watchdog of every connection's socket (Connection::socket).
-  dblock::sql::SocketDeadlines& deadlines() const { return deadlines_; }
+  dblock::service::SocketDeadlines& deadlines() const { return deadlines_; }
   // Watches `c`'s socket until dblock::call_deadline() for the Watch's lifetime: for work spanning
   // several statements (transactions, migrations), so the whole of it ends by the call's deadline.
-  dblock::sql::SocketDeadlines::Watch watch(Connection& c) const { return {deadlines_, c.socket, call_deadline()}; }
+  dblock::service::SocketDeadlines::Watch watch(Connection& c) const { return {deadlines_, c.socket, call_deadline()}; }
 
   using TimePoint = std::chrono::steady_clock::time_point;
 
@@ -134,9 +134,9 @@ class Context {
   const dblock::sql::Registry registry_;
   const std::vector<Positional> positional_;  // by Registry index
   ::sql::ConnectOptionsMap connect_options_;
-  mutable dblock::sql::SocketDeadlines deadlines_;  // before connections_: outlives every call
+  mutable dblock::service::SocketDeadlines deadlines_;  // before connections_: outlives every call
   mutable dblock::sql::CarriedFence carried_;        // thread-safe
-  dblock::sql::Connections<Connection> connections_;
+  dblock::service::Connections<Connection> connections_;
 };
 
 }  // namespace dblock::mysql

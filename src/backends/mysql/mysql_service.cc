@@ -5,9 +5,10 @@
 #include <cppconn/exception.h>
 
 #include "dblock/errors.h"
+#include "dblock/service/identifiers.h"
+#include "dblock/service/sql/migration.h"
 #include "error_map.h"
 #include "keys.h"
-#include "migration.h"
 #include "sql.h"
 
 namespace dblock::mysql {
@@ -126,7 +127,7 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
         a.position = static_cast<int>(as_int(row[5]));
         const std::int64_t held = request.mode == LockMode::kShared ? as_int(row.at(6)) : -1;
         if (held >= 0 && held != request.permits) {
-          throw detail::permits_mismatch(kServiceName, request.name, held, request.permits);
+          throw service::permits_mismatch(kServiceName, request.name, held, request.permits);
         }
       }
       return a;
@@ -162,7 +163,7 @@ std::vector<AcquireResult> MysqlService::try_acquire_all(const std::vector<Acqui
   // lock wait that ran out (the statements' one-second bound) rolled it back: repeated as one.
   std::vector<AcquireResult> results = context_.connections().idempotent([&](Connection& c) {
     // The whole transaction, START TRANSACTION to COMMIT, ends by the call's deadline.
-    return dblock::sql::call_within(context_.deadlines(), c.socket, call_deadline(),
+    return dblock::service::call_within(context_.deadlines(), c.socket, call_deadline(),
                                     {kServiceName, "acquire_all", "08S01"}, [&] {
                                       c.plain->execute(sql::kStartTransaction.text);
                                       try {

@@ -12,7 +12,7 @@
 
 #include "beacons.h"
 #include "connection.h"
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
 #include "session_locks.h"
 #include "sql_features.h"

@@ -2,7 +2,7 @@
 #include "dblock/errors.h"
 #include "dblock/url.h"
 #include "mysql_service.h"
-#include "url_params.h"
+#include "dblock/service/url_params.h"
 
 namespace dblock::mysql {
 
@@ -26,7 +26,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   if (options.database.empty() || options.database.find('/') != std::string::npos) {
     throw UsageError("mysql URL: expected mysql://[user[:password]@]host[:port]/database", kServiceName);
   }
-  detail::UrlParams params(url, kServiceName);
+  service::UrlParams params(url, kServiceName);
   options.socket = params.text("socket").value_or("");
   options.connect_timeout_s = static_cast<int>(params.integer("connect_timeout", 1, 3600).value_or(options.connect_timeout_s));
   options.read_timeout_s = static_cast<int>(params.integer("read_timeout", 0, 86400).value_or(0));

@@ -7,8 +7,8 @@
 #include <memory>
 
 #include "connection.h"
-#include "dblock/capabilities.h"
-#include "session_connections.h"
+#include "dblock/service/capabilities.h"
+#include "dblock/service/sql/session_connections.h"
 
 namespace dblock::mysql {
 

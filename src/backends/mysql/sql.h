@@ -52,7 +52,7 @@
 
 #include <string_view>
 
-#include "statement.h"
+#include "dblock/service/sql/statement.h"
 
 namespace dblock::mysql::sql {
 

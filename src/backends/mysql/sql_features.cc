@@ -5,10 +5,10 @@
 
 #include <cstdio>
 
-#include "builders.h"
+#include "dblock/service/sql/builders.h"
 #include "dblock/errors.h"
 #include "error_map.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "sql.h"
 
 namespace dblock::mysql {

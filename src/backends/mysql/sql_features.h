@@ -27,7 +27,7 @@ class MySqlFeatures final : public SqlFeatures, public RowLocks {
   bool run_with_locked_rows(const RowLockRequest& request, const RowsBody& body) override;
 
  private:
-  using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
+  using Borrowed = dblock::service::Pool<Connection>::Borrowed;
 
   // Runs `body` inside the transaction open on `c`, then commits (rolls back if body throws).
   // `end` / `abort`: statements ending the transaction (with `args`), or nullopt for plain

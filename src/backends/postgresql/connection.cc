@@ -4,14 +4,14 @@
 
 #include "dblock/errors.h"
 #include "error_map.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "sql.h"
 
 namespace dblock::postgresql {
 
 dblock::sql::Placeholders tables(const std::string& prefix) {
-  dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &detail::quote_identifier);
-  p.set('S', "'" + detail::quote_identifier(prefix + "fence_seq") + "'");
+  dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &service::quote_identifier);
+  p.set('S', "'" + service::quote_identifier(prefix + "fence_seq") + "'");
   return p;
 }
 
@@ -24,7 +24,7 @@ std::vector<const dblock::sql::Statement*> all_statements() {
 }
 
 const Options& checked(const Options& options) {
-  detail::validate_table_prefix(options.table_prefix);
+  service::validate_table_prefix(options.table_prefix);
   if (options.conninfo.empty()) throw UsageError("postgresql: empty connection string", kServiceName);
   return options;
 }
@@ -72,7 +72,7 @@ std::unique_ptr<Connection> Context::connect() const {
   auto c = std::make_unique<Connection>();
   try {
     c->conn = connect_until(options_.conninfo, call_deadline());
-    const pqxx::row hello = dblock::sql::call_within(deadlines_, c->conn->sock(), call_deadline(),
+    const pqxx::row hello = dblock::service::call_within(deadlines_, c->conn->sock(), call_deadline(),
                                                      {kServiceName, "connect", "08006"}, [&] {
                                                        pqxx::nontransaction tx(*c->conn);
                                                        return tx.exec1(text(sql::kHello));
@@ -97,7 +97,7 @@ std::unique_ptr<Connection> Context::connect() const {
 
 void Context::floor_fences(Connection& c) const {
   try {
-    dblock::sql::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, "floor_fences", "08006"}, [&] {
+    dblock::service::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, "floor_fences", "08006"}, [&] {
       pqxx::nontransaction tx(*c.conn);
       tx.exec_params(text(sql::kFloorFences), carried_.highest());
     });
@@ -110,7 +110,7 @@ void Context::floor_fences(Connection& c) const {
 }
 
 pqxx::result Context::exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const {
-  return dblock::sql::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, statement.name, "08006"},
+  return dblock::service::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, statement.name, "08006"},
                                   [&] {
                                     pqxx::nontransaction tx(*c.conn);
                                     return exec(tx, statement, params);

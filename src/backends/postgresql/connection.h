@@ -18,11 +18,11 @@
 
 #include "dblock/postgresql/postgresql.h"
 #include "bounded_connect.h"
-#include "carried_fence.h"
+#include "dblock/service/sql/carried_fence.h"
 #include "dblock/sql/features.h"
-#include "retry.h"
-#include "socket_deadlines.h"
-#include "statement.h"
+#include "dblock/service/retry.h"
+#include "dblock/service/socket_deadlines.h"
+#include "dblock/service/sql/statement.h"
 
 namespace dblock::postgresql {
 
@@ -126,7 +126,7 @@ class Context {
   const Options& options() const { return options_; }
   const dblock::sql::Registry& statements() const { return registry_; }
   // Pooled connections for lease statements, with the retry and in-doubt policy.
-  dblock::sql::Connections<Connection>& connections() { return connections_; }
+  dblock::service::Connections<Connection>& connections() { return connections_; }
 
   // A new connection: not a standby nor read-only, the fence sequence floored (carried()),
   // reconnection off, kPrepared statements registered. Made and checked by
@@ -142,25 +142,25 @@ class Context {
   // connection's socket is shut down and the call fails with a ConnectionError.
   pqxx::result exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const;
   // The same inside the caller's transaction `tx`, unbounded: the caller watches the connection
-  // (watch() or dblock::sql::call_within) for the whole transaction.
+  // (watch() or dblock::service::call_within) for the whole transaction.
   pqxx::result exec(pqxx::transaction_base& tx, const dblock::sql::Statement& statement, const Params& params) const;
   // The rendered text of a registered statement.
   const std::string& text(const dblock::sql::Statement& statement) const { return registry_.text(statement); }
   // The watchdog of the service's sockets (exec and the LISTEN connection).
-  dblock::sql::SocketDeadlines& deadlines() const { return deadlines_; }
+  dblock::service::SocketDeadlines& deadlines() const { return deadlines_; }
   // Watches `c`'s socket until dblock::call_deadline() for the Watch's lifetime: for statements
   // run through pqxx directly (transactions, migrations), so they too end by the call's deadline.
-  dblock::sql::SocketDeadlines::Watch watch(Connection& c) const { return watch(*c.conn); }
-  dblock::sql::SocketDeadlines::Watch watch(pqxx::connection_base& c) const {
+  dblock::service::SocketDeadlines::Watch watch(Connection& c) const { return watch(*c.conn); }
+  dblock::service::SocketDeadlines::Watch watch(pqxx::connection_base& c) const {
     return {deadlines_, c.sock(), call_deadline()};
   }
 
  private:
   const Options options_;
   const dblock::sql::Registry registry_;
-  mutable dblock::sql::SocketDeadlines deadlines_;  // thread-safe
+  mutable dblock::service::SocketDeadlines deadlines_;  // thread-safe
   mutable dblock::sql::CarriedFence carried_;        // thread-safe
-  dblock::sql::Connections<Connection> connections_;
+  dblock::service::Connections<Connection> connections_;
 };
 
 }  // namespace dblock::postgresql

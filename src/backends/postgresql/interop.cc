@@ -5,21 +5,21 @@
 #include "dblock/errors.h"
 #include "dblock/postgresql/postgresql.h"
 #include "error_map.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "connection.h"
-#include "lease_access.h"
+#include "dblock/service/lease_secret.h"
 #include "sql.h"
-#include "builders.h"
+#include "dblock/service/sql/builders.h"
 
 namespace dblock::postgresql {
 
 void guard(pqxx::transaction_base& tx, const Lease& lease, std::string_view table_prefix) {
-  detail::validate_table_prefix(table_prefix);
+  service::validate_table_prefix(table_prefix);
   if (!lease.held()) throw UsageError("guard needs a held lease", kServiceName);
   // The same check the service's own guard makes (sql::kGuardExclusive / kGuardReader).
   const auto& check = lease.mode() == LockMode::kShared ? sql::kGuardReader : sql::kGuardExclusive;
   Params p;
-  p.add(lease.name()).add(detail::LeaseAccess::secret(lease)).add(lease.fence());
+  p.add(lease.name()).add(service::LeaseAccess::secret(lease)).add(lease.fence());
   auto ptrs = p.pointers();
   pqxx::result r;
   try {
@@ -55,7 +55,7 @@ bool xact_lock(pqxx::transaction_base& tx, std::string_view name, std::chrono::m
 
 bool lock_rows(pqxx::transaction_base& tx, const RowLockRequest& request, pqxx::result& rows) {
   const dblock::sql::BuiltStatement built =
-      dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", "postgresql");
+      dblock::sql::row_lock_query(request, &service::quote_identifier, "FOR SHARE", "postgresql");
   const std::string statement = number_placeholders(built.sql);
   Params params;
   for (const Value& value : built.params) params.add_value(value);

@@ -17,7 +17,7 @@ using std::chrono::milliseconds;
 }  // namespace
 
 NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm,
-                               dblock::sql::SocketDeadlines& deadlines)
+                               dblock::service::SocketDeadlines& deadlines)
     : conninfo_(std::move(conninfo)),
       channel_(std::move(channel)),
       confirm_(std::move(confirm)),
@@ -69,8 +69,8 @@ namespace {
 // LISTEN and UNLISTEN on a stalled path would block: each step on the connection is bounded.
 constexpr std::chrono::seconds kStepTime{2};
 
-dblock::sql::SocketDeadlines::Watch bounded_step(dblock::sql::SocketDeadlines& deadlines, pqxx::connection_base& c) {
-  return dblock::sql::SocketDeadlines::Watch(deadlines, c.sock(), std::chrono::steady_clock::now() + kStepTime);
+dblock::service::SocketDeadlines::Watch bounded_step(dblock::service::SocketDeadlines& deadlines, pqxx::connection_base& c) {
+  return dblock::service::SocketDeadlines::Watch(deadlines, c.sock(), std::chrono::steady_clock::now() + kStepTime);
 }
 
 }  // namespace

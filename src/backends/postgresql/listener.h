@@ -24,9 +24,9 @@
 #include <string>
 #include <thread>
 
-#include "dblock/capabilities.h"
-#include "event_fanout.h"
-#include "socket_deadlines.h"
+#include "dblock/service/capabilities.h"
+#include "dblock/service/event_fanout.h"
+#include "dblock/service/socket_deadlines.h"
 
 namespace dblock::postgresql {
 
@@ -40,7 +40,7 @@ class NotifyListener final : public WakeEvents {
   // channel + "_" + wake_slot(). `grant_tag`: the tag a grant's lease carries.
   // `deadlines` bounds the LISTEN connection's setup and teardown; it outlives the listener.
   NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm,
-                 dblock::sql::SocketDeadlines& deadlines);
+                 dblock::service::SocketDeadlines& deadlines);
   ~NotifyListener() override;
 
   const std::string& channel() const { return channel_; }
@@ -71,13 +71,13 @@ class NotifyListener final : public WakeEvents {
   const int wake_slot_;
   const std::string wake_channel_;
 
-  detail::EventFanout fanout_;
+  service::EventFanout fanout_;
   std::mutex tickets_mutex_;
   std::map<std::int64_t, std::string> tickets_;  // GUARDED_BY(tickets_mutex_); this instance's waiters
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;  // GUARDED_BY(mutex_)
-  dblock::sql::SocketDeadlines& deadlines_;
+  dblock::service::SocketDeadlines& deadlines_;
   std::thread thread_;
 };
 

@@ -6,7 +6,7 @@
 #include "dblock/errors.h"
 #include "dblock/url.h"
 #include "postgresql_service.h"
-#include "url_params.h"
+#include "dblock/service/url_params.h"
 
 namespace dblock::postgresql {
 
@@ -85,7 +85,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   if (!url.user.empty()) add("user", url.user);
   if (!url.password.empty()) add("password", url.password);
   if (!url.path.empty()) add("dbname", url.path);
-  detail::UrlParams params(url, kServiceName);
+  service::UrlParams params(url, kServiceName);
   options.unlogged = params.boolean("unlogged");
   options.detect_pooler = params.boolean("detect_pooler").value_or(true);
   options.prepared = params.boolean("prepared").value_or(true);

@@ -4,9 +4,9 @@
 
 #include "dblock/errors.h"
 #include "error_map.h"
-#include "internal.h"
-#include "migration.h"
-#include "rows.h"
+#include "dblock/service/identifiers.h"
+#include "dblock/service/sql/migration.h"
+#include "dblock/service/sql/rows.h"
 #include "sql.h"
 
 namespace dblock::postgresql {
@@ -129,7 +129,7 @@ FairQueue::Attempt PostgresService::attempt(const AcquireRequest& request, bool 
 }
 
 pqxx::result PostgresService::take_permit(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
-  return dblock::sql::call_within(context_.deadlines(), c.conn->sock(), call_deadline(),
+  return dblock::service::call_within(context_.deadlines(), c.conn->sock(), call_deadline(),
                                   {kServiceName, sql::kAcquireShared.name, "08006"}, [&] {
     pqxx::work tx(*c.conn);  // aborted by its destructor unless committed
     bound_lock_waits(tx);
@@ -144,14 +144,14 @@ void PostgresService::check_permits(Connection& c, const AcquireRequest& request
   const pqxx::result r = exec(c, sql::kSharedPermits, Params().add(request.name));
   if (r.empty()) return;
   const std::int64_t held = r[0][0].is_null() ? 0 : r[0][0].as<std::int64_t>();
-  if (held != request.permits) throw detail::permits_mismatch(kServiceName, request.name, held, request.permits);
+  if (held != request.permits) throw service::permits_mismatch(kServiceName, request.name, held, request.permits);
 }
 
 std::vector<AcquireResult> PostgresService::try_acquire_all(const std::vector<AcquireRequest>& requests) {
   // Idempotent as a whole: a repetition re-takes what this call's secrets took (a re-take draws a
   // new fence), so a lost reply or a commit in doubt is repeated once on a fresh connection.
   return context_.connections().idempotent([&](Connection& c) {
-    return dblock::sql::call_within(context_.deadlines(), c.conn->sock(), call_deadline(),
+    return dblock::service::call_within(context_.deadlines(), c.conn->sock(), call_deadline(),
                                     {kServiceName, "acquire_all", "08006"}, [&] { return take_all(c, requests); });
   });
 }
@@ -446,7 +446,7 @@ std::vector<std::string> PostgresService::tables_to_switch(pqxx::transaction_bas
   const std::optional<bool>& unlogged = context_.options().unlogged;
   if (!unlogged) return out;
   for (const char* suffix : {"leases", "readers"}) {
-    const std::string table = detail::quote_identifier(context_.options().table_prefix + suffix);
+    const std::string table = service::quote_identifier(context_.options().table_prefix + suffix);
     if (tx.exec_params1(context_.text(sql::kIsUnlogged), table)[0].as<bool>() != *unlogged) out.push_back(table);
   }
   return out;
@@ -461,7 +461,7 @@ int PostgresService::schema_version() {
 }
 
 int PostgresService::read_schema_version(pqxx::transaction_base& tx) {
-  const std::string version_table = detail::quote_identifier(context_.options().table_prefix + "schema_version");
+  const std::string version_table = service::quote_identifier(context_.options().table_prefix + "schema_version");
   if (!tx.exec_params1(context_.text(sql::kSchemaVersionExists), version_table)[0].as<bool>()) return 0;
   return tx.exec1(context_.text(sql::kSchemaVersion))[0].as<int>();
 }

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "connection.h"
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
 #include "listener.h"
 #include "session_locks.h"

@@ -14,7 +14,7 @@
 #ifndef DBLOCK_SRC_BACKENDS_POSTGRESQL_SQL_H_
 #define DBLOCK_SRC_BACKENDS_POSTGRESQL_SQL_H_
 
-#include "statement.h"
+#include "dblock/service/sql/statement.h"
 
 namespace dblock::postgresql::sql {
 

@@ -1,16 +1,16 @@
 #include "sql_features.h"
 
-#include "builders.h"
+#include "dblock/service/sql/builders.h"
 #include "dblock/errors.h"
 #include "error_map.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "sql.h"
 
 namespace dblock::postgresql {
 
 namespace {
 
-using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
+using Borrowed = dblock::service::Pool<Connection>::Borrowed;
 
 void discard_if_broken(Borrowed& c, const std::exception& e) {
   if (broken(*c, e)) c.discard();
@@ -117,7 +117,7 @@ void PgSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const
 
 bool PgSqlFeatures::run_with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
   const dblock::sql::BuiltStatement statement =
-      dblock::sql::row_lock_query(request, &detail::quote_identifier, "FOR SHARE", kServiceName);
+      dblock::sql::row_lock_query(request, &service::quote_identifier, "FOR SHARE", kServiceName);
   auto c = context_.connections().pool().borrow();
   const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   std::optional<pqxx::work> tx;
@@ -141,7 +141,7 @@ bool PgSqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
 
 bool PgSqlFeatures::compare_and_set(const VersionedUpdate& update) {
   const dblock::sql::BuiltStatement statement =
-      dblock::sql::versioned_update(update, &detail::quote_identifier, kServiceName);
+      dblock::sql::versioned_update(update, &service::quote_identifier, kServiceName);
   // Not retried: an UPDATE whose reply was lost may have been applied, and repeating it would
   // report a conflict for our own write. The caller learns "in doubt" instead.
   return context_.connections().once(
@@ -157,7 +157,7 @@ bool PgSqlFeatures::compare_and_set(const VersionedUpdate& update) {
 std::optional<std::int64_t> PgSqlFeatures::read_version(std::string_view table, std::string_view id_column,
                                                         const Value& id, std::string_view version_column) {
   const std::string statement =
-      dblock::sql::read_version_query(table, id_column, version_column, &detail::quote_identifier);
+      dblock::sql::read_version_query(table, id_column, version_column, &service::quote_identifier);
   return context_.connections().idempotent([&](Connection& c) -> std::optional<std::int64_t> {
     const auto watch = context_.watch(c);
     pqxx::nontransaction tx(*c.conn);

@@ -248,37 +248,4 @@ Broken Connection::failure() const {
                 timed_out};
 }
 
-std::unique_ptr<Connection> Pool::borrow(SteadyClock::time_point deadline, bool& fresh) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
-      fresh = false;
-      return c;
-    }
-  }
-  fresh = true;
-  return Connection::open(options_, deadline);
-}
-
-std::unique_ptr<Connection> Pool::take_idle() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (idle_.empty()) return nullptr;
-  auto c = std::move(idle_.back());
-  idle_.pop_back();
-  return c;
-}
-
-void Pool::give_back(std::unique_ptr<Connection> connection) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (idle_.size() < 64) idle_.push_back(std::move(connection));
-}
-
-void Pool::clear() {
-  std::vector<std::unique_ptr<Connection>> dropped;
-  std::lock_guard<std::mutex> lock(mutex_);
-  dropped.swap(idle_);
-}
-
 }  // namespace dblock::redis

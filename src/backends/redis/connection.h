@@ -1,4 +1,4 @@
-// One hiredis connection with deadlines, and a pool of them. Internal.
+// One hiredis connection with deadlines (pooled in dblock/service/pool.h). Internal.
 //
 // hiredis 0.14's blocking context is not thread-safe and cannot be used again after a timeout or
 // an I/O error: a Connection is used by one thread at a time (the pool hands it out), and a
@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -82,26 +81,6 @@ int connect_socket(const std::string& host, int port, SteadyClock::time_point de
 // says 0 or the connect's errno). Throws Broken (sent = false) when it fails at once.
 int start_connect(const std::string& host, int port);
 int connect_result(int fd);
-
-// Idle connections for the service's calls. Thread-safe.
-class Pool {
- public:
-  explicit Pool(Options options) : options_(std::move(options)) {}
-  const Options& options() const { return options_; }
-
-  // An idle connection, or a new one made by `deadline`; `fresh` is set when it is new.
-  std::unique_ptr<Connection> borrow(SteadyClock::time_point deadline, bool& fresh);
-  // An idle connection, or null when there is none (nothing is made).
-  std::unique_ptr<Connection> take_idle();
-  void give_back(std::unique_ptr<Connection> connection);
-  // Drops every idle connection (after a failure that may have broken them all: a restart).
-  void clear();
-
- private:
-  const Options options_;
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(mutex_)
-};
 
 }  // namespace dblock::redis
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "node.h"
 
 namespace dblock::redis {

@@ -64,11 +64,11 @@ ScriptSet::ScriptSet()
       confirm(script("confirm", scripts::kConfirm)),
       raise_fence(script("raise-fence", scripts::kRaiseFence)) {}
 
-Node::Node(Options options, SteadyClock::time_point deadline) : pool_(std::move(options)) {
+Node::Node(Options options, SteadyClock::time_point deadline) : options_(std::move(options)) {
   with_connection([](Connection&, SteadyClock::time_point) { return 0; }, Repeat::kSafe, deadline);
 }
 
-Node::Node(Options options) : pool_(std::move(options)) {}
+Node::Node(Options options) : options_(std::move(options)) {}
 
 void Node::ensure_checked(Connection& c, SteadyClock::time_point deadline) {
   if (checked_.load()) return;
@@ -127,7 +127,7 @@ Node::Exchange::Exchange(Node& node, const Script& script, std::vector<std::stri
                          SteadyClock::time_point deadline)
     : node_(node), script_(script), keys_(std::move(keys)), args_(std::move(args)), deadline_(deadline) {
   try {
-    if ((connection_ = node_.pool_.take_idle()) != nullptr) {
+    if ((connection_ = node_.pool_.take()) != nullptr) {
       send_script(false);
       return;
     }
@@ -261,7 +261,7 @@ void Node::Exchange::fail(std::string why) {
 void Node::Exchange::finish(std::optional<Reply> reply) {
   finished_ = true;
   reply_ = std::move(reply);
-  node_.pool_.give_back(std::move(connection_));
+  node_.pool_.put(std::move(connection_));
 }
 
 }  // namespace dblock::redis

@@ -19,7 +19,8 @@
 
 #include "connection.h"
 #include "dblock/errors.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
+#include "dblock/service/pool.h"
 #include "error_map.h"
 
 namespace dblock::redis {
@@ -79,7 +80,7 @@ class Node {
   std::unique_ptr<Exchange> begin(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
                                   SteadyClock::time_point deadline);
 
-  const Options& options() const { return pool_.options(); }
+  const Options& options() const { return options_; }
   const ScriptSet& scripts() const { return scripts_; }
   // "host:port", for messages.
   std::string address() const;
@@ -103,7 +104,8 @@ class Node {
   // Before a call on a node not checked yet: checks it on `c`. Throws as check_server().
   void ensure_checked(Connection& c, SteadyClock::time_point deadline);
 
-  Pool pool_;
+  const Options options_;
+  service::Pool<Connection> pool_{64};  // idle connections; every one is made by Connection::open
   const ScriptSet scripts_;
   std::mutex check_mutex_;
   std::atomic<bool> checked_{false};
@@ -171,10 +173,14 @@ auto Node::with_connection(F&& f, Repeat repeat, std::optional<SteadyClock::time
   for (int round = 0;; ++round) {
     bool fresh = false;
     try {
-      std::unique_ptr<Connection> c = pool_.borrow(deadline, fresh);
+      std::unique_ptr<Connection> c = pool_.take();
+      if (!c) {
+        fresh = true;
+        c = Connection::open(options_, deadline);
+      }
       ensure_checked(*c, deadline);
       auto result = f(*c, deadline);
-      pool_.give_back(std::move(c));
+      pool_.put(std::move(c));
       return result;
     } catch (const Broken& broken) {
       // A pooled connection may be stale (the server restarted or dropped it): once more on a new one.

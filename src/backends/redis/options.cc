@@ -5,7 +5,7 @@
 #include "dblock/url.h"
 #include "redis_service.h"
 #include "redlock_service.h"
-#include "url_params.h"
+#include "dblock/service/url_params.h"
 
 namespace dblock::redis {
 
@@ -60,7 +60,7 @@ void validate(const Options& options) {
 // The options a redis:// or redlock:// URL gives every node (all but the host and port).
 Options common_options(const Url& url, const std::string& table_prefix) {
   Options options;
-  detail::UrlParams params(url, kServiceName);
+  service::UrlParams params(url, kServiceName);
   options.prefix = params.text("prefix").value_or(table_prefix);
   if (auto s = params.integer("connect_timeout", 1, 3600)) options.connect_timeout = std::chrono::seconds(*s);
   options.listen = params.boolean("listen").value_or(true);

@@ -4,7 +4,7 @@
 #include <utility>
 
 #include "dblock/errors.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "listing.h"
 
 namespace dblock::redis {
@@ -100,7 +100,7 @@ FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool que
                        {secret_bytes(*request.secret), request.holder, ttl_us, mode_arg(request.mode), ticket,
                         queue ? "1" : "0", hold_us, permits},
                        Repeat::kSafe);
-  if (r[0].integer() == 2) throw detail::permits_mismatch(kServiceName, request.name, r[1].integer(), request.permits);
+  if (r[0].integer() == 2) throw service::permits_mismatch(kServiceName, request.name, r[1].integer(), request.permits);
   Attempt out;
   if (r[0].integer() == 1) {
     out.result.acquired = true;
@@ -134,7 +134,7 @@ std::vector<AcquireResult> RedisService::try_acquire_all(const std::vector<Acqui
   std::vector<AcquireResult> out;
   if (r.size() >= 3 && r[0].integer() == 2) {
     const std::size_t i = static_cast<std::size_t>(r[1].integer()) - 1;
-    if (i < requests.size()) throw detail::permits_mismatch(kServiceName, requests[i].name, r[2].integer(), 0);
+    if (i < requests.size()) throw service::permits_mismatch(kServiceName, requests[i].name, r[2].integer(), 0);
   }
   if (r.size() == 0 || r[0].integer() != 1) return out;
   if (r.size() != 1 + 2 * requests.size()) throw Error("redis: acquire-all answered with the wrong number of fields", std::string(kServiceName));

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/redis/redis.h"
 #include "error_map.h"

@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/redis/redis.h"
 #include "keys.h"
 #include "node.h"

@@ -21,9 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/redis/redis.h"
-#include "event_fanout.h"
+#include "dblock/service/event_fanout.h"
 
 namespace dblock::redis {
 
@@ -32,7 +32,7 @@ class Connection;
 // One node's subscriber thread, started by start(), stopped by the destructor.
 class Subscriber {
  public:
-  Subscriber(Options node, std::string channel, detail::EventFanout& fanout)
+  Subscriber(Options node, std::string channel, service::EventFanout& fanout)
       : options_(std::move(node)), channel_(std::move(channel)), fanout_(fanout) {}
   ~Subscriber();
   Subscriber(const Subscriber&) = delete;
@@ -47,7 +47,7 @@ class Subscriber {
 
   const Options options_;
   const std::string channel_;
-  detail::EventFanout& fanout_;
+  service::EventFanout& fanout_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stop_ = false;  // GUARDED_BY(mutex_)
@@ -72,7 +72,7 @@ class Events final : public WakeEvents {
 
  private:
   const Confirm confirm_;
-  detail::EventFanout fanout_{0};
+  service::EventFanout fanout_{0};
   std::once_flag started_;
   // Destroyed first (declared last): their threads stop before the fanout goes.
   std::vector<std::unique_ptr<Subscriber>> subscribers_;

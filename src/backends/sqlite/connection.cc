@@ -9,7 +9,8 @@
 #include "error_map.h"
 #include "file_clock.h"
 #include "file_trust.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
+#include "dblock/service/backoff.h"
 #include "owner_digest.h"
 #include "sql.h"
 
@@ -26,7 +27,7 @@ int busy_handler(void* arg, int count) {
   auto now = SteadyClock::now();
   if (now >= connection->busy_deadline) return 0;
   microseconds step = std::min<microseconds>(microseconds(20LL << std::min(count, 7)), microseconds(2000));
-  step = detail::jittered(step);
+  step = service::jittered(step);
   std::this_thread::sleep_for(std::min<SteadyClock::duration>(step, connection->busy_deadline - now));
   return 1;
 }

@@ -15,9 +15,9 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "dblock/sql/features.h"
-#include "statement.h"
+#include "dblock/service/sql/statement.h"
 
 namespace dblock::sqlite {
 

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "connection.h"
-#include "statement.h"
+#include "dblock/service/sql/statement.h"
 
 namespace dblock::sqlite {
 

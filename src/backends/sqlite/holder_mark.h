@@ -35,7 +35,7 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock::sqlite {
 

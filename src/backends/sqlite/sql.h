@@ -11,7 +11,7 @@
 #ifndef DBLOCK_SRC_BACKENDS_SQLITE_SQL_H_
 #define DBLOCK_SRC_BACKENDS_SQLITE_SQL_H_
 
-#include "statement.h"
+#include "dblock/service/sql/statement.h"
 
 namespace dblock::sqlite::sql {
 

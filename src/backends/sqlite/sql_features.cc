@@ -2,10 +2,10 @@
 // and the Transaction they hand to application code.
 #include <memory>
 
-#include "builders.h"
+#include "dblock/service/sql/builders.h"
 #include "dblock/errors.h"
 #include "error_map.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "sql.h"
 #include "sqlite_service.h"
 
@@ -116,7 +116,7 @@ void SqliteService::run_guarded(std::string_view name, std::int64_t fence, const
 
 bool SqliteService::compare_and_set(const VersionedUpdate& update) {
   const dblock::sql::BuiltStatement statement =
-      dblock::sql::versioned_update(update, &detail::quote_identifier, "sqlite");
+      dblock::sql::versioned_update(update, &service::quote_identifier, "sqlite");
   auto c = borrow();
   SqliteTransaction tx(*c);
   return tx.execute(statement.sql, statement.params) == 1;
@@ -124,7 +124,7 @@ bool SqliteService::compare_and_set(const VersionedUpdate& update) {
 
 std::optional<std::int64_t> SqliteService::read_version(std::string_view table, std::string_view id_column,
                                                         const Value& id, std::string_view version_column) {
-  const std::string text = dblock::sql::read_version_query(table, id_column, version_column, &detail::quote_identifier);
+  const std::string text = dblock::sql::read_version_query(table, id_column, version_column, &service::quote_identifier);
   auto c = borrow();
   SqliteTransaction tx(*c);
   auto rows = tx.query(text, {id});

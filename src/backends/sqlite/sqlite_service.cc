@@ -8,10 +8,10 @@
 #include "error_map.h"
 #include "file_clock.h"
 #include "file_trust.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "lock_file.h"
-#include "migration.h"
-#include "rows.h"
+#include "dblock/service/sql/migration.h"
+#include "dblock/service/sql/rows.h"
 #include "sql.h"
 
 namespace dblock::sqlite {
@@ -26,15 +26,15 @@ using dblock::sql::remaining_ms;
 std::int64_t to_us(milliseconds d) { return d.count() * 1000; }
 
 dblock::sql::Placeholders tables(const std::string& prefix) {
-  dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &detail::quote_identifier);
-  p.set('F', detail::quote_identifier(prefix + "fence_counter"))
-      .set('C', detail::quote_identifier(prefix + "clock"))
+  dblock::sql::Placeholders p = dblock::sql::lease_tables(prefix, &service::quote_identifier);
+  p.set('F', service::quote_identifier(prefix + "fence_counter"))
+      .set('C', service::quote_identifier(prefix + "clock"))
       .set('N', sql::kNow);
   return p;
 }
 
 const Options& checked(const Options& options) {
-  detail::validate_table_prefix(options.table_prefix);
+  service::validate_table_prefix(options.table_prefix);
   if (options.path.empty()) throw UsageError("sqlite: empty database path", "sqlite");
   if (options.busy_timeout <= milliseconds::zero()) throw UsageError("sqlite: busy_timeout must be positive", "sqlite");
   // Deadlines are the steady clock plus this: far beyond a day they overflow.
@@ -175,7 +175,7 @@ void SqliteService::check_permits(Connection& c, const AcquireRequest& request) 
   q.bind(1, request.name);
   std::int64_t permits = 0;
   if (q.fetch({&permits}) && permits != request.permits) {
-    throw detail::permits_mismatch(name(), request.name, permits, request.permits);
+    throw service::permits_mismatch(name(), request.name, permits, request.permits);
   }
 }
 

@@ -15,13 +15,13 @@
 #include <algorithm>
 
 #include "connection.h"
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/sqlite/sqlite.h"
 #include "dblock/sql/features.h"
 #include "holder_mark.h"
 #include "lock_file.h"
-#include "pool.h"
-#include "statement.h"
+#include "dblock/service/pool.h"
+#include "dblock/service/sql/statement.h"
 #include "wake_file.h"
 
 namespace dblock::sqlite {
@@ -87,7 +87,7 @@ class SqliteService final : public LeaseService,
                                            std::string_view version_column) override;
 
  private:
-  using Borrowed = dblock::sql::Pool<Connection>::Borrowed;
+  using Borrowed = dblock::service::Pool<Connection>::Borrowed;
 
   // A pooled connection whose busy handler waits for the write lock for the busy timeout, never
   // past the call's deadline (an acquire's wait, which the engine gives at least 2 s).
@@ -133,7 +133,7 @@ class SqliteService final : public LeaseService,
   std::unique_ptr<WakeFile> wake_;    // set in the constructor; null: waiters poll
   std::string wake_unusable_;         // why wake_ is null (degraded()); set in the constructor
 
-  dblock::sql::Pool<Connection> pool_;
+  dblock::service::Pool<Connection> pool_;
 };
 
 }  // namespace dblock::sqlite

@@ -17,7 +17,7 @@
 #include <mutex>
 #include <string>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "session.h"
 
 namespace dblock::zookeeper {

@@ -5,7 +5,7 @@
 #include "dblock/schemes.h"
 #include "dblock/url.h"
 #include "paths.h"
-#include "url_params.h"
+#include "dblock/service/url_params.h"
 #include "zookeeper_service.h"
 
 namespace dblock::zookeeper {
@@ -85,7 +85,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
 
 std::unique_ptr<LeaseService> make_service(const Url& url, const ServiceContext& context) {
   Options options;
-  detail::UrlParams params(url, kServiceName);
+  service::UrlParams params(url, kServiceName);
   // A dead holder's node lives as long as its session: as long as a lease of the default TTL,
   // unless the URL says otherwise (the server clamps it to its own bounds in turn).
   options.session_timeout = std::clamp(context.default_ttl, kShortestSession, kLongestSession);

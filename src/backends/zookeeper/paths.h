@@ -11,7 +11,7 @@
 
 #include "dblock/errors.h"
 #include "dblock/options.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "dblock/zookeeper/zookeeper.h"
 
 namespace dblock::zookeeper {

@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
-#include "internal.h"
+#include "dblock/service/identifiers.h"
 #include "nodes.h"
 #include "zookeeper_service.h"
 
@@ -122,7 +122,7 @@ FairQueue::Attempt ZooKeeperService::attempt_once(Session& s, const AcquireReque
   // Not holding and not in line: the node goes again (as Curator's acquire(0) does). A delete
   // that fails is sent again until the server confirms it: the node must not block the name.
   remove_node(s, path, deadline);
-  if (conflict) throw detail::permits_mismatch(kServiceName, request.name, *conflict, request.permits);
+  if (conflict) throw service::permits_mismatch(kServiceName, request.name, *conflict, request.permits);
   return out;
 }
 

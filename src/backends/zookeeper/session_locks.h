@@ -11,7 +11,7 @@
 #include <memory>
 #include <string>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/zookeeper/zookeeper.h"
 
 namespace dblock::zookeeper {

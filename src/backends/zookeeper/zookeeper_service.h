@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "dblock/capabilities.h"
-#include "dblock/service.h"
+#include "dblock/service/capabilities.h"
+#include "dblock/service/lease_service.h"
 #include "attempts.h"
 #include "dblock/zookeeper/zookeeper.h"
 #include "events.h"

@@ -1,11 +1,11 @@
 // Statements on the application's own tables, the same in every dialect but for identifier
 // quoting: optimistic compare-and-set and row locks. The only SQL built at run time; everything
-// dblock runs on its own tables is in a service's sql.h. Internal.
+// dblock runs on its own tables is in a service's sql.h.
 //
 // Every identifier is validated (validate_identifier) before it is quoted; values are always
 // '?' parameters, never spliced.
-#ifndef DBLOCK_SRC_SQL_BUILDERS_H_
-#define DBLOCK_SRC_SQL_BUILDERS_H_
+#ifndef DBLOCK_SERVICE_SQL_BUILDERS_H_
+#define DBLOCK_SERVICE_SQL_BUILDERS_H_
 
 #include <string>
 #include <string_view>
@@ -42,4 +42,4 @@ BuiltStatement row_lock_query(const RowLockRequest& request, QuoteIdentifier quo
 
 }  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_SQL_BUILDERS_H_
+#endif  // DBLOCK_SERVICE_SQL_BUILDERS_H_

@@ -2,11 +2,11 @@
 // connection's socket with the deadline of the call (dblock::call_deadline()); when the deadline
 // passes first, the socket is shut down (shutdown(2), both directions), so the library's blocked
 // read or write returns an error at once and the connection is dropped. The descriptor itself is
-// never closed here: it stays the library's. Internal.
+// never closed here: it stays the library's.
 //
 // Thread-safe. One background thread per SocketDeadlines, started at the first watch.
-#ifndef DBLOCK_SRC_SQL_SOCKET_DEADLINES_H_
-#define DBLOCK_SRC_SQL_SOCKET_DEADLINES_H_
+#ifndef DBLOCK_SERVICE_SOCKET_DEADLINES_H_
+#define DBLOCK_SERVICE_SOCKET_DEADLINES_H_
 
 #include <chrono>
 #include <condition_variable>
@@ -17,7 +17,7 @@
 #include <thread>
 #include <utility>
 
-namespace dblock::sql {
+namespace dblock::service {
 
 class SocketDeadlines {
  public:
@@ -87,6 +87,6 @@ decltype(auto) call_within(SocketDeadlines& deadlines, int fd, SocketDeadlines::
   }
 }
 
-}  // namespace dblock::sql
+}  // namespace dblock::service
 
-#endif  // DBLOCK_SRC_SQL_SOCKET_DEADLINES_H_
+#endif  // DBLOCK_SERVICE_SOCKET_DEADLINES_H_

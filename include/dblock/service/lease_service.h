@@ -15,8 +15,8 @@
 //  * Driver exceptions never escape: they are translated to the dblock::Error tree (errors.h).
 //    A state-changing call whose outcome is unknown throws InDoubtError or ConnectionError.
 //  * A service either provides a capability or does not: nothing is implemented only to throw.
-#ifndef DBLOCK_SERVICE_H_
-#define DBLOCK_SERVICE_H_
+#ifndef DBLOCK_SERVICE_LEASE_SERVICE_H_
+#define DBLOCK_SERVICE_LEASE_SERVICE_H_
 
 #include <array>
 #include <chrono>
@@ -220,4 +220,4 @@ class LeaseService {
 
 }  // namespace dblock
 
-#endif  // DBLOCK_SERVICE_H_
+#endif  // DBLOCK_SERVICE_LEASE_SERVICE_H_

@@ -7,8 +7,8 @@
 // fence this process has been issued, which is what this class keeps. The clock floor covers a
 // new primary whose clock agrees with the old one's to within the failover's duration; the
 // carried floor covers this process's own fences whatever the clocks say.
-#ifndef DBLOCK_SRC_SQL_CARRIED_FENCE_H_
-#define DBLOCK_SRC_SQL_CARRIED_FENCE_H_
+#ifndef DBLOCK_SERVICE_SQL_CARRIED_FENCE_H_
+#define DBLOCK_SERVICE_SQL_CARRIED_FENCE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -32,4 +32,4 @@ class CarriedFence {
 
 }  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_SQL_CARRIED_FENCE_H_
+#endif  // DBLOCK_SERVICE_SQL_CARRIED_FENCE_H_

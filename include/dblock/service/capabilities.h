@@ -14,8 +14,8 @@
 //   SessionLocks  LockManager::session_lock                        -       yes         yes
 //   MultiAcquire  acquire_all's names in one call, all or none     yes     yes         yes
 //   SqlFeatures   guard, transaction/row locks, version CAS        yes     yes         yes
-#ifndef DBLOCK_CAPABILITIES_H_
-#define DBLOCK_CAPABILITIES_H_
+#ifndef DBLOCK_SERVICE_CAPABILITIES_H_
+#define DBLOCK_SERVICE_CAPABILITIES_H_
 
 #include <chrono>
 #include <cstddef>
@@ -27,7 +27,7 @@
 #include <vector>
 
 #include "dblock/options.h"
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock {
 
@@ -213,4 +213,4 @@ class SessionLocks {
 
 }  // namespace dblock
 
-#endif  // DBLOCK_CAPABILITIES_H_
+#endif  // DBLOCK_SERVICE_CAPABILITIES_H_

@@ -1,14 +1,14 @@
 // What a SQL service's session locks share: one dedicated connection per held lock, kept for
-// reuse after a clean release. Internal.
+// reuse after a clean release.
 //
 // Thread-safe. Context: the service's context (connect(), options()); Connection: its connection.
-#ifndef DBLOCK_SRC_SQL_SESSION_CONNECTIONS_H_
-#define DBLOCK_SRC_SQL_SESSION_CONNECTIONS_H_
+#ifndef DBLOCK_SERVICE_SQL_SESSION_CONNECTIONS_H_
+#define DBLOCK_SERVICE_SQL_SESSION_CONNECTIONS_H_
 
 #include <memory>
 
-#include "dblock/capabilities.h"
-#include "pool.h"
+#include "dblock/service/capabilities.h"
+#include "dblock/service/pool.h"
 
 namespace dblock::sql {
 
@@ -41,9 +41,9 @@ class SessionConnections : public SessionLocks {
   Context& context_;
 
  private:
-  Pool<Connection> idle_;
+  service::Pool<Connection> idle_;
 };
 
 }  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_SQL_SESSION_CONNECTIONS_H_
+#endif  // DBLOCK_SERVICE_SQL_SESSION_CONNECTIONS_H_

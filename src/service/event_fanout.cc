@@ -1,9 +1,9 @@
-#include "event_fanout.h"
+#include "dblock/service/event_fanout.h"
 
 #include <algorithm>
 #include <vector>
 
-namespace dblock::detail {
+namespace dblock::service {
 
 bool EventFanout::set_listener(WakeEvents::Listener listener) {
   std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
@@ -71,4 +71,4 @@ void EventFanout::dispatch_all() {
   }
 }
 
-}  // namespace dblock::detail
+}  // namespace dblock::service

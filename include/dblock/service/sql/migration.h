@@ -1,7 +1,7 @@
 // Numbered schema migrations embedded from migrations/<backend>/NNNN_*.sql at build time
 // (cmake/embed_migrations.cmake). Not part of the public API.
-#ifndef DBLOCK_SRC_SQL_MIGRATION_H_
-#define DBLOCK_SRC_SQL_MIGRATION_H_
+#ifndef DBLOCK_SERVICE_SQL_MIGRATION_H_
+#define DBLOCK_SERVICE_SQL_MIGRATION_H_
 
 #include <string>
 #include <string_view>
@@ -48,4 +48,4 @@ inline std::string render_migration(std::string_view sql, std::string_view prefi
 
 }  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_SQL_MIGRATION_H_
+#endif  // DBLOCK_SERVICE_SQL_MIGRATION_H_

@@ -1,11 +1,12 @@
-// Idle connections kept for reuse, and the handle a caller borrows one through. Internal;
-// includes no driver header (the connection type is the service's own).
+// dblock/service/pool.h — idle connections kept for reuse, and the handle a caller borrows one
+// through. Includes no driver header (the connection type is the service's own). A service that
+// connects with a deadline of its own (Redis) uses it as an idle store only: take(), put(), clear().
 //
 // Thread-safe. A borrowed connection is used by one thread; it goes back to the pool when the
 // handle is destroyed, unless discard() was called or the pool's check refuses it (a broken
 // connection, one left inside a transaction).
-#ifndef DBLOCK_SRC_SQL_POOL_H_
-#define DBLOCK_SRC_SQL_POOL_H_
+#ifndef DBLOCK_SERVICE_POOL_H_
+#define DBLOCK_SERVICE_POOL_H_
 
 #include <cstddef>
 #include <functional>
@@ -14,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-namespace dblock::sql {
+namespace dblock::service {
 
 template <class Connection>
 class Pool {
@@ -46,8 +47,11 @@ class Pool {
 
   Pool(Connect connect, Reusable reusable, std::size_t max_idle = 16)
       : connect_(std::move(connect)), reusable_(std::move(reusable)), max_idle_(max_idle) {}
+  // An idle store: every returned connection is kept (up to max_idle); borrow() and connect() are
+  // not to be called.
+  explicit Pool(std::size_t max_idle) : max_idle_(max_idle) {}
 
-  // The most recently returned idle connection, or a new one.
+  // The most recently returned idle connection, or a new one. REQUIRES: a Connect was given.
   Borrowed borrow() {
     std::unique_ptr<Connection> c = take();
     if (!c) c = connect_();
@@ -65,12 +69,19 @@ class Pool {
 
   // Keeps `c` for reuse when the check allows it and fewer than max_idle are idle; else closes it.
   void put(std::unique_ptr<Connection> c) {
-    if (!reusable_(*c)) return;
+    if (!c || (reusable_ && !reusable_(*c))) return;
     std::lock_guard<std::mutex> lock(mutex_);
     if (idle_.size() < max_idle_) idle_.push_back(std::move(c));
   }
 
   std::unique_ptr<Connection> connect() { return connect_(); }
+
+  // Closes every idle connection (after a failure that may have broken them all: a restart).
+  void clear() {
+    std::vector<std::unique_ptr<Connection>> dropped;
+    std::lock_guard<std::mutex> lock(mutex_);
+    dropped.swap(idle_);
+  }
 
  private:
   // Constant after construction.
@@ -82,6 +93,6 @@ class Pool {
   std::vector<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(mutex_)
 };
 
-}  // namespace dblock::sql
+}  // namespace dblock::service
 
-#endif  // DBLOCK_SRC_SQL_POOL_H_
+#endif  // DBLOCK_SERVICE_POOL_H_

@@ -1,4 +1,4 @@
-#include "socket_deadlines.h"
+#include "dblock/service/socket_deadlines.h"
 
 #include <sys/socket.h>
 
@@ -7,7 +7,7 @@
 
 #include "dblock/errors.h"
 
-namespace dblock::sql {
+namespace dblock::service {
 
 SocketDeadlines::~SocketDeadlines() {
   {
@@ -94,4 +94,4 @@ void throw_cut_call(const CutCall& call, const std::exception& library_error) {
                         call.service, call.sqlstate);
 }
 
-}  // namespace dblock::sql
+}  // namespace dblock::service

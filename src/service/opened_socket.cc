@@ -1,4 +1,4 @@
-#include "opened_socket.h"
+#include "dblock/service/opened_socket.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -13,7 +13,7 @@
 #include <map>
 #include <string>
 
-namespace dblock::sql {
+namespace dblock::service {
 
 namespace {
 
@@ -73,4 +73,4 @@ int socket_opened_by(const std::function<void()>& connect, const SocketPeer& pee
   return found;
 }
 
-}  // namespace dblock::sql
+}  // namespace dblock::service

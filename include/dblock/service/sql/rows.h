@@ -1,6 +1,6 @@
-// Result rows as dblock Values, and what list() makes of them. Internal.
-#ifndef DBLOCK_SRC_SQL_ROWS_H_
-#define DBLOCK_SRC_SQL_ROWS_H_
+// Result rows as dblock Values, and what list() makes of them.
+#ifndef DBLOCK_SERVICE_SQL_ROWS_H_
+#define DBLOCK_SERVICE_SQL_ROWS_H_
 
 #include <chrono>
 #include <cstdint>
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "dblock/service.h"
+#include "dblock/service/lease_service.h"
 #include "dblock/sql/features.h"
 
 namespace dblock::sql {
@@ -60,4 +60,4 @@ ForceReleaseRecord force_release_record(const Row& row);
 
 }  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_SQL_ROWS_H_
+#endif  // DBLOCK_SERVICE_SQL_ROWS_H_

@@ -1,5 +1,5 @@
 // The socket a client library opened for a connection, for libraries that keep it to themselves
-// (MySQL Connector/C++ 1.1 hides its MYSQL handle), so that SocketDeadlines can watch it. Internal.
+// (MySQL Connector/C++ 1.1 hides its MYSQL handle), so that SocketDeadlines can watch it.
 //
 // How: this process's sockets are listed (/proc/self/fd) before and after the library connects;
 // the connection's socket is the one that appeared and whose peer is the server. Several such
@@ -8,13 +8,13 @@
 //
 // Thread-safe. The descriptor stays the library's: it is valid while the library's connection
 // is open, which holds only when the library never reconnects on its own.
-#ifndef DBLOCK_SRC_SQL_OPENED_SOCKET_H_
-#define DBLOCK_SRC_SQL_OPENED_SOCKET_H_
+#ifndef DBLOCK_SERVICE_OPENED_SOCKET_H_
+#define DBLOCK_SERVICE_OPENED_SOCKET_H_
 
 #include <functional>
 #include <string>
 
-namespace dblock::sql {
+namespace dblock::service {
 
 // Where the server listens: a TCP port (any address: a name may resolve to several), or the
 // path of a Unix socket.
@@ -27,6 +27,6 @@ struct SocketPeer {
 // socket to `peer` that it opened, or -1 when there is not exactly one (or /proc is not mounted).
 int socket_opened_by(const std::function<void()>& connect, const SocketPeer& peer);
 
-}  // namespace dblock::sql
+}  // namespace dblock::service
 
-#endif  // DBLOCK_SRC_SQL_OPENED_SOCKET_H_
+#endif  // DBLOCK_SERVICE_OPENED_SOCKET_H_

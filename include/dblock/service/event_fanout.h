@@ -1,7 +1,6 @@
 // The engine-facing half of a service's wake events (WakeEvents), the same for every service that
 // pushes them over a channel (PostgreSQL's LISTEN, Redis's SUBSCRIBE): the listener, the names
-// waiters are subscribed to, and the one payload format. Internal; a service owns one and its own
-// thread feeds it.
+// waiters are subscribed to, and the one payload format. A service owns one and its own thread feeds it.
 //
 // Payloads (fields separated by \x1f; lock names never contain control characters): "<name>"
 // (anyone may look), "<name>\x1f<ticket of the waiter whose turn it is>", or, when a release
@@ -10,8 +9,8 @@
 // can reach the channel can make: the engine confirms it (WakeEvents::confirm_grant) before it counts.
 //
 // Thread-safe. set_listener(nullptr) returns only once no listener call is in flight.
-#ifndef DBLOCK_SRC_CORE_EVENT_FANOUT_H_
-#define DBLOCK_SRC_CORE_EVENT_FANOUT_H_
+#ifndef DBLOCK_SERVICE_EVENT_FANOUT_H_
+#define DBLOCK_SERVICE_EVENT_FANOUT_H_
 
 #include <cstdint>
 #include <map>
@@ -19,9 +18,9 @@
 #include <string>
 #include <string_view>
 
-#include "dblock/capabilities.h"
+#include "dblock/service/capabilities.h"
 
-namespace dblock::detail {
+namespace dblock::service {
 
 class EventFanout {
  public:
@@ -47,6 +46,6 @@ class EventFanout {
   std::map<std::string, int> subscribed_;  // GUARDED_BY(mutex_)
 };
 
-}  // namespace dblock::detail
+}  // namespace dblock::service
 
-#endif  // DBLOCK_SRC_CORE_EVENT_FANOUT_H_
+#endif  // DBLOCK_SERVICE_EVENT_FANOUT_H_

@@ -1,12 +1,12 @@
 // The statements of a SQL service: each is a named constant in the service's sql.h, so the
 // compiler checks every name a call site uses; a Registry renders them once per service (tables
 // filled in) and gives each a position that per-connection caches of prepared statements index.
-// Internal.
+//
 //
 // Thread safety: Statement and Placeholders are values; a Registry is immutable after
 // construction and may be shared by every thread.
-#ifndef DBLOCK_SRC_SQL_STATEMENT_H_
-#define DBLOCK_SRC_SQL_STATEMENT_H_
+#ifndef DBLOCK_SERVICE_SQL_STATEMENT_H_
+#define DBLOCK_SERVICE_SQL_STATEMENT_H_
 
 #include <array>
 #include <cstddef>
@@ -62,4 +62,4 @@ class Registry {
 
 }  // namespace dblock::sql
 
-#endif  // DBLOCK_SRC_SQL_STATEMENT_H_
+#endif  // DBLOCK_SERVICE_SQL_STATEMENT_H_

@@ -1,10 +1,10 @@
-#include "url_params.h"
+#include "dblock/service/url_params.h"
 
 #include <algorithm>
 
 #include "dblock/errors.h"
 
-namespace dblock::detail {
+namespace dblock::service {
 
 namespace {
 // A key as it may appear in a message: at most 64 bytes.
@@ -78,4 +78,4 @@ void UrlParams::finish() const {
   }
 }
 
-}  // namespace dblock::detail
+}  // namespace dblock::service

@@ -1,4 +1,4 @@
-// The retry and in-doubt policy every SQL service follows, written once. Internal.
+// The retry and in-doubt policy every SQL service follows, written once.
 //
 //  * A statement that failed with a retryable error (deadlock, lock wait timeout: the server
 //    rolled it back) is repeated, up to Driver::conflict_attempts tries, after jittered pauses.
@@ -11,8 +11,8 @@
 //    retried after a broken connection: InDoubtError.
 //
 // Thread-safe as its Pool.
-#ifndef DBLOCK_SRC_SQL_RETRY_H_
-#define DBLOCK_SRC_SQL_RETRY_H_
+#ifndef DBLOCK_SERVICE_RETRY_H_
+#define DBLOCK_SERVICE_RETRY_H_
 
 #include <chrono>
 #include <exception>
@@ -24,10 +24,10 @@
 #include <utility>
 
 #include "dblock/errors.h"
-#include "internal.h"
-#include "pool.h"
+#include "dblock/service/backoff.h"
+#include "dblock/service/pool.h"
 
-namespace dblock::sql {
+namespace dblock::service {
 
 template <class Connection>
 class Connections {
@@ -74,7 +74,7 @@ class Connections {
       } catch (const Error& e) {
         if (!e.retryable() || attempt >= driver_.conflict_attempts) throw;
       }
-      std::this_thread::sleep_for(detail::jittered(pause));
+      std::this_thread::sleep_for(service::jittered(pause));
       pause *= 4;
     }
   }
@@ -122,6 +122,6 @@ class Connections {
   Pool<Connection> pool_;
 };
 
-}  // namespace dblock::sql
+}  // namespace dblock::service
 
-#endif  // DBLOCK_SRC_SQL_RETRY_H_
+#endif  // DBLOCK_SERVICE_RETRY_H_

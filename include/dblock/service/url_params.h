@@ -1,13 +1,13 @@
 // The one rule every service applies to its URL's query parameters: a parameter the service does
 // not know, a malformed value, or a parameter given twice is a UsageError that names the parameter
-// (never its value: it may be a secret). Internal; used by each service's options parsing.
+// (never its value: it may be a secret).
 //
 //   UrlParams params(url, "mysql");
 //   options.socket = params.text("socket").value_or("");
 //   options.beacon = params.boolean("beacon").value_or(true);
 //   params.finish();  // throws for whatever was not asked for
-#ifndef DBLOCK_SRC_CORE_URL_PARAMS_H_
-#define DBLOCK_SRC_CORE_URL_PARAMS_H_
+#ifndef DBLOCK_SERVICE_URL_PARAMS_H_
+#define DBLOCK_SERVICE_URL_PARAMS_H_
 
 #include <chrono>
 #include <cstdint>
@@ -19,7 +19,7 @@
 
 #include "dblock/url.h"
 
-namespace dblock::detail {
+namespace dblock::service {
 
 class UrlParams {
  public:
@@ -53,6 +53,6 @@ class UrlParams {
   std::vector<std::string> known_;  // every key asked for, for the error message
 };
 
-}  // namespace dblock::detail
+}  // namespace dblock::service
 
-#endif  // DBLOCK_SRC_CORE_URL_PARAMS_H_
+#endif  // DBLOCK_SERVICE_URL_PARAMS_H_
