@@ -23,11 +23,13 @@
 #include "dblock/lease.h"
 #include "dblock/metrics.h"
 #include "dblock/options.h"
-#include "dblock/service/lease_service.h"
+#include "dblock/lease_info.h"
 #include "dblock/session_lock.h"
 #include "dblock/sql/features.h"
 
 namespace dblock {
+
+class LeaseService;  // dblock/service/lease_service.h: the seam a lock service implements
 
 namespace detail {
 class ManagerCore;

@@ -19,7 +19,7 @@
 #include <variant>
 #include <vector>
 
-#include "dblock/service/lease_service.h"
+#include "dblock/lease_info.h"
 
 namespace dblock {
 
