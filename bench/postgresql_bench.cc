@@ -47,8 +47,6 @@
 #include "bench_args.h"
 #include "bench_util.h"
 #include "contention.h"
-#include "figures.h"
-#include "scale.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
@@ -56,11 +54,13 @@
 #include "dblock/options.h"
 #include "dblock/postgresql/postgresql.h"
 #include "dblock/session_lock.h"
+#include "figures.h"
+#include "scale.h"
 // Diagnostics only: the backend's own statement texts, so that "dblock's SQL sent from raw libpqxx"
 // can be measured beside the floor and dblock (separating SQL cost from client-side overhead).
 #include "connection.h"
-#include "sql.h"
 #include "dblock/service/sql/statement.h"
+#include "sql.h"
 
 #ifndef DBLOCK_BENCH_BUILD_TYPE
 #define DBLOCK_BENCH_BUILD_TYPE ""

@@ -103,6 +103,14 @@ class PermissionError : public Error {
   using Error::Error;
 };
 
+// A fault that may pass while the caller is still willing to wait, the one rule the engine and the
+// dblock command share: the error is retryable (a busy service, a deadlock), the service could not
+// be reached or the connection broke (ConnectionError), or the outcome of the call is unknown
+// (InDoubtError; acquire attempts are idempotent per owner secret, so the next one finds a lease the
+// lost one took). Not transient: misuse, a lost lease, a missing schema, a missing privilege, and a
+// TimeoutError (an infrastructure wait that already spent its time).
+bool is_transient(const Error& e) noexcept;
+
 }  // namespace dblock
 
 #endif  // DBLOCK_ERRORS_H_

@@ -1,5 +1,8 @@
 // dblock/lease.h — a held lock: RAII handle with fence, expiry, safe-until and a lost flag.
 //
+// held() is "I may act as the holder now": false once the lease is lost (lost() says so too) or
+// released. Check it, or lost(), before each write the lease protects, and pass fence() along.
+//
 // A Lease is move-only (dblock/lock_handle.h). Destroying a held Lease releases it (errors go to
 // ManagerOptions::on_background_error). Lifetime: a Lease may outlive its LockManager (it keeps the
 // engine alive); ~LockManager releases it first, and the handle then says shut_down() and lost(),
@@ -27,9 +30,6 @@ namespace detail {
 struct LeaseState;
 class ManagerCore;
 }  // namespace detail
-namespace service {
-struct LeaseAccess;
-}  // namespace service
 
 class Lease : public detail::LockHandle<detail::LeaseState> {
  public:
@@ -58,13 +58,15 @@ class Lease : public detail::LockHandle<detail::LeaseState> {
   bool lost() const;
   // Number of reentrant holds sharing this lease (1 without reentrancy).
   int hold_count() const;
+  // The 128-bit secret this lease proves its ownership with (dblock/lease_info.h), for code that
+  // checks the lease inside its own transaction (dblock/postgresql/interop.h does). The service
+  // stores only its digest; never log it or pass it to anyone who is not the holder.
+  const OwnerSecret& owner_secret() const;
 
  private:
   friend class detail::ManagerCore;
   friend class LockManager;
-  friend struct service::LeaseAccess;  // a service's interop code (dblock/service/lease_secret.h)
   using LockHandle::LockHandle;
-  const OwnerSecret& state_secret() const;
 };
 
 }  // namespace dblock

@@ -35,8 +35,10 @@ class LockHandle {
   LockHandle& operator=(const LockHandle&) = delete;
   ~LockHandle();  // noexcept: releases if still held
 
-  // True until release(), a move-from or the LockManager's shutdown. A held lock may still be
-  // lost(): check that too.
+  // True while the lock is this handle's to act under: not released, moved from or released by
+  // the LockManager's shutdown, and not lost (a lease past its safe-until, renewed in vain or
+  // evicted; a session lock whose session ended). False from the moment it is lost, although the
+  // handle still owes its release() (the destructor makes it), which then says kAlreadyLost.
   bool held() const noexcept;
   // True once the LockManager's shutdown released this lock (held() is false from then on;
   // release() returns kShutDown).
@@ -52,6 +54,9 @@ class LockHandle {
  protected:
   friend class ManagerCore;
   LockHandle(std::shared_ptr<ManagerCore> core, std::shared_ptr<State> state);
+  // True until release(), a move-from or the LockManager's shutdown: the release is still owed,
+  // lost or not.
+  bool unreleased() const noexcept;
   // Throws UsageError on an empty handle.
   const State& state() const;
   bool released() const noexcept { return released_; }

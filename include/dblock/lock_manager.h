@@ -21,9 +21,9 @@
 #include <vector>
 
 #include "dblock/lease.h"
+#include "dblock/lease_info.h"
 #include "dblock/metrics.h"
 #include "dblock/options.h"
-#include "dblock/lease_info.h"
 #include "dblock/session_lock.h"
 #include "dblock/sql/features.h"
 
@@ -33,7 +33,6 @@ class LeaseService;  // dblock/service/lease_service.h: the seam a lock service 
 
 namespace detail {
 class ManagerCore;
-struct TestAccess;
 }  // namespace detail
 
 // Lock names: 1..kMaxNameBytes bytes of valid UTF-8 without NUL or other control characters.
@@ -192,8 +191,13 @@ class LockManager {
   Capabilities capabilities() const;
   const ManagerOptions& options() const;
 
+  // The lock service behind this manager (dblock/service/lease_service.h), as SOCI hands out its
+  // backend: for a service's own tests and tools that drive it as the engine does. A call made
+  // through it bypasses the engine (no reentrancy, renewal or lost-lease signal): not for
+  // application code. Valid while the manager lives.
+  LeaseService& service() noexcept;
+
  private:
-  friend struct detail::TestAccess;  // tests only (src/core/test_access.h, not installed)
   std::shared_ptr<detail::ManagerCore> core_;
 };
 

@@ -32,7 +32,9 @@ class Mutex {
 
   void lock();                 // blocks without limit
   bool try_lock();             // one attempt
-  void unlock() noexcept;      // REQUIRES: held by the calling thread
+  // Releases the calling thread's hold. By a thread that does not hold the Mutex it releases
+  // nothing (std::mutex leaves that undefined; here the holder keeps its lock).
+  void unlock() noexcept;
 
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& wait) {

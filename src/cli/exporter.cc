@@ -94,13 +94,17 @@ void serve_routes(httplib::Server& server, LockTableMetrics& metrics) {
     }
   };
   server.Get(".*", refuse);
-  server.Post(".*", refuse);
-  server.Put(".*", refuse);
-  server.Patch(".*", refuse);
-  server.Delete(".*", refuse);
-  server.Options(".*", refuse);
-  // The library answers 400 before any route for a method it does not know, or a POST without a
-  // body length: with a parsed request line, that is still a method other than GET.
+  // Any other method is refused before its body is read: a POST without a length would otherwise
+  // be read until the client closed or the read timed out (5 s). The connection closes after the
+  // answer, as the unread body would otherwise be parsed as the next request.
+  server.set_pre_routing_handler([refuse](const httplib::Request& req, httplib::Response& res) {
+    if (req.method == "GET" || req.method == "HEAD") return httplib::Server::HandlerResponse::Unhandled;
+    refuse(req, res);
+    res.set_header("Connection", "close");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  // The library answers 400 before any route for a method it does not know: with a parsed request
+  // line, that is still a method other than GET.
   server.set_error_handler([refuse](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 400 && !req.path.empty() && req.method != "GET" && req.method != "HEAD") refuse(req, res);
   });

@@ -76,7 +76,9 @@ class HeldSession final : public HeldLock {
   explicit HeldSession(SessionLock lock, std::string key) : lock_(std::move(lock)), key_(std::move(key)) {}
   std::optional<std::int64_t> fence() const override { return std::nullopt; }
   std::vector<std::string> environment() const override {
-    return {"DBLOCK_KEY=" + key_, "DBLOCK_SESSION_KEY=" + std::to_string(lock_.key())};  // no fence
+    // No fence. A service without a numeric key (MariaDB's GET_LOCK takes the name) sets none.
+    if (lock_.key() == 0) return {"DBLOCK_KEY=" + key_};
+    return {"DBLOCK_KEY=" + key_, "DBLOCK_SESSION_KEY=" + std::to_string(lock_.key())};
   }
   bool lost() const override { return lock_.lost(); }
   std::optional<Clock::time_point> safe_until() const override { return std::nullopt; }

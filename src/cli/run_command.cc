@@ -127,12 +127,10 @@ std::unique_ptr<HeldLock> acquire_interruptibly(const Acquire& acquire, const Ru
 }
 
 // The faults that end a wait as "not acquired within --wait": those the engine rides over while a
-// wait lasts (the same test as its transient(), src/core/acquire.cc; keep the two in step), and a
-// TimeoutError: a lock wait on the server that the wait's deadline cut (MariaDB says so when too
-// little of the wait is left for another).
+// wait lasts (dblock::is_transient), and a TimeoutError: a lock wait on the server that the wait's
+// deadline cut (MariaDB says so when too little of the wait is left for another).
 bool fault_during_wait(const Error& e) {
-  return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
-         dynamic_cast<const InDoubtError*>(&e) != nullptr || dynamic_cast<const TimeoutError*>(&e) != nullptr;
+  return is_transient(e) || dynamic_cast<const TimeoutError*>(&e) != nullptr;
 }
 
 void report_not_acquired(LockManager& manager, const RunOptions& o) {
@@ -227,7 +225,8 @@ Round hold_and_run_timed(const Rounds& r, Clock::time_point wait_started) {
     return {o.not_acquired_exit, true, {}};
   }
   if (!held) {
-    report_not_acquired(*r.manager, o);
+    // --skipped-exit 0: a skipped run is no error, and says nothing (cron mails what a job prints).
+    if (o.not_acquired_exit != 0) report_not_acquired(*r.manager, o);
     return {o.not_acquired_exit, true, {}};
   }
   Round round;

@@ -54,7 +54,8 @@ releases it when COMMAND exits. COMMAND runs with these variables added to its e
   DBLOCK_FENCE  the fencing token: strictly greater than any token issued before for NAME
   DBLOCK_KEY    the lock name
   DBLOCK_SESSION_KEY  with --mode session: the backend's key for the lock (PostgreSQL: the
-                advisory lock key, as in pg_locks); DBLOCK_FENCE is then not set
+                advisory lock key, as in pg_locks; not set where the lock has no numeric key,
+                as on MariaDB); DBLOCK_FENCE is then not set
 With several --key options, all the names are held or none (taken in sorted order; what was
 taken is given back when one is not acquired within --wait), and instead of DBLOCK_KEY and
 DBLOCK_FENCE COMMAND gets DBLOCK_KEY_COUNT=N and DBLOCK_KEY_i, DBLOCK_FENCE_i for i = 1..N in
@@ -91,7 +92,8 @@ Options:
                     it; a shorter --ttl exits 64). Up to 7d; not with --mode session or shared,
                     or --permits (exits 64)
   --skipped-exit N  the exit status when the lock is not acquired (default 75); 0 for cron
-                    setups where a skipped run is not an error. 0 to 255
+                    setups where a skipped run is not an error: it then prints nothing (a
+                    service that failed while waiting is still reported). 0 to 255
   --on-lost POLICY  what to do if the lock is lost while COMMAND runs (renewal refused, expired,
                     evicted with `dblock release --force`, database session gone):
                       term (default): SIGTERM to COMMAND, SIGKILL 5 s later if still running

@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "acquire_rules.h"
-#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
+#include "dblock/service/call_deadline.h"
 #include "internal.h"
 #include "manager_core.h"
 
@@ -59,11 +59,6 @@ SteadyClock::time_point bounded_call_deadline(SteadyClock::time_point deadline) 
   return deadline - now > kMaxCallTime ? now + kMaxCallTime : deadline;
 }
 
-bool transient(const Error& e) {
-  return e.retryable() || dynamic_cast<const ConnectionError*>(&e) != nullptr ||
-         dynamic_cast<const InDoubtError*>(&e) != nullptr;
-}
-
 // One acquire call that may wait, on the calling thread's stack: attempts, waits for a turn
 // between them (the manager's wait strategies), and on the way out leaves the service's line and
 // the wake board unless it acquired.
@@ -79,6 +74,7 @@ class Acquirer {
         try_once_(try_once),
         queue_(try_once || !fair ? nullptr : core.service_->fair_queue()),
         events_(try_once ? nullptr : core.service_->wake_events()),
+        grants_(events_ == nullptr ? nullptr : core.service_->grant_events()),
         // A queue entry outlives a few of the waiter's longest pauses.
         queue_hold_(std::max(milliseconds(1000), core.options_.max_poll * 4)),
         wait_{state_->name, state_->secret} {
@@ -178,8 +174,8 @@ class Acquirer {
         last_step_faulted_ = false;
         return result;
       } catch (const Error& e) {
-        last_step_faulted_ = transient(e);
-        if (try_once_ || !transient(e) || SteadyClock::now() >= deadline_) throw;
+        last_step_faulted_ = is_transient(e);
+        if (try_once_ || !is_transient(e) || SteadyClock::now() >= deadline_) throw;
         const auto pause = jittered(milliseconds(50) * (1 << std::min(faults++, 4)));
         std::uint64_t seen = core_.board_.generation(state_->name);
         core_.board_.wait(state_->name, seen, std::min(deadline_, SteadyClock::now() + pause));
@@ -237,8 +233,8 @@ class Acquirer {
       sent_at = last_sent_at_;
       return from_grant(claimed);
     }
-    if (events_ == nullptr) return std::nullopt;
-    std::optional<LeaseGrant> confirmed = events_->confirm_grant(state_->name, *request_.secret, claimed);
+    if (grants_ == nullptr) return std::nullopt;  // a grant this service never posts: forged
+    std::optional<LeaseGrant> confirmed = grants_->confirm_grant(state_->name, *request_.secret, claimed);
     if (!confirmed) return std::nullopt;
     return from_grant(*confirmed);
   }
@@ -257,7 +253,8 @@ class Acquirer {
   const SteadyClock::time_point deadline_;
   const bool try_once_;
   FairQueue* const queue_;    // null: single attempt, or the service keeps no line
-  WakeEvents* const events_;  // null: single attempt, or the service pushes no events
+  WakeEvents* const events_;   // null: single attempt, or the service pushes no events
+  GrantEvents* const grants_;  // null: no events, or the service posts no grants
   const milliseconds queue_hold_;
   const EngineMetrics::Kind kind_ = EngineMetrics::kind_of(state_->mode, state_->permits);
   AcquireRequest request_;
@@ -337,14 +334,21 @@ std::optional<Lease> ManagerCore::acquire_uncounted(std::string_view name, Stead
 
 void ManagerCore::record(LeaseState& s, const AcquireResult& result, Instant sent_at) {
   // The service may hold the lease for less than the TTL (a grant until the waiter's queue entry
-  // would have expired, a short session): safe-until from that, renewed at a third of it.
-  const milliseconds held_for = std::min(s.ttl, duration_cast<milliseconds>(result.granted_for));
+  // would have expired, a short session): timing() takes the shorter.
+  const Timing t = timing(s, result.granted_for, sent_at);
   s.fence = result.fence;
   s.tag = result.tag;
   s.granted_at = sent_at.steady;
   s.expires_at_us.store(result.expires_at_us);
-  s.set_safe_until(sent_at.boot + held_for - drift_margin(held_for));
-  s.next_renew = sent_at.steady + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)));
+  s.set_safe_until(t.safe_until);
+  s.next_renew = t.next_renew;
+}
+
+ManagerCore::Timing ManagerCore::timing(const LeaseState& s, std::chrono::microseconds granted_for,
+                                        const Instant& sent_at) const {
+  const milliseconds held_for = std::min(s.ttl, duration_cast<milliseconds>(granted_for));
+  return Timing{held_for, sent_at.boot + held_for - drift_margin(held_for),
+                sent_at.steady + std::min(s.renew_interval, std::max(held_for / 3, milliseconds(1)))};
 }
 
 std::shared_ptr<LeaseState> ManagerCore::new_lease_state(const std::string& name, milliseconds ttl,

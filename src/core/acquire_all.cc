@@ -4,8 +4,8 @@
 #include <thread>
 
 #include "acquire_rules.h"
-#include "call_deadline.h"
 #include "dblock/errors.h"
+#include "dblock/service/call_deadline.h"
 #include "internal.h"
 #include "manager_core.h"
 
@@ -76,7 +76,7 @@ std::vector<AcquireResult> ManagerCore::acquire_all_call(MultiAcquire& multi, co
       for (const AcquireRequest& request : requests) metrics_.attempt(EngineMetrics::kind_of(request.mode, 0));
       return multi.try_acquire_all(requests);
     } catch (const Error& e) {
-      if (try_once || !transient(e) || SteadyClock::now() >= deadline) throw;
+      if (try_once || !is_transient(e) || SteadyClock::now() >= deadline) throw;
       std::this_thread::sleep_for(refusal_pause(faults, deadline));
     }
   }

@@ -18,11 +18,6 @@ std::chrono::milliseconds checked_ttl(const AcquireOptions& options, std::chrono
 // very long wait (kWaitForever) blocks on a dead connection for more than 30 s.
 SteadyClock::time_point bounded_call_deadline(SteadyClock::time_point deadline);
 
-// A fault that may pass while the caller is still willing to wait: the service unreachable,
-// restarting, out of connections or disk, busy, or the outcome of the attempt unknown (attempts
-// are idempotent: one that took the name is found its own by the next).
-bool transient(const Error& e);
-
 }  // namespace dblock::detail
 
 #endif  // DBLOCK_SRC_CORE_ACQUIRE_RULES_H_

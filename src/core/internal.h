@@ -8,11 +8,13 @@
 
 #include "dblock/errors.h"
 #include "dblock/service/backoff.h"
+#include "dblock/service/call_deadline.h"
 #include "dblock/service/identifiers.h"
 
 namespace dblock::detail {
 
 // The kit's helpers, as the engine's own code names them.
+using service::CallDeadlineScope;
 using service::jitter_unit;
 using service::jittered;
 using service::quote_identifier;

@@ -14,8 +14,8 @@
 
 #include "boot_clock.h"
 #include "clock_check.h"
-#include "dblock/service/capabilities.h"
 #include "dblock/options.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
 #include "engine_metrics.h"
 
@@ -88,6 +88,7 @@ struct SessionState {
 
   std::atomic<bool> lost{false};
   std::atomic<bool> shut_down{false};  // released by the manager's shutdown (written under the mutex)
+  bool is_lost() const { return lost.load(std::memory_order_acquire); }
   // Serialises verify() and release() on the session's connection.
   std::mutex handle_mutex;
   std::unique_ptr<SessionLockHandle> handle;  // GUARDED_BY(handle_mutex); null once released

@@ -36,7 +36,7 @@ LockHandle<State>::LockHandle(LockHandle&& other) noexcept
 template <class State>
 LockHandle<State>& LockHandle<State>::operator=(LockHandle&& other) noexcept {
   if (this != &other) {
-    if (held()) {
+    if (unreleased()) {
       try {
         release();
       } catch (...) {
@@ -53,7 +53,7 @@ LockHandle<State>& LockHandle<State>::operator=(LockHandle&& other) noexcept {
 
 template <class State>
 LockHandle<State>::~LockHandle() {
-  if (!held()) return;  // released, moved from, or released by the manager's shutdown
+  if (!unreleased()) return;  // released, moved from, or released by the manager's shutdown
   try {
     release();
   } catch (...) {
@@ -62,8 +62,13 @@ LockHandle<State>::~LockHandle() {
 }
 
 template <class State>
-bool LockHandle<State>::held() const noexcept {
+bool LockHandle<State>::unreleased() const noexcept {
   return state_ != nullptr && !released_ && !state_->shut_down.load(std::memory_order_acquire);
+}
+
+template <class State>
+bool LockHandle<State>::held() const noexcept {
+  return unreleased() && !state_->is_lost();
 }
 
 template <class State>

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "call_deadline.h"
 #include "dblock/errors.h"
+#include "dblock/service/call_deadline.h"
 #include "internal.h"
 #include "manager_core.h"
 
@@ -32,6 +32,8 @@ LockManager::LockManager(std::unique_ptr<LeaseService> service, ManagerOptions o
 }
 
 LockManager::~LockManager() { core_->shutdown(); }
+
+LeaseService& LockManager::service() noexcept { return core_->service(); }
 
 std::optional<Lease> LockManager::try_acquire(std::string_view name, const AcquireOptions& options) {
   return core_->acquire(name, std::chrono::steady_clock::now(), /*try_once=*/true, options);
@@ -99,13 +101,13 @@ std::optional<Lease> LockManager::acquire_until(std::string_view name,
 }
 
 std::vector<LeaseInfo> LockManager::list() {
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   return core_->service().list(std::nullopt);
 }
 
 std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
   validate_lock_name(name);
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   auto rows = core_->service().list(name);
   if (rows.empty()) return std::nullopt;
   return rows.front();
@@ -113,7 +115,7 @@ std::optional<LeaseInfo> LockManager::inspect(std::string_view name) {
 
 bool LockManager::force_release(std::string_view name) {
   validate_lock_name(name);
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   return core_->service().force_release(name, core_->holder());
 }
 
@@ -122,7 +124,7 @@ std::vector<ForceReleaseRecord> LockManager::force_release_history(std::optional
   if (name) validate_lock_name(*name);
   AuditLog* log = core_->service().audit_log();
   if (log == nullptr) unsupported(core_->service(), "a record of force-releases");
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   return log->force_releases(name, std::min<std::size_t>(limit, kMaxHistoryRows));
 }
 
@@ -134,7 +136,7 @@ std::size_t LockManager::reap(std::size_t max_rows) {
   // Bounded: every pass deletes rows or ends the loop.
   while (total < max_rows) {
     const std::size_t limit = std::min(batch, max_rows - total);
-    const detail::CallDeadlineScope call(core_->call_timeout_after());
+    const service::CallDeadlineScope call(core_->call_timeout_after());
     const std::size_t n = maintenance->reap(limit);
     core_->metrics().reaped(n);
     total += n;
@@ -146,21 +148,21 @@ std::size_t LockManager::reap(std::size_t max_rows) {
 std::optional<std::chrono::microseconds> LockManager::oldest_unreaped() {
   Maintenance* maintenance = core_->service().maintenance();
   if (maintenance == nullptr) return std::nullopt;
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   return maintenance->oldest_unreaped();
 }
 
 void LockManager::migrate() {
   Maintenance* maintenance = core_->service().maintenance();
   if (maintenance == nullptr) return;
-  const detail::CallDeadlineScope call(core_->migration_deadline());
+  const service::CallDeadlineScope call(core_->migration_deadline());
   maintenance->migrate(true);
 }
 
 int LockManager::schema_version() {
   Maintenance* maintenance = core_->service().maintenance();
   if (maintenance == nullptr) return 0;
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   return maintenance->schema_version();
 }
 
@@ -169,12 +171,12 @@ bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::mi
   validate_lock_name(name);
   SqlFeatures& sql = sql_of(core_->service(), "a transaction lock");
   const auto waits_until = detail::wait_deadline(wait);
-  const detail::CallDeadlineScope call(core_->call_timeout_after(waits_until));
+  const service::CallDeadlineScope call(core_->call_timeout_after(waits_until));
   return sql.run_in_transaction_lock(name, wait, body);
 }
 
 void LockManager::run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body) {
-  if (!lease.held()) {
+  if (!lease.unreleased()) {
     (void)lease.name();  // an empty handle: UsageError "empty Lease handle"
     const char* state = lease.shut_down() ? "released by the LockManager's shutdown" : "released";
     throw UsageError(std::string("run_guarded needs a held lease; this one is ") + state);
@@ -183,9 +185,9 @@ void LockManager::run_guarded(const Lease& lease, const std::function<void(Trans
   // consulted (it can only be more pessimistic, never safer). The whole transaction is one call,
   // bounded by the lease's safe-until: the guard's row lock keeps renewals out until it ends, so
   // the lease cannot be extended meanwhile.
-  const detail::CallDeadlineScope call(lease.safe_until());
+  const service::CallDeadlineScope call(lease.safe_until());
   try {
-    sql_of(core_->service(), "a guarded write").run_guarded(lease.name(), lease.fence(), lease.state_secret(), body);
+    sql_of(core_->service(), "a guarded write").run_guarded(lease.name(), lease.fence(), lease.owner_secret(), body);
   } catch (const LeaseLostError& e) {
     core_->learned_lost(lease.shared_state(), std::string("a guarded write found the lease lost: ") + e.what());
     throw;
@@ -194,14 +196,14 @@ void LockManager::run_guarded(const Lease& lease, const std::function<void(Trans
 
 bool LockManager::compare_and_set(const VersionedUpdate& update) {
   SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   return sql.compare_and_set(update);
 }
 
 std::optional<std::int64_t> LockManager::read_version(std::string_view table, std::string_view id_column,
                                                       const Value& id, std::string_view version_column) {
   SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
-  const detail::CallDeadlineScope call(core_->call_timeout_after());
+  const service::CallDeadlineScope call(core_->call_timeout_after());
   return sql.read_version(table, id_column, id, version_column);
 }
 
@@ -216,7 +218,7 @@ bool LockManager::with_locked_rows(const RowLockRequest& request, const RowsBody
   // Waiting on the server's default lock timeout (wait_timeout 0) gets call_timeout alone.
   const bool waits = request.wait == RowLockWait::kWait;
   const auto waits_until = detail::wait_deadline(waits ? request.wait_timeout : std::chrono::milliseconds::zero());
-  const detail::CallDeadlineScope call(core_->call_timeout_after(waits_until));
+  const service::CallDeadlineScope call(core_->call_timeout_after(waits_until));
   return rows->run_with_locked_rows(request, body);
 }
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <utility>
 
-#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
+#include "dblock/service/call_deadline.h"
 #include "internal.h"
 
 namespace dblock::detail {

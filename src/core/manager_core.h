@@ -22,10 +22,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/options.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
 #include "dblock/session_lock.h"
 #include "engine_metrics.h"
@@ -121,6 +121,16 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   bool answered_late(const std::vector<std::shared_ptr<LeaseState>>& states);
   // What an acquisition tells its lease: fence, tag, safe-until and the first renewal.
   void record(LeaseState& state, const AcquireResult& result, Instant sent_at);
+  // The one timing rule of a lease after a call sent at `sent_at` (an acquisition or a renewal)
+  // that the service answered with `granted_for`: held for min(TTL, granted_for); safe until
+  // sent_at + held - the drift margin (boot clock); renewed next at sent_at + min(renew interval,
+  // held / 3) (steady clock).
+  struct Timing {
+    std::chrono::milliseconds held_for;
+    BootClock::time_point safe_until;
+    SteadyClock::time_point next_renew;
+  };
+  Timing timing(const LeaseState& state, std::chrono::microseconds granted_for, const Instant& sent_at) const;
   // True if this thread holds any of `names` through this manager (not lost).
   bool holds_any(const std::vector<std::string>& names);
 

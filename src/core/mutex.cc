@@ -60,6 +60,7 @@ void Mutex::unlock() noexcept {
   std::optional<Lease> held;
   {
     std::lock_guard<std::mutex> lock(guard_);
+    if (owner_ != std::this_thread::get_id()) return;  // not this thread's to release
     held.swap(lease_);
     owner_ = std::thread::id();
   }

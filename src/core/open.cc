@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <thread>
 
-#include "call_deadline.h"
+#include "dblock/service/call_deadline.h"
 #include "internal.h"
 
 #include "dblock/errors.h"
@@ -33,7 +33,7 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
   if (deadline != SteadyClock::time_point::max()) deadline = std::max(deadline, SteadyClock::now() + kMinOpenTime);
   for (int attempt = 0;; ++attempt) {
     try {
-      const detail::CallDeadlineScope call(deadline);
+      const service::CallDeadlineScope call(deadline);
       return open(url_text, options);
     } catch (const Error& e) {
       if (once || !e.retryable()) throw;

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "call_deadline.h"
+#include "dblock/service/call_deadline.h"
 #include "internal.h"
 
 namespace dblock::detail {

@@ -12,8 +12,8 @@
 #include <mutex>
 #include <thread>
 
-#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
+#include "dblock/service/capabilities.h"
 #include "engine_metrics.h"
 
 namespace dblock::detail {

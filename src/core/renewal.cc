@@ -5,8 +5,8 @@
 #include <cstdio>
 #include <utility>
 
-#include "call_deadline.h"
 #include "dblock/errors.h"
+#include "internal.h"
 #include "manager_core.h"
 
 namespace dblock::detail {
@@ -73,7 +73,7 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
   }
   metrics_.renewed(EngineMetrics::Renewal::kOk);
   const Instant answered_at = Instant::now();
-  const milliseconds held_for = std::min(state->ttl, std::chrono::duration_cast<milliseconds>(result.granted_for));
+  const Timing t = timing(*state, result.granted_for, sent_at);
   std::optional<ClockJumpError> jumped;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -82,19 +82,17 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
     // have been told it was lost.
     if (state->is_lost()) return;
     state->expires_at_us.store(result.expires_at_us);
-    jumped = check_service_clock(*state, result, held_for, sent_at, answered_at);
-    const auto interval = std::min(state->renew_interval, std::max(held_for / 3, milliseconds(1)));
+    jumped = check_service_clock(*state, result, t.held_for, sent_at, answered_at);
     if (jumped) {
       // In doubt: this renewal extends nothing. The next one confirms or refutes it: at once after
       // a first step; after the usual interval when the clock still disagrees (a service whose
       // clock keeps disagreeing is not renewed in a tight loop; its leases end at safe-until).
-      state->next_renew = state->clock_in_doubt ? sent_at.steady + interval : answered_at.steady;
+      state->next_renew = state->clock_in_doubt ? t.next_renew : answered_at.steady;
       state->clock_in_doubt = true;
     } else {
       state->clock_in_doubt = false;
-      const auto safe = sent_at.boot + held_for - drift_margin(held_for);
-      if (safe > state->safe_until()) state->set_safe_until(safe);
-      state->next_renew = sent_at.steady + interval;
+      if (t.safe_until > state->safe_until()) state->set_safe_until(t.safe_until);
+      state->next_renew = t.next_renew;
     }
   }
   if (jumped) report(*jumped);
@@ -105,7 +103,8 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
 std::optional<ClockJumpError> ManagerCore::check_service_clock(LeaseState& state, const RenewResult& result,
                                                                milliseconds held_for, const Instant& sent_at,
                                                                const Instant& answered_at) {
-  if (result.expires_at_us == 0) return std::nullopt;  // the service reports no clock
+  // A lease its holder's session keeps has no expiry on the service's clock to compare.
+  if (traits_.bound == LeaseBound::kSession) return std::nullopt;
   const ClockSample sample{result.expires_at_us - std::chrono::duration_cast<std::chrono::microseconds>(held_for).count(),
                            sent_at.boot, answered_at.boot};
   const std::optional<ClockSample> before = std::exchange(state.last_renewal, sample);

@@ -4,8 +4,8 @@
 #include <cerrno>
 #include <cstring>
 
-#include "dblock/service/lease_service.h"
 #include "dblock/errors.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock {
 

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <thread>
 
-#include "call_deadline.h"
 #include "dblock/errors.h"
 #include "dblock/lock_manager.h"
+#include "dblock/service/call_deadline.h"
 #include "internal.h"
 #include "manager_core.h"
 

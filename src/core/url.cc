@@ -160,15 +160,16 @@ std::string render(const Url& url, Secrets secrets) {
       if (i) out += ",";
       bool v6 = hosts[i].host.find(':') != std::string::npos;
       out += v6 ? "[" + hosts[i].host + "]" : hosts[i].host;
-      if (hosts[i].port) out += ":" + std::to_string(hosts[i].port);
+      if (hosts[i].port) out.append(":").append(std::to_string(hosts[i].port));
     }
-    if (!path.empty()) out += "/" + percent_encode(path);
+    if (!path.empty()) out.append("/").append(percent_encode(path));
   }
   bool first = true;
   for (const auto& [key, value] : url.params) {
     const bool secret = is_secret_parameter(key);
     if (secret && secrets == Secrets::kDrop) continue;
-    out += (first ? "?" : "&") + percent_encode(key) + "=" + (secret ? "***" : percent_encode(value));
+    out.append(first ? "?" : "&").append(percent_encode(key)).append("=");
+    out.append(secret ? "***" : percent_encode(value));
     first = false;
   }
   return out;

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "dblock/service/capabilities.h"
 #include "dblock/options.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
 #include "lease_state.h"
 #include "wake_board.h"

@@ -95,8 +95,12 @@ BuiltStatement row_lock_query(const RowLockRequest& request, QuoteIdentifier quo
   BuiltStatement out;
   out.sql = "SELECT " + select_list(request.columns, quote) + " FROM " + quote(request.table) + " WHERE " +
             row_conditions(request, quote, out.params) + order_clause(request.order_by, quote);
-  if (request.limit > 0) out.sql += " LIMIT " + std::to_string(request.limit);
-  out.sql += request.shared ? " " + std::string(shared_clause) : std::string(" FOR UPDATE");
+  if (request.limit > 0) out.sql.append(" LIMIT ").append(std::to_string(request.limit));
+  if (request.shared) {
+    out.sql.append(" ").append(shared_clause);
+  } else {
+    out.sql.append(" FOR UPDATE");
+  }
   if (request.wait == RowLockWait::kNoWait) out.sql += " NOWAIT";
   if (request.wait == RowLockWait::kSkipLocked) out.sql += " SKIP LOCKED";
   return out;

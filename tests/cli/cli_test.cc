@@ -1459,6 +1459,17 @@ TEST_CASE("MariaDB: COMMAND inherits no descriptor of dblock's (lease and sessio
   check_command_isolated(cli, {"--key", unique_key("fds-session"), "--mode", "session"});
 }
 
+TEST_CASE("MariaDB --mode session: COMMAND gets DBLOCK_KEY and no DBLOCK_SESSION_KEY (GET_LOCK has no number)",
+          "[.][mysql][cli]") {
+  Cli cli(/*migrate=*/true, mysql_url());
+  const std::string key = unique_key("session-env");
+  Result r = cli.run({"run", "--key", key, "--mode", "session", "--", "sh", "-c",
+                      "echo \"${DBLOCK_SESSION_KEY-unset} ${DBLOCK_FENCE-unset} $DBLOCK_KEY\""});
+  INFO(r);
+  REQUIRE(r.code == 0);
+  CHECK(r.out == "unset unset " + key + "\n");
+}
+
 // What a service with list/inspect/force-release shows of a running `run` holder, and its
 // eviction: shared by the Redis and ZooKeeper cases (each adds its own checks).
 namespace {

@@ -88,6 +88,8 @@ TEST_CASE("run --hold-at-least: a second run inside the window is skipped (75, o
   Result quiet = cli.run({"run", "--key", "nightly", "--hold-at-least", "6s", "--skipped-exit", "0", "--", "sh", "-c",
                           job, "sh", ran});
   CHECK(quiet.code == 0);
+  CHECK(quiet.err.empty());  // a quiet skip: cron mails whatever a job prints
+  CHECK(skipped.err.find("not acquired") != std::string::npos);
   CHECK(read_numbers(read_file(ran)).size() == 1);  // neither ran the job
   REQUIRE(seconds_since(started) < 6.0);            // both were inside the window
   REQUIRE(eventually([&] { return !cli.held("nightly"); }, milliseconds(10'000)));

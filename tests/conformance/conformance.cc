@@ -413,6 +413,15 @@ std::int64_t reap_one(LockManager& manager, const std::string& name) {
   REQUIRE(expiring.acquired);
   if (service.service.maintenance() == nullptr) {
     CHECK(manager.reap() == 0);
+    // Nothing to reap: the entry ends by its TTL on the service, which list() no longer shows
+    // (or with the manager's session, for a service whose leases a session bounds).
+    if (service.service.traits().bound == LeaseBound::kSession) return expiring.fence;
+    bool expired = false;
+    for (const auto until = SteadyClock::now() + 10s; !expired && SteadyClock::now() < until;) {
+      expired = !manager.inspect(name).has_value();
+      if (!expired) std::this_thread::sleep_for(10ms);
+    }
+    CHECK(expired);
     return expiring.fence;
   }
   std::size_t reaped = 0;
@@ -570,9 +579,15 @@ TEST_CASE("force-release by an admin bumps the fence and the holder learns it lo
   const std::optional<LostLease> lost = watch.wait(10s);
   REQUIRE(lost.has_value());
   CHECK(lost->fence == lease->fence());
-  // The reason names the admin release and who made it (the service's force-release record).
-  CHECK_THAT(lost->reason, Catch::Matchers::StartsWith("released by admin: force_release by 'ops@console'"));
+  // The reason names the admin release and who made it, where the service keeps a record of
+  // force-releases; elsewhere it says the renewal was refused.
+  if (context().expects.audit_log) {
+    CHECK_THAT(lost->reason, Catch::Matchers::StartsWith("released by admin: force_release by 'ops@console'"));
+  } else {
+    CHECK_THAT(lost->reason, Catch::Matchers::StartsWith("renewal refused"));
+  }
   CHECK(lease->lost());
+  CHECK_FALSE(lease->held());  // held() is "may act as the holder": not on a lost lease
   CHECK(lease->release() == ReleaseResult::kAlreadyLost);
   auto next = admin->try_acquire("evicted");
   REQUIRE(next);
@@ -629,7 +644,8 @@ TEST_CASE("with_lease runs the function only while the lease holds and says whet
   }
 }
 
-TEST_CASE("a force-release is recorded: when, by whom, whom it evicted, the fences", "[lease][conformance][audit]") {
+TEST_CASE("a force-release is recorded: when, by whom, whom it evicted, the fences",
+          "[lease][conformance][audit][needs:audit]") {
   const std::string prefix = unique_prefix();
   auto as = [&](const char* holder) {
     ManagerOptions options;

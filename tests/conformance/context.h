@@ -31,7 +31,7 @@ namespace dblock::testing {
 //     [needs:restart] restart, [needs:migration-lock] hold_migration_lock,
 //     [needs:stepped-clock] start_stepped_server
 //   tags read from Expects below: [needs:sql], [needs:sessions], [needs:row-locks], [needs:multi],
-//     [needs:schedule], [needs:reaper], [needs:line] and their [without:...]
+//     [needs:schedule], [needs:reaper], [needs:line], [needs:audit] and their [without:...]
 struct Expects {
   bool sql_features = false;   // SqlFeatures (guard, optimistic CAS, transaction locks)
   bool session_locks = false;  // SessionLocks
@@ -40,6 +40,7 @@ struct Expects {
   bool hold_at_least = false;  // traits().hold_at_least (scheduled jobs)
   bool maintenance = false;    // Maintenance (migrations, the reaper)
   bool fair_queue = true;      // FairQueue (the waiters' line)
+  bool audit_log = true;       // AuditLog (force_release_history)
 };
 
 struct Context {

@@ -15,7 +15,7 @@
 
 #include "context.h"
 #include "relay.h"
-#include "test_access.h"
+#include "service_driver.h"
 
 namespace dblock::testing {
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "context.h"
-#include "test_access.h"
+#include "service_driver.h"
 
 namespace dblock::testing {
 namespace {
@@ -45,6 +45,7 @@ std::vector<Feature> features() {
   out.push_back({"schedule", e.hold_at_least, service.traits().hold_at_least});
   out.push_back({"reaper", e.maintenance, service.maintenance() != nullptr});
   out.push_back({"line", e.fair_queue, service.fair_queue() != nullptr});
+  out.push_back({"audit", e.audit_log, service.audit_log() != nullptr});
   // The positive control of the pins (tests/sqlite/CMakeLists.txt): DBLOCK_TEST_FLIP_PIN=<tag>
   // turns the context's pin of that feature over, and the run must fail saying so.
   if (const char* flip = std::getenv("DBLOCK_TEST_FLIP_PIN"); flip != nullptr) {

@@ -12,6 +12,9 @@
 #                     with a message naming it; the same one asked as optional does not; with
 #                     postgresql among <services>, that component asked for while pkg-config finds
 #                     nothing fails with a message naming libpqxx.
+#   custom_service    examples/custom_service (a service of its own, on the installed kit alone,
+#                     find_package(dblock COMPONENTS core)): configured, built, and its ctest run —
+#                     its demo program and dblock's installed conformance suite on it.
 set -euo pipefail
 build_dir="$1"; source_dir="$2"; case="$3"
 work="$(mktemp -d)"
@@ -56,6 +59,14 @@ case "$case" in
     echo "$needed"
     grep -q "libsqlite3" <<<"$needed" || fail "ldd lists no libsqlite3"
     if grep -Ei 'libpq|mysqlcppconn|hiredis|zookeeper' <<<"$needed"; then fail "another service's client library is loaded"; fi
+    ;;
+  custom_service)
+    example="$(cd "$source_dir/examples/custom_service" && pwd)"
+    cmake -S "$example" -B "$work/lockdir" -DCMAKE_PREFIX_PATH="$work/prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      >"$work/lockdir.log" 2>&1 || { cat "$work/lockdir.log"; fail "configure examples/custom_service"; }
+    cmake --build "$work/lockdir" -j "${JOBS:-2}" >"$work/lockdir-build.log" 2>&1 ||
+      { cat "$work/lockdir-build.log"; fail "build examples/custom_service"; }
+    ctest --test-dir "$work/lockdir" --output-on-failure || fail "examples/custom_service's tests"
     ;;
   components)
     # etcd: a service dblock has no backend for (no installation has it).

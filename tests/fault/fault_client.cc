@@ -107,7 +107,7 @@ void announce_session(LockManager& manager, std::int64_t& last) {
   auto* service = dynamic_cast<zookeeper::ZooKeeperService*>(&ServiceDriver(manager).service);
   if (service == nullptr) return;
   try {
-    const detail::CallDeadlineScope bound(std::chrono::steady_clock::now() + 2s);  // a new session, if any, by then
+    const service::CallDeadlineScope bound(std::chrono::steady_clock::now() + 2s);  // a new session, if any, by then
     const auto [id, password] = service->session_credentials();
     if (id == 0 || id == last) return;
     char buf[8];

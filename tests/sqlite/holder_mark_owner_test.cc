@@ -14,7 +14,7 @@
 #include <filesystem>
 
 #include "dblock/dblock.h"
-#include "holder_mark.h"
+#include "lock_file/holder_mark.h"
 #include "process.h"
 
 using namespace std::chrono_literals;

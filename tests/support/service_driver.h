@@ -1,5 +1,5 @@
 // Drives a manager's lock service directly, as the engine does, for tests that need a second owner
-// or a queue entry the engine would not make (src/core/test_access.h is the test-only path).
+// or a queue entry the engine would not make (LockManager::service()).
 #ifndef DBLOCK_TESTS_SUPPORT_SERVICE_DRIVER_H_
 #define DBLOCK_TESTS_SUPPORT_SERVICE_DRIVER_H_
 
@@ -9,11 +9,14 @@
 #include <string_view>
 #include <vector>
 
-#include "call_deadline.h"
 #include "dblock/dblock.h"
-#include "test_access.h"
+#include "dblock/service/call_deadline.h"
+#include "dblock/service/capabilities.h"
 
 namespace dblock::testing {
+
+// The lock service behind `manager`.
+inline LeaseService& service_of(LockManager& manager) { return manager.service(); }
 
 // What one attempt returned, queued or not.
 struct Outcome {
@@ -68,7 +71,7 @@ class ServiceDriver {
     for (std::size_t i = 0; i < names.size(); ++i) {
       requests.push_back(AcquireRequest{names[i], mode, ttl, &secrets.at(i), "test"});
     }
-    const detail::CallDeadlineScope call(std::chrono::steady_clock::now() + std::chrono::seconds(10));
+    const service::CallDeadlineScope call(std::chrono::steady_clock::now() + std::chrono::seconds(10));
     return service.multi_acquire()->try_acquire_all(requests);
   }
 

@@ -561,7 +561,8 @@ TEST_CASE("core: the reaper runs only for a service that has something to reap",
   CHECK(disabled->calls(Op::kReap) == 1);
 }
 
-TEST_CASE("core: dblock::Mutex locked twice by its holder fails as std::mutex does", "[unit][core][mutex]") {
+TEST_CASE("core: dblock::Mutex locked twice by its holder fails as std::mutex does; another thread's unlock "
+          "releases nothing", "[unit][core][mutex]") {
   Rig rig;
   auto manager = rig.open();
   Mutex m(*manager, "m");
@@ -574,6 +575,11 @@ TEST_CASE("core: dblock::Mutex locked twice by its holder fails as std::mutex do
   }
   CHECK_THROWS_AS(m.try_lock_for(10ms), std::system_error);
   CHECK_FALSE(m.try_lock());
+  std::thread stranger([&] { m.unlock(); });  // not its lock: releases nothing
+  stranger.join();
+  CHECK_FALSE(m.lost());
+  CHECK_NOTHROW(m.fence());
+  CHECK(manager->inspect("m").has_value());
   m.unlock();
   std::thread other([&] {
     CHECK(m.try_lock());

@@ -67,6 +67,7 @@ class MemoryStore {
 class MemoryService final : public LeaseService,
                             public FairQueue,
                             public WakeEvents,
+                            public GrantEvents,
                             public NativeWait,
                             public HolderProbe,
                             public Maintenance {
@@ -156,6 +157,7 @@ class MemoryService final : public LeaseService,
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
   FairQueue* fair_queue() noexcept override { return config_.fair_queue ? this : nullptr; }
   WakeEvents* wake_events() noexcept override { return config_.wake_events ? this : nullptr; }
+  GrantEvents* grant_events() noexcept override { return config_.wake_events ? this : nullptr; }
   NativeWait* native_wait() noexcept override { return config_.native_wait ? this : nullptr; }
   std::vector<std::string> degraded() const override { return config_.degraded; }
   HolderProbe* holder_probe() noexcept override { return config_.holder_probe ? this : nullptr; }
@@ -170,6 +172,8 @@ class MemoryService final : public LeaseService,
   void set_listener(Listener listener) override;
   void subscribe(std::string_view) override { ++subscribed_; }
   void unsubscribe(std::string_view) override { --subscribed_; }
+
+  // ---- GrantEvents ----
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
                                           const LeaseGrant& claimed) override;
 

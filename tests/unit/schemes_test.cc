@@ -11,8 +11,8 @@
 
 #include "dblock/dblock.h"
 #include "dblock/schemes.h"
-#include "memory_service.h"
 #include "dblock/service/url_params.h"
+#include "memory_service.h"
 
 namespace dblock::testing {
 namespace {

@@ -8,6 +8,7 @@
 //   capability    what the engine does with it                    SQLite  PostgreSQL  MariaDB
 //   FairQueue     waiters queue; hand-offs go to the longest one   yes     yes         yes
 //   WakeEvents    waiters sleep until the service pushes an event  -       yes         -
+//   GrantEvents   a pushed grant is confirmed and taken as a lease  -       yes         -
 //   NativeWait    waiters block inside the service                 yes     -           yes
 //   HolderProbe   the first waiter polls a cheap read              yes     -           yes
 //   Maintenance   migrations on open; a reaper thread              yes     yes         yes
@@ -78,8 +79,9 @@ class FairQueue {
 
 // Events pushed by the service (LISTEN/NOTIFY, pub/sub, watches). An event is a hint to look
 // again, never proof: anyone who can reach the channel can send one (any role can NOTIFY any
-// channel, any client can PUBLISH). A kGranted event is acted on only once confirm_grant() has
-// found the lease held in the service's own state.
+// channel, any client can PUBLISH). A kGranted event is acted on only by a service that has
+// GrantEvents, and only once its confirm_grant() has found the lease held in the service's own
+// state; elsewhere it is a hint like kReleased.
 class WakeEvents {
  public:
   using Grant = LeaseGrant;
@@ -107,6 +109,13 @@ class WakeEvents {
   // channel sends a kReleased for every subscribed name, as events may have been missed.
   virtual void subscribe(std::string_view name) = 0;
   virtual void unsubscribe(std::string_view name) = 0;
+};
+
+// A service whose release hands the lease to the next waiter and says so on its event channel
+// (WakeEvents' kGranted): the check that makes such a claim a lease.
+class GrantEvents {
+ public:
+  virtual ~GrantEvents() = default;
   // Reads the service's state: does `secret` hold `name` exclusively and live? Returns the lease
   // as the service has it (fence, expiry, and as granted_for the time it has left, measured after
   // this call began), or nullopt. `claimed` is what the event said; only its ticket and tag are

@@ -22,7 +22,6 @@
 //   socket_deadlines.h  cutting a client library's blocked socket call at call_deadline()
 //   opened_socket.h     finding the socket a client library opened, for socket_deadlines.h
 //   event_fanout.h      a pushed event channel (LISTEN, SUBSCRIBE) fanned out to waiters
-//   lease_secret.h      a held Lease's owner secret, for code checking it inside a transaction
 //   sql/                the SQL layer: statements by dialect, rows, migrations, builders for
 //                       application tables, session-lock connections (dblock::sql)
 //
@@ -40,7 +39,6 @@
 #include "dblock/service/capabilities.h"
 #include "dblock/service/event_fanout.h"
 #include "dblock/service/identifiers.h"
-#include "dblock/service/lease_secret.h"
 #include "dblock/service/lease_service.h"
 #include "dblock/service/pool.h"
 #include "dblock/service/retry.h"

@@ -28,11 +28,13 @@
 
 #include "dblock/lease_info.h"
 #include "dblock/options.h"
+#include "dblock/service/call_deadline.h"
 
 namespace dblock {
 
 class FairQueue;
 class WakeEvents;
+class GrantEvents;
 class NativeWait;
 class HolderProbe;
 class Maintenance;
@@ -41,14 +43,12 @@ class MultiAcquire;
 class SessionLocks;
 class SqlFeatures;
 
-// How a service's fencing tokens behave.
-enum class FenceKind {
-  kIncreasing,  // every acquisition of a name gets a token greater than every earlier one
-  kNone,        // no tokens: Lease::fence() is 0
-};
-
+// What a service is, beyond the calls it answers. Every service's fencing tokens only grow: each
+// acquisition of a name gets a token greater than every earlier one (the conformance suite checks
+// it); a service that cannot promise that is not a dblock service.
 struct ServiceTraits {
-  FenceKind fences = FenceKind::kIncreasing;
+  // kSession: a lease lives as long as its holder's session with the service (ZooKeeper's ephemeral
+  // nodes); the expiry times it reports are 0, and the engine compares no clocks for it.
   LeaseBound bound = LeaseBound::kTtl;
   bool shared_leases = false;  // LockMode::kShared is accepted
   bool permits = false;        // AcquireRequest::permits is enforced (semaphores)
@@ -95,13 +95,6 @@ struct RenewResult {
   std::int64_t expires_at_us = 0;  // service clock
   std::chrono::microseconds granted_for = kGrantedAsAsked;  // as in AcquireResult
 };
-
-// The deadline of the service call the engine is making on this thread (steady_clock): for an
-// attempt, the caller's wait; for a renewal or a release, the lease's safe-until; for clean-up, a
-// short grace. Never less than 2 s from the call's start; time_point::max() outside such a call.
-// A service bounds its blocking I/O by it and fails the call (ConnectionError) once it passes,
-// dropping the connection. Set by the engine around each call; services only read it.
-std::chrono::steady_clock::time_point call_deadline() noexcept;
 
 // One acquisition, as the engine names it in every later call about it.
 struct LeaseKey {
@@ -161,6 +154,7 @@ class LeaseService {
   // service's implementation, valid for the service's lifetime, or nullptr when it has none.
   virtual FairQueue* fair_queue() noexcept { return nullptr; }
   virtual WakeEvents* wake_events() noexcept { return nullptr; }
+  virtual GrantEvents* grant_events() noexcept { return nullptr; }
   virtual NativeWait* native_wait() noexcept { return nullptr; }
   virtual HolderProbe* holder_probe() noexcept { return nullptr; }
   virtual Maintenance* maintenance() noexcept { return nullptr; }

@@ -13,9 +13,9 @@
 #include <mutex>
 
 #include "dblock/errors.h"
-#include "error_map.h"
 #include "dblock/service/identifiers.h"
 #include "dblock/service/opened_socket.h"
+#include "error_map.h"
 #include "sql.h"
 
 namespace dblock::mysql {

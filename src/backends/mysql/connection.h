@@ -22,12 +22,12 @@
 #include <vector>
 
 #include "dblock/mysql/mysql.h"
-#include "dblock/sql/features.h"
-#include "dblock/service/sql/carried_fence.h"
 #include "dblock/service/retry.h"
-#include "dblock/service/sql/rows.h"
 #include "dblock/service/socket_deadlines.h"
+#include "dblock/service/sql/carried_fence.h"
+#include "dblock/service/sql/rows.h"
 #include "dblock/service/sql/statement.h"
+#include "dblock/sql/features.h"
 
 namespace dblock::mysql {
 

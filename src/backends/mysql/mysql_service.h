@@ -12,8 +12,8 @@
 
 #include "beacons.h"
 #include "connection.h"
-#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
+#include "dblock/service/capabilities.h"
 #include "session_locks.h"
 #include "sql_features.h"
 

@@ -1,8 +1,8 @@
 // dblock/mysql/mysql.h: options from a mysql:// or mariadb:// URL, and the factory.
 #include "dblock/errors.h"
+#include "dblock/service/url_params.h"
 #include "dblock/url.h"
 #include "mysql_service.h"
-#include "dblock/service/url_params.h"
 
 namespace dblock::mysql {
 

@@ -5,10 +5,10 @@
 
 #include <cstdio>
 
-#include "dblock/service/sql/builders.h"
 #include "dblock/errors.h"
-#include "error_map.h"
 #include "dblock/service/identifiers.h"
+#include "dblock/service/sql/builders.h"
+#include "error_map.h"
 #include "sql.h"
 
 namespace dblock::mysql {

@@ -3,8 +3,8 @@
 #include <vector>
 
 #include "dblock/errors.h"
-#include "error_map.h"
 #include "dblock/service/identifiers.h"
+#include "error_map.h"
 #include "sql.h"
 
 namespace dblock::postgresql {

@@ -16,13 +16,13 @@
 #include <string_view>
 #include <vector>
 
-#include "dblock/postgresql/postgresql.h"
 #include "bounded_connect.h"
-#include "dblock/service/sql/carried_fence.h"
-#include "dblock/sql/features.h"
+#include "dblock/postgresql/postgresql.h"
 #include "dblock/service/retry.h"
 #include "dblock/service/socket_deadlines.h"
+#include "dblock/service/sql/carried_fence.h"
 #include "dblock/service/sql/statement.h"
+#include "dblock/sql/features.h"
 
 namespace dblock::postgresql {
 

@@ -2,24 +2,28 @@
 // transaction.
 #include "dblock/postgresql/interop.h"
 
+#include "connection.h"
 #include "dblock/errors.h"
 #include "dblock/postgresql/postgresql.h"
-#include "error_map.h"
 #include "dblock/service/identifiers.h"
-#include "connection.h"
-#include "dblock/service/lease_secret.h"
-#include "sql.h"
 #include "dblock/service/sql/builders.h"
+#include "error_map.h"
+#include "sql.h"
 
 namespace dblock::postgresql {
 
 void guard(pqxx::transaction_base& tx, const Lease& lease, std::string_view table_prefix) {
   service::validate_table_prefix(table_prefix);
-  if (!lease.held()) throw UsageError("guard needs a held lease", kServiceName);
+  if (!lease.held()) {
+    // A lease known lost here is lost on the server too (or will be by its expiry); a released
+    // or empty handle is misuse.
+    if (lease.hold_count() > 0) throw LeaseLostError("guard: lease '" + lease.name() + "' was lost", kServiceName);
+    throw UsageError("guard needs a held lease", kServiceName);
+  }
   // The same check the service's own guard makes (sql::kGuardExclusive / kGuardReader).
   const auto& check = lease.mode() == LockMode::kShared ? sql::kGuardReader : sql::kGuardExclusive;
   Params p;
-  p.add(lease.name()).add(service::LeaseAccess::secret(lease)).add(lease.fence());
+  p.add(lease.name()).add(lease.owner_secret()).add(lease.fence());
   auto ptrs = p.pointers();
   pqxx::result r;
   try {

@@ -16,11 +16,10 @@ namespace {
 using std::chrono::milliseconds;
 }  // namespace
 
-NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm,
+NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag,
                                dblock::service::SocketDeadlines& deadlines)
     : conninfo_(std::move(conninfo)),
       channel_(std::move(channel)),
-      confirm_(std::move(confirm)),
       wake_slot_(static_cast<int>(std::random_device{}() % 1024)),
       wake_channel_(channel_ + "_" + std::to_string(wake_slot_)),
       fanout_(grant_tag),

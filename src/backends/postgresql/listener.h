@@ -32,14 +32,10 @@ namespace dblock::postgresql {
 
 class NotifyListener final : public WakeEvents {
  public:
-  // Reads whether a secret holds a name (WakeEvents::confirm_grant), on the service's connections.
-  using Confirm = std::function<std::optional<LeaseGrant>(std::string_view name, const OwnerSecret& secret,
-                                                          const LeaseGrant& claimed)>;
-
   // `channel`: the shared channel every instance listens on; this instance also listens on
   // channel + "_" + wake_slot(). `grant_tag`: the tag a grant's lease carries.
   // `deadlines` bounds the LISTEN connection's setup and teardown; it outlives the listener.
-  NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag, Confirm confirm,
+  NotifyListener(std::string conninfo, std::string channel, std::uint32_t grant_tag,
                  dblock::service::SocketDeadlines& deadlines);
   ~NotifyListener() override;
 
@@ -56,10 +52,6 @@ class NotifyListener final : public WakeEvents {
   void remember_ticket(std::int64_t ticket, std::string_view name);
   // One payload from a channel (see above), to the waiters it concerns.
   void dispatch(std::string_view payload);
-  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
-                                          const LeaseGrant& claimed) override {
-    return confirm_(name, secret, claimed);
-  }
 
  private:
   void loop();
@@ -67,7 +59,6 @@ class NotifyListener final : public WakeEvents {
   // Constant after construction.
   const std::string conninfo_;
   const std::string channel_;
-  const Confirm confirm_;
   const int wake_slot_;
   const std::string wake_channel_;
 

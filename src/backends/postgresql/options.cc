@@ -4,9 +4,9 @@
 #include <set>
 
 #include "dblock/errors.h"
+#include "dblock/service/url_params.h"
 #include "dblock/url.h"
 #include "postgresql_service.h"
-#include "dblock/service/url_params.h"
 
 namespace dblock::postgresql {
 

@@ -3,10 +3,10 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
-#include "error_map.h"
 #include "dblock/service/identifiers.h"
 #include "dblock/service/sql/migration.h"
 #include "dblock/service/sql/rows.h"
+#include "error_map.h"
 #include "sql.h"
 
 namespace dblock::postgresql {
@@ -82,9 +82,6 @@ AcquireResult acquire_result(const pqxx::result& r, std::int64_t ticket, dblock:
 PostgresService::PostgresService(Options options)
     : context_(std::move(options)),
       listener_(context_.options().conninfo, context_.options().table_prefix + "release", kViaQueue,
-                [this](std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed) {
-                  return confirm_grant(name, secret, claimed);
-                },
                 context_.deadlines()),
       session_locks_(context_),
       sql_features_(context_) {}

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "connection.h"
-#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
+#include "dblock/service/capabilities.h"
 #include "listener.h"
 #include "session_locks.h"
 #include "sql_features.h"
@@ -27,6 +27,7 @@ namespace dblock::postgresql {
 
 class PostgresService final : public LeaseService,
                               public FairQueue,
+                              public GrantEvents,
                               public Maintenance,
                               public AuditLog,
                               public MultiAcquire {
@@ -46,6 +47,7 @@ class PostgresService final : public LeaseService,
 
   FairQueue* fair_queue() noexcept override { return this; }
   WakeEvents* wake_events() noexcept override { return context_.options().listen ? &listener_ : nullptr; }
+  GrantEvents* grant_events() noexcept override { return context_.options().listen ? this : nullptr; }
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
   MultiAcquire* multi_acquire() noexcept override { return this; }
@@ -87,7 +89,8 @@ class PostgresService final : public LeaseService,
   std::vector<std::string> tables_to_switch(pqxx::transaction_base& tx);
   bool schema_current(bool create);
   int read_schema_version(pqxx::transaction_base& tx);
-  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed);
+  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                          const LeaseGrant& claimed) override;
   TimeoutError migration_lock_timeout(MigrationLockKey key);
 
   // Names whose release by this service just woke a queued waiter, and when. For a while

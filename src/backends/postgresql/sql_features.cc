@@ -1,9 +1,9 @@
 #include "sql_features.h"
 
-#include "dblock/service/sql/builders.h"
 #include "dblock/errors.h"
-#include "error_map.h"
 #include "dblock/service/identifiers.h"
+#include "dblock/service/sql/builders.h"
+#include "error_map.h"
 #include "sql.h"
 
 namespace dblock::postgresql {

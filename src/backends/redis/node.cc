@@ -28,8 +28,8 @@ std::string sha1_hex(const std::string& text) {
 
 // "key:value" lines of INFO; "" when absent.
 std::string info_field(std::string_view info, std::string_view field) {
-  const std::string key = "\n" + std::string(field) + ":";
-  const std::size_t at = ("\n" + std::string(info)).find(key);
+  const std::string key = std::string("\n").append(field).append(":");
+  const std::size_t at = std::string("\n").append(info).find(key);
   if (at == std::string::npos) return "";
   const std::size_t start = at + key.size() - 1;
   const std::size_t end = info.find_first_of("\r\n", start);

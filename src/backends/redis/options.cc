@@ -2,10 +2,10 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
+#include "dblock/service/url_params.h"
 #include "dblock/url.h"
 #include "redis_service.h"
 #include "redlock_service.h"
-#include "dblock/service/url_params.h"
 
 namespace dblock::redis {
 

@@ -36,10 +36,7 @@ RedisService::RedisService(const Options& options) : node_(options, deadline_now
   check_permissions(node_, prefix(), deadline_now());
   policy_checked_at_ = SteadyClock::now();  // the node checked it at open
   if (options.listen) {
-    events_.emplace(std::vector<Options>{options}, release_channel(options.prefix),
-                        [this](std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed) {
-                          return confirm_grant(name, secret, claimed);
-                        });
+    events_.emplace(std::vector<Options>{options}, release_channel(options.prefix));
   }
 }
 

@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "dblock/service/capabilities.h"
 #include "dblock/errors.h"
 #include "dblock/redis/redis.h"
+#include "dblock/service/capabilities.h"
 #include "error_map.h"
 #include "keys.h"
 #include "node.h"
@@ -30,7 +30,11 @@
 
 namespace dblock::redis {
 
-class RedisService final : public LeaseService, public FairQueue, public MultiAcquire, public AuditLog {
+class RedisService final : public LeaseService,
+                           public FairQueue,
+                           public GrantEvents,
+                           public MultiAcquire,
+                           public AuditLog {
  public:
   // Connects, checks the server and loads the scripts. Throws as make_service() documents.
   explicit RedisService(const Options& options);
@@ -47,6 +51,7 @@ class RedisService final : public LeaseService, public FairQueue, public MultiAc
 
   FairQueue* fair_queue() noexcept override { return this; }
   WakeEvents* wake_events() noexcept override { return events_ ? &*events_ : nullptr; }
+  GrantEvents* grant_events() noexcept override { return events_ ? this : nullptr; }
   AuditLog* audit_log() noexcept override { return this; }
   MultiAcquire* multi_acquire() noexcept override { return this; }
 
@@ -60,7 +65,8 @@ class RedisService final : public LeaseService, public FairQueue, public MultiAc
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
   // Read by the subscriber: does `secret` hold `name` exclusively and live?
-  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret, const LeaseGrant& claimed);
+  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
+                                          const LeaseGrant& claimed) override;
 
  private:
   const std::string& prefix() const { return node_.options().prefix; }

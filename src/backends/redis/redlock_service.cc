@@ -54,10 +54,7 @@ RedlockService::RedlockService(const std::vector<Options>& nodes, bool raise_fen
                           kServiceName, {}, true);
   }
   if (nodes.at(0).listen) {
-    events_.emplace(nodes, release_channel(prefix_),
-                    [](std::string_view, const OwnerSecret&, const LeaseGrant&) -> std::optional<LeaseGrant> {
-                      return std::nullopt;  // Redlock grants nothing: a grant event is forged
-                    });
+    events_.emplace(nodes, release_channel(prefix_));  // no GrantEvents: Redlock grants nothing
   }
 }
 

@@ -35,8 +35,8 @@
 #include <string>
 #include <vector>
 
-#include "dblock/service/capabilities.h"
 #include "dblock/redis/redis.h"
+#include "dblock/service/capabilities.h"
 #include "keys.h"
 #include "node.h"
 #include "subscriber.h"

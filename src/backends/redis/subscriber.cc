@@ -33,8 +33,7 @@ Subscriber::~Subscriber() {
 
 void Subscriber::start() { thread_ = std::thread([this] { loop(); }); }
 
-Events::Events(const std::vector<Options>& nodes, const std::string& channel, Confirm confirm)
-    : confirm_(std::move(confirm)) {
+Events::Events(const std::vector<Options>& nodes, const std::string& channel) {
   for (const Options& node : nodes) subscribers_.push_back(std::make_unique<Subscriber>(node, channel, fanout_));
 }
 

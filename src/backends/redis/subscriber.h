@@ -21,8 +21,8 @@
 #include <thread>
 #include <vector>
 
-#include "dblock/service/capabilities.h"
 #include "dblock/redis/redis.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/service/event_fanout.h"
 
 namespace dblock::redis {
@@ -57,21 +57,14 @@ class Subscriber {
 // WakeEvents over the subscribers of one or more nodes.
 class Events final : public WakeEvents {
  public:
-  using Confirm = std::function<std::optional<LeaseGrant>(std::string_view name, const OwnerSecret& secret,
-                                                          const LeaseGrant& claimed)>;
   // `nodes`: one subscriber each, on `channel`.
-  Events(const std::vector<Options>& nodes, const std::string& channel, Confirm confirm);
+  Events(const std::vector<Options>& nodes, const std::string& channel);
 
   void set_listener(Listener listener) override;
   void subscribe(std::string_view name) override { fanout_.subscribe(name); }
   void unsubscribe(std::string_view name) override { fanout_.unsubscribe(name); }
-  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
-                                          const LeaseGrant& claimed) override {
-    return confirm_(name, secret, claimed);
-  }
 
  private:
-  const Confirm confirm_;
   service::EventFanout fanout_{0};
   std::once_flag started_;
   // Destroyed first (declared last): their threads stop before the fanout goes.

@@ -6,12 +6,12 @@
 #include <tuple>
 
 #include "dblock/errors.h"
-#include "error_map.h"
-#include "file_clock.h"
-#include "file_trust.h"
-#include "dblock/service/identifiers.h"
 #include "dblock/service/backoff.h"
-#include "owner_digest.h"
+#include "dblock/service/identifiers.h"
+#include "error_map.h"
+#include "lock_file/file_clock.h"
+#include "lock_file/file_trust.h"
+#include "lock_file/owner_digest.h"
 #include "sql.h"
 
 namespace dblock::sqlite {

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "dblock/service/lease_service.h"
-#include "dblock/sql/features.h"
 #include "dblock/service/sql/statement.h"
+#include "dblock/sql/features.h"
 
 namespace dblock::sqlite {
 

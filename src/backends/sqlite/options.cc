@@ -1,7 +1,7 @@
 // dblock/sqlite/sqlite.h: options from a sqlite: URL, and the factory.
+#include "dblock/service/url_params.h"
 #include "dblock/url.h"
 #include "sqlite_service.h"
-#include "dblock/service/url_params.h"
 
 namespace dblock::sqlite {
 

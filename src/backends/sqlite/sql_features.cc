@@ -1,11 +1,12 @@
-// SqliteService's SQL features: the guard, the transaction lock and optimistic compare-and-set,
-// and the Transaction they hand to application code.
+// SQLite's SQL features (sql_features.h), and the Transaction they hand to application code.
+#include "sql_features.h"
+
 #include <memory>
 
-#include "dblock/service/sql/builders.h"
 #include "dblock/errors.h"
-#include "error_map.h"
 #include "dblock/service/identifiers.h"
+#include "dblock/service/sql/builders.h"
+#include "error_map.h"
 #include "sql.h"
 #include "sqlite_service.h"
 
@@ -61,7 +62,7 @@ class SqliteTransaction final : public Transaction {
 
 }  // namespace
 
-void SqliteService::run_body_and_commit(Connection& c, const std::function<void(Transaction&)>& body) {
+void SqliteSqlFeatures::run_body_and_commit(Connection& c, const std::function<void(Transaction&)>& body) {
   try {
     SqliteTransaction tx(c);
     body(tx);
@@ -72,9 +73,9 @@ void SqliteService::run_body_and_commit(Connection& c, const std::function<void(
   }
 }
 
-bool SqliteService::run_in_transaction_lock(std::string_view, std::chrono::milliseconds wait,
-                                            const std::function<void(Transaction&)>& body) {
-  auto c = borrow();
+bool SqliteSqlFeatures::run_in_transaction_lock(std::string_view, std::chrono::milliseconds wait,
+                                                const std::function<void(Transaction&)>& body) {
+  auto c = service_.borrow();
   // BEGIN IMMEDIATE takes SQLite's database-wide write lock: it excludes every other writer of
   // the file, which is a (coarser) superset of a named transaction lock.
   c->busy_deadline = SteadyClock::now() + std::max(wait, std::chrono::milliseconds::zero());
@@ -85,16 +86,16 @@ bool SqliteService::run_in_transaction_lock(std::string_view, std::chrono::milli
   return true;
 }
 
-void SqliteService::run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
+void SqliteSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
                                 const std::function<void(Transaction&)>& body) {
-  auto c = borrow();
+  auto c = service_.borrow();
   // Holding the write lock from the check to the commit means no other process can take the
   // lease over in between: a takeover is itself a write.
   exec(*c, sql::kBeginImmediate);
   bool held = false;
   try {
     for (const auto* check : {&sql::kGuardExclusive, &sql::kGuardReader}) {
-      Query q = query(*c, *check);
+      Query q = service_.query(*c, *check);
       q.bind(1, name).bind(2, secret).bind(3, fence);
       if (q.step()) held = true;
     }
@@ -102,11 +103,11 @@ void SqliteService::run_guarded(std::string_view name, std::int64_t fence, const
     rollback(*c);
     throw;
   }
-  const bool file_replaced = held && !file_is_ours();  // then the lease and this write are in an orphan
+  const bool file_replaced = held && !service_.file_is_ours();  // then the lease and this write are in an orphan
   if (!held || file_replaced) {
     rollback(*c);
     throw LeaseLostError("sqlite: lease '" + std::string(name) + "' with fence " + std::to_string(fence) +
-                             (file_replaced ? " was held in a file since deleted or replaced at " + options_.path
+                             (file_replaced ? " was held in a file since deleted or replaced at " + service_.options_.path
                                             : std::string(" is no longer held")) +
                              "; guarded write rolled back",
                          "sqlite");
@@ -114,18 +115,18 @@ void SqliteService::run_guarded(std::string_view name, std::int64_t fence, const
   run_body_and_commit(*c, body);
 }
 
-bool SqliteService::compare_and_set(const VersionedUpdate& update) {
+bool SqliteSqlFeatures::compare_and_set(const VersionedUpdate& update) {
   const dblock::sql::BuiltStatement statement =
       dblock::sql::versioned_update(update, &service::quote_identifier, "sqlite");
-  auto c = borrow();
+  auto c = service_.borrow();
   SqliteTransaction tx(*c);
   return tx.execute(statement.sql, statement.params) == 1;
 }
 
-std::optional<std::int64_t> SqliteService::read_version(std::string_view table, std::string_view id_column,
+std::optional<std::int64_t> SqliteSqlFeatures::read_version(std::string_view table, std::string_view id_column,
                                                         const Value& id, std::string_view version_column) {
   const std::string text = dblock::sql::read_version_query(table, id_column, version_column, &service::quote_identifier);
-  auto c = borrow();
+  auto c = service_.borrow();
   SqliteTransaction tx(*c);
   auto rows = tx.query(text, {id});
   if (rows.empty()) return std::nullopt;

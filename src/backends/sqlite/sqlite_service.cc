@@ -5,13 +5,13 @@
 #include <optional>
 
 #include "dblock/errors.h"
-#include "error_map.h"
-#include "file_clock.h"
-#include "file_trust.h"
 #include "dblock/service/identifiers.h"
-#include "lock_file.h"
 #include "dblock/service/sql/migration.h"
 #include "dblock/service/sql/rows.h"
+#include "error_map.h"
+#include "lock_file/file_clock.h"
+#include "lock_file/file_trust.h"
+#include "lock_file/lock_file.h"
 #include "sql.h"
 
 namespace dblock::sqlite {

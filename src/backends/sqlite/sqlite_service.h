@@ -16,13 +16,14 @@
 
 #include "connection.h"
 #include "dblock/service/capabilities.h"
-#include "dblock/sqlite/sqlite.h"
-#include "dblock/sql/features.h"
-#include "holder_mark.h"
-#include "lock_file.h"
 #include "dblock/service/pool.h"
 #include "dblock/service/sql/statement.h"
-#include "wake_file.h"
+#include "dblock/sql/features.h"
+#include "dblock/sqlite/sqlite.h"
+#include "lock_file/holder_mark.h"
+#include "lock_file/lock_file.h"
+#include "lock_file/wake_file.h"
+#include "sql_features.h"
 
 namespace dblock::sqlite {
 
@@ -32,8 +33,7 @@ class SqliteService final : public LeaseService,
                             public NativeWait,
                             public Maintenance,
                             public AuditLog,
-                            public MultiAcquire,
-                            public SqlFeatures {
+                            public MultiAcquire {
  public:
   explicit SqliteService(Options options);
 
@@ -55,7 +55,7 @@ class SqliteService final : public LeaseService,
   Maintenance* maintenance() noexcept override { return this; }
   AuditLog* audit_log() noexcept override { return this; }
   MultiAcquire* multi_acquire() noexcept override { return this; }
-  SqlFeatures* sql_features() noexcept override { return this; }
+  SqlFeatures* sql_features() noexcept override { return &sql_features_; }
 
   // One BEGIN IMMEDIATE transaction: every name's acquire, committed only if all were granted.
   std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
@@ -78,15 +78,10 @@ class SqliteService final : public LeaseService,
 
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
-  bool run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
-                               const std::function<void(Transaction&)>& body) override;
-  void run_guarded(std::string_view name, std::int64_t fence, const OwnerSecret& secret,
-                   const std::function<void(Transaction&)>& body) override;
-  bool compare_and_set(const VersionedUpdate& update) override;
-  std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column, const Value& id,
-                                           std::string_view version_column) override;
-
  private:
+  friend class SqliteSqlFeatures;  // its connections, statements and file check
+
+
   using Borrowed = dblock::service::Pool<Connection>::Borrowed;
 
   // A pooled connection whose busy handler waits for the write lock for the busy timeout, never
@@ -114,8 +109,6 @@ class SqliteService final : public LeaseService,
   int read_schema_version(Connection& c);
   // The reap statements, each deleting at most `batch` rows; how many rows they deleted.
   std::size_t reap_on(Connection& c, std::size_t batch);
-  // Runs `body` in the transaction open on `c` and commits; rolls back if anything throws.
-  void run_body_and_commit(Connection& c, const std::function<void(Transaction&)>& body);
   // True while the path still names the file this service opened (not deleted, moved away or
   // replaced). Leases live in that file: on another one they mean nothing.
   bool file_is_ours() const;
@@ -134,6 +127,7 @@ class SqliteService final : public LeaseService,
   std::string wake_unusable_;         // why wake_ is null (degraded()); set in the constructor
 
   dblock::service::Pool<Connection> pool_;
+  SqliteSqlFeatures sql_features_{*this};
 };
 
 }  // namespace dblock::sqlite

@@ -3,9 +3,9 @@
 
 #include "dblock/errors.h"
 #include "dblock/schemes.h"
+#include "dblock/service/url_params.h"
 #include "dblock/url.h"
 #include "paths.h"
-#include "dblock/service/url_params.h"
 #include "zookeeper_service.h"
 
 namespace dblock::zookeeper {

@@ -180,11 +180,4 @@ FairQueue::Position ZooKeeperService::position(std::string_view name, const Owne
   return out;
 }
 
-std::optional<LeaseGrant> ZooKeeperService::confirm_grant(std::string_view, const OwnerSecret&,
-                                                          const LeaseGrant&) {
-  // This service posts no grants (a waiter's turn comes with its own attempt, which judges the
-  // name's window too): a claimed one is never confirmed.
-  return std::nullopt;
-}
-
 }  // namespace dblock::zookeeper

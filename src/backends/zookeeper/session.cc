@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "dblock/errors.h"
+#include "error_map.h"
 #include "paths.h"
 
 namespace dblock::zookeeper {
@@ -188,14 +189,6 @@ void on_children(int rc, const String_vector* strings, const Stat*, const void* 
   });
 }
 
-// Why a call failed, for its ConnectionError.
-std::string failure_text(int rc) {
-  if (rc == ZOPERATIONTIMEOUT) {
-    return std::string(zerror(rc)) + ": no reply by the client's own deadline (two thirds of the session timeout)";
-  }
-  return zerror(rc);
-}
-
 void on_multi(int rc, const void* data) {
   // The per-op results are in the shared state already; copy the created paths out.
   const Ticket& pending = *static_cast<const Ticket*>(data);
@@ -208,11 +201,6 @@ void on_multi(int rc, const void* data) {
     }
   }
   complete(data, rc, [&](Reply& r) { r.children = std::move(paths); });
-}
-
-bool connection_failure(int rc) {
-  return rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT || rc == ZSESSIONEXPIRED || rc == ZINVALIDSTATE ||
-         rc == ZCLOSING || rc == ZSESSIONMOVED;
 }
 
 // Sends one request: `send(data)` calls the client's async function. Returns the caller's half.
@@ -228,9 +216,7 @@ Ticket submit(zhandle_t* handle, const std::shared_ptr<Session::Orphans>& orphan
     // ZBADARGUMENTS and ZINVALIDSTATE come before the client records the completion; other codes
     // (out of memory) may come after it, so the reference is left to the client then.
     if (rc == ZBADARGUMENTS || rc == ZINVALIDSTATE) delete held;
-    const std::string message = "zookeeper: " + what + " on " + where + " failed: " + zerror(rc);
-    if (rc == ZBADARGUMENTS) throw UsageError(message, kServiceName, std::to_string(rc));
-    throw ConnectionError(message, kServiceName, std::to_string(rc));
+    throw_send_failure(rc, what, where);
   }
   return pending;
 }
@@ -244,14 +230,7 @@ Reply await(const Ticket& pending, SteadyClock::time_point deadline, const std::
                           kServiceName);
   }
   Reply reply = std::move(pending->reply);
-  const int rc = reply.rc;
-  if (connection_failure(rc)) {
-    throw ConnectionError("zookeeper: " + what + " on " + where + " failed: " + failure_text(rc), kServiceName,
-                          std::to_string(rc));
-  }
-  if (rc == ZNOAUTH) {
-    throw PermissionError("zookeeper: " + what + ": not allowed by the node's ACL", kServiceName, std::to_string(rc));
-  }
+  check_reply_code(reply.rc, what, where);
   return reply;
 }
 

@@ -67,7 +67,6 @@ std::chrono::milliseconds ZooKeeperService::session_timeout() {
 
 ServiceTraits ZooKeeperService::traits() const {
   ServiceTraits traits;
-  traits.fences = FenceKind::kIncreasing;
   traits.bound = LeaseBound::kSession;
   traits.shared_leases = options_.layout == Layout::kReadWrite;
   traits.permits = traits.shared_leases;

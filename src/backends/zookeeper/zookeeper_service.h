@@ -22,9 +22,9 @@
 #include <string>
 #include <vector>
 
+#include "attempts.h"
 #include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
-#include "attempts.h"
 #include "dblock/zookeeper/zookeeper.h"
 #include "events.h"
 #include "paths.h"
@@ -72,8 +72,6 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   void set_listener(Listener listener) override { events_.set_listener(std::move(listener)); }
   void subscribe(std::string_view name) override { events_.subscribe(name); }
   void unsubscribe(std::string_view name) override { events_.unsubscribe(name); }
-  std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
-                                          const LeaseGrant& claimed) override;
 
   // The current session's id and password (tests take the session over to force its expiry).
   std::pair<std::int64_t, std::string> session_credentials();

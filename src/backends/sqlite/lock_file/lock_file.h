@@ -1,6 +1,6 @@
 // The SQLite lock file on disk: created private, never through a symbolic link. Internal.
-#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_H_
-#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_H_
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_LOCK_FILE_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_LOCK_FILE_H_
 
 #include <sys/types.h>
 
@@ -34,4 +34,4 @@ std::optional<FileIdentity> file_identity(const std::string& path);
 
 }  // namespace dblock::sqlite
 
-#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_H_
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_LOCK_FILE_H_

@@ -1,6 +1,6 @@
 // A file descriptor closed when its owner goes out of scope. Internal to the SQLite service.
-#ifndef DBLOCK_SRC_BACKENDS_SQLITE_SCOPED_FD_H_
-#define DBLOCK_SRC_BACKENDS_SQLITE_SCOPED_FD_H_
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_SCOPED_FD_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_SCOPED_FD_H_
 
 #include <unistd.h>
 
@@ -19,4 +19,4 @@ struct ScopedFd {
 
 }  // namespace dblock::sqlite
 
-#endif  // DBLOCK_SRC_BACKENDS_SQLITE_SCOPED_FD_H_
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_SCOPED_FD_H_

@@ -12,8 +12,8 @@
 // timeout and a steady-clock deadline) and by a cap on the messages read.
 //
 // Thread-safe (no shared state).
-#ifndef DBLOCK_SRC_BACKENDS_SQLITE_MARK_OWNER_H_
-#define DBLOCK_SRC_BACKENDS_SQLITE_MARK_OWNER_H_
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_MARK_OWNER_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_MARK_OWNER_H_
 
 #include <chrono>
 #include <string>
@@ -31,4 +31,4 @@ MarkOwner mark_owner(const std::string& name, std::chrono::milliseconds budget);
 
 }  // namespace dblock::sqlite
 
-#endif  // DBLOCK_SRC_BACKENDS_SQLITE_MARK_OWNER_H_
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_MARK_OWNER_H_

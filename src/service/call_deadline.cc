@@ -1,5 +1,5 @@
-// The deadline of the service call in progress on this thread (dblock/service.h).
-#include "call_deadline.h"
+// The deadline of the service call in progress on this thread (dblock/service/call_deadline.h).
+#include "dblock/service/call_deadline.h"
 
 #include <algorithm>
 
@@ -12,7 +12,7 @@ thread_local std::chrono::steady_clock::time_point current = std::chrono::steady
 
 std::chrono::steady_clock::time_point call_deadline() noexcept { return current; }
 
-namespace detail {
+namespace service {
 
 CallDeadlineScope::CallDeadlineScope(std::chrono::steady_clock::time_point deadline) noexcept : previous_(current) {
   // Saturating: time_point::max() stays max().
@@ -23,5 +23,5 @@ CallDeadlineScope::CallDeadlineScope(std::chrono::steady_clock::time_point deadl
 
 CallDeadlineScope::~CallDeadlineScope() { current = previous_; }
 
-}  // namespace detail
+}  // namespace service
 }  // namespace dblock

@@ -11,8 +11,8 @@
 //
 // The file gets the lock file's protections: created 0600 in the same directory, never through a
 // symbolic link, checked with the other companions (file_trust.h). Thread-safe.
-#ifndef DBLOCK_SRC_BACKENDS_SQLITE_WAKE_FILE_H_
-#define DBLOCK_SRC_BACKENDS_SQLITE_WAKE_FILE_H_
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_WAKE_FILE_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_WAKE_FILE_H_
 
 #include <atomic>
 #include <chrono>
@@ -51,4 +51,4 @@ class WakeFile {
 
 }  // namespace dblock::sqlite
 
-#endif  // DBLOCK_SRC_BACKENDS_SQLITE_WAKE_FILE_H_
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_WAKE_FILE_H_

@@ -26,8 +26,8 @@
 //
 // Thread-safe. One HolderMarks per service; leases of other services (in this process or others)
 // are "someone else".
-#ifndef DBLOCK_SRC_BACKENDS_SQLITE_HOLDER_MARK_H_
-#define DBLOCK_SRC_BACKENDS_SQLITE_HOLDER_MARK_H_
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_HOLDER_MARK_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_HOLDER_MARK_H_
 
 #include <map>
 #include <mutex>
@@ -99,4 +99,4 @@ class DropMarkAtExit {
 
 }  // namespace dblock::sqlite
 
-#endif  // DBLOCK_SRC_BACKENDS_SQLITE_HOLDER_MARK_H_
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_HOLDER_MARK_H_

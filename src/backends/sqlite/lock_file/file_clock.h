@@ -14,8 +14,8 @@
 // (libfaketime) that offsets the library's clocks; a time namespace's boot-time offset is taken
 // off. One machine, one kernel: a file shared between machines or VMs (a network or shared
 // folder) is not supported, as SQLite's own locking is not.
-#ifndef DBLOCK_SRC_BACKENDS_SQLITE_FILE_CLOCK_H_
-#define DBLOCK_SRC_BACKENDS_SQLITE_FILE_CLOCK_H_
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_FILE_CLOCK_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_FILE_CLOCK_H_
 
 #include <cstdint>
 #include <string>
@@ -44,4 +44,4 @@ void sync_file_clock(Connection& c, const dblock::sql::Registry& registry, const
 
 }  // namespace dblock::sqlite
 
-#endif  // DBLOCK_SRC_BACKENDS_SQLITE_FILE_CLOCK_H_
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_FILE_CLOCK_H_

@@ -7,8 +7,8 @@
 // owned by root (/tmp), where other users can neither rename nor delete this user's files; the
 // file and its companions are checked there as anywhere. A companion that is a symbolic link is
 // refused, as the lock file itself is. Not a guard against a race with the directory's owner.
-#ifndef DBLOCK_SRC_BACKENDS_SQLITE_FILE_TRUST_H_
-#define DBLOCK_SRC_BACKENDS_SQLITE_FILE_TRUST_H_
+#ifndef DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_FILE_TRUST_H_
+#define DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_FILE_TRUST_H_
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -39,4 +39,4 @@ void check_trusted_files(const std::string& path);
 
 }  // namespace dblock::sqlite
 
-#endif  // DBLOCK_SRC_BACKENDS_SQLITE_FILE_TRUST_H_
+#endif  // DBLOCK_SRC_BACKENDS_SQLITE_LOCK_FILE_FILE_TRUST_H_
