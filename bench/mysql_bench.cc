@@ -51,14 +51,14 @@
 #include "bench_args.h"
 #include "bench_util.h"
 #include "contention.h"
-#include "figures.h"
-#include "scale.h"
 #include "dblock/errors.h"
 #include "dblock/lease.h"
 #include "dblock/lock_manager.h"
 #include "dblock/open.h"
 #include "dblock/options.h"
 #include "dblock/session_lock.h"
+#include "figures.h"
+#include "scale.h"
 
 #ifndef DBLOCK_BENCH_BUILD_TYPE
 #define DBLOCK_BENCH_BUILD_TYPE ""
@@ -194,52 +194,52 @@ RawTarget parse_url(const std::string& url) {
   return t;
 }
 
-sql::Driver* driver() {
-  static sql::Driver* instance = get_driver_instance();
+::sql::Driver* driver() {
+  static ::sql::Driver* instance = get_driver_instance();
   return instance;
 }
 
-std::unique_ptr<sql::Connection> raw_connect(const std::string& url) {
+std::unique_ptr<::sql::Connection> raw_connect(const std::string& url) {
   const RawTarget t = parse_url(url);
-  sql::ConnectOptionsMap options;
-  options["hostName"] = sql::SQLString(t.host);
+  ::sql::ConnectOptionsMap options;
+  options["hostName"] = ::sql::SQLString(t.host);
   options["port"] = t.port;
-  options["userName"] = sql::SQLString(t.user);
-  options["password"] = sql::SQLString(t.password);
-  options["schema"] = sql::SQLString(t.database);
+  options["userName"] = ::sql::SQLString(t.user);
+  options["password"] = ::sql::SQLString(t.password);
+  options["schema"] = ::sql::SQLString(t.database);
   options["OPT_RECONNECT"] = false;
-  options["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
-  std::unique_ptr<sql::Connection> c(driver()->connect(options));
+  options["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+  std::unique_ptr<::sql::Connection> c(driver()->connect(options));
   c->setAutoCommit(true);
   return c;
 }
 
-void run_sql(sql::Connection& c, const std::string& text) {
-  std::unique_ptr<sql::Statement> s(c.createStatement());
+void run_sql(::sql::Connection& c, const std::string& text) {
+  std::unique_ptr<::sql::Statement> s(c.createStatement());
   s->execute(text);
 }
 
-std::string scalar(sql::Connection& c, const std::string& text) {
-  std::unique_ptr<sql::Statement> s(c.createStatement());
-  std::unique_ptr<sql::ResultSet> r(s->executeQuery(text));
+std::string scalar(::sql::Connection& c, const std::string& text) {
+  std::unique_ptr<::sql::Statement> s(c.createStatement());
+  std::unique_ptr<::sql::ResultSet> r(s->executeQuery(text));
   if (!r->next() || r->isNull(1)) return {};
   return std::string(r->getString(1));
 }
 
 std::string quote_ident(const std::string& name) { return "`" + name + "`"; }
 
-void drop_prefix(sql::Connection& c, const std::string& prefix) {
+void drop_prefix(::sql::Connection& c, const std::string& prefix) {
   run_sql(c, "DROP TABLE IF EXISTS " + quote_ident(prefix + "readers") + ", " + quote_ident(prefix + "waiters") + ", " +
                  quote_ident(prefix + "leases") + ", " + quote_ident(prefix + "schema_version") + ", " +
                  quote_ident(prefix + "force_releases") + ", " + quote_ident(prefix + "fence"));  // and the sequence
 }
 
-void drop_everything(sql::Connection& c) {
+void drop_everything(::sql::Connection& c) {
   for (const char* prefix : {kPrefixPairs, kPrefixHandoff}) drop_prefix(c, prefix);
   run_sql(c, std::string("DROP TABLE IF EXISTS ") + kRawTable);
 }
 
-void create_raw_table(sql::Connection& c) {
+void create_raw_table(::sql::Connection& c) {
   run_sql(c, std::string("CREATE TABLE ") + kRawTable +
                  " (name VARBINARY(255) NOT NULL PRIMARY KEY, owner BINARY(16) NOT NULL,"
                  " expires_at DATETIME(6) NOT NULL) ENGINE=InnoDB");
@@ -258,7 +258,7 @@ std::string counter_owner(std::uint64_t a, std::uint64_t b) {
 
 class RawLeaseSide {
  public:
-  explicit RawLeaseSide(sql::Connection& c)
+  explicit RawLeaseSide(::sql::Connection& c)
       : acquire_(c.prepareStatement(std::string("INSERT IGNORE INTO ") + kRawTable +
                                     " (name, owner, expires_at) VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL 30 SECOND)")),
         release_(c.prepareStatement(std::string("DELETE FROM ") + kRawTable + " WHERE name = ? AND owner = ?")) {}
@@ -282,20 +282,20 @@ class RawLeaseSide {
   }
 
  private:
-  std::unique_ptr<sql::PreparedStatement> acquire_, release_;
+  std::unique_ptr<::sql::PreparedStatement> acquire_, release_;
   std::uint64_t sequence_ = 0;
 };
 
 // 1 / 0 / NULL from a one-column SELECT.
-int query_int(sql::PreparedStatement& s) {
-  std::unique_ptr<sql::ResultSet> r(s.executeQuery());
+int query_int(::sql::PreparedStatement& s) {
+  std::unique_ptr<::sql::ResultSet> r(s.executeQuery());
   if (!r->next() || r->isNull(1)) return -1;
   return r->getInt(1);
 }
 
 class RawSessionSide {
  public:
-  explicit RawSessionSide(sql::Connection& c)
+  explicit RawSessionSide(::sql::Connection& c)
       : lock_(c.prepareStatement("SELECT GET_LOCK(?, 0)")), unlock_(c.prepareStatement("SELECT RELEASE_LOCK(?)")) {}
 
   void pair(const std::string& name, PairSamples* out) {
@@ -315,7 +315,7 @@ class RawSessionSide {
   }
 
  private:
-  std::unique_ptr<sql::PreparedStatement> lock_, unlock_;
+  std::unique_ptr<::sql::PreparedStatement> lock_, unlock_;
 };
 
 std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const char* prefix, bool reaper,
@@ -349,9 +349,9 @@ const char* kind_name(Kind kind) {
 void raw_session_contender(const std::string& url, int index, int iterations, SharedArena& arena, StartLine& start) {
   auto c = raw_connect(url);
   const std::string key = std::string("raw:") + kHotKey;
-  std::unique_ptr<sql::PreparedStatement> lock(c->prepareStatement(
+  std::unique_ptr<::sql::PreparedStatement> lock(c->prepareStatement(
       format("SELECT GET_LOCK(?, %lld)", static_cast<long long>(kContentionWait.count()))));
-  std::unique_ptr<sql::PreparedStatement> unlock(c->prepareStatement("SELECT RELEASE_LOCK(?)"));
+  std::unique_ptr<::sql::PreparedStatement> unlock(c->prepareStatement("SELECT RELEASE_LOCK(?)"));
   lock->setString(1, key);
   unlock->setString(1, key);
   start.ready_and_wait();
@@ -372,20 +372,20 @@ void raw_lease_contender(const std::string& url, bool fair, int index, int itera
                          StartLine& start) {
   auto c = raw_connect(url);
   run_sql(*c, "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED");  // as dblock's sessions run
-  std::unique_ptr<sql::PreparedStatement> insert(c->prepareStatement(
+  std::unique_ptr<::sql::PreparedStatement> insert(c->prepareStatement(
       std::string("INSERT IGNORE INTO ") + kRawTable + " (name, owner, expires_at) VALUES (?, ?, UTC_TIMESTAMP(6) + INTERVAL 30 SECOND)"));
-  std::unique_ptr<sql::PreparedStatement> remove(c->prepareStatement(std::string("DELETE FROM ") + kRawTable +
+  std::unique_ptr<::sql::PreparedStatement> remove(c->prepareStatement(std::string("DELETE FROM ") + kRawTable +
                                                                      " WHERE name = ? AND owner = ?"));
-  std::unique_ptr<sql::PreparedStatement> line(c->prepareStatement(
+  std::unique_ptr<::sql::PreparedStatement> line(c->prepareStatement(
       format("SELECT GET_LOCK(?, %lld)", static_cast<long long>(kContentionWait.count()))));
-  std::unique_ptr<sql::PreparedStatement> unline(c->prepareStatement("SELECT RELEASE_LOCK(?)"));
+  std::unique_ptr<::sql::PreparedStatement> unline(c->prepareStatement("SELECT RELEASE_LOCK(?)"));
   // InnoDB may still pick one of two colliding statements as a deadlock victim (1213, rolled back):
   // the blog-post lock retries it.
-  auto changed = [](sql::PreparedStatement& statement) {
+  auto changed = [](::sql::PreparedStatement& statement) {
     for (;;) {
       try {
         return statement.executeUpdate() == 1;
-      } catch (const sql::SQLException& e) {
+      } catch (const ::sql::SQLException& e) {
         if (e.getErrorCode() != 1213) throw;
       }
     }
@@ -445,7 +445,7 @@ ContentionResult run_contention(Kind kind, const std::string& url, int processes
 
 // The mariadbd pid, for its CPU placement: --server-pid, else the pid file the server names (the
 // server runs on this host in scripts/bench-mysql.sh); 0 when unknown.
-int find_server_pid(const Config& config, sql::Connection& c) {
+int find_server_pid(const Config& config, ::sql::Connection& c) {
   if (config.server_pid) return *config.server_pid;
   try {
     std::ifstream in(scalar(c, "SELECT @@pid_file"));
@@ -655,7 +655,7 @@ int main(int argc, char** argv) {
   return dblock_bench::run_reporting_errors("mysql_bench", [&] {
     try {
       return dblock_bench::run(config);
-    } catch (const sql::SQLException& e) {
+    } catch (const ::sql::SQLException& e) {
       throw std::runtime_error(dblock_bench::format("MySQL error %d (%s): %s", e.getErrorCode(), e.getSQLStateCStr(),
                                                     e.what()));
     }

@@ -20,7 +20,7 @@ void run_job(const dblock::Value& payload) {
 
 // A fresh queue of 12 pending jobs; an application has its own table.
 void create_jobs(dblock::LockManager& manager) {
-  manager.run_in_transaction_lock("job-queue-setup", std::chrono::seconds(5), [](dblock::Transaction& tx) {
+  dblock::sql::Database(manager).run_in_transaction_lock("job-queue-setup", std::chrono::seconds(5), [](dblock::Transaction& tx) {
     tx.execute("CREATE TABLE IF NOT EXISTS jobs (id BIGINT PRIMARY KEY, state VARCHAR(16), payload VARCHAR(64))");
     tx.execute("DELETE FROM jobs");
     for (std::int64_t id = 1; id <= 12; ++id) {
@@ -36,7 +36,7 @@ int job_queue(const std::string& url) {
 // Each worker takes the next 10 pending jobs nobody else holds; rows stay locked until the body returns.
 dblock::RowLockRequest next{.table = "jobs", .where = {{"state", "pending"}}, .order_by = {"id"},
                             .columns = {"id", "payload"}, .wait = dblock::RowLockWait::kSkipLocked, .limit = 10};
-manager->with_locked_rows(next, [](dblock::Transaction& tx, const auto& rows) {
+dblock::sql::Database(*manager).with_locked_rows(next, [](dblock::Transaction& tx, const auto& rows) {
   for (const auto& row : rows) {
     run_job(row[1]);
     tx.execute("UPDATE jobs SET state = 'done' WHERE id = ?", {row[0]});
@@ -45,7 +45,7 @@ manager->with_locked_rows(next, [](dblock::Transaction& tx, const auto& rows) {
   // snippet-end: job-queue
   // What the example must have done (CI fails it otherwise): 10 of the 12 jobs, and 2 left.
   std::int64_t pending = -1;
-  manager->run_in_transaction_lock("job-queue-check", std::chrono::seconds(5), [&](dblock::Transaction& tx) {
+  dblock::sql::Database(*manager).run_in_transaction_lock("job-queue-check", std::chrono::seconds(5), [&](dblock::Transaction& tx) {
     pending = std::get<std::int64_t>(tx.query("SELECT COUNT(*) FROM jobs WHERE state = 'pending'")[0][0]);
   });
   if (jobs_run != 10 || pending != 2) {

@@ -28,7 +28,7 @@ void audit(const std::string& by, const std::string& evicted) { std::printf("%s 
 
 // The tables the tour writes to; an application has its own.
 void create_tables(dblock::LockManager& locks) {
-  locks.run_in_transaction_lock("tour-setup", std::chrono::seconds(5), [](dblock::Transaction& tx) {
+  dblock::sql::Database(locks).run_in_transaction_lock("tour-setup", std::chrono::seconds(5), [](dblock::Transaction& tx) {
     tx.execute("CREATE TABLE IF NOT EXISTS reports (id BIGINT PRIMARY KEY, body TEXT, fence BIGINT)");
     tx.execute("CREATE TABLE IF NOT EXISTS accounts (id BIGINT PRIMARY KEY, balance BIGINT, version BIGINT)");
     tx.execute("INSERT INTO reports (id, body, fence) VALUES (1, '', 0) ON CONFLICT DO NOTHING");
@@ -60,7 +60,8 @@ if (!lease) return 1;                          // not acquired in time: a result
 while (!lease->lost() && more_work()) step();
 
 // Guarded write: commits only while the lease is held with its fence (else LeaseLostError, nothing written).
-locks->run_guarded(*lease, [&](dblock::Transaction& tx) {
+dblock::sql::Database db(*locks);  // the SQL-only calls (SQLite, PostgreSQL, MariaDB)
+db.run_guarded(*lease, [&](dblock::Transaction& tx) {
   tx.execute("UPDATE reports SET body = ?, fence = ? WHERE id = ?", {"done", lease->fence(), std::int64_t{1}});
 });
 switch (lease->release()) {
@@ -92,9 +93,9 @@ auto reader = locks->acquire("catalog", std::chrono::seconds(1), read);
 
 // Optimistic version column: one compare-and-set statement, bounded jittered retry.
 bool updated = dblock::retry_optimistic([&] {
-  std::optional<std::int64_t> v = locks->read_version("accounts", "id", std::int64_t{1}, "version");
+  std::optional<std::int64_t> v = db.read_version("accounts", "id", std::int64_t{1}, "version");
   if (!v) throw std::runtime_error("no account 1");
-  return locks->compare_and_set({"accounts", "id", std::int64_t{1}, "version", *v, {{"balance", std::int64_t{90}}}});
+  return db.compare_and_set({"accounts", "id", std::int64_t{1}, "version", *v, {{"balance", std::int64_t{90}}}});
 });
 
 // Admin: evict whoever holds a name (recorded: who, when, whom, fences), and read the record.
@@ -102,7 +103,7 @@ locks->force_release("catalog");
 for (const dblock::ForceReleaseRecord& r : locks->force_release_history("catalog")) audit(r.by, r.evicted);
 
 // Transaction lock (SQLite: BEGIN IMMEDIATE, which excludes every other writer of the file).
-locks->run_in_transaction_lock("daily-totals", std::chrono::seconds(5), [](dblock::Transaction& tx) {
+db.run_in_transaction_lock("daily-totals", std::chrono::seconds(5), [](dblock::Transaction& tx) {
   tx.execute("UPDATE accounts SET balance = balance + 1 WHERE id = ?", {std::int64_t{1}});
 });
   // snippet-end: tour

@@ -6,6 +6,8 @@
 #   scripts/test.sh --tsan          # ThreadSanitizer build in build-tsan/
 #   scripts/test.sh --all           # all three, then the packages
 #   scripts/test.sh --package       # the Debian packages: build, install, use, remove (package.sh)
+#   scripts/test.sh --thread-safety # clang's -Wthread-safety analysis of the library and the
+#                                   # command in build-thread-safety/: any warning fails it
 #
 # What each build runs (docs/testing.md): the plain build everything; the sanitizer builds what
 # exercises memory and threads (the engine's units, the conformance suite on every service, the CLI
@@ -83,11 +85,23 @@ background_builds() {
     build tsan build-tsan "${tsan[@]}" "${sanitized[@]}"; } > sanitizer-builds.log 2>&1
 }
 
-# The packages' build of --all, built while the sanitizer tests run (as above, under SCHED_IDLE);
-# its output goes to package-build.log.
+# clang's thread-safety analysis (DBLOCK_GUARDED_BY, DBLOCK_REQUIRES: dblock/service/
+# thread_annotations.h) over the library and the command, every warning an error: compiled and
+# linked at -O0, nothing run (docs/testing.md).
+thread_safety_build() {
+  local dir=build-thread-safety
+  echo "=== dblock build: thread-safety ($dir) ==="
+  cmake -S . -B "$dir" "${generator[@]}" -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS=-Wthread-safety -Werror" \
+    -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_BENCH=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_CLI=ON \
+    -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_REDIS=ON -DDBLOCK_WITH_ZOOKEEPER=ON
+  stage "thread-safety build" cmake --build "$dir" -j "$jobs"
+}
+
+# The packages' build and the thread-safety build of --all, built while the sanitizer tests run
+# (as above, under SCHED_IDLE); their output goes to package-build.log.
 background_package_build() {
   chrt --idle --pid 0 "$BASHPID"
-  JOBS="$jobs" stage "package build" scripts/package.sh --build-only > package-build.log 2>&1
+  { JOBS="$jobs" stage "package build" scripts/package.sh --build-only && thread_safety_build; } > package-build.log 2>&1
 }
 
 # await_builds PID LOG: waits for the background builds (process PID) to end.
@@ -134,5 +148,6 @@ case "$mode" in
     echo "stage all: $((SECONDS - started)) s"
     ;;
   --package) JOBS="$jobs" stage packages scripts/package.sh ;;
-  *) echo "usage: scripts/test.sh [--asan|--tsan|--all|--package]" >&2; exit 64 ;;
+  --thread-safety) thread_safety_build ;;
+  *) echo "usage: scripts/test.sh [--asan|--tsan|--all|--package|--thread-safety]" >&2; exit 64 ;;
 esac

@@ -29,7 +29,7 @@ std::int64_t as_int(const dblock::Value& v) { return std::get<std::int64_t>(v); 
 
 // A fresh table of pending jobs; an application has its own.
 void create_jobs(dblock::LockManager& manager) {
-  manager.run_in_transaction_lock("worker-pool/setup", 10s, [](dblock::Transaction& tx) {
+  dblock::sql::Database(manager).run_in_transaction_lock("worker-pool/setup", 10s, [](dblock::Transaction& tx) {
     tx.execute("CREATE TABLE IF NOT EXISTS pool_jobs (id BIGINT PRIMARY KEY, state VARCHAR(16) NOT NULL,"
                " payload VARCHAR(64) NOT NULL, claimed_by VARCHAR(64), claim_fence BIGINT, result VARCHAR(80))");
     tx.execute("DELETE FROM pool_jobs");
@@ -50,7 +50,7 @@ class Worker {
   bool start() {
     lease_ = manager_.acquire(slot_, 30s);
     if (!lease_) return false;
-    manager_.run_guarded(*lease_, [&](dblock::Transaction& tx) {
+    dblock::sql::Database(manager_).run_guarded(*lease_, [&](dblock::Transaction& tx) {
       tx.execute("UPDATE pool_jobs SET state = 'pending', claimed_by = NULL, claim_fence = NULL"
                  " WHERE state = 'claimed' AND claimed_by = ? AND claim_fence < ?", {slot_, lease_->fence()});
     });
@@ -63,7 +63,7 @@ class Worker {
     const dblock::RowLockRequest next{.table = "pool_jobs", .where = {{"state", "pending"}}, .order_by = {"id"},
                                       .columns = {"id", "payload"}, .wait = dblock::RowLockWait::kSkipLocked,
                                       .limit = 5};
-    manager_.with_locked_rows(next, [&](dblock::Transaction& tx, const auto& rows) {
+    dblock::sql::Database(manager_).with_locked_rows(next, [&](dblock::Transaction& tx, const auto& rows) {
       for (const auto& row : rows) {
         tx.execute("UPDATE pool_jobs SET state = 'claimed', claimed_by = ?, claim_fence = ? WHERE id = ?",
                    {slot_, lease_->fence(), row[0]});
@@ -76,7 +76,7 @@ class Worker {
   // Records the results, only while this worker still holds its slot with the fence it claimed
   // them under. Throws dblock::LeaseLostError, writing nothing, once it does not.
   void complete(const std::vector<std::vector<dblock::Value>>& jobs) {
-    manager_.run_guarded(*lease_, [&](dblock::Transaction& tx) {
+    dblock::sql::Database(manager_).run_guarded(*lease_, [&](dblock::Transaction& tx) {
       for (const auto& job : jobs) {
         tx.execute("UPDATE pool_jobs SET state = 'done', result = ? WHERE id = ? AND claimed_by = ? AND claim_fence = ?",
                    {work_on(std::get<std::string>(job[1])), job[0], slot_, lease_->fence()});
@@ -138,7 +138,7 @@ int worker_pool(const std::string& url, int workers) {
   }
   for (auto& t : threads) t.join();
   std::int64_t done = -1, wrong = -1;
-  manager->run_in_transaction_lock("worker-pool/check", 10s, [&](dblock::Transaction& tx) {
+  dblock::sql::Database(*manager).run_in_transaction_lock("worker-pool/check", 10s, [&](dblock::Transaction& tx) {
     done = as_int(tx.query("SELECT COUNT(*) FROM pool_jobs WHERE state = 'done'")[0][0]);
     wrong = as_int(tx.query("SELECT COUNT(*) FROM pool_jobs WHERE result IS NULL"
                             " OR result <> CONCAT(payload, ' done')")[0][0]);

@@ -13,6 +13,7 @@
 #include "dblock/open.h"
 #include "dblock/options.h"
 #include "dblock/session_lock.h"
+#include "dblock/sql/database.h"
 #include "dblock/sql/features.h"
 #include "dblock/url.h"
 

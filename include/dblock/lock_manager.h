@@ -25,7 +25,6 @@
 #include "dblock/metrics.h"
 #include "dblock/options.h"
 #include "dblock/session_lock.h"
-#include "dblock/sql/features.h"
 
 namespace dblock {
 
@@ -34,6 +33,9 @@ class LeaseService;  // dblock/service/lease_service.h: the seam a lock service 
 namespace detail {
 class ManagerCore;
 }  // namespace detail
+namespace sql {
+class Database;
+}  // namespace sql
 
 // Lock names: 1..kMaxNameBytes bytes of valid UTF-8 without NUL or other control characters.
 inline constexpr std::size_t kMaxNameBytes = 255;
@@ -147,24 +149,6 @@ class LockManager {
   void migrate();
   int schema_version();
 
-  // Transaction lock: runs `body` inside a backend transaction that holds the lock for `name`
-  // (SQLite: BEGIN IMMEDIATE, which excludes every other writer of the database file: every lease
-  // in the file waits, and one whose TTL is shorter than the transaction is lost).
-  // Returns false if the lock was not obtained within `wait`. Throws UnsupportedError where absent.
-  bool run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
-                               const std::function<void(Transaction&)>& body);
-
-  // Guarded write: runs `body` in a backend transaction that commits only while `lease` is still
-  // held with its fence (checked inside the transaction, on the backend clock). Throws
-  // LeaseLostError, writing nothing, if it is not. The backend decides, not the local lost() flag.
-  // REQUIRES: lease was acquired from this manager.
-  void run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body);
-
-  // Optimistic locking: one compare-and-set statement; false when the version did not match.
-  bool compare_and_set(const VersionedUpdate& update);
-  std::optional<std::int64_t> read_version(std::string_view table, std::string_view id_column,
-                                           const Value& id, std::string_view version_column);
-
   // Session locks (die with the connection; PostgreSQL advisory locks, MySQL GET_LOCK). Each held
   // session lock has a dedicated connection, so two threads of one manager exclude each other.
   // Waits up to `wait` (0: try once) inside the server. Returns an empty optional when not
@@ -175,13 +159,6 @@ class LockManager {
                                           const SessionLockOptions& options = {});
   // Throws UnsupportedError with the reason where session locks are absent.
   void require_session_locks() const;
-
-  // Row locks on application tables: runs `body` in a transaction holding the rows `request`
-  // selects (by keys and/or where conditions, see RowLockRequest) FOR UPDATE (or FOR SHARE), with
-  // NOWAIT, SKIP LOCKED or a wait timeout. Returns false when NOWAIT met a locked row or the wait
-  // timed out (body not run). Throws UnsupportedError where absent (SQLite), UsageError for bad
-  // identifiers or a request with neither keys nor where.
-  bool with_locked_rows(const RowLockRequest& request, const RowsBody& body);
 
   // What this manager counted since it was created (dblock/metrics.h); to_prometheus() renders
   // it. Takes the manager's lock briefly for the gauges; never calls the service.
@@ -198,6 +175,7 @@ class LockManager {
   LeaseService& service() noexcept;
 
  private:
+  friend class sql::Database;  // the SQL-only calls (dblock/sql/database.h), on this engine
   std::shared_ptr<detail::ManagerCore> core_;
 };
 

@@ -23,8 +23,10 @@ enum class LockMode {
 const char* to_string(LockMode mode) noexcept;
 
 struct ManagerOptions {
-  // Prefix of every table dblock creates ("<prefix>leases", "<prefix>schema_version", ...).
-  // Must match [a-z_][a-z0-9_]{0,39}; validated, and always quoted in SQL. Default "dblock_".
+  // The namespace the service keeps this manager's locks in: the prefix of every table dblock
+  // creates ("<prefix>leases", ...), of Redis's keys, in ZooKeeper's base path. The URL's
+  // `namespace=` sets it too (both given and different: UsageError). Must match
+  // [a-z_][a-z0-9_]{0,39}; validated, and always quoted in SQL. Default "dblock_".
   std::string table_prefix = "dblock_";
 
   // Lease time-to-live used when AcquireOptions::ttl is 0. Default 30 s. From kMinTtl (50 ms) to kMaxTtl (7 days).

@@ -374,7 +374,7 @@ bool ManagerCore::reenter(const std::string& name, bool try_once, const AcquireO
   const bool reentrant = options.reentrant.value_or(options_.reentrant);
   const bool exclusive = options.mode == LockMode::kExclusive && options.permits == 0;
   const auto self = std::this_thread::get_id();
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (stopping_) throw UsageError("LockManager is shutting down");
   auto it = active_.find(name);
   if (it == active_.end()) return false;
@@ -401,7 +401,7 @@ Lease ManagerCore::publish(const std::shared_ptr<LeaseState>& state) {
   bool wake_renewer = false;
   bool shutting_down = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     shutting_down = stopping_;
     if (shutting_down) {
       state->finished = true;

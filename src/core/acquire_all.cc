@@ -67,7 +67,7 @@ std::vector<AcquireResult> ManagerCore::acquire_all_call(MultiAcquire& multi, co
   // whose reply was lost may have taken every name, and only those secrets find them their own.
   for (int faults = 0;; ++faults) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      service::MutexLock lock(mutex_);
       if (stopping_) throw UsageError("LockManager is shutting down");
     }
     try {
@@ -116,7 +116,7 @@ bool ManagerCore::answered_late(const std::vector<std::shared_ptr<LeaseState>>& 
 
 bool ManagerCore::holds_any(const std::vector<std::string>& names) {
   const auto self = std::this_thread::get_id();
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   for (const std::string& name : names) {
     auto it = active_.find(name);
     if (it == active_.end()) continue;

@@ -17,6 +17,7 @@
 #include "dblock/options.h"
 #include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
+#include "dblock/service/thread_annotations.h"
 #include "engine_metrics.h"
 
 namespace dblock::detail {
@@ -90,8 +91,8 @@ struct SessionState {
   std::atomic<bool> shut_down{false};  // released by the manager's shutdown (written under the mutex)
   bool is_lost() const { return lost.load(std::memory_order_acquire); }
   // Serialises verify() and release() on the session's connection.
-  std::mutex handle_mutex;
-  std::unique_ptr<SessionLockHandle> handle;  // GUARDED_BY(handle_mutex); null once released
+  service::Mutex handle_mutex;
+  std::unique_ptr<SessionLockHandle> handle DBLOCK_GUARDED_BY(handle_mutex);  // null once released
 
   // Protected by ManagerCore::mutex_.
   bool finished = false;

@@ -18,11 +18,6 @@ constexpr std::size_t kMaxHistoryRows = 1'000'000;  // fits every dialect's LIMI
   throw UnsupportedError(what + " is not supported by the " + name + " backend", name);
 }
 
-SqlFeatures& sql_of(LeaseService& service, const char* what) {
-  SqlFeatures* sql = service.sql_features();
-  if (sql == nullptr) unsupported(service, what);
-  return *sql;
-}
 
 }  // namespace
 
@@ -166,61 +161,11 @@ int LockManager::schema_version() {
   return maintenance->schema_version();
 }
 
-bool LockManager::run_in_transaction_lock(std::string_view name, std::chrono::milliseconds wait,
-                                          const std::function<void(Transaction&)>& body) {
-  validate_lock_name(name);
-  SqlFeatures& sql = sql_of(core_->service(), "a transaction lock");
-  const auto waits_until = detail::wait_deadline(wait);
-  const service::CallDeadlineScope call(core_->call_timeout_after(waits_until));
-  return sql.run_in_transaction_lock(name, wait, body);
-}
-
-void LockManager::run_guarded(const Lease& lease, const std::function<void(Transaction&)>& body) {
-  if (!lease.unreleased()) {
-    (void)lease.name();  // an empty handle: UsageError "empty Lease handle"
-    const char* state = lease.shut_down() ? "released by the LockManager's shutdown" : "released";
-    throw UsageError(std::string("run_guarded needs a held lease; this one is ") + state);
-  }
-  // The service's check inside the transaction is the authority; the local lost() flag is not
-  // consulted (it can only be more pessimistic, never safer). The whole transaction is one call,
-  // bounded by the lease's safe-until: the guard's row lock keeps renewals out until it ends, so
-  // the lease cannot be extended meanwhile.
-  const service::CallDeadlineScope call(lease.safe_until());
-  try {
-    sql_of(core_->service(), "a guarded write").run_guarded(lease.name(), lease.fence(), lease.owner_secret(), body);
-  } catch (const LeaseLostError& e) {
-    core_->learned_lost(lease.shared_state(), std::string("a guarded write found the lease lost: ") + e.what());
-    throw;
-  }
-}
-
-bool LockManager::compare_and_set(const VersionedUpdate& update) {
-  SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
-  const service::CallDeadlineScope call(core_->call_timeout_after());
-  return sql.compare_and_set(update);
-}
-
-std::optional<std::int64_t> LockManager::read_version(std::string_view table, std::string_view id_column,
-                                                      const Value& id, std::string_view version_column) {
-  SqlFeatures& sql = sql_of(core_->service(), "optimistic compare-and-set");
-  const service::CallDeadlineScope call(core_->call_timeout_after());
-  return sql.read_version(table, id_column, id, version_column);
-}
-
 std::optional<SessionLock> LockManager::session_lock(std::string_view name, std::chrono::milliseconds wait,
                                                      const SessionLockOptions& options) {
   return core_->session_lock(name, wait, options);
 }
 
-bool LockManager::with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
-  RowLocks* rows = sql_of(core_->service(), "a row lock (SELECT ... FOR UPDATE)").row_locks();
-  if (rows == nullptr) unsupported(core_->service(), "a row lock (SELECT ... FOR UPDATE)");
-  // Waiting on the server's default lock timeout (wait_timeout 0) gets call_timeout alone.
-  const bool waits = request.wait == RowLockWait::kWait;
-  const auto waits_until = detail::wait_deadline(waits ? request.wait_timeout : std::chrono::milliseconds::zero());
-  const service::CallDeadlineScope call(core_->call_timeout_after(waits_until));
-  return rows->run_with_locked_rows(request, body);
-}
 
 void LockManager::require_session_locks() const {
   if (core_->service().session_locks() == nullptr) detail::throw_no_session_locks(core_->service());

@@ -89,7 +89,7 @@ void ManagerCore::shutdown() noexcept {
   std::vector<std::shared_ptr<LeaseState>> still_held;
   std::vector<std::shared_ptr<SessionState>> sessions;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (stopping_) return;
     stopping_ = true;
     for (auto& [name, states] : active_) {
@@ -121,7 +121,7 @@ void ManagerCore::shutdown() noexcept {
   for (auto& session : sessions) {
     session->lost.store(true, std::memory_order_release);
     {
-      std::lock_guard<std::mutex> lock(session->handle_mutex);
+      service::MutexLock lock(session->handle_mutex);
       session->handle.reset();  // releases, best effort
     }
     run_on_lost(session->on_lost, LostLease{session->name, 0, kReason});
@@ -185,7 +185,7 @@ ReleaseResult ManagerCore::release_hold(const std::shared_ptr<LeaseState>& state
 ReleaseResult ManagerCore::release_hold_uncounted(const std::shared_ptr<LeaseState>& state) {
   bool locally_lost;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (state->shut_down.load()) return ReleaseResult::kShutDown;
     if (state->holds.load() > 1) {
       state->holds.fetch_sub(1);
@@ -216,7 +216,7 @@ ReleaseResult ManagerCore::release_hold_uncounted(const std::shared_ptr<LeaseSta
 void ManagerCore::mark_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason,
                             EngineMetrics::Loss cause) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (state->finished) return;  // released meanwhile: a refused renewal is expected then
     state->finished = true;
     state->drop_owed = true;  // the holder still has it: nothing is given away before it lets go
@@ -235,7 +235,7 @@ void ManagerCore::drop_on_service(const std::shared_ptr<LeaseState>& state) noex
 
 void ManagerCore::learned_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (state->finished) return;
     state->lost.store(true, std::memory_order_release);
     if (state->lost_reason.empty()) {
@@ -258,7 +258,7 @@ void ManagerCore::on_event(const WakeEvents::Event& event) {
       return;
     case WakeEvents::Kind::kLost: {
       if (event.secret == nullptr) return;
-      std::lock_guard<std::mutex> lock(mutex_);
+      service::MutexLock lock(mutex_);
       auto it = active_.find(name);
       if (it == active_.end()) return;
       for (auto& state : it->second) {
@@ -275,7 +275,7 @@ void ManagerCore::on_event(const WakeEvents::Event& event) {
 
 MetricsSnapshot ManagerCore::metrics_snapshot() {
   MetricsSnapshot snapshot = metrics_.snapshot(std::string(service_->name()));
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   for (const auto& [name, states] : active_) snapshot.leases_held += static_cast<std::int64_t>(states.size());
   snapshot.session_locks_held = static_cast<std::int64_t>(sessions_.size());
   return snapshot;

@@ -28,6 +28,7 @@
 #include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
 #include "dblock/session_lock.h"
+#include "dblock/sql/features.h"
 #include "engine_metrics.h"
 #include "lease_state.h"
 #include "reaper.h"
@@ -72,6 +73,9 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   // lost() from now on and no longer counts for reentrancy; the renewal thread runs mark_lost
   // (callback included, as for every loss). Any thread.
   void learned_lost(const std::shared_ptr<LeaseState>& state, const std::string& reason);
+  // A guarded write (sql::Database::run_guarded) of `lease` through `sql`, bounded by the lease's
+  // safe-until; a LeaseLostError from the service marks the lease lost here too.
+  void run_guarded(SqlFeatures& sql, const Lease& lease, const std::function<void(Transaction&)>& body);
   // Reports an error that has no caller. noexcept: swallows what the user callback throws.
   void report(const Error& error) noexcept;
   // The deadline of a migration: ManagerOptions::call_timeout, at least kMinMigrationTime (DDL may
@@ -164,8 +168,7 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   static void run_on_lost(const std::function<void(const LostLease&)>& on_lost, const LostLease& lost) noexcept;
   // Handles a service event (the service's listener thread).
   void on_event(const WakeEvents::Event& event);
-  // REQUIRES: mutex_ held.
-  void remove_active_locked(const std::shared_ptr<LeaseState>& state);
+  void remove_active_locked(const std::shared_ptr<LeaseState>& state) DBLOCK_REQUIRES(mutex_);
   std::chrono::milliseconds drift_margin(std::chrono::milliseconds ttl) const;
 
   // Constant after construction.
@@ -177,14 +180,14 @@ class ManagerCore : public std::enable_shared_from_this<ManagerCore> {
   const std::vector<std::unique_ptr<WaitStrategy>> wait_strategies_;
   std::unique_ptr<Reaper> reaper_;  // null when the service has nothing to reap or options say so
 
-  std::mutex mutex_;
+  // Also guards the fields of LeaseState and SessionState that say so (lease_state.h).
+  service::Mutex mutex_;
   std::condition_variable renew_cv_;  // renewal thread: new lease, loss event, shutdown
-  // Protected by mutex_.
-  std::unordered_map<std::string, std::vector<std::shared_ptr<LeaseState>>> active_;
-  std::vector<std::shared_ptr<SessionState>> sessions_;
-  bool stopping_ = false;
+  std::unordered_map<std::string, std::vector<std::shared_ptr<LeaseState>>> active_ DBLOCK_GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<SessionState>> sessions_ DBLOCK_GUARDED_BY(mutex_);
+  bool stopping_ DBLOCK_GUARDED_BY(mutex_) = false;
   // When the renewal thread will next wake by itself; min() while it is awake.
-  SteadyClock::time_point renewal_wake_at_ = SteadyClock::time_point::min();
+  SteadyClock::time_point renewal_wake_at_ DBLOCK_GUARDED_BY(mutex_) = SteadyClock::time_point::min();
 
   std::thread renewal_thread_;
 

@@ -3,14 +3,15 @@
 #include "dblock/open.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
 #include <thread>
-
-#include "dblock/service/call_deadline.h"
-#include "internal.h"
 
 #include "dblock/errors.h"
 #include "dblock/schemes.h"
+#include "dblock/service/call_deadline.h"
 #include "dblock/url.h"
+#include "internal.h"
 
 namespace dblock {
 
@@ -24,6 +25,35 @@ using SteadyClock = std::chrono::steady_clock;
   if (dynamic_cast<const ConnectionError*>(&e)) throw ConnectionError(message, e.backend(), e.sqlstate(), false);
   if (dynamic_cast<const TimeoutError*>(&e)) throw TimeoutError(message, e.backend(), e.sqlstate(), false);
   throw Error(message, e.backend(), e.sqlstate(), false);
+}
+
+// `namespace=NAME`, on every URL: where the service keeps its locks (SQL: the table prefix; Redis:
+// the key prefix; ZooKeeper: /dblock/<NAME>locks), the neutral spelling of
+// ManagerOptions::table_prefix. Taken out of the URL here, so that no service sees it; given
+// beside a table_prefix other than the default and different, a UsageError naming both.
+void take_namespace(Url& url, ManagerOptions& options) {
+  std::optional<std::string> found;
+  for (auto it = url.params.begin(); it != url.params.end();) {
+    if (it->first != "namespace") {
+      ++it;
+      continue;
+    }
+    if (found) throw UsageError("URL parameter 'namespace' is given twice");
+    found = it->second;
+    it = url.params.erase(it);
+  }
+  if (!found) return;
+  try {
+    service::validate_table_prefix(*found);  // one rule on every service: [a-z_][a-z0-9_]{0,39}
+  } catch (const UsageError&) {
+    throw UsageError("URL parameter 'namespace': '" + found->substr(0, 64) +
+                     "' is invalid: use 1-40 characters of [a-z0-9_], not starting with a digit");
+  }
+  if (options.table_prefix != ManagerOptions{}.table_prefix && options.table_prefix != *found) {
+    throw UsageError("the URL's namespace '" + *found + "' differs from ManagerOptions::table_prefix '" +
+                     options.table_prefix + "': give one of them");
+  }
+  options.table_prefix = *found;
 }
 
 }  // namespace
@@ -45,6 +75,7 @@ std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions opti
 
 std::unique_ptr<LockManager> open(std::string_view url_text, ManagerOptions options) {
   Url url = parse_url(url_text);
+  take_namespace(url, options);
   const SchemeFactory factory = find_scheme(url.scheme);
   if (!factory) {
     std::string known;

@@ -23,7 +23,7 @@ void Reaper::start() { thread_ = std::thread([this] { loop(); }); }
 
 void Reaper::stop() noexcept {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     stopping_ = true;
   }
   cv_.notify_all();
@@ -31,8 +31,8 @@ void Reaper::stop() noexcept {
 }
 
 bool Reaper::pause_for(SteadyClock::duration pause) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  return !cv_.wait_for(lock, pause, [this] { return stopping_; });
+  service::UniqueLock lock(mutex_);
+  return !cv_.wait_for(lock.native(), pause, [this]() DBLOCK_REQUIRES(mutex_) { return stopping_; });
 }
 
 void Reaper::loop() {

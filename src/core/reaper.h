@@ -14,6 +14,7 @@
 
 #include "dblock/errors.h"
 #include "dblock/service/capabilities.h"
+#include "dblock/service/thread_annotations.h"
 #include "engine_metrics.h"
 
 namespace dblock::detail {
@@ -45,9 +46,9 @@ class Reaper {
   const std::size_t batch_;
   const std::function<void(const Error&)> report_;
 
-  std::mutex mutex_;
+  service::Mutex mutex_;
   std::condition_variable cv_;
-  bool stopping_ = false;  // GUARDED_BY(mutex_)
+  bool stopping_ DBLOCK_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

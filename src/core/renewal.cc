@@ -57,14 +57,14 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
     metrics_.renewed(EngineMetrics::Renewal::kFailed);
     report(e);
     // Retry soon; safe-until decides when to give up.
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     state->next_renew = SteadyClock::now() + std::max(state->renew_interval / 4, milliseconds(10));
     return;
   }
   if (!result.renewed) {
     metrics_.renewed(EngineMetrics::Renewal::kRefused);
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      service::MutexLock lock(mutex_);
       if (state->finished) return;  // released meanwhile: a refused renewal is expected then
       state->lost.store(true, std::memory_order_release);  // lost() answers while the reason is read
     }
@@ -76,7 +76,7 @@ void ManagerCore::renew_one(const std::shared_ptr<LeaseState>& state) {
   const Timing t = timing(*state, result.granted_for, sent_at);
   std::optional<ClockJumpError> jumped;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (state->finished) return;
     // A renewal that comes back after safe-until cannot resurrect the lease: the holder may already
     // have been told it was lost.
@@ -120,7 +120,7 @@ std::optional<ClockJumpError> ManagerCore::check_service_clock(LeaseState& state
 }
 
 void ManagerCore::renewal_loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  service::UniqueLock lock(mutex_);
   while (!stopping_) {
     const auto now = SteadyClock::now();
     const auto boot_now = BootClock::now();
@@ -155,7 +155,7 @@ void ManagerCore::renewal_loop() {
     }
     if (due.empty() && lost.empty() && sessions_due.empty()) {
       renewal_wake_at_ = next;
-      renew_cv_.wait_until(lock, next);
+      renew_cv_.wait_until(lock.native(), next);
       renewal_wake_at_ = SteadyClock::time_point::min();  // awake: new leases are seen next round
       continue;
     }
@@ -171,7 +171,7 @@ void ManagerCore::renewal_loop() {
 void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
   bool alive;
   {
-    std::lock_guard<std::mutex> lock(state->handle_mutex);
+    service::MutexLock lock(state->handle_mutex);
     if (!state->handle) return;
     // A check still unanswered after kSessionCheckTime finds the session gone: its connection is
     // dropped, and the server ends the session's locks with it.
@@ -180,7 +180,7 @@ void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
   }
   if (alive) return;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (state->finished) return;
     state->finished = true;
     state->lost.store(true, std::memory_order_release);
@@ -188,7 +188,7 @@ void ManagerCore::check_session(const std::shared_ptr<SessionState>& state) {
   }
   metrics_.session_lost();
   {
-    std::lock_guard<std::mutex> lock(state->handle_mutex);
+    service::MutexLock lock(state->handle_mutex);
     state->handle.reset();
   }
   run_on_lost(state->on_lost, LostLease{state->name, 0, "the session holding the lock is gone (connection lost or swapped)"});

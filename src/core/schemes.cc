@@ -1,5 +1,6 @@
 // The scheme registry (dblock/schemes.h) and available_schemes() (dblock/open.h).
 #include "dblock/schemes.h"
+#include "dblock/service/thread_annotations.h"
 
 #include <algorithm>
 #include <mutex>
@@ -12,8 +13,8 @@ namespace dblock {
 namespace {
 
 struct Registry {
-  std::mutex mutex;
-  std::vector<SchemeEntry> entries;  // guarded by mutex; sorted by name
+  service::Mutex mutex;
+  std::vector<SchemeEntry> entries DBLOCK_GUARDED_BY(mutex);  // sorted by name
 };
 
 // Never destroyed: a registration runs during static initialisation and open() may run during
@@ -46,7 +47,7 @@ bool register_scheme(SchemeEntry entry) {
   for (const std::string& alias : entry.aliases) validate_scheme_name(alias);
   if (!entry.factory) throw UsageError("register_scheme: scheme '" + entry.name + "' has no factory");
   Registry& r = registry();
-  const std::lock_guard lock(r.mutex);
+  const service::MutexLock lock(r.mutex);
   for (const SchemeEntry& known : r.entries) {
     if (names(known, entry.name)) return false;
     for (const std::string& alias : entry.aliases) {
@@ -60,7 +61,7 @@ bool register_scheme(SchemeEntry entry) {
 
 SchemeFactory find_scheme(std::string_view scheme) {
   Registry& r = registry();
-  const std::lock_guard lock(r.mutex);
+  const service::MutexLock lock(r.mutex);
   for (const SchemeEntry& entry : r.entries) {
     if (names(entry, scheme)) return entry.factory;
   }
@@ -69,7 +70,7 @@ SchemeFactory find_scheme(std::string_view scheme) {
 
 UrlShape scheme_url_shape(std::string_view scheme) {
   Registry& r = registry();
-  const std::lock_guard lock(r.mutex);
+  const service::MutexLock lock(r.mutex);
   for (const SchemeEntry& entry : r.entries) {
     if (names(entry, scheme)) return entry.shape;
   }
@@ -78,7 +79,7 @@ UrlShape scheme_url_shape(std::string_view scheme) {
 
 std::vector<std::string> available_schemes() {
   Registry& r = registry();
-  const std::lock_guard lock(r.mutex);
+  const service::MutexLock lock(r.mutex);
   std::vector<std::string> schemes;
   for (const SchemeEntry& entry : r.entries) {
     schemes.push_back(entry.name);

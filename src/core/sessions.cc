@@ -45,7 +45,7 @@ std::unique_ptr<SessionLockHandle> acquire_riding_over(SessionLocks& locks, std:
 
 bool ManagerCore::held_by_this_thread(std::string_view name, LockMode mode) {
   const auto self = std::this_thread::get_id();
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   for (const auto& session : sessions_) {
     const bool both_shared = mode == LockMode::kShared && session->mode == LockMode::kShared;
     if (session->name == name && session->owner_thread == self && !session->lost.load() && !both_shared) return true;
@@ -78,10 +78,13 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
   state->key = handle->key();
   state->on_lost = options.on_lost;
   state->owner_thread = std::this_thread::get_id();
-  state->handle = std::move(handle);
+  {
+    service::MutexLock lock(state->handle_mutex);  // nobody else sees the state yet: uncontended
+    state->handle = std::move(handle);
+  }
   bool wake_renewer;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (stopping_) throw UsageError("LockManager is shutting down");
     state->next_check = SteadyClock::now() + options_.session_check_interval;
     sessions_.push_back(state);
@@ -93,13 +96,13 @@ std::optional<SessionLock> ManagerCore::session_lock(std::string_view name, std:
 
 ReleaseResult ManagerCore::release_session(const std::shared_ptr<SessionState>& state) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     if (state->shut_down.load()) return ReleaseResult::kShutDown;
     if (state->finished) return ReleaseResult::kAlreadyLost;
     state->finished = true;
     sessions_.erase(std::remove(sessions_.begin(), sessions_.end(), state), sessions_.end());
   }
-  std::lock_guard<std::mutex> lock(state->handle_mutex);
+  service::MutexLock lock(state->handle_mutex);
   ReleaseResult result = ReleaseResult::kAlreadyLost;
   if (state->handle && !state->lost.load()) {
     const CallDeadlineScope call(SteadyClock::now());  // the least time a call is given

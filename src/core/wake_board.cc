@@ -9,18 +9,18 @@ namespace {
 }  // namespace
 
 void WakeBoard::enter(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   ++entries_[name].waiters;
 }
 
 void WakeBoard::leave(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   auto it = entries_.find(name);
   if (it != entries_.end() && --it->second.waiters == 0) entries_.erase(it);
 }
 
 void WakeBoard::bump(const std::string& name, std::int64_t next_ticket) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return;
   ++it->second.generation;
@@ -29,7 +29,7 @@ void WakeBoard::bump(const std::string& name, std::int64_t next_ticket) {
 }
 
 void WakeBoard::post_grant(const std::string& name, const LeaseGrant& grant) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end()) return;  // a grant for another process's waiter
   it->second.grant = grant;
@@ -39,25 +39,25 @@ void WakeBoard::post_grant(const std::string& name, const LeaseGrant& grant) {
 }
 
 std::uint64_t WakeBoard::generation(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   auto it = entries_.find(name);
   return it == entries_.end() ? 0 : it->second.generation;
 }
 
 bool WakeBoard::wait(const std::string& name, std::uint64_t& seen, SteadyClock::time_point until) {
-  std::unique_lock<std::mutex> lock(mutex_);
-  auto current = [&] {
+  service::UniqueLock lock(mutex_);
+  auto current = [&]() DBLOCK_REQUIRES(mutex_) {
     auto it = entries_.find(name);
     return it == entries_.end() ? seen : it->second.generation;
   };
-  const bool woken = cv_.wait_until(lock, until, [&] { return stopped_ || current() != seen; });
+  const bool woken = cv_.wait_until(lock.native(), until, [&]() DBLOCK_REQUIRES(mutex_) { return stopped_ || current() != seen; });
   if (stopped_) throw_stopped();
   if (woken) seen = current();
   return woken;
 }
 
 std::optional<LeaseGrant> WakeBoard::take_grant(const std::string& name, std::int64_t ticket) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   auto it = entries_.find(name);
   if (it == entries_.end() || !it->second.grant || it->second.grant->ticket != ticket) return std::nullopt;
   std::optional<LeaseGrant> grant = it->second.grant;
@@ -66,19 +66,19 @@ std::optional<LeaseGrant> WakeBoard::take_grant(const std::string& name, std::in
 }
 
 std::int64_t WakeBoard::next_ticket(const std::string& name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   auto it = entries_.find(name);
   return it == entries_.end() ? 0 : it->second.next_ticket;
 }
 
 void WakeBoard::stop() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   stopped_ = true;
   cv_.notify_all();
 }
 
 void WakeBoard::check_running() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (stopped_) throw_stopped();
 }
 

@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "dblock/service/capabilities.h"
+#include "dblock/service/thread_annotations.h"
 #include "lease_state.h"
 
 namespace dblock::detail {
@@ -52,10 +53,10 @@ class WakeBoard {
     int waiters = 0;
   };
 
-  std::mutex mutex_;
+  service::Mutex mutex_;
   std::condition_variable cv_;
-  std::unordered_map<std::string, Entry> entries_;  // GUARDED_BY(mutex_)
-  bool stopped_ = false;                            // GUARDED_BY(mutex_)
+  std::unordered_map<std::string, Entry> entries_ DBLOCK_GUARDED_BY(mutex_);
+  bool stopped_ DBLOCK_GUARDED_BY(mutex_) = false;
 };
 
 }  // namespace dblock::detail

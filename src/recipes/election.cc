@@ -1,6 +1,7 @@
 // Leader election on a lease (dblock/election.h): a campaign thread that acquires, holds while the
 // lease is safe, and campaigns again after a loss.
 #include "dblock/election.h"
+#include "dblock/service/thread_annotations.h"
 
 #include <condition_variable>
 #include <mutex>
@@ -20,7 +21,7 @@ struct ElectionState {
   ElectionState(LockManager& manager_in, std::string name_in, ElectionOptions options_in)
       : manager(manager_in), name(std::move(name_in)), options(std::move(options_in)) {}
 
-  bool leader_locked() const { return lease.has_value() && !lost && !lease->lost(); }
+  bool leader_locked() const DBLOCK_REQUIRES(mutex) { return lease.has_value() && !lost && !lease->lost(); }
 
   LockManager& manager;
   const std::string name;
@@ -28,14 +29,14 @@ struct ElectionState {
   std::stop_source stop;  // resign() and destruction
   std::thread thread;     // the campaign; joined by ~Election
 
-  mutable std::mutex mutex;
+  mutable service::Mutex mutex;
   mutable std::condition_variable changed;  // leadership, loss, stop or the campaign's end
-  std::optional<Lease> lease;               // GUARDED_BY(mutex): the current leadership's
-  bool lost = false;                        // GUARDED_BY(mutex): the lease's on_lost ran
-  std::string lost_reason;                  // GUARDED_BY(mutex)
-  bool campaigning = true;                  // GUARDED_BY(mutex)
-  std::exception_ptr failure;               // GUARDED_BY(mutex)
-  std::thread::id campaign_thread;          // GUARDED_BY(mutex): set by the thread itself
+  std::optional<Lease> lease DBLOCK_GUARDED_BY(mutex);  // the current leadership's
+  bool lost DBLOCK_GUARDED_BY(mutex) = false;  // the lease's on_lost ran
+  std::string lost_reason DBLOCK_GUARDED_BY(mutex);
+  bool campaigning DBLOCK_GUARDED_BY(mutex) = true;
+  std::exception_ptr failure DBLOCK_GUARDED_BY(mutex);
+  std::thread::id campaign_thread DBLOCK_GUARDED_BY(mutex);  // set by the thread itself
 };
 
 }  // namespace detail
@@ -52,7 +53,7 @@ std::optional<Lease> campaign_once(const std::shared_ptr<ElectionState>& s) {
   options.on_lost = [weak = std::weak_ptr<ElectionState>(s)](const LostLease& lost) {
     const std::shared_ptr<ElectionState> state = weak.lock();
     if (state == nullptr) return;
-    std::lock_guard<std::mutex> lock(state->mutex);
+    service::MutexLock lock(state->mutex);
     state->lost = true;
     state->lost_reason = lost.reason;
     state->changed.notify_all();
@@ -62,7 +63,7 @@ std::optional<Lease> campaign_once(const std::shared_ptr<ElectionState>& s) {
 
 // Holds the leadership until it is lost or given up; releases the lease; says how it ended.
 Revocation hold(ElectionState& s) {
-  std::unique_lock<std::mutex> lock(s.mutex);
+  service::UniqueLock lock(s.mutex);
   Revocation out{s.name, s.lease->fence(), false, ""};
   for (;;) {
     if (s.stop.stop_requested()) {
@@ -75,7 +76,7 @@ Revocation hold(ElectionState& s) {
       break;
     }
     // Woken by a loss or a stop; else at safe-until, which each renewal moves on.
-    s.changed.wait_until(lock, s.lease->safe_until());
+    s.changed.wait_until(lock.native(), s.lease->safe_until());
   }
   Lease lease = std::move(*s.lease);
   s.lease.reset();
@@ -86,7 +87,7 @@ Revocation hold(ElectionState& s) {
 }
 
 void end_campaign(ElectionState& s, std::exception_ptr failure) {
-  std::lock_guard<std::mutex> lock(s.mutex);
+  service::MutexLock lock(s.mutex);
   s.campaigning = false;
   if (failure) s.failure = failure;
   s.changed.notify_all();
@@ -95,7 +96,7 @@ void end_campaign(ElectionState& s, std::exception_ptr failure) {
 // The election's thread: campaign, lead, campaign again, until stopped or a non-transient error.
 void run_campaign(const std::shared_ptr<ElectionState>& s) {
   {
-    std::lock_guard<std::mutex> lock(s->mutex);
+    service::MutexLock lock(s->mutex);
     s->campaign_thread = std::this_thread::get_id();
   }
   try {
@@ -104,7 +105,7 @@ void run_campaign(const std::shared_ptr<ElectionState>& s) {
       if (!lease) continue;  // stopped
       Leadership won{s->name, lease->fence()};
       {
-        std::lock_guard<std::mutex> lock(s->mutex);
+        service::MutexLock lock(s->mutex);
         s->lease = std::move(lease);
         s->lost = false;
         s->lost_reason.clear();
@@ -143,33 +144,33 @@ Election::~Election() {
 const std::string& Election::name() const { return state_->name; }
 
 bool Election::is_leader() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  service::MutexLock lock(state_->mutex);
   return state_->leader_locked();
 }
 
 std::optional<std::int64_t> Election::term() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  service::MutexLock lock(state_->mutex);
   if (!state_->leader_locked()) return std::nullopt;
   return state_->lease->fence();
 }
 
 bool Election::await_leadership(std::chrono::milliseconds wait) const {
-  std::unique_lock<std::mutex> lock(state_->mutex);
-  state_->changed.wait_for(lock, wait, [&] { return state_->leader_locked() || !state_->campaigning; });
+  service::UniqueLock lock(state_->mutex);
+  state_->changed.wait_for(lock.native(), wait, [&]() DBLOCK_REQUIRES(state_->mutex) { return state_->leader_locked() || !state_->campaigning; });
   return state_->leader_locked();
 }
 
 void Election::resign() {
   ElectionState& s = *state_;
   s.stop.request_stop();  // wakes a waiting acquire (AcquireOptions::stop)
-  std::unique_lock<std::mutex> lock(s.mutex);
+  service::UniqueLock lock(s.mutex);
   s.changed.notify_all();  // wakes a holding leader
   if (std::this_thread::get_id() == s.campaign_thread) return;  // from a callback: the loop ends it
-  s.changed.wait(lock, [&] { return !s.campaigning; });
+  s.changed.wait(lock.native(), [&]() DBLOCK_REQUIRES(s.mutex) { return !s.campaigning; });
 }
 
 std::exception_ptr Election::failure() const {
-  std::lock_guard<std::mutex> lock(state_->mutex);
+  service::MutexLock lock(state_->mutex);
   return state_->failure;
 }
 

@@ -7,18 +7,18 @@ namespace dblock::service {
 
 bool EventFanout::set_listener(WakeEvents::Listener listener) {
   std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   listener_ = std::move(listener);
   return static_cast<bool>(listener_);
 }
 
 void EventFanout::subscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ++subscribed_[std::string(name)];
 }
 
 void EventFanout::unsubscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = subscribed_.find(std::string(name));
   if (it != subscribed_.end() && --it->second == 0) subscribed_.erase(it);
 }
@@ -27,7 +27,7 @@ void EventFanout::dispatch(std::string_view payload) {
   std::lock_guard<std::mutex> dispatching(dispatch_mutex_);
   WakeEvents::Listener listener;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     listener = listener_;
   }
   if (!listener) return;
@@ -59,7 +59,7 @@ void EventFanout::dispatch_all() {
   std::vector<std::string> names;
   WakeEvents::Listener listener;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     listener = listener_;
     for (const auto& [name, count] : subscribed_) names.push_back(name);
   }

@@ -11,7 +11,7 @@ namespace dblock::service {
 
 SocketDeadlines::~SocketDeadlines() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
   }
   changed_.notify_all();
@@ -22,7 +22,7 @@ std::uint64_t SocketDeadlines::add(int fd, TimePoint deadline) {
   std::uint64_t id;
   bool earlier;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     id = next_id_++;
     entries_.emplace(id, Entry{fd, deadline});
     if (!thread_.joinable()) thread_ = std::thread([this] { run(); });
@@ -38,7 +38,7 @@ std::uint64_t SocketDeadlines::add(int fd, TimePoint deadline) {
 bool SocketDeadlines::remove(std::uint64_t id) {
   // Under the mutex: once this returns, the thread never touches the descriptor again, so its
   // owner may close it (and the number be reused) safely.
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(id);
   if (it == entries_.end()) return false;
   const bool fired = it->second.fired;
@@ -47,13 +47,13 @@ bool SocketDeadlines::remove(std::uint64_t id) {
 }
 
 bool SocketDeadlines::fired(std::uint64_t id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   auto it = entries_.find(id);
   return it != entries_.end() && it->second.fired;
 }
 
 void SocketDeadlines::run() {
-  std::unique_lock<std::mutex> lock(mutex_);
+  UniqueLock lock(mutex_);
   while (!stopping_) {
     const auto now = std::chrono::steady_clock::now();
     TimePoint next = TimePoint::max();
@@ -68,9 +68,9 @@ void SocketDeadlines::run() {
     }
     wake_at_ = next;
     if (next == TimePoint::max()) {
-      changed_.wait(lock);
+      changed_.wait(lock.native());
     } else {
-      changed_.wait_until(lock, next);
+      changed_.wait_until(lock.native(), next);
     }
   }
 }

@@ -104,7 +104,7 @@ std::string with_table(std::string sql, const std::string& table) {
 void create_guard_table(LockManager& manager, const std::string& table) {
   auto setup = manager.try_acquire("setup");
   REQUIRE(setup);
-  manager.run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
+  dblock::sql::Database(manager).run_guarded(*setup, [&](Transaction& tx) { tx.execute(with_table(context().guard_create, table)); });
   setup->release();
 }
 
@@ -116,7 +116,7 @@ RowLocks* row_locks_of(LockManager& manager) {
 void check_guard_unsupported(LockManager& manager) {
   auto lease = manager.try_acquire("guard-unsupported");
   REQUIRE(lease);
-  CHECK_THROWS_AS(manager.run_guarded(*lease, [](Transaction&) {}), UnsupportedError);
+  CHECK_THROWS_AS(dblock::sql::Database(manager).run_guarded(*lease, [](Transaction&) {}), UnsupportedError);
 }
 
 std::unique_ptr<LockManager> open_manager(ManagerOptions options, const std::string& prefix) {
@@ -216,7 +216,7 @@ int child_guarded(const std::string& prefix, const std::string& name, int ttl_ms
   try {
     // run_guarded asks the backend (the local lost() flag is not consulted): this case is about
     // what the backend's check does with a stale fence.
-    manager->run_guarded(*lease, [&](Transaction& tx) {
+    dblock::sql::Database(*manager).run_guarded(*lease, [&](Transaction& tx) {
       tx.execute(with_table(context().guard_insert, table), {std::int64_t{2}, lease->fence()});
     });
     std::printf("guard committed\n");
@@ -861,7 +861,7 @@ TEST_CASE("guard: a guarded write commits only while the lease is held with that
   };
   auto lease = manager->try_acquire("guarded");
   REQUIRE(lease);
-  manager->run_guarded(*lease, [&](Transaction& tx) {
+  dblock::sql::Database(*manager).run_guarded(*lease, [&](Transaction& tx) {
     tx.execute(replace(context().guard_create));
     tx.execute(replace(context().guard_insert), {std::int64_t{1}, lease->fence()});
   });
@@ -869,7 +869,7 @@ TEST_CASE("guard: a guarded write commits only while the lease is held with that
   // Through the manager too (its flag may not have noticed yet: the backend check decides).
   bool rejected = false;
   try {
-    manager->run_guarded(*lease, [&](Transaction& tx) {
+    dblock::sql::Database(*manager).run_guarded(*lease, [&](Transaction& tx) {
       tx.execute(replace(context().guard_insert), {std::int64_t{3}, lease->fence()});
     });
   } catch (const LeaseLostError&) {
@@ -879,7 +879,7 @@ TEST_CASE("guard: a guarded write commits only while the lease is held with that
   auto next = admin->try_acquire("guarded");
   REQUIRE(next);
   std::vector<std::vector<Value>> rows;
-  admin->run_guarded(*next, [&](Transaction& tx) { rows = tx.query("SELECT id FROM " + table + " ORDER BY id"); });
+  dblock::sql::Database(*admin).run_guarded(*next, [&](Transaction& tx) { rows = tx.query("SELECT id FROM " + table + " ORDER BY id"); });
   REQUIRE(rows.size() == 1);
   CHECK(std::get<std::int64_t>(rows[0][0]) == 1);
 }
@@ -896,7 +896,7 @@ TEST_CASE("guard: a refused guarded write marks the handle lost; the same thread
   auto lease = manager->try_acquire("guard-lost", options);
   REQUIRE(lease);
   CHECK(admin->force_release("guard-lost"));
-  CHECK_THROWS_AS(manager->run_guarded(*lease, [](Transaction&) {}), LeaseLostError);
+  CHECK_THROWS_AS(dblock::sql::Database(*manager).run_guarded(*lease, [](Transaction&) {}), LeaseLostError);
   CHECK(lease->lost());  // at once, not at the next renewal
   const std::optional<LostLease> lost = watch.wait(10s);
   REQUIRE(lost.has_value());
@@ -910,7 +910,7 @@ TEST_CASE("guard: a refused guarded write marks the handle lost; the same thread
   CHECK(again->fence() > lease->fence());
   // A released handle: a UsageError that says so (nothing reaches the service).
   REQUIRE(again->release() == ReleaseResult::kReleased);
-  CHECK_THROWS_WITH(manager->run_guarded(*again, [](Transaction&) {}),
+  CHECK_THROWS_WITH(dblock::sql::Database(*manager).run_guarded(*again, [](Transaction&) {}),
                     Catch::Matchers::Contains("this one is released"));
 }
 
@@ -929,14 +929,14 @@ TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "
   holder.signal(SIGSTOP);
   auto lease = manager->acquire("paused-guard", 20s);  // takes over once the paused lease expired
   REQUIRE(lease);
-  manager->run_guarded(*lease, [&](Transaction& tx) {
+  dblock::sql::Database(*manager).run_guarded(*lease, [&](Transaction& tx) {
     tx.execute(with_table(context().guard_insert, table), {std::int64_t{1}, lease->fence()});
   });
   holder.signal(SIGCONT);
   holder.write_line("write");
   CHECK(expect_line(holder, "guard") == "guard rejected");
   std::vector<std::vector<Value>> rows;
-  manager->run_guarded(*lease, [&](Transaction& tx) { rows = tx.query("SELECT id FROM " + table + " ORDER BY id"); });
+  dblock::sql::Database(*manager).run_guarded(*lease, [&](Transaction& tx) { rows = tx.query("SELECT id FROM " + table + " ORDER BY id"); });
   REQUIRE(rows.size() == 1);
   CHECK(std::get<std::int64_t>(rows[0][0]) == 1);
   REQUIRE(holder.wait(10s));
@@ -945,7 +945,7 @@ TEST_CASE("guard: the late write of a holder paused past its TTL is rejected", "
 // ---- optional modes, on every backend that has them ---------------------------------------
 
 void create_app_table(LockManager& manager, const std::string& prefix, const std::vector<std::string>& statements) {
-  REQUIRE(manager.run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
+  REQUIRE(dblock::sql::Database(manager).run_in_transaction_lock("setup-" + prefix, 5s, [&](Transaction& tx) {
     for (const std::string& statement : statements) tx.execute(statement);
   }));
 }
@@ -959,9 +959,9 @@ void check_cas_unsupported(LockManager& manager, const std::string& table) {
   update.table = table;
   update.id = std::int64_t{1};
   update.set = {{"balance", std::int64_t{90}}};
-  CHECK_THROWS_AS(manager.compare_and_set(update), UnsupportedError);
-  CHECK_THROWS_AS(manager.read_version(table, "id", std::int64_t{1}, "version"), UnsupportedError);
-  CHECK_THROWS_AS(manager.run_in_transaction_lock("tx-unsupported", 0ms, [](Transaction&) {}), UnsupportedError);
+  CHECK_THROWS_AS(dblock::sql::Database(manager).compare_and_set(update), UnsupportedError);
+  CHECK_THROWS_AS(dblock::sql::Database(manager).read_version(table, "id", std::int64_t{1}, "version"), UnsupportedError);
+  CHECK_THROWS_AS(dblock::sql::Database(manager).run_in_transaction_lock("tx-unsupported", 0ms, [](Transaction&) {}), UnsupportedError);
 }
 
 }  // namespace
@@ -982,10 +982,10 @@ TEST_CASE("optimistic compare-and-set: conflicts reported, concurrent increments
   update.id = std::int64_t{1};
   update.expected_version = 0;
   update.set = {{"balance", std::int64_t{90}}};
-  CHECK(manager->compare_and_set(update));
-  CHECK_FALSE(manager->compare_and_set(update));  // stale version: conflict reported, nothing written
-  CHECK(manager->read_version(table, "id", std::int64_t{1}, "version") == 1);
-  CHECK_FALSE(manager->read_version(table, "id", std::int64_t{2}, "version"));
+  CHECK(dblock::sql::Database(*manager).compare_and_set(update));
+  CHECK_FALSE(dblock::sql::Database(*manager).compare_and_set(update));  // stale version: conflict reported, nothing written
+  CHECK(dblock::sql::Database(*manager).read_version(table, "id", std::int64_t{1}, "version") == 1);
+  CHECK_FALSE(dblock::sql::Database(*manager).read_version(table, "id", std::int64_t{2}, "version"));
 
   // Four threads each add 1 to the balance 20 times through CAS + retry: no update lost.
   std::vector<std::thread> threads;
@@ -998,7 +998,7 @@ TEST_CASE("optimistic compare-and-set: conflicts reported, concurrent increments
         bool ok = retry_optimistic(
             [&] {
               std::int64_t version = 0, balance = 0;
-              bool locked = manager->run_in_transaction_lock("read-" + prefix, 5s, [&](Transaction& tx) {
+              bool locked = dblock::sql::Database(*manager).run_in_transaction_lock("read-" + prefix, 5s, [&](Transaction& tx) {
                 auto row = tx.query("SELECT balance, version FROM " + table + " WHERE id = 1").at(0);
                 balance = std::get<std::int64_t>(row[0]);
                 version = std::get<std::int64_t>(row[1]);
@@ -1009,7 +1009,7 @@ TEST_CASE("optimistic compare-and-set: conflicts reported, concurrent increments
               u.id = std::int64_t{1};
               u.expected_version = version;
               u.set = {{"balance", balance + 1}};
-              return manager->compare_and_set(u);
+              return dblock::sql::Database(*manager).compare_and_set(u);
             },
             retry);
         if (!ok) ++gave_up;
@@ -1018,17 +1018,17 @@ TEST_CASE("optimistic compare-and-set: conflicts reported, concurrent increments
   }
   for (auto& t : threads) t.join();
   CHECK(gave_up == 0);
-  CHECK(*manager->read_version(table, "id", std::int64_t{1}, "version") == 81);
-  REQUIRE(manager->run_in_transaction_lock("check-" + prefix, 5s, [&](Transaction& tx) {
+  CHECK(*dblock::sql::Database(*manager).read_version(table, "id", std::int64_t{1}, "version") == 81);
+  REQUIRE(dblock::sql::Database(*manager).run_in_transaction_lock("check-" + prefix, 5s, [&](Transaction& tx) {
     CHECK(std::get<std::int64_t>(tx.query("SELECT balance FROM " + table + " WHERE id = 1").at(0).at(0)) == 170);
   }));
 
   VersionedUpdate evil = update;
   evil.table = table + "; DROP TABLE " + table;
-  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
+  CHECK_THROWS_AS(dblock::sql::Database(*manager).compare_and_set(evil), UsageError);
   evil = update;
   evil.set = {{"balance\" = 0 --", std::int64_t{1}}};
-  CHECK_THROWS_AS(manager->compare_and_set(evil), UsageError);
+  CHECK_THROWS_AS(dblock::sql::Database(*manager).compare_and_set(evil), UsageError);
   CHECK_FALSE(retry_optimistic([] { return false; }, RetryOptions{3, 1ms, 2ms}));
 }
 
@@ -1041,7 +1041,7 @@ TEST_CASE("FOR UPDATE row locks with NOWAIT, SKIP LOCKED, a wait timeout and a l
     RowLockRequest request;
     request.table = table;
     request.keys = {std::int64_t{1}};
-    CHECK_THROWS_AS(a->with_locked_rows(request, [](Transaction&, const auto&) {}), UnsupportedError);
+    CHECK_THROWS_AS(dblock::sql::Database(*a).with_locked_rows(request, [](Transaction&, const auto&) {}), UnsupportedError);
     return;
   }
   create_app_table(*a, prefix,
@@ -1053,28 +1053,28 @@ TEST_CASE("FOR UPDATE row locks with NOWAIT, SKIP LOCKED, a wait timeout and a l
   bool inner_nowait = true, inner_timeout = true, inner_shared = true;
   std::vector<std::int64_t> skipped;
   SteadyClock::duration timed_wait{};
-  bool ran = a->with_locked_rows(one, [&](Transaction& tx, const std::vector<std::vector<Value>>& rows) {
+  bool ran = dblock::sql::Database(*a).with_locked_rows(one, [&](Transaction& tx, const std::vector<std::vector<Value>>& rows) {
     REQUIRE(rows.size() == 1);
     CHECK(std::get<std::string>(rows[0][1]) == "new");
     tx.execute("UPDATE " + table + " SET state = 'taken' WHERE id = ?", {std::int64_t{1}});
     std::thread other([&] {
       RowLockRequest nowait = one;
       nowait.wait = RowLockWait::kNoWait;
-      inner_nowait = b->with_locked_rows(nowait, [](Transaction&, const auto&) {});
+      inner_nowait = dblock::sql::Database(*b).with_locked_rows(nowait, [](Transaction&, const auto&) {});
       RowLockRequest shared = nowait;
       shared.shared = true;
-      inner_shared = b->with_locked_rows(shared, [](Transaction&, const auto&) {});
+      inner_shared = dblock::sql::Database(*b).with_locked_rows(shared, [](Transaction&, const auto&) {});
       RowLockRequest timed = one;
       timed.wait_timeout = 200ms;
       auto start = SteadyClock::now();
-      inner_timeout = b->with_locked_rows(timed, [](Transaction&, const auto&) {});
+      inner_timeout = dblock::sql::Database(*b).with_locked_rows(timed, [](Transaction&, const auto&) {});
       timed_wait = SteadyClock::now() - start;
       RowLockRequest skip;
       skip.table = table;
       skip.keys = {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}};
       skip.wait = RowLockWait::kSkipLocked;
       skip.columns = {"id"};
-      b->with_locked_rows(skip, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
+      dblock::sql::Database(*b).with_locked_rows(skip, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
         for (const auto& r : rows) skipped.push_back(std::get<std::int64_t>(r[0]));
       });
     });
@@ -1089,19 +1089,19 @@ TEST_CASE("FOR UPDATE row locks with NOWAIT, SKIP LOCKED, a wait timeout and a l
   std::sort(skipped.begin(), skipped.end());
   CHECK(skipped == std::vector<std::int64_t>{2, 3});
   // The body's write committed.
-  REQUIRE(a->run_in_transaction_lock("check-" + prefix, 5s, [&](Transaction& tx) {
+  REQUIRE(dblock::sql::Database(*a).run_in_transaction_lock("check-" + prefix, 5s, [&](Transaction& tx) {
     CHECK(std::get<std::string>(tx.query("SELECT state FROM " + table + " WHERE id = 1").at(0).at(0)) == "taken");
   }));
   RowLockRequest evil = one;
   evil.table = "jobs; DROP TABLE x";
-  CHECK_THROWS_AS(a->with_locked_rows(evil, [](Transaction&, const auto&) {}), UsageError);
+  CHECK_THROWS_AS(dblock::sql::Database(*a).with_locked_rows(evil, [](Transaction&, const auto&) {}), UsageError);
   RowLockRequest limited;
   limited.table = table;
   limited.keys = {std::int64_t{1}, std::int64_t{2}, std::int64_t{3}, std::int64_t{4}};
   limited.wait = RowLockWait::kSkipLocked;
   limited.limit = 2;
   std::size_t got = 0;
-  CHECK(a->with_locked_rows(limited, [&](Transaction&, const auto& rows) { got = rows.size(); }));
+  CHECK(dblock::sql::Database(*a).with_locked_rows(limited, [&](Transaction&, const auto& rows) { got = rows.size(); }));
   CHECK(got == 2);
 }
 

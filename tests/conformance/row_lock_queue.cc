@@ -26,14 +26,14 @@ std::vector<std::int64_t> ids_of(const std::vector<std::vector<Value>>& rows) {
 // the rows were not locked.
 std::vector<std::int64_t> locked_ids(LockManager& manager, const RowLockRequest& request) {
   std::vector<std::int64_t> ids;
-  const bool ran = manager.with_locked_rows(request, [&](Transaction&, const auto& rows) { ids = ids_of(rows); });
+  const bool ran = dblock::sql::Database(manager).with_locked_rows(request, [&](Transaction&, const auto& rows) { ids = ids_of(rows); });
   return ran ? ids : std::vector<std::int64_t>{-1};
 }
 
 // The message of the UsageError `request` raises, or "" when it raises none.
 std::string usage_error_of(LockManager& manager, const RowLockRequest& request) {
   try {
-    manager.with_locked_rows(request, [](Transaction&, const auto&) {});
+    dblock::sql::Database(manager).with_locked_rows(request, [](Transaction&, const auto&) {});
   } catch (const UsageError& e) {
     return e.what();
   }
@@ -65,20 +65,20 @@ TEST_CASE("row locks by predicate: two workers take disjoint batches of pending 
                             .wait = RowLockWait::kSkipLocked,
                             .limit = 2};
   if (row_locks_of(*a) == nullptr) {
-    CHECK_THROWS_AS(a->with_locked_rows(next, [](Transaction&, const auto&) {}), UnsupportedError);
+    CHECK_THROWS_AS(dblock::sql::Database(*a).with_locked_rows(next, [](Transaction&, const auto&) {}), UnsupportedError);
     return;
   }
   const std::string table = create_jobs(*a, prefix);
   std::vector<std::int64_t> first, second, newest_first;
   std::vector<std::string> second_states;
-  const bool ran = a->with_locked_rows(next, [&](Transaction& tx, const std::vector<std::vector<Value>>& rows) {
+  const bool ran = dblock::sql::Database(*a).with_locked_rows(next, [&](Transaction& tx, const std::vector<std::vector<Value>>& rows) {
     first = ids_of(rows);
     for (const std::int64_t id : first) {
       tx.execute("UPDATE " + table + " SET state = 'running' WHERE id = ?", {id});
     }
     // Worker B, on its own manager, while A holds its batch (no Catch2 assertions on this thread).
     std::thread worker_b([&] {
-      b->with_locked_rows(next, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
+      dblock::sql::Database(*b).with_locked_rows(next, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
         second = ids_of(rows);
         for (const auto& row : rows) second_states.push_back(std::get<std::string>(row.at(1)));
       });

@@ -240,7 +240,7 @@ TEST_CASE("on a stalled connection a guarded write ends by the lease's safe time
   const auto took = timed(
       [&] {
         try {
-          manager->run_guarded(*lease, [&](Transaction& tx) {
+          dblock::sql::Database(*manager).run_guarded(*lease, [&](Transaction& tx) {
             tx.execute(with_table(context().guard_insert, table), {std::int64_t{1}, lease->fence()});
           });
           committed = true;
@@ -348,7 +348,7 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
   } else {
     CHECK(manager->reap(10) == 0);
   }
-  const auto transaction_lock = [&] { manager->run_in_transaction_lock("k", 1s, [](Transaction&) {}); };
+  const auto transaction_lock = [&] { dblock::sql::Database(*manager).run_in_transaction_lock("k", 1s, [](Transaction&) {}); };
   if (transaction_locks) {
     ends_in_time("transaction lock", 1s + call, transaction_lock);
   } else {
@@ -358,7 +358,7 @@ TEST_CASE("on a stalled connection admin calls and lock transactions end by call
   request.table = table;
   request.keys = {Value{std::int64_t{1}}};
   request.wait_timeout = 1s;
-  const auto row_lock = [&] { manager->with_locked_rows(request, [](Transaction&, const auto&) {}); };
+  const auto row_lock = [&] { dblock::sql::Database(*manager).with_locked_rows(request, [](Transaction&, const auto&) {}); };
   if (row_locks) {
     ends_in_time("row lock", 1s + call, row_lock);
   } else {

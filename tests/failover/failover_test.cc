@@ -293,7 +293,7 @@ void guarded_transaction_across_failover(Topology::Kind kind) {
   });
   bool failed = false;
   try {
-    holder->run_guarded(*lease, [&](dblock::Transaction& tx) {
+    dblock::sql::Database(*holder).run_guarded(*lease, [&](dblock::Transaction& tx) {
       tx.execute("INSERT INTO " + table + " (id) VALUES (1)");
       inside.set_value();
       switched.get_future().wait();
@@ -306,7 +306,7 @@ void guarded_transaction_across_failover(Topology::Kind kind) {
   failing_over.join();
   CHECK(failed);
   CHECK(t->admin(t->primary_port(), "SELECT count(*) FROM " + table).back() == "0");
-  holder->run_guarded(*lease, [&](dblock::Transaction& tx) { tx.execute("INSERT INTO " + table + " (id) VALUES (3)"); });
+  dblock::sql::Database(*holder).run_guarded(*lease, [&](dblock::Transaction& tx) { tx.execute("INSERT INTO " + table + " (id) VALUES (3)"); });
   CHECK(t->admin(t->primary_port(), "SELECT count(*) FROM " + table).back() == "1");
   CHECK_FALSE(lease->lost());
 }

@@ -338,20 +338,20 @@ int run(const Args& a) {
     try {
       if (a.unfenced) {
         // Sabotage (proves the oracle catches what the guard prevents): a plain transaction.
-        resource.run_in_transaction_lock("fault-unfenced", 10s, [&](Transaction& tx) {
+        dblock::sql::Database(resource).run_in_transaction_lock("fault-unfenced", 10s, [&](Transaction& tx) {
           tx.execute(sql.unfenced_update, {fence});
           tx.execute(sql.insert_op, {op, fence, std::int64_t{a.client}, mono_ns()});
         });
       } else if (resource_manager) {
         // Fence-only: the resource's own check (last_fence < fence) decides, nothing else.
-        const bool ran = resource.run_in_transaction_lock("fault-resource", resource_wait, [&](Transaction& tx) {
+        const bool ran = dblock::sql::Database(resource).run_in_transaction_lock("fault-resource", resource_wait, [&](Transaction& tx) {
           if (tx.execute(sql.guarded_update, {fence, fence}) != 1) throw StaleWrite{};
           pause(a.tx_ms);  // a fault may land here, with the resource's write lock held and nothing committed
           tx.execute(sql.insert_op, {op, fence, std::int64_t{a.client}, mono_ns()});
         });
         if (!ran) throw ResourceBusy{};
       } else {
-        manager->run_guarded(*lease, [&](Transaction& tx) {
+        dblock::sql::Database(*manager).run_guarded(*lease, [&](Transaction& tx) {
           if (tx.execute(sql.guarded_update, {fence, fence}) != 1) throw StaleWrite{};
           pause(a.tx_ms);  // a fault may land here, with the resource row locked and nothing committed
           tx.execute(sql.insert_op, {op, fence, std::int64_t{a.client}, mono_ns()});

@@ -42,9 +42,9 @@
 #include <thread>
 #include <vector>
 
+#include "commands.h"
 #include "dblock/url.h"
 #include "fault_common.h"
-#include "commands.h"
 #include "interruptions.h"
 #include "oracle.h"
 #include "redis_admin.h"
@@ -324,11 +324,11 @@ std::unique_ptr<LockManager> Run::open_admin(std::chrono::seconds patience) {
 
 void Run::admin_tx(LockManager& m, const std::function<void(Transaction&)>& body) {
   try {
-    if (!m.run_in_transaction_lock("fault-admin", 10s, body)) throw std::runtime_error("admin transaction lock timed out");
+    if (!dblock::sql::Database(m).run_in_transaction_lock("fault-admin", 10s, body)) throw std::runtime_error("admin transaction lock timed out");
   } catch (const UnsupportedError&) {
     auto lease = m.acquire("fault-admin", 10s);
     if (!lease) throw std::runtime_error("admin lease not acquired");
-    m.run_guarded(*lease, body);
+    dblock::sql::Database(m).run_guarded(*lease, body);
   }
 }
 

@@ -24,7 +24,7 @@ namespace {
 struct Account {
   std::string user;
   std::string account;  // 'user'@'127.0.0.1'
-  std::unique_ptr<sql::Connection> admin = raw();
+  std::unique_ptr<::sql::Connection> admin = raw();
 
   explicit Account(const std::string& kind) : user("dblock_" + kind + "_" + std::to_string(::getpid())) {
     account = "'" + user + "'@'127.0.0.1'";
@@ -34,7 +34,7 @@ struct Account {
   ~Account() {
     try {
       exec(*admin, "DROP USER IF EXISTS " + account);
-    } catch (const sql::SQLException&) {
+    } catch (const ::sql::SQLException&) {
     }
   }
   void grant(const std::string& what, const std::string& object) {
@@ -52,7 +52,7 @@ struct Account {
   }
 };
 
-void insert_free_row(sql::Connection& c, const std::string& prefix, const std::string& name) {
+void insert_free_row(::sql::Connection& c, const std::string& prefix, const std::string& name) {
   exec(c, "INSERT INTO `" + prefix + "leases` (name, owner_secret, holder, mode, fence, acquired_at, expires_at)"
           " VALUES ('" + name + "', NULL, NULL, 'exclusive', 1, UTC_TIMESTAMP(6), '1970-01-01 00:00:01')");
 }
@@ -77,11 +77,11 @@ TEST_CASE("mysql: a read-only account with the documented grants cannot stall ac
   // Every locking read it might try on the lease tables is refused: no SELECT on them, and the
   // routines refuse to run inside a transaction.
   for (const std::string table : {"leases", "readers", "waiters", "force_releases"}) {
-    CHECK_THROWS_AS(rows_of(*ro, "SELECT * FROM `" + prefix + table + "` FOR UPDATE"), sql::SQLException);
-    CHECK_THROWS_AS(rows_of(*ro, "SELECT * FROM `" + prefix + table + "` LOCK IN SHARE MODE"), sql::SQLException);
+    CHECK_THROWS_AS(rows_of(*ro, "SELECT * FROM `" + prefix + table + "` FOR UPDATE"), ::sql::SQLException);
+    CHECK_THROWS_AS(rows_of(*ro, "SELECT * FROM `" + prefix + table + "` LOCK IN SHARE MODE"), ::sql::SQLException);
   }
   CHECK_THROWS_WITH(rows_of(*ro, "CALL `" + prefix + "list_leases`('')"), Catch::Contains("outside a transaction"));
-  CHECK_THROWS_AS(rows_of(*ro, "CALL `" + prefix + "force_release_history`('', 10)"), sql::SQLException);
+  CHECK_THROWS_AS(rows_of(*ro, "CALL `" + prefix + "force_release_history`('', 10)"), ::sql::SQLException);
   // What it may read it may lock, but no lease statement writes those rows.
   CHECK_NOTHROW(rows_of(*ro, "SELECT * FROM `" + prefix + "schema_version` FOR UPDATE"));
   CHECK_NOTHROW(rows_of(*ro, "SELECT * FROM `" + prefix + "fence` FOR UPDATE"));

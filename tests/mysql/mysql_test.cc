@@ -22,8 +22,8 @@
 #include <thread>
 
 #include "context.h"
-#include "environment.h"
 #include "dblock/mysql/mysql.h"
+#include "environment.h"
 #include "raw.h"
 #include "service_driver.h"
 
@@ -59,29 +59,29 @@ const Context& context() {
 Url test_url() { return parse_url(context().url); }
 
 // A raw Connector/C++ connection to the test database (as the URL's user unless given).
-std::unique_ptr<sql::Connection> raw(const std::string& user, const std::string& password) {
+std::unique_ptr<::sql::Connection> raw(const std::string& user, const std::string& password) {
   Url url = test_url();
-  sql::ConnectOptionsMap o;
-  o["hostName"] = sql::SQLString(url.hosts.at(0).host);
+  ::sql::ConnectOptionsMap o;
+  o["hostName"] = ::sql::SQLString(url.hosts.at(0).host);
   o["port"] = url.hosts.at(0).port;
-  o["userName"] = sql::SQLString(user.empty() ? url.user : user);
-  o["password"] = sql::SQLString(user.empty() ? url.password : password);
-  o["schema"] = sql::SQLString(url.path);
+  o["userName"] = ::sql::SQLString(user.empty() ? url.user : user);
+  o["password"] = ::sql::SQLString(user.empty() ? url.password : password);
+  o["schema"] = ::sql::SQLString(url.path);
   o["OPT_RECONNECT"] = false;
-  o["OPT_CHARSET_NAME"] = sql::SQLString("utf8mb4");
-  return std::unique_ptr<sql::Connection>(get_driver_instance()->connect(o));
+  o["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+  return std::unique_ptr<::sql::Connection>(get_driver_instance()->connect(o));
 }
 
-void exec(sql::Connection& c, const std::string& statement) {
-  std::unique_ptr<sql::Statement> s(c.createStatement());
+void exec(::sql::Connection& c, const std::string& statement) {
+  std::unique_ptr<::sql::Statement> s(c.createStatement());
   s->execute(statement);
 }
 
-std::vector<std::vector<std::string>> rows_of(sql::Connection& c, const std::string& statement,
+std::vector<std::vector<std::string>> rows_of(::sql::Connection& c, const std::string& statement,
                                               const std::vector<std::string>& params) {
-  std::unique_ptr<sql::PreparedStatement> ps(c.prepareStatement(statement));
+  std::unique_ptr<::sql::PreparedStatement> ps(c.prepareStatement(statement));
   for (std::size_t i = 0; i < params.size(); ++i) ps->setString(static_cast<unsigned>(i + 1), params[i]);
-  std::unique_ptr<sql::ResultSet> rs(ps->executeQuery());
+  std::unique_ptr<::sql::ResultSet> rs(ps->executeQuery());
   std::vector<std::vector<std::string>> out;
   const unsigned n = rs->getMetaData()->getColumnCount();
   while (rs->next()) {
@@ -92,7 +92,7 @@ std::vector<std::vector<std::string>> rows_of(sql::Connection& c, const std::str
   return out;
 }
 
-std::int64_t scalar(sql::Connection& c, const std::string& statement, const std::vector<std::string>& params) {
+std::int64_t scalar(::sql::Connection& c, const std::string& statement, const std::vector<std::string>& params) {
   auto rows = rows_of(c, statement, params);
   REQUIRE(rows.size() == 1);
   return rows[0][0] == "NULL" ? -1 : std::stoll(rows[0][0]);
@@ -101,7 +101,7 @@ std::int64_t scalar(sql::Connection& c, const std::string& statement, const std:
 // Any account that can connect can take any GET_LOCK name; dblock's key is derived from the
 // database, the prefix and the kind (src/backends/mysql/keys.cc).
 Context::HeldByBystander hold_migration_lock(const std::string& prefix) {
-  std::shared_ptr<sql::Connection> bystander = raw();
+  std::shared_ptr<::sql::Connection> bystander = raw();
   const std::string key = rows_of(*bystander,
                                   "SELECT CONCAT(LEFT(DATABASE(), 22), ':', CHAR(31), SHA1(CONCAT(DATABASE(), CHAR(0), 'dblock',"
                                   " CHAR(0), ?, CHAR(0), 'migrate', CHAR(0), '')))",
@@ -127,7 +127,7 @@ std::string replace_all(std::string s, const std::string& from, const std::strin
 
 // Runs a schema or migration file of the source tree with "{{prefix}}" replaced: one statement per
 // ';' at a line end, comment lines dropped (these files have no ';' inside a statement).
-void exec_script(sql::Connection& c, const std::string& path, const std::string& prefix) {
+void exec_script(::sql::Connection& c, const std::string& path, const std::string& prefix) {
   std::ifstream in(std::string(DBLOCK_SOURCE_DIR) + "/" + path);
   std::stringstream text;
   text << in.rdbuf();
@@ -145,7 +145,7 @@ void exec_script(sql::Connection& c, const std::string& path, const std::string&
 
 // Columns, indexes, table options, check constraints, triggers and routines of the tables whose
 // names start with `prefix`, and the fence sequence's definition, with the prefix replaced.
-std::vector<std::string> schema_of(sql::Connection& c, const std::string& prefix) {
+std::vector<std::string> schema_of(::sql::Connection& c, const std::string& prefix) {
   std::vector<std::string> out;
   auto add = [&](const std::string& query) {
     for (const auto& row : rows_of(c, query, {prefix})) {
@@ -190,7 +190,7 @@ std::string url_as(const std::string& user, const std::string& password, const s
 namespace {
 
 // Server connection ids of `user` (other than the caller's own connection).
-std::vector<std::int64_t> connection_ids(sql::Connection& c, const std::string& user) {
+std::vector<std::int64_t> connection_ids(::sql::Connection& c, const std::string& user) {
   std::vector<std::int64_t> ids;
   for (const auto& row : rows_of(c, "SELECT id FROM information_schema.processlist WHERE user = ? AND id <> CONNECTION_ID()",
                                  {user})) {
@@ -199,11 +199,11 @@ std::vector<std::int64_t> connection_ids(sql::Connection& c, const std::string& 
   return ids;
 }
 
-void kill_all(sql::Connection& c, const std::vector<std::int64_t>& ids) {
+void kill_all(::sql::Connection& c, const std::vector<std::int64_t>& ids) {
   for (auto id : ids) {
     try {
       exec(c, "KILL CONNECTION " + std::to_string(id));
-    } catch (const sql::SQLException&) {
+    } catch (const ::sql::SQLException&) {
       // already gone
     }
   }
@@ -306,7 +306,7 @@ TEST_CASE("mysql: upgrading from schema 1 freezes the counter row, then continue
   CHECK(lease->fence() > 5000);
   // An old process can no longer hand out a fence (it would be below the sequence's): its
   // statement fails.
-  CHECK_THROWS_AS(exec(*c, old_take_fence), sql::SQLException);
+  CHECK_THROWS_AS(exec(*c, old_take_fence), ::sql::SQLException);
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + prefix + "leases` WHERE name = ''") == 0);
   // The old holder's lease is untouched but for its secret, now stored as its digest (schema 4):
   // the secret still renews it, what the table shows does not.
@@ -517,7 +517,7 @@ TEST_CASE("mysql: fences come from the sequence: they grow across release, reapi
   // The table itself refuses the empty name.
   CHECK_THROWS_AS(exec(*c, "INSERT INTO `" + prefix + "leases` (name, fence, acquired_at, expires_at)"
                            " VALUES ('', 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6))"),
-                  sql::SQLException);
+                  ::sql::SQLException);
 }
 
 TEST_CASE("mysql: an acquire retried by the same owner re-takes its own live row", "[mysql]") {
@@ -868,7 +868,7 @@ TEST_CASE("mysql: a server turned read-only is a connection failure, never a usa
   auto lease = holder->try_acquire("read-only", options);
   REQUIRE(lease);
   struct Restore {
-    sql::Connection& c;
+    ::sql::Connection& c;
     ~Restore() { exec(c, "SET GLOBAL read_only = 0"); }
   } restore{*c};
   exec(*c, "SET GLOBAL read_only = 1");
@@ -931,29 +931,29 @@ TEST_CASE("mysql: transaction lock (GET_LOCK held for the transaction)", "[mysql
   auto b = open_manager({}, prefix);
   const std::string name = "xact-" + prefix;
   std::atomic<bool> b_result{true};
-  bool ran = a->run_in_transaction_lock(name, 1s, [&](Transaction& tx) {
+  bool ran = dblock::sql::Database(*a).run_in_transaction_lock(name, 1s, [&](Transaction& tx) {
     CHECK(std::get<std::int64_t>(tx.query("SELECT 1")[0][0]) == 1);
     CHECK(std::get<std::int64_t>(tx.query("SELECT @@in_transaction")[0][0]) == 1);
-    std::thread other([&] { b_result = b->run_in_transaction_lock(name, 200ms, [](Transaction&) {}); });
+    std::thread other([&] { b_result = dblock::sql::Database(*b).run_in_transaction_lock(name, 200ms, [](Transaction&) {}); });
     other.join();
-    CHECK_FALSE(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));
+    CHECK_FALSE(dblock::sql::Database(*b).run_in_transaction_lock(name, 0ms, [](Transaction&) {}));
     CHECK_FALSE(b->session_lock(name, 0ms));  // one key space with session locks
   });
   CHECK(ran);
   CHECK_FALSE(b_result);
-  CHECK(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));  // released at commit
+  CHECK(dblock::sql::Database(*b).run_in_transaction_lock(name, 0ms, [](Transaction&) {}));  // released at commit
   // A throwing body rolls back and releases too.
   const std::string table = prefix + "xact_rows";
   auto c = raw();
   exec(*c, "CREATE TABLE `" + table + "` (id BIGINT PRIMARY KEY) ENGINE=InnoDB");
-  CHECK_THROWS_AS(a->run_in_transaction_lock(name, 1s,
+  CHECK_THROWS_AS(dblock::sql::Database(*a).run_in_transaction_lock(name, 1s,
                                              [&](Transaction& tx) {
                                                tx.execute("INSERT INTO `" + table + "` VALUES (?)", {std::int64_t{1}});
                                                throw std::runtime_error("body failed");
                                              }),
                   std::runtime_error);
   CHECK(scalar(*c, "SELECT COUNT(*) FROM `" + table + "`") == 0);
-  CHECK(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));
+  CHECK(dblock::sql::Database(*b).run_in_transaction_lock(name, 0ms, [](Transaction&) {}));
 }
 
 TEST_CASE("mysql: guarded writes of a shared-lease reader", "[mysql][guard][shared]") {
@@ -969,11 +969,11 @@ TEST_CASE("mysql: guarded writes of a shared-lease reader", "[mysql][guard][shar
   shared.mode = LockMode::kShared;
   auto reader = manager->try_acquire("guarded-reader", shared);
   REQUIRE(reader);
-  manager->run_guarded(*reader, [&](Transaction& tx) {
+  dblock::sql::Database(*manager).run_guarded(*reader, [&](Transaction& tx) {
     tx.execute("INSERT INTO `" + table + "` VALUES (?, ?)", {std::int64_t{1}, reader->fence()});
   });
   CHECK(admin->force_release("guarded-reader"));
-  CHECK_THROWS_AS(manager->run_guarded(*reader,
+  CHECK_THROWS_AS(dblock::sql::Database(*manager).run_guarded(*reader,
                                        [&](Transaction& tx) {
                                          tx.execute("INSERT INTO `" + table + "` VALUES (?, ?)",
                                                     {std::int64_t{2}, reader->fence()});
@@ -1009,10 +1009,10 @@ TEST_CASE("mysql: latency against the raw floor", "[.bench][mysql]") {
   // Lease pair vs INSERT IGNORE + DELETE of the same row in a copy of the leases table (same
   // columns, same expiry index): the naive lock without fence, queue or ownership report.
   exec(*c, "CREATE TABLE `" + prefix + "raw` LIKE `" + prefix + "leases`");
-  std::unique_ptr<sql::PreparedStatement> ins(c->prepareStatement(
+  std::unique_ptr<::sql::PreparedStatement> ins(c->prepareStatement(
       "INSERT IGNORE INTO `" + prefix + "raw` (name, owner_secret, holder, mode, fence, acquired_at, expires_at, renewals)"
       " VALUES (?, UNHEX(?), 'bench', 'exclusive', 1, UTC_TIMESTAMP(6), UTC_TIMESTAMP(6) + INTERVAL 30 SECOND, 0)"));
-  std::unique_ptr<sql::PreparedStatement> del(
+  std::unique_ptr<::sql::PreparedStatement> del(
       c->prepareStatement("DELETE FROM `" + prefix + "raw` WHERE name = ? AND owner_secret = UNHEX(?)"));
   auto raw_pair = [&] {
     ins->setString(1, "k");
@@ -1026,13 +1026,13 @@ TEST_CASE("mysql: latency against the raw floor", "[.bench][mysql]") {
     auto lease = manager->try_acquire("k");
     lease->release();
   };
-  std::unique_ptr<sql::PreparedStatement> get(c->prepareStatement("SELECT GET_LOCK(?, 0)"));
-  std::unique_ptr<sql::PreparedStatement> rel(c->prepareStatement("SELECT RELEASE_LOCK(?)"));
+  std::unique_ptr<::sql::PreparedStatement> get(c->prepareStatement("SELECT GET_LOCK(?, 0)"));
+  std::unique_ptr<::sql::PreparedStatement> rel(c->prepareStatement("SELECT RELEASE_LOCK(?)"));
   auto raw_session = [&] {
     get->setString(1, "dblock_test:raw-session");
-    std::unique_ptr<sql::ResultSet>(get->executeQuery());
+    std::unique_ptr<::sql::ResultSet>(get->executeQuery());
     rel->setString(1, "dblock_test:raw-session");
-    std::unique_ptr<sql::ResultSet>(rel->executeQuery());
+    std::unique_ptr<::sql::ResultSet>(rel->executeQuery());
   };
   auto session_pair = [&] {
     auto lock = manager->session_lock("session-" + prefix, 0ms);
@@ -1075,8 +1075,8 @@ TEST_CASE("mysql: latency against the raw floor", "[.bench][mysql]") {
     exec(*c, "DO GET_LOCK('dblock_test:raw-handoff', 0)");
     SteadyClock::time_point released_at, got_at;
     std::thread waiter([&] {
-      std::unique_ptr<sql::Statement> s(c2->createStatement());
-      std::unique_ptr<sql::ResultSet>(s->executeQuery("SELECT GET_LOCK('dblock_test:raw-handoff', 10)"));
+      std::unique_ptr<::sql::Statement> s(c2->createStatement());
+      std::unique_ptr<::sql::ResultSet>(s->executeQuery("SELECT GET_LOCK('dblock_test:raw-handoff', 10)"));
       got_at = SteadyClock::now();
       s->execute("DO RELEASE_LOCK('dblock_test:raw-handoff')");
     });

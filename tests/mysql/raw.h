@@ -16,13 +16,13 @@ namespace dblock::testing {
 
 Url test_url();
 // A raw connection to the test database (as the URL's user unless given).
-std::unique_ptr<sql::Connection> raw(const std::string& user = "", const std::string& password = "");
-void exec(sql::Connection& c, const std::string& statement);
+std::unique_ptr<::sql::Connection> raw(const std::string& user = "", const std::string& password = "");
+void exec(::sql::Connection& c, const std::string& statement);
 // Every row, each field as text ("NULL" for NULL).
-std::vector<std::vector<std::string>> rows_of(sql::Connection& c, const std::string& statement,
+std::vector<std::vector<std::string>> rows_of(::sql::Connection& c, const std::string& statement,
                                               const std::vector<std::string>& params = {});
 // The one row's first field (-1 for NULL).
-std::int64_t scalar(sql::Connection& c, const std::string& statement, const std::vector<std::string>& params = {});
+std::int64_t scalar(::sql::Connection& c, const std::string& statement, const std::vector<std::string>& params = {});
 // The test URL with other credentials (and database).
 std::string url_as(const std::string& user, const std::string& password, const std::string& database = "");
 std::unique_ptr<LockManager> open_with(const std::string& url, ManagerOptions options, const std::string& prefix);

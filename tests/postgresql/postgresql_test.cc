@@ -21,9 +21,9 @@
 #include <thread>
 
 #include "context.h"
-#include "environment.h"
 #include "dblock/postgresql/interop.h"
 #include "dblock/postgresql/postgresql.h"
+#include "environment.h"
 #include "process.h"
 #include "relay.h"
 #include "service_driver.h"
@@ -1120,15 +1120,15 @@ TEST_CASE("postgresql: transaction-level advisory lock", "[postgresql][txlock]")
   auto b = open_manager({}, prefix);
   const std::string name = "xact-" + prefix;
   std::atomic<bool> b_result{true};
-  bool ran = a->run_in_transaction_lock(name, 1s, [&](Transaction& tx) {
+  bool ran = dblock::sql::Database(*a).run_in_transaction_lock(name, 1s, [&](Transaction& tx) {
     CHECK(std::get<std::int64_t>(tx.query("SELECT 1")[0][0]) == 1);
-    std::thread other([&] { b_result = b->run_in_transaction_lock(name, 200ms, [](Transaction&) {}); });
+    std::thread other([&] { b_result = dblock::sql::Database(*b).run_in_transaction_lock(name, 200ms, [](Transaction&) {}); });
     other.join();
-    CHECK_FALSE(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));
+    CHECK_FALSE(dblock::sql::Database(*b).run_in_transaction_lock(name, 0ms, [](Transaction&) {}));
   });
   CHECK(ran);
   CHECK_FALSE(b_result);
-  CHECK(b->run_in_transaction_lock(name, 0ms, [](Transaction&) {}));  // released at commit
+  CHECK(dblock::sql::Database(*b).run_in_transaction_lock(name, 0ms, [](Transaction&) {}));  // released at commit
 }
 
 TEST_CASE("postgresql: interop with the application's own pqxx transaction", "[postgresql][interop]") {
@@ -1172,7 +1172,7 @@ TEST_CASE("postgresql: interop lock_rows takes rows by a predicate, as with_lock
   REQUIRE(mine.size() == 1);
   CHECK(mine[0][0].as<std::int64_t>() == 1);
   std::vector<std::int64_t> theirs;
-  CHECK(manager->with_locked_rows(next, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
+  CHECK(dblock::sql::Database(*manager).with_locked_rows(next, [&](Transaction&, const std::vector<std::vector<Value>>& rows) {
     for (const auto& row : rows) theirs.push_back(std::get<std::int64_t>(row.at(0)));
   }));
   CHECK(theirs == std::vector<std::int64_t>{3});  // 1 is held by tx, 2 is not pending

@@ -473,29 +473,29 @@ TEST_CASE("sqlite: transaction lock (BEGIN IMMEDIATE) excludes other writers", "
   auto b = open_manager({}, unique_prefix());
   std::atomic<bool> inside{false};
   std::atomic<bool> b_result{true};
-  bool ran = a->run_in_transaction_lock("tx", 1s, [&](Transaction& tx) {
+  bool ran = dblock::sql::Database(*a).run_in_transaction_lock("tx", 1s, [&](Transaction& tx) {
     tx.execute("CREATE TABLE IF NOT EXISTS txlock_demo (v INTEGER)");
     tx.execute("INSERT INTO txlock_demo VALUES (?)", {std::int64_t{1}});
     inside = true;
     // Another manager (own connection) cannot get the write lock meanwhile.
-    std::thread other([&] { b_result = b->run_in_transaction_lock("tx", 200ms, [](Transaction&) {}); });
+    std::thread other([&] { b_result = dblock::sql::Database(*b).run_in_transaction_lock("tx", 200ms, [](Transaction&) {}); });
     other.join();
   });
   CHECK(ran);
   CHECK(inside);
   CHECK_FALSE(b_result);
-  CHECK(b->run_in_transaction_lock("tx", 1s, [](Transaction& tx) {
+  CHECK(dblock::sql::Database(*b).run_in_transaction_lock("tx", 1s, [](Transaction& tx) {
     auto rows = tx.query("SELECT count(*) FROM txlock_demo");
     CHECK(std::get<std::int64_t>(rows[0][0]) >= 1);
   }));
   // A throwing body rolls back.
-  CHECK_THROWS_AS(a->run_in_transaction_lock("tx", 1s,
+  CHECK_THROWS_AS(dblock::sql::Database(*a).run_in_transaction_lock("tx", 1s,
                                              [](Transaction& tx) {
                                                tx.execute("INSERT INTO txlock_demo VALUES (99)");
                                                throw std::runtime_error("boom");
                                              }),
                   std::runtime_error);
-  a->run_in_transaction_lock("tx", 1s, [](Transaction& tx) {
+  dblock::sql::Database(*a).run_in_transaction_lock("tx", 1s, [](Transaction& tx) {
     CHECK(std::get<std::int64_t>(tx.query("SELECT count(*) FROM txlock_demo WHERE v = 99")[0][0]) == 0);
   });
 }
@@ -526,7 +526,7 @@ TEST_CASE("sqlite: behind a 2.5 s transaction lock, a 3 s lease is kept and othe
   Clock::duration other_waited{}, try_waited{};
   bool try_timed_out = false;
   std::thread trying, waiting;
-  const bool ran = a->run_in_transaction_lock("batch", 1s, [&](Transaction&) {
+  const bool ran = dblock::sql::Database(*a).run_in_transaction_lock("batch", 1s, [&](Transaction&) {
     started = Clock::now();
     trying = std::thread([&] {
       try {
@@ -625,7 +625,7 @@ TEST_CASE("sqlite: a deleted lock file loses its leases at the next renewal; a n
   const auto removed_at = std::chrono::steady_clock::now();
   remove_database(path);
   CHECK(released->release() == ReleaseResult::kAlreadyLost);
-  CHECK_THROWS_AS(held.manager->run_guarded(*guarded, [](Transaction&) {}), LeaseLostError);
+  CHECK_THROWS_AS(dblock::sql::Database(*held.manager).run_guarded(*guarded, [](Transaction&) {}), LeaseLostError);
 
   ManagerOptions options;
   options.reaper = false;

@@ -509,7 +509,7 @@ TEST_CASE("core: capabilities follow what the service provides", "[unit][core][c
   shared.mode = LockMode::kShared;
   CHECK_THROWS_AS(manager->try_acquire("k", shared), UnsupportedError);
   CHECK_THROWS_AS(manager->session_lock("k", 0ms), UnsupportedError);
-  CHECK_THROWS_AS(manager->compare_and_set(VersionedUpdate{}), UnsupportedError);
+  CHECK_THROWS_AS(dblock::sql::Database(*manager).compare_and_set(VersionedUpdate{}), UnsupportedError);
   CHECK(manager->reap() == 0);
   CHECK(manager->schema_version() == 0);
 

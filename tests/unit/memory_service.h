@@ -1,7 +1,7 @@
 // A reference implementation of the lock-service interface, in memory, for the engine's unit tests.
 //
-// Not a stand-in for any server users run: it implements dblock's own seam (dblock/service.h,
-// dblock/capabilities.h) with the semantics the SQL services have — fences that only grow, expiry
+// Not a stand-in for any server users run: it implements dblock's own seam (dblock/service/lease_service.h,
+// dblock/service/capabilities.h) with the semantics the SQL services have — fences that only grow, expiry
 // on the service's own clock, owner-only renew and release, a fair queue with tickets, grants to
 // the first waiter — plus knobs that inject what the tests need: slow calls, refused or failing
 // renewals, dropped events (missed wake-ups) and lost events.

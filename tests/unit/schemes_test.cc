@@ -102,6 +102,24 @@ TEST_CASE("schemes: a factory is given what the manager knows at open: its table
   CHECK(dblock::open("mem://unit/x", options)->try_acquire("schemes-context"));
 }
 
+TEST_CASE("schemes: namespace= on any URL is the manager's namespace, taken before the service sees the URL",
+          "[unit][url]") {
+  if (!listed("memctx")) {
+    CHECK(register_scheme({"memctx", {}, &make_memory_service_in_context}));
+  }
+  // The service refuses every parameter it is given: it never sees namespace=.
+  auto manager = dblock::open("memctx://unit/x?namespace=app_");
+  CHECK(g_seen_context.table_prefix == "app_");
+  ManagerOptions same;
+  same.table_prefix = "app_";
+  CHECK(dblock::open("memctx://unit/x?namespace=app_", same));
+  ManagerOptions other;
+  other.table_prefix = "other_";
+  CHECK_THROWS_WITH(dblock::open("memctx://unit/x?namespace=app_", other), Catch::Contains("give one of them"));
+  CHECK_THROWS_AS(dblock::open("memctx://unit/x?namespace=app_&namespace=b_"), UsageError);
+  CHECK_THROWS_WITH(dblock::open("memctx://unit/x?namespace=App-1"), Catch::Contains("namespace"));
+}
+
 TEST_CASE("schemes: a scheme's URLs are read in the shape its service registered", "[unit][url]") {
   // A kFile scheme of the application's: no host, the path as written.
   if (!listed("memfile")) {

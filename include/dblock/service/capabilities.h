@@ -1,7 +1,7 @@
-// dblock/capabilities.h — the optional capabilities a lock service may provide.
+// dblock/service/capabilities.h — the optional capabilities a lock service may provide.
 //
 // A service that has one implements its interface and returns it from the matching
-// LeaseService accessor (dblock/service.h); the engine picks its waiting strategy, starts a
+// LeaseService accessor (dblock/service/lease_service.h); the engine picks its waiting strategy, starts a
 // reaper and offers session locks from what is there. Each interface is small and stands alone.
 // Thread safety as for LeaseService: every method may be called from several threads at once.
 //

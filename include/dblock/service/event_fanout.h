@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "dblock/service/capabilities.h"
+#include "dblock/service/thread_annotations.h"
 
 namespace dblock::service {
 
@@ -41,9 +42,9 @@ class EventFanout {
  private:
   const std::uint32_t grant_tag_;
   std::mutex dispatch_mutex_;  // held while the listener runs; taken before mutex_
-  std::mutex mutex_;
-  WakeEvents::Listener listener_;          // GUARDED_BY(mutex_)
-  std::map<std::string, int> subscribed_;  // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  WakeEvents::Listener listener_ DBLOCK_GUARDED_BY(mutex_);
+  std::map<std::string, int> subscribed_ DBLOCK_GUARDED_BY(mutex_);
 };
 
 }  // namespace dblock::service

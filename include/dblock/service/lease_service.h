@@ -4,7 +4,7 @@
 // is the same for every service: validation, reentrancy, safe-until, the renewal thread, lost-lease
 // signalling, waiting and the reaper's pacing. A lock service (SQLite, PostgreSQL, MariaDB, ...)
 // contributes only what differs: the small required interface below, plus whichever optional
-// capabilities it has (dblock/capabilities.h, dblock/sql/features.h). docs/architecture.md draws the
+// capabilities it has (dblock/service/capabilities.h, dblock/sql/features.h). docs/architecture.md draws the
 // layers and says where a new service goes.
 //
 // Contract for implementers:
@@ -150,7 +150,7 @@ class LeaseService {
   // constructor.
   virtual std::vector<std::string> degraded() const { return {}; }
 
-  // Optional capabilities (dblock/capabilities.h, dblock/sql/features.h). Each returns this
+  // Optional capabilities (dblock/service/capabilities.h, dblock/sql/features.h). Each returns this
   // service's implementation, valid for the service's lifetime, or nullptr when it has none.
   virtual FairQueue* fair_queue() noexcept { return nullptr; }
   virtual WakeEvents* wake_events() noexcept { return nullptr; }

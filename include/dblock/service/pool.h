@@ -15,6 +15,8 @@
 #include <utility>
 #include <vector>
 
+#include "dblock/service/thread_annotations.h"
+
 namespace dblock::service {
 
 template <class Connection>
@@ -60,7 +62,7 @@ class Pool {
 
   // An idle connection (ownership passes to the caller), or nullptr when none is idle.
   std::unique_ptr<Connection> take() {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (idle_.empty()) return nullptr;
     std::unique_ptr<Connection> c = std::move(idle_.back());
     idle_.pop_back();
@@ -70,7 +72,7 @@ class Pool {
   // Keeps `c` for reuse when the check allows it and fewer than max_idle are idle; else closes it.
   void put(std::unique_ptr<Connection> c) {
     if (!c || (reusable_ && !reusable_(*c))) return;
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (idle_.size() < max_idle_) idle_.push_back(std::move(c));
   }
 
@@ -79,7 +81,7 @@ class Pool {
   // Closes every idle connection (after a failure that may have broken them all: a restart).
   void clear() {
     std::vector<std::unique_ptr<Connection>> dropped;
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     dropped.swap(idle_);
   }
 
@@ -89,8 +91,8 @@ class Pool {
   const Reusable reusable_;
   const std::size_t max_idle_;
 
-  std::mutex mutex_;
-  std::vector<std::unique_ptr<Connection>> idle_;  // GUARDED_BY(mutex_)
+  Mutex mutex_;
+  std::vector<std::unique_ptr<Connection>> idle_ DBLOCK_GUARDED_BY(mutex_);
 };
 
 }  // namespace dblock::service

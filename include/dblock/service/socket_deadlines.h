@@ -17,6 +17,8 @@
 #include <thread>
 #include <utility>
 
+#include "dblock/service/thread_annotations.h"
+
 namespace dblock::service {
 
 class SocketDeadlines {
@@ -54,12 +56,12 @@ class SocketDeadlines {
   bool fired(std::uint64_t id);
   void run();
 
-  std::mutex mutex_;
+  Mutex mutex_;
   std::condition_variable changed_;
-  std::map<std::uint64_t, Entry> entries_;  // GUARDED_BY(mutex_)
-  std::uint64_t next_id_ = 1;               // GUARDED_BY(mutex_)
-  bool stopping_ = false;                   // GUARDED_BY(mutex_)
-  TimePoint wake_at_ = TimePoint::min();    // GUARDED_BY(mutex_): when the thread wakes next
+  std::map<std::uint64_t, Entry> entries_ DBLOCK_GUARDED_BY(mutex_);
+  std::uint64_t next_id_ DBLOCK_GUARDED_BY(mutex_) = 1;
+  bool stopping_ DBLOCK_GUARDED_BY(mutex_) = false;
+  TimePoint wake_at_ DBLOCK_GUARDED_BY(mutex_) = TimePoint::min();  // when the thread wakes next
   std::thread thread_;                      // started under mutex_ at the first add
 };
 

@@ -17,7 +17,7 @@ using dblock::sql::is_null;
 
 Beacons::~Beacons() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -30,7 +30,7 @@ std::string Beacons::key(std::string_view name) const {
 
 void Beacons::hold(const std::string& name, const std::string& secret, SteadyClock::time_point valid_until) {
   if (!context_.options().beacon) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (stop_) return;
   Beacon& b = beacons_[name];
   if (b.leases.empty() && !b.held) {
@@ -46,7 +46,7 @@ void Beacons::hold(const std::string& name, const std::string& secret, SteadyClo
 
 void Beacons::refresh(const std::string& name, const std::string& secret, SteadyClock::time_point valid_until) {
   if (!context_.options().beacon) return;
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   auto it = beacons_.find(name);
   if (it == beacons_.end()) return;
   auto lease = it->second.leases.find(secret);
@@ -56,7 +56,7 @@ void Beacons::refresh(const std::string& name, const std::string& secret, Steady
 void Beacons::drop(const std::string& name, const std::string& secret, bool now) noexcept {
   if (!context_.options().beacon) return;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     auto it = beacons_.find(name);
     if (it == beacons_.end()) return;
     Beacon& b = it->second;
@@ -73,9 +73,8 @@ void Beacons::drop(const std::string& name, const std::string& secret, bool now)
     b.busy = true;
   }
   bool dropped = false, broken = false;
-  {
-    std::unique_lock<std::mutex> conn(conn_mutex_, std::try_to_lock);
-    if (conn.owns_lock() && conn_) {
+  if (conn_mutex_.try_lock()) {
+    if (conn_) {
       try {
         context_.query(*conn_, sql::kDropBeacon, {{"key", key(name)}});
         dropped = true;
@@ -84,8 +83,9 @@ void Beacons::drop(const std::string& name, const std::string& secret, bool now)
         broken = true;
       }
     }
+    conn_mutex_.unlock();
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (broken) mark_all_dropped_locked();
   auto it = beacons_.find(name);
   if (it != beacons_.end()) {
@@ -137,7 +137,7 @@ Beacons::Work Beacons::due_locked(SteadyClock::time_point now, SteadyClock::time
 
 Beacons::Done Beacons::run(const Work& work) {
   Done done;
-  std::lock_guard<std::mutex> conn(conn_mutex_);
+  service::MutexLock conn(conn_mutex_);
   // Neither statement waits on the server (GET_LOCK(key, 0), RELEASE_LOCK): a round of them is
   // bounded like any call, so that the thread, and the manager's shutdown joining it, never waits
   // on a stalled connection for longer.
@@ -198,23 +198,23 @@ void Beacons::loop() {
   {
     // Connect now rather than when the first beacon is due: a connection takes several round
     // trips, and the first waiter gives the beacon only a short grace period to appear.
-    std::lock_guard<std::mutex> conn(conn_mutex_);
+    service::MutexLock conn(conn_mutex_);
     try {
       conn_ = context_.connect(SteadyClock::now() + kCallTime);
     } catch (...) {
       // Retried when a beacon is due.
     }
   }
-  std::unique_lock<std::mutex> lock(mutex_);
+  service::UniqueLock lock(mutex_);
   while (!stop_) {
     SteadyClock::time_point wake;
     const Work work = due_locked(SteadyClock::now(), wake);
     if (work.drop.empty() && work.take.empty()) {
       wake_at_ = wake;
       if (wake == SteadyClock::time_point::max()) {
-        cv_.wait(lock);
+        cv_.wait(lock.native());
       } else {
-        cv_.wait_until(lock, wake);
+        cv_.wait_until(lock.native(), wake);
       }
       wake_at_ = SteadyClock::time_point::min();  // awake: holders need not notify
       continue;
@@ -225,7 +225,7 @@ void Beacons::loop() {
     record_locked(work, done);
   }
   lock.unlock();
-  std::lock_guard<std::mutex> conn(conn_mutex_);
+  service::MutexLock conn(conn_mutex_);
   conn_.reset();  // closing the connection frees every beacon at once
 }
 

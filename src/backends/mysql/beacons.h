@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "connection.h"
+#include "dblock/service/thread_annotations.h"
 
 namespace dblock::mysql {
 
@@ -65,27 +66,26 @@ class Beacons {
   // The beacon thread: takes a beacon once its lease has been held for beacon_delay, drops it when
   // the last lease on the name ends (or its conservative local expiry passes without a renewal).
   void loop();
-  // REQUIRES: mutex_ held. Claims what is due; sets `wake` to when something next is.
-  Work due_locked(SteadyClock::time_point now, SteadyClock::time_point& wake);
+  // Claims what is due; sets `wake` to when something next is.
+  Work due_locked(SteadyClock::time_point now, SteadyClock::time_point& wake) DBLOCK_REQUIRES(mutex_);
   // Runs `work` on the beacon connection (drops first: they are what a waiter is blocked on).
   Done run(const Work& work);
-  // REQUIRES: mutex_ held.
-  void record_locked(const Work& work, const Done& done);
-  void mark_all_dropped_locked();
+  void record_locked(const Work& work, const Done& done) DBLOCK_REQUIRES(mutex_);
+  void mark_all_dropped_locked() DBLOCK_REQUIRES(mutex_);
 
   Context& context_;
 
-  std::mutex mutex_;
+  service::Mutex mutex_;
   std::condition_variable cv_;
-  std::map<std::string, Beacon> beacons_;                           // GUARDED_BY(mutex_)
-  SteadyClock::time_point wake_at_ = SteadyClock::time_point::max();  // GUARDED_BY(mutex_)
-  SteadyClock::time_point reconnect_at_{};                          // GUARDED_BY(mutex_)
-  bool stop_ = false;                                               // GUARDED_BY(mutex_)
+  std::map<std::string, Beacon> beacons_ DBLOCK_GUARDED_BY(mutex_);
+  SteadyClock::time_point wake_at_ DBLOCK_GUARDED_BY(mutex_) = SteadyClock::time_point::max();
+  SteadyClock::time_point reconnect_at_ DBLOCK_GUARDED_BY(mutex_) = {};
+  bool stop_ DBLOCK_GUARDED_BY(mutex_) = false;
   std::thread thread_;  // started by the first hold(), under mutex_
 
-  std::mutex conn_mutex_;
-  std::unique_ptr<Connection> conn_;  // GUARDED_BY(conn_mutex_); null until needed
-  int connect_failures_ = 0;          // GUARDED_BY(conn_mutex_)
+  service::Mutex conn_mutex_;
+  std::unique_ptr<Connection> conn_ DBLOCK_GUARDED_BY(conn_mutex_);  // null until needed
+  int connect_failures_ DBLOCK_GUARDED_BY(conn_mutex_) = 0;
 };
 
 }  // namespace dblock::mysql

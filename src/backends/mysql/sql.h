@@ -656,7 +656,7 @@ inline constexpr Statement kSessionSetup{"session_setup",
     "BEGIN NOT ATOMIC SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION time_zone = '+00:00'; END"};
 // Connection set-up on a writable server, before the connection's first lease statement: floors
 // the fence sequence above the server's clock in microseconds and above :carried, the highest
-// fence this process was issued (src/sql/carried_fence.h): a replica made primary that lacks the
+// fence this process was issued (dblock/service/sql/carried_fence.h): a replica made primary that lacks the
 // old primary's last fences issues none of them again. SETVAL takes literals only (hence the
 // dynamic statement, {Q} the sequence's quoted name as a string literal, the value the BIGINT
 // just computed) and never moves a sequence down, so

@@ -27,7 +27,7 @@ NotifyListener::NotifyListener(std::string conninfo, std::string channel, std::u
 
 NotifyListener::~NotifyListener() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -40,12 +40,12 @@ void NotifyListener::set_listener(Listener listener) {
 
 void NotifyListener::unsubscribe(std::string_view name) {
   fanout_.unsubscribe(name);
-  std::lock_guard<std::mutex> lock(tickets_mutex_);
+  service::MutexLock lock(tickets_mutex_);
   std::erase_if(tickets_, [&](const auto& entry) { return entry.second == name; });
 }
 
 void NotifyListener::remember_ticket(std::int64_t ticket, std::string_view name) {
-  std::lock_guard<std::mutex> lock(tickets_mutex_);
+  service::MutexLock lock(tickets_mutex_);
   if (tickets_.size() >= 4096) tickets_.clear();  // bounded; an unknown ticket wakes every waiter
   tickets_.insert_or_assign(ticket, std::string(name));
 }
@@ -56,7 +56,7 @@ void NotifyListener::dispatch(std::string_view payload) {
   const auto [end, error] = std::from_chars(first.data(), first.data() + first.size(), ticket);
   std::optional<std::string> name;
   if (error == std::errc() && end == first.data() + first.size() && ticket != 0) {
-    std::lock_guard<std::mutex> lock(tickets_mutex_);
+    service::MutexLock lock(tickets_mutex_);
     if (auto it = tickets_.find(ticket); it != tickets_.end()) name = it->second;
   }
   if (!name) return fanout_.dispatch_all();
@@ -84,7 +84,7 @@ void NotifyListener::loop() {
   int failures = 0;
   while (true) {
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      service::MutexLock lock(mutex_);
       if (stop_) return;
     }
     try {
@@ -105,7 +105,7 @@ void NotifyListener::loop() {
       while (true) {
         bool stopping;
         {
-          std::lock_guard<std::mutex> lock(mutex_);
+          service::MutexLock lock(mutex_);
           stopping = stop_;
         }
         if (stopping) {
@@ -121,9 +121,9 @@ void NotifyListener::loop() {
       }
     } catch (const std::exception&) {
       // Waiters fall back to polling meanwhile; reconnect with a growing pause.
-      std::unique_lock<std::mutex> lock(mutex_);
+      service::UniqueLock lock(mutex_);
       const auto pause = milliseconds(std::min(2000, 100 << std::min(failures++, 4)));
-      if (cv_.wait_for(lock, pause, [this] { return stop_; })) return;
+      if (cv_.wait_for(lock.native(), pause, [this]() DBLOCK_REQUIRES(mutex_) { return stop_; })) return;
     }
   }
 }

@@ -27,6 +27,7 @@
 #include "dblock/service/capabilities.h"
 #include "dblock/service/event_fanout.h"
 #include "dblock/service/socket_deadlines.h"
+#include "dblock/service/thread_annotations.h"
 
 namespace dblock::postgresql {
 
@@ -63,11 +64,11 @@ class NotifyListener final : public WakeEvents {
   const std::string wake_channel_;
 
   service::EventFanout fanout_;
-  std::mutex tickets_mutex_;
-  std::map<std::int64_t, std::string> tickets_;  // GUARDED_BY(tickets_mutex_); this instance's waiters
-  std::mutex mutex_;
+  service::Mutex tickets_mutex_;
+  std::map<std::int64_t, std::string> tickets_ DBLOCK_GUARDED_BY(tickets_mutex_);  // this instance's waiters
+  service::Mutex mutex_;
   std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mutex_)
+  bool stop_ DBLOCK_GUARDED_BY(mutex_) = false;
   dblock::service::SocketDeadlines& deadlines_;
   std::thread thread_;
 };

@@ -343,13 +343,13 @@ FairQueue::Position PostgresService::position(std::string_view name, const Owner
 }
 
 void PostgresService::note_released_to_queue(std::string_view name) {
-  std::lock_guard<std::mutex> lock(released_mutex_);
+  service::MutexLock lock(released_mutex_);
   if (released_to_queue_.size() >= 64) released_to_queue_.clear();  // bounded; only a hint
   released_to_queue_.insert_or_assign(std::string(name), SteadyClock::now());
 }
 
 bool PostgresService::take_released_to_queue(std::string_view name) {
-  std::lock_guard<std::mutex> lock(released_mutex_);
+  service::MutexLock lock(released_mutex_);
   auto it = released_to_queue_.find(name);
   if (it == released_to_queue_.end()) return false;
   const bool fresh = SteadyClock::now() - it->second < kReleasedToQueueWindow;
@@ -466,21 +466,22 @@ int PostgresService::read_schema_version(pqxx::transaction_base& tx) {
 // A pass is a run of calls that each reap a full batch of leases; the next call after a short
 // batch starts a new pass from the oldest expiry (see kReapLeases).
 std::size_t PostgresService::reap(std::size_t batch) {
-  std::lock_guard<std::mutex> lock(reap_mutex_);
-  return context_.connections().idempotent([&](Connection& c) {
+  service::MutexLock lock(reap_mutex_);
+  // A copy, written back when the call succeeds (a failed one leaves the pass where it was).
+  ReapCursor cursor = reap_cursor_;
+  const std::size_t reaped = context_.connections().idempotent([&](Connection& c) {
     Params p;
     p.add(static_cast<std::int64_t>(batch));
-    if (reap_after_expiry_us_) p.add(*reap_after_expiry_us_); else p.add_null();
-    p.add(reap_after_name_);
+    if (cursor.after_expiry_us) p.add(*cursor.after_expiry_us); else p.add_null();
+    p.add(cursor.after_name);
     pqxx::result leases = exec(c, sql::kReapLeases, p);
     std::size_t n = leases.empty() ? 0 : leases[0][0].as<std::size_t>();
     if (n < batch) {
-      reap_after_expiry_us_.reset();
-      reap_after_name_.clear();
+      cursor = ReapCursor{};
     } else {
-      reap_after_expiry_us_ =
+      cursor.after_expiry_us =
           leases[0][1].is_null() ? std::nullopt : std::optional<std::int64_t>(leases[0][1].as<std::int64_t>());
-      reap_after_name_ = leases[0][2].as<std::string>();
+      cursor.after_name = leases[0][2].as<std::string>();
     }
     Params q;
     q.add(static_cast<std::int64_t>(batch));
@@ -488,6 +489,8 @@ std::size_t PostgresService::reap(std::size_t batch) {
     n += exec(c, sql::kReapWaiters, q)[0][0].as<std::size_t>();
     return n;
   });
+  reap_cursor_ = cursor;
+  return reaped;
 }
 
 }  // namespace dblock::postgresql

@@ -19,6 +19,7 @@
 #include "connection.h"
 #include "dblock/errors.h"
 #include "dblock/service/capabilities.h"
+#include "dblock/service/thread_annotations.h"
 #include "listener.h"
 #include "session_locks.h"
 #include "sql_features.h"
@@ -108,15 +109,18 @@ class PostgresService final : public LeaseService,
   PgSessionLocks session_locks_;
   PgSqlFeatures sql_features_;
 
-  std::mutex released_mutex_;
-  std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> released_to_queue_;  // GUARDED_BY(released_mutex_)
+  service::Mutex released_mutex_;
+  std::map<std::string, std::chrono::steady_clock::time_point, std::less<>> released_to_queue_ DBLOCK_GUARDED_BY(released_mutex_);
 
   // The reaper's cursor: the last lease row (in expiry index order) of the current pass; no expiry
   // means '-infinity' (and, with an empty name, the start of a pass). reap_mutex_ is held for a
   // whole reap() call, so the reaper thread and LockManager::reap() take turns on the cursor.
-  std::mutex reap_mutex_;
-  std::optional<std::int64_t> reap_after_expiry_us_;  // GUARDED_BY(reap_mutex_)
-  std::string reap_after_name_;                       // GUARDED_BY(reap_mutex_)
+  struct ReapCursor {
+    std::optional<std::int64_t> after_expiry_us;
+    std::string after_name;
+  };
+  service::Mutex reap_mutex_;
+  ReapCursor reap_cursor_ DBLOCK_GUARDED_BY(reap_mutex_);
 };
 
 }  // namespace dblock::postgresql

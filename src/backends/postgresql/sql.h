@@ -455,7 +455,7 @@ inline constexpr Statement kHello{"hello",
 
 // Connection set-up on a writable server, before the connection's first statement: floors the
 // fence sequence above the server's clock in microseconds and above $1, the highest fence this
-// process was issued (src/sql/carried_fence.h): a promoted standby that lacks the old primary's
+// process was issued (dblock/service/sql/carried_fence.h): a promoted standby that lacks the old primary's
 // last fences issues none of them again. setval only moves the sequence up here, and by 2^20
 // more than the floor: a concurrent nextval between this statement's nextval and its setval (a
 // few at most) stays below the value set, so no fence is issued twice. Result: the sequence's

@@ -61,7 +61,7 @@ FairQueue::Attempt RedisService::attempt_in_line(const AcquireRequest& request, 
 
 std::string RedisService::evicting_policy() {
   {
-    std::lock_guard<std::mutex> lock(policy_mutex_);
+    service::MutexLock lock(policy_mutex_);
     const auto now = SteadyClock::now();
     if (now - policy_checked_at_ < kPolicyCheckEvery) return policy_;
     policy_checked_at_ = now;  // this call reads it; the others meanwhile (and after a failure) go on as last read
@@ -73,7 +73,7 @@ std::string RedisService::evicting_policy() {
       Repeat::kSafe);
   std::string policy = info_value(info.text(), "maxmemory_policy");
   if (policy == "noeviction") policy.clear();
-  std::lock_guard<std::mutex> lock(policy_mutex_);
+  service::MutexLock lock(policy_mutex_);
   policy_ = policy;
   if (!policy_.empty()) policy_reported_ = false;
   return policy_;
@@ -150,7 +150,7 @@ RenewResult RedisService::renew(const LeaseKey& lease, milliseconds ttl) {
   // retry, and every other renewal while it lasts, is refused, which loses the lease at once.
   if (const std::string policy = evicting_policy(); !policy.empty()) {
     {
-      std::lock_guard<std::mutex> lock(policy_mutex_);
+      service::MutexLock lock(policy_mutex_);
       if (!std::exchange(policy_reported_, true)) refuse_evicting_policy(policy);
     }
     return RenewResult{};

@@ -23,6 +23,7 @@
 #include "dblock/errors.h"
 #include "dblock/redis/redis.h"
 #include "dblock/service/capabilities.h"
+#include "dblock/service/thread_annotations.h"
 #include "error_map.h"
 #include "keys.h"
 #include "node.h"
@@ -82,10 +83,10 @@ class RedisService final : public LeaseService,
 
   Node node_;
   std::optional<Events> events_;
-  std::mutex policy_mutex_;
-  SteadyClock::time_point policy_checked_at_;  // GUARDED_BY(policy_mutex_)
-  std::string policy_;                         // GUARDED_BY(policy_mutex_)
-  bool policy_reported_ = false;               // GUARDED_BY(policy_mutex_): a renewal said so since the read
+  service::Mutex policy_mutex_;
+  SteadyClock::time_point policy_checked_at_ DBLOCK_GUARDED_BY(policy_mutex_);
+  std::string policy_ DBLOCK_GUARDED_BY(policy_mutex_);
+  bool policy_reported_ DBLOCK_GUARDED_BY(policy_mutex_) = false;  // a renewal said so since the read
 };
 
 }  // namespace dblock::redis

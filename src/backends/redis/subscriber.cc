@@ -24,7 +24,7 @@ constexpr std::chrono::seconds kSilence{3};
 
 Subscriber::~Subscriber() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     stop_ = true;
   }
   cv_.notify_all();
@@ -45,7 +45,7 @@ void Events::set_listener(Listener listener) {
 }
 
 bool Subscriber::stopping() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   return stop_;
 }
 
@@ -60,9 +60,9 @@ void Subscriber::loop() {
     } catch (const std::exception&) {
     }
     // Waiters poll meanwhile; reconnect with a growing pause.
-    std::unique_lock<std::mutex> lock(mutex_);
+    service::UniqueLock lock(mutex_);
     const auto pause = milliseconds(std::min(2000, 100 << std::min(failures++, 4)));
-    if (cv_.wait_for(lock, pause, [this] { return stop_; })) return;
+    if (cv_.wait_for(lock.native(), pause, [this]() DBLOCK_REQUIRES(mutex_) { return stop_; })) return;
   }
 }
 

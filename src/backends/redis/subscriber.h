@@ -24,6 +24,7 @@
 #include "dblock/redis/redis.h"
 #include "dblock/service/capabilities.h"
 #include "dblock/service/event_fanout.h"
+#include "dblock/service/thread_annotations.h"
 
 namespace dblock::redis {
 
@@ -48,9 +49,9 @@ class Subscriber {
   const Options options_;
   const std::string channel_;
   service::EventFanout& fanout_;
-  std::mutex mutex_;
+  service::Mutex mutex_;
   std::condition_variable cv_;
-  bool stop_ = false;  // GUARDED_BY(mutex_)
+  bool stop_ DBLOCK_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };
 

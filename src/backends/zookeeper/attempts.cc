@@ -3,18 +3,18 @@
 namespace dblock::zookeeper {
 
 bool Attempts::begin(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   ++running_[key];
   return !uncertain_.insert(key).second;
 }
 
 void Attempts::settle(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   uncertain_.erase(key);
 }
 
 bool Attempts::end(const std::string& key, std::int64_t session) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (uncertain_.count(key) != 0) suspects_[key] = session;  // ended unsettled
   const auto it = running_.find(key);
   if (it != running_.end() && --it->second <= 0) running_.erase(it);
@@ -23,14 +23,14 @@ bool Attempts::end(const std::string& key, std::int64_t session) {
 }
 
 std::optional<OwnNode> Attempts::waiting(const std::string& key) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   const auto it = waiting_.find(key);
   if (it == waiting_.end()) return std::nullopt;
   return it->second;
 }
 
 std::vector<std::pair<std::string, OwnNode>> Attempts::waiting_under(const std::string& prefix) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   std::vector<std::pair<std::string, OwnNode>> out;
   for (auto it = waiting_.lower_bound(prefix); it != waiting_.end() && it->first.starts_with(prefix); ++it) {
     out.emplace_back(it->first, it->second);
@@ -39,7 +39,7 @@ std::vector<std::pair<std::string, OwnNode>> Attempts::waiting_under(const std::
 }
 
 void Attempts::set_waiting(const std::string& key, std::optional<OwnNode> node) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (node) {
     waiting_[key] = std::move(*node);
   } else {
@@ -48,7 +48,7 @@ void Attempts::set_waiting(const std::string& key, std::optional<OwnNode> node) 
 }
 
 std::vector<std::string> Attempts::to_sweep(std::int64_t session) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   std::vector<std::string> out;
   for (auto it = suspects_.begin(); it != suspects_.end();) {
     if (it->second != session) {
@@ -62,7 +62,7 @@ std::vector<std::string> Attempts::to_sweep(std::int64_t session) {
 }
 
 bool Attempts::swept(const std::string& key, SweepOutcome outcome) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (outcome == SweepOutcome::kDeferred && running_.count(key) == 0 && suspects_.count(key) != 0) return true;
   sweeping_.erase(key);
   if (outcome == SweepOutcome::kComplete) suspects_.erase(key);
@@ -72,7 +72,7 @@ bool Attempts::swept(const std::string& key, SweepOutcome outcome) {
 std::optional<bool> Attempts::judge(const std::string& key, const std::string& path,
                                     const std::function<bool(const std::string&)>& held,
                                     const std::function<void(const std::string&)>& doom) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (running_.count(key) != 0) return std::nullopt;
   const auto waiter = waiting_.find(key);
   if (waiter != waiting_.end() && key.substr(0, key.rfind('/') + 1) + waiter->second.first == path) return false;
@@ -82,12 +82,12 @@ std::optional<bool> Attempts::judge(const std::string& key, const std::string& p
 }
 
 bool Attempts::any() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   return !waiting_.empty() || !suspects_.empty() || !uncertain_.empty();
 }
 
 void Attempts::clear() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   uncertain_.clear();
   waiting_.clear();
   suspects_.clear();

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "dblock/service/thread_annotations.h"
 #include "session.h"
 
 namespace dblock::zookeeper {
@@ -65,12 +66,13 @@ class Attempts {
   void clear();
 
  private:
-  std::mutex mutex_;
-  std::set<std::string> uncertain_;
-  std::map<std::string, int> running_;              // key -> attempts running
-  std::map<std::string, std::int64_t> suspects_;    // key -> the session its attempt ended unsettled on
-  std::set<std::string> sweeping_;
-  std::map<std::string, OwnNode> waiting_;
+  service::Mutex mutex_;
+  std::set<std::string> uncertain_ DBLOCK_GUARDED_BY(mutex_);
+  std::map<std::string, int> running_ DBLOCK_GUARDED_BY(mutex_);  // key -> attempts running
+  // key -> the session its attempt ended unsettled on
+  std::map<std::string, std::int64_t> suspects_ DBLOCK_GUARDED_BY(mutex_);
+  std::set<std::string> sweeping_ DBLOCK_GUARDED_BY(mutex_);
+  std::map<std::string, OwnNode> waiting_ DBLOCK_GUARDED_BY(mutex_);
 };
 
 }  // namespace dblock::zookeeper

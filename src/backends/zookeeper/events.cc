@@ -45,17 +45,17 @@ Events::Events() = default;
 Events::~Events() = default;
 
 void Events::set_listener(WakeEvents::Listener listener) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   listener_ = std::move(listener);
 }
 
 void Events::subscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   ++subscribed_[std::string(name)];
 }
 
 void Events::unsubscribe(std::string_view name) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   const auto it = subscribed_.find(std::string(name));
   if (it != subscribed_.end() && --it->second <= 0) subscribed_.erase(it);
 }
@@ -65,7 +65,7 @@ void Events::watch(Session& session, std::string_view name, const std::string& p
     const std::string key = path + "#" + std::to_string(ticket);
     Watch* w = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      service::MutexLock lock(mutex_);
       if (armed_.count(key) != 0) return;
       auto owned = std::make_unique<Watch>(Watch{this, key, std::string(name), path, ticket});
       w = owned.get();
@@ -83,7 +83,7 @@ void Events::watch(Session& session, std::string_view name, const std::string& p
 void Events::post(const WakeEvents::Event& event) noexcept {
   WakeEvents::Listener listener;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     listener = listener_;
   }
   if (!listener) return;
@@ -113,14 +113,14 @@ void Events::post_lost(const std::string& name, const OwnerSecret& secret, const
 void Events::post_all() noexcept {
   std::vector<std::string> names;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     for (const auto& [name, count] : subscribed_) names.push_back(name);
   }
   for (const std::string& name : names) post_released(name, 0);
 }
 
 void Events::disarm(Watch* watch) noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   const auto it = armed_.find(watch->key);
   if (it != armed_.end() && it->second.get() == watch) armed_.erase(it);
 }

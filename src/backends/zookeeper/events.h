@@ -18,6 +18,7 @@
 #include <string>
 
 #include "dblock/service/capabilities.h"
+#include "dblock/service/thread_annotations.h"
 #include "session.h"
 
 namespace dblock::zookeeper {
@@ -50,8 +51,8 @@ class Events {
   // Gives `event` to the listener, if any; a listener's exception is dropped. Never blocks.
   void post(const WakeEvents::Event& event) noexcept;
 
-  std::mutex mutex_;
-  WakeEvents::Listener listener_;              // guarded by mutex_
+  service::Mutex mutex_;
+  WakeEvents::Listener listener_ DBLOCK_GUARDED_BY(mutex_);
   std::map<std::string, int> subscribed_;      // name -> count; guarded by mutex_
   std::map<std::string, std::unique_ptr<Watch>> armed_;  // path + ticket -> watch; guarded by mutex_
 };

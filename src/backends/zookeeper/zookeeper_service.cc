@@ -28,7 +28,7 @@ ZooKeeperService::ZooKeeperService(const Options& options, std::string root)
 ZooKeeperService::~ZooKeeperService() {
   std::shared_ptr<Session> closing;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    service::MutexLock lock(mutex_);
     closing.swap(session_);
   }
   if (closing != nullptr && !closing->expired() && may_leave_nodes(*closing)) {
@@ -42,7 +42,7 @@ ZooKeeperService::~ZooKeeperService() {
 
 bool ZooKeeperService::may_leave_nodes(const Session& s) {
   if (s.owes_deletes() || attempts_.any()) return true;
-  std::lock_guard<std::mutex> lock(held_mutex_);
+  service::MutexLock lock(held_mutex_);
   return !held_.empty();
 }
 
@@ -75,7 +75,7 @@ ServiceTraits ZooKeeperService::traits() const {
 }
 
 std::shared_ptr<Session> ZooKeeperService::session(SteadyClock::time_point deadline) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  service::MutexLock lock(mutex_);
   if (session_ == nullptr || session_->expired()) {
     attempts_.clear();  // the expired session's nodes are gone
     session_.reset();    // an expired handle closes at once
@@ -179,7 +179,7 @@ void ZooKeeperService::lease_lost(const LeaseKey& lease) noexcept {
     forget(path);
     std::shared_ptr<Session> s;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
+      service::MutexLock lock(mutex_);
       s = session_;
     }
     if (s != nullptr && !s->expired()) s->remove_eventually(path);
@@ -192,7 +192,7 @@ void ZooKeeperService::lease_lost(const LeaseKey& lease) noexcept {
 
 void ZooKeeperService::remember(const std::string& path, const AcquireRequest& request, std::int64_t session,
                                 const Held& times) {
-  std::lock_guard<std::mutex> lock(held_mutex_);
+  service::MutexLock lock(held_mutex_);
   held_[path] = Held{node_data(request.holder), std::string(request.name), *request.secret, session,
                      times.fence, times.acquired_ms, times.seen_ms};
 }
@@ -200,7 +200,7 @@ void ZooKeeperService::remember(const std::string& path, const AcquireRequest& r
 void ZooKeeperService::session_expired(std::int64_t session) noexcept {
   std::vector<Held> lost;
   try {
-    std::lock_guard<std::mutex> lock(held_mutex_);
+    service::MutexLock lock(held_mutex_);
     for (const auto& [path, held] : held_) {
       if (held.session == session) lost.push_back(held);
     }
@@ -211,20 +211,20 @@ void ZooKeeperService::session_expired(std::int64_t session) noexcept {
 }
 
 std::optional<ZooKeeperService::Held> ZooKeeperService::held_of(const std::string& path) {
-  std::lock_guard<std::mutex> lock(held_mutex_);
+  service::MutexLock lock(held_mutex_);
   const auto it = held_.find(path);
   if (it == held_.end()) return std::nullopt;
   return it->second;
 }
 
 void ZooKeeperService::saw_time(const std::string& path, std::int64_t mtime_ms) {
-  std::lock_guard<std::mutex> lock(held_mutex_);
+  service::MutexLock lock(held_mutex_);
   const auto it = held_.find(path);
   if (it != held_.end()) it->second.seen_ms = std::max(it->second.seen_ms, mtime_ms);
 }
 
 void ZooKeeperService::forget(const std::string& path) {
-  std::lock_guard<std::mutex> lock(held_mutex_);
+  service::MutexLock lock(held_mutex_);
   held_.erase(path);
 }
 

@@ -25,6 +25,7 @@
 #include "attempts.h"
 #include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
+#include "dblock/service/thread_annotations.h"
 #include "dblock/zookeeper/zookeeper.h"
 #include "events.h"
 #include "paths.h"
@@ -179,10 +180,10 @@ class ZooKeeperService final : public LeaseService, public FairQueue, public Wak
   ZkSessionLocks session_locks_;
   Events events_;  // before session_: the handle's watches point into it
   Attempts attempts_;
-  std::mutex mutex_;                         // held while a new session connects
-  std::shared_ptr<Session> session_;        // guarded by mutex_
-  std::mutex held_mutex_;                     // never held across a call to the server
-  std::map<std::string, Held> held_;         // guarded by held_mutex_
+  service::Mutex mutex_;                         // held while a new session connects
+  std::shared_ptr<Session> session_ DBLOCK_GUARDED_BY(mutex_);
+  service::Mutex held_mutex_;                     // never held across a call to the server
+  std::map<std::string, Held> held_ DBLOCK_GUARDED_BY(held_mutex_);
 };
 
 }  // namespace dblock::zookeeper

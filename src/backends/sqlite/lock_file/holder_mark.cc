@@ -122,7 +122,7 @@ std::string HolderMarks::any_name(std::string_view name) const { return any_mark
 
 HolderMarks::Claim HolderMarks::claim(std::string_view name, const OwnerSecret& secret) {
   if (file_tag_.empty()) return Claim::kUnmarked;
-  std::unique_lock<std::mutex> lock(mutex_);
+  dblock::service::UniqueLock lock(mutex_);
   if (auto it = marks_.find(name); it != marks_.end()) {
     auto& holders = it->second.holders;
     if (std::find(holders.begin(), holders.end(), secret) == holders.end()) holders.push_back(secret);
@@ -152,7 +152,7 @@ HolderMarks::Claim HolderMarks::claim(std::string_view name, const OwnerSecret& 
 bool HolderMarks::held_elsewhere(std::string_view name) {
   if (file_tag_.empty()) return false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    dblock::service::MutexLock lock(mutex_);
     if (marks_.find(name) != marks_.end()) return false;
   }
   const std::string any = any_name(name);
@@ -160,7 +160,7 @@ bool HolderMarks::held_elsewhere(std::string_view name) {
 }
 
 void HolderMarks::drop(std::string_view name, const OwnerSecret& secret) noexcept {
-  std::lock_guard<std::mutex> lock(mutex_);
+  dblock::service::MutexLock lock(mutex_);
   auto it = marks_.find(name);
   if (it == marks_.end()) return;
   auto& holders = it->second.holders;

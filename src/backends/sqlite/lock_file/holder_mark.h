@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "dblock/service/lease_service.h"
+#include "dblock/service/thread_annotations.h"
 
 namespace dblock::sqlite {
 
@@ -78,8 +79,8 @@ class HolderMarks {
   const std::string path_;
   const std::string prefix_;
   std::string file_tag_;  // hex of the opened file's identity digest; "" when it could not be read
-  std::mutex mutex_;
-  std::map<std::string, Entry, std::less<>> marks_;  // by lock name; guarded by mutex_
+  dblock::service::Mutex mutex_;
+  std::map<std::string, Entry, std::less<>> marks_ DBLOCK_GUARDED_BY(mutex_);  // by lock name
 };
 
 // Drops `secret`'s mark on `name` when it goes out of scope (after the release's row write).

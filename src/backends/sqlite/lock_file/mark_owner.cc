@@ -91,6 +91,10 @@ MarkOwner mark_owner(const std::string& name, std::chrono::milliseconds budget) 
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return MarkOwner::kUnknown;  // timed out, or the dump failed
     int left = static_cast<int>(n);
+    // NLMSG_OK compares the header's unsigned length with the signed `left` (as the kernel's own
+    // users do); clang warns of it where GCC does not.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wsign-compare"
     for (auto* m = reinterpret_cast<const nlmsghdr*>(buffer); NLMSG_OK(m, left); m = NLMSG_NEXT(m, left)) {
       if (m->nlmsg_type == NLMSG_DONE) return MarkOwner::kUntrusted;  // no trusted binder (other uids', or none)
       if (m->nlmsg_type == NLMSG_ERROR || m->nlmsg_type != SOCK_DIAG_BY_FAMILY) return MarkOwner::kUnknown;
@@ -99,6 +103,7 @@ MarkOwner mark_owner(const std::string& name, std::chrono::milliseconds budget) 
       if (!record.has_uid) return MarkOwner::kUnknown;  // a kernel without UNIX_DIAG_UID (before 5.3)
       if (trusted_owner(static_cast<uid_t>(record.uid))) return MarkOwner::kTrusted;
     }
+#pragma GCC diagnostic pop
   }
   return MarkOwner::kUnknown;
 }
