@@ -37,7 +37,7 @@ class Lease : public detail::LockHandle<detail::LeaseState> {
   // Moves, held(), release(): see LockHandle. release() of a reentrant lease releases this hold;
   // only the last hold releases in the backend (earlier ones return kReleased).
 
-  // REQUIRES: held() or released by release() (values stay readable after release).
+  // REQUIRES: a handle that was acquired (values stay readable after a loss or a release).
   const std::string& name() const;
   LockMode mode() const;
   // Fencing token: strictly greater than every token issued before for this name; stable across
