@@ -36,7 +36,7 @@ Exit status:
   70   run: the lease was lost while COMMAND was running
   73   run: --metrics-textfile's directory cannot take the file
   75   run: the lock was not acquired within --wait (also when the service failed meanwhile)
-  77   permission denied: the database role may not do this (see README, Security)
+  77   permission denied: the database role may not do this (see docs/security.md)
   78   lock tables missing or newer than this dblock
   126  run: COMMAND could not be executed; 127: COMMAND not found
   128+N  run: COMMAND was killed by signal N (or dblock was, while waiting for the lock)
@@ -122,7 +122,7 @@ Exit status:
   73   --metrics-textfile: PATH's directory is missing or cannot take a file
   75   the lock was not acquired within --wait (also when the service failed meanwhile);
        --skipped-exit N replaces it
-  77   permission denied: the database role may not do this (see README, Security)
+  77   permission denied: the database role may not do this (see docs/security.md)
   78   lock tables missing or newer than this dblock
   126  COMMAND could not be executed; 127: COMMAND not found
   1    other backend error
@@ -258,7 +258,7 @@ the lock table as the backend sees it at each scrape, and the exporter's own fig
   figures of its own LockManager (see docs/operations.md)
 Each scrape reads the backend with a 5 s deadline. Only GET (and HEAD) of /metrics is served:
 other methods get 405, other paths 404. No password is ever printed or served. Give it a
-database role that may only read (see README, Security); it deletes and writes nothing.
+database role that may only read (see docs/security.md); it deletes and writes nothing.
 
 Options:
   --listen HOST:PORT  where to listen: 127.0.0.1:9464, [::1]:9464, 0.0.0.0:9464 (every

@@ -1800,9 +1800,9 @@ TEST_CASE("Redis: a mixed fleet with redis-py's Lock on the same key (prefix \"\
 // outcome check, not a timing: scripts/bench-sqlite-herd.sh measures the 300-process case.
 namespace {
 
-// README's ACL line for dblock's Redis user (its Redis section), split into words.
+// The Redis page's ACL line for dblock's Redis user (docs/backends/redis.md), split into words.
 std::vector<std::string> readme_acl_rules() {
-  std::istringstream readme(read_file(DBLOCK_README_PATH));
+  std::istringstream readme(read_file(DBLOCK_REDIS_DOC_PATH));
   for (std::string line; std::getline(readme, line);) {
     const std::size_t at = line.find("ACL SETUSER dblock ");
     if (at == std::string::npos) continue;
@@ -1811,11 +1811,11 @@ std::vector<std::string> readme_acl_rules() {
     for (std::string w; words >> w;) out.push_back(w);
     return out;
   }
-  FAIL("README.md has no line with 'ACL SETUSER dblock '");
+  FAIL("docs/backends/redis.md has no line with 'ACL SETUSER dblock '");
   return {};
 }
 
-// Makes the ACL user `user` from README's line without the rules in `without`; returns its URL.
+// Makes the ACL user `user` from the documented line without the rules in `without`; returns its URL.
 std::string readme_acl_user(Cli& admin, const std::string& user, const std::vector<std::string>& without = {}) {
   const std::vector<std::string> rules = readme_acl_rules();
   std::vector<std::string> args = {"ACL", "SETUSER", user};
@@ -1833,7 +1833,7 @@ std::string readme_acl_user(Cli& admin, const std::string& user, const std::vect
 
 }  // namespace
 
-TEST_CASE("Redis: dblock runs as README's ACL user; without PUBLISH or the release channel run exits 77 naming it",
+TEST_CASE("Redis: dblock runs as the documented ACL user; without PUBLISH or the release channel run exits 77 naming it",
           "[.][redis][cli]") {
   Cli admin(/*migrate=*/false, redis_url());
   const std::string user = "dblock_cli_acl_" + std::to_string(::getpid());

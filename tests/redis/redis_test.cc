@@ -73,9 +73,9 @@ std::vector<std::string> keys_containing(Raw& raw, const std::string& part) {
   return out;
 }
 
-// README's ACL line for dblock's Redis user (its Redis section), split into words.
+// The Redis page's ACL line for dblock's Redis user (docs/backends/redis.md), split into words.
 std::vector<std::string> readme_acl_line() {
-  std::ifstream readme(DBLOCK_README_PATH);
+  std::ifstream readme(DBLOCK_REDIS_DOC_PATH);
   REQUIRE(readme.good());
   for (std::string line; std::getline(readme, line);) {
     const std::size_t at = line.find("ACL SETUSER dblock ");
@@ -85,11 +85,11 @@ std::vector<std::string> readme_acl_line() {
     for (std::string w; words >> w;) out.push_back(w);
     return out;
   }
-  FAIL("README.md has no line with 'ACL SETUSER dblock '");
+  FAIL("docs/backends/redis.md has no line with 'ACL SETUSER dblock '");
   return {};
 }
 
-// Creates the ACL user `user` with README's rules but those in `without`; returns its URL on the
+// Creates the ACL user `user` with the documented rules but those in `without`; returns its URL on the
 // main server (password from the rule ">...").
 std::string acl_user(Raw& raw, const std::string& user, const std::vector<std::string>& without = {},
                      const std::string& path = "") {
@@ -635,14 +635,14 @@ TEST_CASE("redis: force-releasing another client's string records its length, ne
   CHECK(entries.size() == 1);
 }
 
-TEST_CASE("redis: README's ACL user runs every call; without one of its rules opening names what is missing",
+TEST_CASE("redis: the documented ACL user runs every call; without one of its rules opening names what is missing",
           "[redis][acl]") {
   Raw raw(context().url);
   const std::string user = "dblock_readme_" + std::to_string(::getpid());
   const std::string url = acl_user(raw, user);
   std::mutex mutex;
   std::vector<std::string> background;
-  ManagerOptions options;  // README's line is for the default prefix, dblock_
+  ManagerOptions options;  // the documented line is for the default prefix, dblock_
   options.default_ttl = 600ms;
   options.on_background_error = [&](const Error& e) {
     std::lock_guard<std::mutex> lock(mutex);
