@@ -9,6 +9,7 @@
 
 #include "context.h"
 #include "lockdir_service.h"
+#include "state_file.h"
 
 namespace dblock::testing {
 namespace {
@@ -32,12 +33,7 @@ std::filesystem::path directory() {
 std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
   if (table != "leases") return "";  // lockdir has leases only
   std::ifstream in(directory() / (prefix + "state"));
-  std::string hex_name;
-  for (char c : name) {
-    static const char* digits = "0123456789abcdef";
-    hex_name += digits[static_cast<unsigned char>(c) >> 4];
-    hex_name += digits[static_cast<unsigned char>(c) & 15];
-  }
+  const std::string hex_name = lockdir::hex(name);
   for (std::string line; std::getline(in, line);) {  // the first line, the header, matches no name
     std::istringstream fields(line);
     std::string key, fence, owner;

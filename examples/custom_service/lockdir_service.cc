@@ -20,13 +20,7 @@ std::string digest(const dblock::OwnerSecret& secret) {
   if (EVP_Digest(secret.bytes.data(), secret.bytes.size(), sum, &length, EVP_sha256(), nullptr) != 1) {
     throw dblock::Error(std::string(kServiceName) + ": SHA-256 failed", kServiceName);
   }
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned int i = 0; i < 16; ++i) {
-    out += digits[sum[i] >> 4];
-    out += digits[sum[i] & 15];
-  }
-  return out;
+  return hex(std::string_view(reinterpret_cast<const char*>(sum), 16));
 }
 
 std::int64_t us(milliseconds d) { return duration_cast<microseconds>(d).count(); }

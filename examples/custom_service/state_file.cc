@@ -58,16 +58,6 @@ std::int64_t wall_clock_us() {
       .count();
 }
 
-std::string hex(const std::string& bytes) {
-  static const char* digits = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
-}
-
 // "-" stands for the empty string (the stream reads words).
 std::string unhex(const std::string& text) {
   if (text == "-") return "";
@@ -80,6 +70,16 @@ std::string unhex(const std::string& text) {
 std::string word(const std::string& text) { return text.empty() ? "-" : text; }
 
 }  // namespace
+
+std::string hex(std::string_view bytes) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : bytes) {
+    out += digits[c >> 4];
+    out += digits[c & 15];
+  }
+  return out;
+}
 
 StateFile::StateFile(const std::filesystem::path& dir, const std::string& prefix)
     : state_(dir / (prefix + "state")), lock_(dir / (prefix + "state.lock")) {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <string_view>
 
 namespace lockdir {
 
@@ -33,6 +34,9 @@ struct State {
 
   std::int64_t next_fence() { return ++last_fence; }
 };
+
+// `bytes` as lowercase hex: how the state writes names and holders, and how lockdir keeps digests.
+std::string hex(std::string_view bytes);
 
 class StateFile {
  public:

@@ -10,6 +10,7 @@
 #include "dblock/service/backoff.h"
 #include "dblock/service/call_deadline.h"
 #include "dblock/service/identifiers.h"
+#include "dblock/service/lease_service.h"
 
 namespace dblock::detail {
 
@@ -26,6 +27,9 @@ using service::validate_table_prefix;
 // kWaitForever (and, saturating, for anything over 100 years), else now + wait. The one rule every
 // wait of the API uses.
 std::chrono::steady_clock::time_point wait_deadline(std::chrono::milliseconds wait);
+
+// The UnsupportedError for `what` on `service` ("... is not supported by the <name> backend").
+[[noreturn]] void unsupported(const LeaseService& service, const std::string& what);
 
 // "<hostname>:<pid>:<instance>" where instance is a per-process counter.
 std::string default_holder();

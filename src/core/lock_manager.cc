@@ -13,10 +13,6 @@ namespace {
 
 constexpr std::size_t kMaxHistoryRows = 1'000'000;  // fits every dialect's LIMIT parameter
 
-[[noreturn]] void unsupported(const LeaseService& service, const std::string& what) {
-  const std::string name(service.name());
-  throw UnsupportedError(what + " is not supported by the " + name + " backend", name);
-}
 
 
 }  // namespace
@@ -118,7 +114,7 @@ std::vector<ForceReleaseRecord> LockManager::force_release_history(std::optional
                                                                    std::size_t limit) {
   if (name) validate_lock_name(*name);
   AuditLog* log = core_->service().audit_log();
-  if (log == nullptr) unsupported(core_->service(), "a record of force-releases");
+  if (log == nullptr) detail::unsupported(core_->service(), "a record of force-releases");
   const service::CallDeadlineScope call(core_->call_timeout_after());
   return log->force_releases(name, std::min<std::size_t>(limit, kMaxHistoryRows));
 }

@@ -77,6 +77,11 @@ void validate_lock_name(std::string_view name) { validate_text("lock name", name
 
 namespace detail {
 
+void unsupported(const LeaseService& service, const std::string& what) {
+  const std::string name(service.name());
+  throw UnsupportedError(what + " is not supported by the " + name + " backend", name);
+}
+
 void validate_holder(std::string_view holder) { validate_text("holder", holder); }
 
 std::string default_holder() {

@@ -12,16 +12,12 @@
 namespace dblock::sql {
 namespace {
 
-[[noreturn]] void unsupported(const LeaseService& service, const std::string& what) {
-  const std::string name(service.name());
-  throw UnsupportedError(what + " is not supported by the " + name + " backend", name);
-}
 
 }  // namespace
 
 Database::Database(LockManager& manager) : core_(manager.core_), features_(core_->service().sql_features()) {
   if (features_ == nullptr) {
-    unsupported(core_->service(), "SQL (guarded writes, transaction and row locks, compare-and-set)");
+    detail::unsupported(core_->service(), "SQL (guarded writes, transaction and row locks, compare-and-set)");
   }
 }
 
@@ -50,7 +46,7 @@ std::optional<std::int64_t> Database::read_version(std::string_view table, std::
 
 bool Database::with_locked_rows(const RowLockRequest& request, const RowsBody& body) {
   RowLocks* rows = features_->row_locks();
-  if (rows == nullptr) unsupported(core_->service(), "a row lock (SELECT ... FOR UPDATE)");
+  if (rows == nullptr) detail::unsupported(core_->service(), "a row lock (SELECT ... FOR UPDATE)");
   // Waiting on the server's default lock timeout (wait_timeout 0) gets call_timeout alone.
   const bool waits = request.wait == RowLockWait::kWait;
   const auto waits_until = detail::wait_deadline(waits ? request.wait_timeout : std::chrono::milliseconds::zero());
