@@ -35,6 +35,13 @@ std::string read_version_query(std::string_view table, std::string_view id_colum
   return "SELECT " + quote(version_column) + " FROM " + quote(table) + " WHERE " + quote(id_column) + " = ?";
 }
 
+std::optional<std::int64_t> read_version_result(const std::vector<std::vector<Value>>& rows,
+                                                std::string_view backend) {
+  if (rows.empty()) return std::nullopt;
+  if (auto* v = std::get_if<std::int64_t>(&rows.front().front())) return *v;
+  throw UsageError("read_version: version column is not an integer", std::string(backend));
+}
+
 namespace {
 
 // "a, b" or "*".

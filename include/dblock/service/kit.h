@@ -22,8 +22,9 @@
 //   socket_deadlines.h  cutting a client library's blocked socket call at call_deadline()
 //   opened_socket.h     finding the socket a client library opened, for socket_deadlines.h
 //   event_fanout.h      a pushed event channel (LISTEN, SUBSCRIBE) fanned out to waiters
-//   sql/                the SQL layer: statements by dialect, rows, migrations, builders for
-//                       application tables, session-lock connections (dblock::sql)
+//   sql/                the SQL layer: statements by dialect (":name" parameters), arguments
+//                       bound by name (args.h), rows read by column name (rows.h), migrations,
+//                       builders for application tables, session-lock connections (dblock::sql)
 //
 // The conformance suite (tests/conformance/) is the definition of "works": a new service passes
 // it for the capabilities it declares. docs/architecture.md draws the layers.

@@ -153,7 +153,7 @@ Beacons::Done Beacons::run(const Work& work) {
     }
     for (const auto& name : work.take) {
       Rows rows = context_.query(*conn_, sql::kTakeBeacon, {{"key", key(name)}}, deadline);
-      done.taken.emplace_back(name, !rows.empty() && !is_null(rows[0][0]) && as_int(rows[0][0]) == 1);
+      done.taken.emplace_back(name, !rows.empty() && rows.front().get<bool>("got"));  // NULL: an error
     }
   } catch (...) {
     // Whatever the beacon connection held, the server frees with the session.

@@ -126,7 +126,13 @@ bool is_broken(Connection& c, const std::exception& e) noexcept {
 }
 
 void bind_value(::sql::PreparedStatement& ps, unsigned index, const Value& value) {
-  if (auto* i = std::get_if<std::int64_t>(&value)) {
+  bind_arg(ps, index, dblock::sql::Arg("", value).value);
+}
+
+void bind_arg(::sql::PreparedStatement& ps, unsigned index, const dblock::sql::ArgValue& value) {
+  if (auto* secret = std::get_if<OwnerSecret>(&value)) {
+    ps.setString(index, ::sql::SQLString(secret->hex()));  // :secret is hex digits (DBLOCK_MY_OWNER)
+  } else if (auto* i = std::get_if<std::int64_t>(&value)) {
     ps.setInt64(index, *i);
   } else if (auto* d = std::get_if<double>(&value)) {
     ps.setDouble(index, *d);
@@ -167,7 +173,7 @@ Value column_value(::sql::ResultSet& rs, unsigned i, int type, bool is_signed) {
 
 }  // namespace
 
-Rows fetch_all(::sql::ResultSet& rs) {
+std::vector<std::vector<Value>> fetch_values(::sql::ResultSet& rs) {
   ::sql::ResultSetMetaData* meta = rs.getMetaData();  // owned by the result set
   const unsigned n = meta->getColumnCount();
   std::vector<int> types(n + 1);
@@ -176,9 +182,9 @@ Rows fetch_all(::sql::ResultSet& rs) {
     types[i] = meta->getColumnType(i);
     is_signed[i] = meta->isSigned(i);
   }
-  Rows rows;
+  std::vector<std::vector<Value>> rows;
   while (rs.next()) {
-    Row row;
+    std::vector<Value> row;
     row.reserve(n);
     for (unsigned i = 1; i <= n; ++i) row.push_back(column_value(rs, i, types[i], is_signed[i]));
     rows.push_back(std::move(row));
@@ -186,54 +192,29 @@ Rows fetch_all(::sql::ResultSet& rs) {
   return rows;
 }
 
+Rows fetch_all(::sql::ResultSet& rs) {
+  ::sql::ResultSetMetaData* meta = rs.getMetaData();  // owned by the result set
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (unsigned i = 1; i <= meta->getColumnCount(); ++i) names->push_back(meta->getColumnLabel(i).asStdString());
+  Rows rows;
+  for (std::vector<Value>& values : fetch_values(rs)) rows.emplace_back(names, std::move(values));
+  return rows;
+}
+
 // ---- Context ----
 
 namespace {
-
-struct NamedParams {
-  std::string text;
-  std::vector<std::string> params;
-};
-
-// ":name" outside quotes becomes `?`; the names are kept in order.
-NamedParams to_positional(const std::string& rendered) {
-  NamedParams out;
-  char quote_char = 0;
-  for (std::size_t i = 0; i < rendered.size(); ++i) {
-    const char ch = rendered[i];
-    if (quote_char) {
-      if (ch == quote_char) quote_char = 0;
-    } else if (ch == '\'' || ch == '"') {
-      quote_char = ch;
-    } else if (ch == ':' && i + 1 < rendered.size() &&
-               (std::isalpha(static_cast<unsigned char>(rendered[i + 1])) || rendered[i + 1] == '_')) {
-      std::string param;
-      while (i + 1 < rendered.size() &&
-             (std::isalnum(static_cast<unsigned char>(rendered[i + 1])) || rendered[i + 1] == '_')) {
-        param += rendered[++i];
-      }
-      out.params.push_back(std::move(param));
-      out.text += '?';
-      continue;
-    }
-    out.text += ch;
-  }
-  return out;
-}
 
 }  // namespace
 
 Context::Context(Options options)
     : options_(checked(options)),
-      registry_(sql::kAll, tables(options_.table_prefix)),
-      positional_([this] {
-        std::vector<Positional> out;
+      registry_(sql::kAll, tables(options_.table_prefix), dblock::sql::ParamStyle::kQuestion),
+      lock_bounded_([this] {
+        std::vector<bool> out;
         for (std::size_t i = 0; i < registry_.size(); ++i) {
-          NamedParams n = to_positional(registry_.text(i));
-          const bool bounded = std::any_of(std::begin(sql::kLockBounded), std::end(sql::kLockBounded),
-                                           [&](const auto* s) { return s == &registry_.at(i); });
-          if (bounded) n.text = sql::kLockWaitBound + n.text;
-          out.push_back(Positional{std::move(n.text), std::move(n.params), bounded});
+          out.push_back(std::any_of(std::begin(sql::kLockBounded), std::end(sql::kLockBounded),
+                                    [&](const auto* s) { return s == &registry_.at(i); }));
         }
         return out;
       }()),
@@ -340,8 +321,8 @@ std::unique_ptr<Connection> Context::connect_to(const Options::Endpoint& at, Tim
       std::unique_ptr<::sql::ResultSet> rs(c->plain->executeQuery(sql::kHello.text));
       const Rows rows = fetch_all(*rs);
       const Row& row = rows.at(0);
-      const std::string version = dblock::sql::as_string(row.at(0));
-      c->id = dblock::sql::as_int(row[1]);
+      const std::string version = row.get<std::string>("version");
+      c->id = row.get<std::int64_t>("connection_id");
       int major = 0, minor = 0;
       std::sscanf(version.c_str(), "%d.%d", &major, &minor);
       if (version.find("MariaDB") == std::string::npos || major < 10 || (major == 10 && minor < 6)) {
@@ -350,7 +331,7 @@ std::unique_ptr<Connection> Context::connect_to(const Options::Endpoint& at, Tim
                                    "prepared compound statements and SKIP LOCKED)",
                                kServiceName);
       }
-      if (dblock::sql::as_int(row[3]) != 0) {
+      if (row.get<bool>("is_read_only")) {
         throw ConnectionError("mysql: the server is read-only (a replica?); dblock acquires only on the primary",
                               kServiceName);
       }
@@ -385,7 +366,7 @@ void Context::within_deadline(Connection& c, const char* what, TimePoint deadlin
 
 void Context::run_statement(Connection& c, const dblock::sql::Statement& statement, TimePoint deadline,
                             const std::function<void()>& call) const {
-  if (!positional_[registry_.index(statement)].lock_bounded) return within_deadline(c, statement.name, deadline, call);
+  if (!lock_bounded_[registry_.index(statement)]) return within_deadline(c, statement.name, deadline, call);
   within_deadline(c, statement.name, deadline, [&] {
     try {
       call();
@@ -407,13 +388,12 @@ void Context::run_statement(Connection& c, const dblock::sql::Statement& stateme
                                          const Args& args) const {
   const std::size_t index = registry_.index(statement);
   auto& slot = c.prepared[index];
-  const Positional& p = positional_[index];
-  if (!slot) slot.reset(c.conn->prepareStatement(::sql::SQLString(p.text)));
-  for (std::size_t i = 0; i < p.params.size(); ++i) {
-    auto it = std::find_if(args.begin(), args.end(), [&](const Arg& a) { return p.params[i] == a.name; });
-    if (it == args.end()) throw std::logic_error("mysql: statement parameter :" + p.params[i] + " not bound");
-    bind_value(*slot, static_cast<unsigned>(i + 1), it->value);
+  if (!slot) {
+    const std::string& text = registry_.text(index);
+    slot.reset(c.conn->prepareStatement(::sql::SQLString(lock_bounded_[index] ? sql::kLockWaitBound + text : text)));
   }
+  const std::vector<const dblock::sql::ArgValue*> ordered = args.in_order(registry_.params(index), statement.name);
+  for (std::size_t i = 0; i < ordered.size(); ++i) bind_arg(*slot, static_cast<unsigned>(i + 1), *ordered[i]);
   return *slot;
 }
 

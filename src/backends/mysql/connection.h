@@ -24,6 +24,7 @@
 #include "dblock/mysql/mysql.h"
 #include "dblock/service/retry.h"
 #include "dblock/service/socket_deadlines.h"
+#include "dblock/service/sql/args.h"
 #include "dblock/service/sql/carried_fence.h"
 #include "dblock/service/sql/rows.h"
 #include "dblock/service/sql/statement.h"
@@ -36,12 +37,8 @@ inline constexpr const char* kServiceName = "mysql";
 using dblock::sql::Row;
 using dblock::sql::Rows;
 
-// A named parameter's value (sql.h marks parameters as ":name").
-struct Arg {
-  const char* name;
-  Value value;
-};
-using Args = std::vector<Arg>;
+using dblock::sql::Arg;
+using dblock::sql::Args;
 
 struct Connection {
   // Declared first, destroyed last: statements are closed before their connection.
@@ -70,9 +67,14 @@ void check_name(std::string_view name);
 
 // True when `c` must not be reused after `e`.
 bool is_broken(Connection& c, const std::exception& e) noexcept;
-// Every row of `rs`, as Values (unsigned integers above INT64_MAX and decimals as text).
+// Every row of `rs`, read by column label (unsigned integers above INT64_MAX and decimals as text).
 Rows fetch_all(::sql::ResultSet& rs);
+// The same as values in column order: an application's own statement.
+std::vector<std::vector<Value>> fetch_values(::sql::ResultSet& rs);
+// An application's `?` parameter, by position (1-based).
 void bind_value(::sql::PreparedStatement& ps, unsigned index, const Value& value);
+// A registered statement's argument (secrets as hex digits, what DBLOCK_MY_OWNER digests).
+void bind_arg(::sql::PreparedStatement& ps, unsigned index, const dblock::sql::ArgValue& value);
 
 class Context {
  public:
@@ -112,11 +114,6 @@ class Context {
   ::sql::PreparedStatement& app_statement(Connection& c, std::string_view text) const;
 
  private:
-  struct Positional {
-    std::string text;                 // ":name" turned into `?` (and kLockWaitBound prefixed)
-    std::vector<std::string> params;  // parameter name per `?`, in order
-    bool lock_bounded = false;        // one of sql::kLockBounded
-  };
   ::sql::PreparedStatement& bound(Connection& c, const dblock::sql::Statement& statement, const Args& args) const;
   // Runs `call` on `c` with c's socket watched until `deadline`; a call cut there throws
   // ConnectionError naming `what`.
@@ -132,7 +129,7 @@ class Context {
 
   const Options options_;
   const dblock::sql::Registry registry_;
-  const std::vector<Positional> positional_;  // by Registry index
+  const std::vector<bool> lock_bounded_;  // by Registry index: one of sql::kLockBounded (kLockWaitBound first)
   ::sql::ConnectOptionsMap connect_options_;
   mutable dblock::service::SocketDeadlines deadlines_;  // before connections_: outlives every call
   mutable dblock::sql::CarriedFence carried_;        // thread-safe

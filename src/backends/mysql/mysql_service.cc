@@ -115,17 +115,17 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
       const Rows rows = context_.query(c, request.mode == LockMode::kShared ? sql::kAcquireShared
                                                                              : sql::kAcquireExclusiveQueued, args);
       const Row& row = rows.at(0);
-      r.acquired = as_int(row.at(0)) == 1;
+      r.acquired = row.get<bool>("acquired");
       if (r.acquired) {
-        r.fence = as_int(row[1]);
+        r.fence = row.get<std::int64_t>("fence");
         context_.carried().saw(r.fence);
-        r.expires_at_us = as_int(row[2]);
+        r.expires_at_us = row.get<std::int64_t>("expires_at_us");
         if (ticket != 0) r.tag = kViaQueue;
       } else {
-        r.holder_remaining = ceil_ms(as_int(row[3]));
-        a.ticket = as_int(row[4]);
-        a.position = static_cast<int>(as_int(row[5]));
-        const std::int64_t held = request.mode == LockMode::kShared ? as_int(row.at(6)) : -1;
+        r.holder_remaining = ceil_ms(row.get<std::int64_t>("remaining_us"));
+        a.ticket = row.get<std::int64_t>("ticket");
+        a.position = row.get<int>("ahead");
+        const std::int64_t held = request.mode == LockMode::kShared ? row.get<std::int64_t>("held_permits") : -1;
         if (held >= 0 && held != request.permits) {
           throw service::permits_mismatch(kServiceName, request.name, held, request.permits);
         }
@@ -135,20 +135,21 @@ FairQueue::Attempt MysqlService::attempt(const AcquireRequest& request, bool que
     const Rows rows = context_.query(c, sql::kAcquireExclusive,
                                      {{"name", name}, {"secret", secret}, {"holder", holder}, {"ttl_us", ttl_us}});
     const Row& row = rows.at(0);
-    r.acquired = !is_null(row.at(0)) && as_int(row[0]) == 1;
+    r.acquired = row.get<bool>("acquired");  // NULL: a row the statement did not return as ours
     if (r.acquired) {
-      r.fence = as_int(row[1]);
+      r.fence = row.get<std::int64_t>("fence");
       context_.carried().saw(r.fence);
-      r.expires_at_us = as_int(row[2]);
+      r.expires_at_us = row.get<std::int64_t>("expires_at_us");
       return a;
     }
-    r.holder_remaining = ceil_ms(as_int(row[3]));
+    r.holder_remaining = ceil_ms(row.get<std::int64_t>("remaining_us"));
     if (queue) {
       const Rows q = context_.query(c, sql::kQueue, {{"name", name}, {"secret", secret}, {"queue_us", queue_us},
                                                      {"holder", holder}, {"ttl_us", ttl_us}});
-      a.ticket = as_int(q.at(0).at(0));
-      a.position = static_cast<int>(as_int(q[0][1]));
-      if (!is_null(q[0][2])) r.holder_remaining = ceil_ms(as_int(q[0][2]));
+      const Row& queued = q.at(0);
+      a.ticket = queued.get<std::int64_t>("ticket");
+      a.position = queued.get<int>("ahead");
+      if (!queued.is_null("remaining_us")) r.holder_remaining = ceil_ms(queued.get<std::int64_t>("remaining_us"));
     }
     return a;
   });
@@ -203,11 +204,11 @@ AcquireResult MysqlService::take_in_transaction(Connection& c, const AcquireRequ
   const Rows rows = context_.query(c, shared ? sql::kAcquireSharedInTransaction : sql::kAcquireExclusive, args);
   const Row& row = rows.at(0);
   AcquireResult r;
-  r.acquired = !is_null(row.at(0)) && as_int(row[0]) == 1;
+  r.acquired = row.get<bool>("acquired");
   if (r.acquired) {
-    r.fence = as_int(row.at(1));
+    r.fence = row.get<std::int64_t>("fence");
     context_.carried().saw(r.fence);
-    r.expires_at_us = as_int(row.at(2));
+    r.expires_at_us = row.get<std::int64_t>("expires_at_us");
   }
   return r;
 }
@@ -233,8 +234,8 @@ RenewResult MysqlService::renew(const LeaseKey& lease, milliseconds ttl) {
     RenewResult r;
     const Rows rows = context_.query(c, lease.mode == LockMode::kExclusive ? sql::kRenewExclusive : sql::kRenewReader,
                                      {{"name", name}, {"secret", hex}, {"ttl_us", std::int64_t{ttl.count() * 1000}}});
-    r.renewed = as_int(rows.at(0).at(0)) == 1;
-    if (r.renewed) r.expires_at_us = as_int(rows[0][1]);
+    r.renewed = rows.at(0).get<bool>("renewed");
+    if (r.renewed) r.expires_at_us = rows.at(0).get<std::int64_t>("expires_at_us");
     return r;
   });
   if (result.renewed) {
@@ -271,12 +272,12 @@ bool MysqlService::release(const LeaseKey& lease) {
       }
       if (!contended && context_.update(c, sql::kReleaseExclusiveUnqueued, args) == 1) return true;
       const Args gated = {{"name", key}, {"secret", hex}, {"gate", grant_gate(key)}};
-      if (as_int(context_.query(c, sql::kReleaseExclusive, gated).at(0).at(0)) == 1) return true;
+      if (context_.query(c, sql::kReleaseExclusive, gated).at(0).get<bool>("released")) return true;
       return std::nullopt;  // includes this owner's expired row: "not held" either way
     }
     const Rows rows = context_.query(c, sql::kReleaseReader, args);
-    if (rows.empty() || is_null(rows[0][0])) return std::nullopt;
-    return as_int(rows[0][0]) == 1;
+    if (rows.empty() || rows.front().is_null("was_live")) return std::nullopt;
+    return rows.front().get<bool>("was_live");
   };
   return context_.connections().release(attempt, lease.name).value_or(false);
 }
@@ -292,7 +293,7 @@ bool MysqlService::force_release(std::string_view name, std::string_view by) {
   check_name(name);
   return context_.connections().idempotent([&](Connection& c) {
     const Rows rows = context_.query(c, sql::kForceRelease, {{"name", std::string(name)}, {"by", std::string(by)}});
-    return as_int(rows.at(0).at(0)) > 0;
+    return rows.at(0).get<bool>("evicted");
   });
 }
 
@@ -312,7 +313,7 @@ std::vector<ForceReleaseRecord> MysqlService::force_releases(std::optional<std::
   return context_.connections().idempotent([&](Connection& c) {
     Rows rows;
     try {
-      rows = context_.query(c, sql::kForceReleaseHistoryCall, args);
+      rows = dblock::sql::relabel(context_.query(c, sql::kForceReleaseHistoryCall, args), sql::kForceReleaseHistoryColumns);
     } catch (const ::sql::SQLException& e) {
       if (!routine_unavailable(e)) throw;
       rows = context_.query(c, sql::kForceReleaseHistory, args);
@@ -325,7 +326,8 @@ std::vector<LeaseInfo> MysqlService::list(std::optional<std::string_view> name) 
   std::vector<LeaseInfo> out = context_.connections().idempotent([&](Connection& c) {
     Rows rows;
     try {
-      rows = context_.query(c, sql::kListCall, {{"name", std::string(name.value_or(""))}});
+      rows = dblock::sql::relabel(context_.query(c, sql::kListCall, {{"name", std::string(name.value_or(""))}}),
+                                  sql::kListColumns);
     } catch (const ::sql::SQLException& e) {
       if (!routine_unavailable(e)) throw;
       rows = name ? context_.query(c, sql::kListOne, {{"name", std::string(*name)}}) : context_.query(c, sql::kListAll, {});
@@ -354,7 +356,7 @@ void MysqlService::leave(std::string_view name, const OwnerSecret& secret) {
   check_name(name);
   const bool granted = context_.connections().idempotent([&](Connection& c) {
     const Rows rows = context_.query(c, sql::kLeaveQueue, {{"name", std::string(name)}, {"secret", secret.hex()}});
-    return !rows.empty() && !is_null(rows[0].at(0)) && as_int(rows[0][0]) == 1;
+    return !rows.empty() && rows.front().get<bool>("mine");
   });
   // A release granted this waiter the lease after it gave up: hand it on.
   if (granted) release(LeaseKey{name, LockMode::kExclusive, &secret, kViaQueue});
@@ -366,8 +368,9 @@ FairQueue::Position MysqlService::position(std::string_view name, const OwnerSec
     const Rows rows =
         context_.query(c, sql::kQueueStatus, {{"name", std::string(name)}, {"secret", secret.hex()}, {"ticket", ticket}});
     Position status;
-    status.waiters_ahead = static_cast<int>(as_int(rows.at(0).at(0)));
-    status.holder_remaining = is_null(rows[0][1]) ? milliseconds(0) : ceil_ms(as_int(rows[0][1]));
+    const Row& row = rows.at(0);
+    status.waiters_ahead = row.get<int>("ahead");
+    status.holder_remaining = row.is_null("remaining_us") ? milliseconds(0) : ceil_ms(row.get<std::int64_t>("remaining_us"));
     return status;
   });
 }
@@ -391,15 +394,15 @@ NativeWait::Turn MysqlService::wait_for_turn(std::string_view name, const OwnerS
                              {"grace_us", grace_us}, {"timeout_us", static_cast<std::int64_t>(max_wait.count()) * 1000}});
     });
     // -1: held with no beacon to block on; NULL: GET_LOCK failed. The engine polls then.
-    if (rows.empty() || is_null(rows[0].at(0)) || as_int(rows[0][0]) < 0) return turn;
-    const Row& row = rows[0];
-    if (as_int(row[0]) == 2) {
+    if (rows.empty() || rows.front().is_null("turn") || rows.front().get<std::int64_t>("turn") < 0) return turn;
+    const Row& row = rows.front();
+    if (row.get<std::int64_t>("turn") == 2) {
       LeaseGrant grant;
       grant.ticket = ticket;
-      grant.fence = as_int(row.at(1));
+      grant.fence = row.get<std::int64_t>("fence");
       context_.carried().saw(grant.fence);
-      grant.expires_at_us = as_int(row.at(2));
-      grant.granted_for = std::chrono::microseconds(as_int(row.at(3)));
+      grant.expires_at_us = row.get<std::int64_t>("expires_at_us");
+      grant.granted_for = std::chrono::microseconds(row.get<std::int64_t>("granted_for_us"));
       grant.tag = kViaQueue;
       beacons_.hold(key, hex, sent_at + std::chrono::duration_cast<SteadyClock::duration>(grant.granted_for));
       turn.outcome = Outcome::kGranted;
@@ -418,7 +421,8 @@ milliseconds MysqlService::holder_remaining(std::string_view name, const OwnerSe
   check_name(name);
   return context_.connections().idempotent([&](Connection& c) {
     const Rows rows = context_.query(c, sql::kRemaining, {{"name", std::string(name)}, {"secret", waiter.hex()}});
-    return rows.empty() ? milliseconds(0) : dblock::sql::remaining_ms(as_int(rows[0][0]));  // no row: free
+    // No row: free.
+    return rows.empty() ? milliseconds(0) : dblock::sql::remaining_ms(rows.front().get<std::int64_t>("remaining_us"));
   });
 }
 
@@ -426,8 +430,8 @@ milliseconds MysqlService::holder_remaining(std::string_view name, const OwnerSe
 
 int MysqlService::current_version(Connection& c) {
   const Rows exists = context_.query(c, sql::kTableExists, {{"table", context_.options().table_prefix + "schema_version"}});
-  if (as_int(exists.at(0).at(0)) == 0) return 0;
-  return static_cast<int>(as_int(context_.query(c, sql::kSchemaVersion, {}).at(0).at(0)));
+  if (exists.at(0).get<std::int64_t>("table_count") == 0) return 0;
+  return context_.query(c, sql::kSchemaVersion, {}).at(0).get<int>("version");
 }
 
 int MysqlService::schema_version() {
@@ -443,7 +447,7 @@ bool MysqlService::schema_current(bool create) {
       return false;
     }
     const std::string fence = context_.options().table_prefix + "fence";
-    return !create || as_int(context_.query(c, sql::kTableExists, {{"table", fence}}).at(0).at(0)) != 0;
+    return !create || context_.query(c, sql::kTableExists, {{"table", fence}}).at(0).get<std::int64_t>("table_count") != 0;
   });
 }
 
@@ -451,9 +455,12 @@ TimeoutError MysqlService::migration_lock_timeout(Connection& c, const std::stri
   std::string holder = "a session this account cannot see";
   try {
     const Rows r = context_.query(c, sql::kMigrationLockHolder, {{"key", key}});
-    if (!r.empty() && !is_null(r[0][0])) {
-      holder = "connection " + std::to_string(as_int(r[0][0]));
-      if (!is_null(r[0][1])) holder += " (user " + printable(as_string(r[0][1])) + "@" + printable(as_string(r[0][2])) + ")";
+    if (!r.empty() && !r.front().is_null("id")) {
+      const Row& row = r.front();
+      holder = "connection " + std::to_string(row.get<std::int64_t>("id"));
+      if (!row.is_null("user")) {
+        holder += " (user " + printable(row.get<std::string>("user")) + "@" + printable(row.get<std::string>("host")) + ")";
+      }
     }
   } catch (const std::exception&) {
     // Only decoration for the message.
@@ -474,7 +481,7 @@ void MysqlService::migrate(bool create) {
   bool locked = false;
   try {
     const Rows got = context_.query(*c, sql::kMigrationLock, {{"key", key}, {"timeout_s", std::int64_t{kMigrationLockWait.count()}}});
-    if (got.empty() || is_null(got[0][0]) || as_int(got[0][0]) != 1) throw migration_lock_timeout(*c, key);
+    if (got.empty() || !got.front().get<bool>("got")) throw migration_lock_timeout(*c, key);
     locked = true;
     const int current = current_version(*c);
     const int latest = dblock::sql::latest_migration(kMigrations);
@@ -494,7 +501,7 @@ void MysqlService::migrate(bool create) {
     // The fence sequence dropped by hand: re-applying its migration recreates it above every
     // fence still in the tables and at least at the server time in microseconds.
     if (create && latest >= kFenceSequenceMigration &&
-        as_int(context_.query(*c, sql::kTableExists, {{"table", o.table_prefix + "fence"}}).at(0).at(0)) == 0) {
+        context_.query(*c, sql::kTableExists, {{"table", o.table_prefix + "fence"}}).at(0).get<std::int64_t>("table_count") == 0) {
       try {
         for (const auto& m : kMigrations) {
           if (m.number == kFenceSequenceMigration) apply(m);

@@ -23,7 +23,7 @@ class MySessionLock final : public SessionLockHandle {
     if (!c_) return false;
     try {
       Rows rows = locks_.context().query(*c_, sql::kSessionVerify, {{"key", key_}});
-      return !rows.empty() && !is_null(rows[0][0]) && as_int(rows[0][0]) == 1 && as_int(rows[0][1]) == c_->id;
+      return !rows.empty() && rows.front().get<bool>("held") && rows.front().get<std::int64_t>("connection_id") == c_->id;
     } catch (...) {
       return false;
     }
@@ -35,8 +35,8 @@ class MySessionLock final : public SessionLockHandle {
       Rows rows = locks_.context().query(*c_, sql::kSessionUnlock, {{"key", key_}});
       // 1: released; 0: held by another session; NULL: nobody held it. Both of the latter mean this
       // session had lost it.
-      const bool released = !is_null(rows.at(0).at(0)) && as_int(rows[0][0]) == 1;
-      return locks_.finish_release(c_, released, as_int(rows[0][1]) == c_->id);
+      const Row& row = rows.at(0);
+      return locks_.finish_release(c_, row.get<bool>("released"), row.get<std::int64_t>("connection_id") == c_->id);
     } catch (const std::exception& e) {
       const bool broken = is_connection_failure(e);
       c_.reset();
@@ -74,12 +74,12 @@ std::unique_ptr<SessionLockHandle> MySessionLocks::acquire_session_lock(std::str
     rethrow_translated("session lock");
   }
   const Row& row = rows.at(0);
-  if (as_int(row.at(1)) != c->id) {
+  if (row.get<std::int64_t>("connection_id") != c->id) {
     throw ConnectionError("mysql: the connection changed underneath a session lock (a silent reconnect?)",
                           kServiceName);
   }
-  if (is_null(row[0])) throw Error("mysql: GET_LOCK failed for '" + std::string(name) + "'", kServiceName);
-  if (as_int(row[0]) != 1) {
+  if (row.is_null("got")) throw Error("mysql: GET_LOCK failed for '" + std::string(name) + "'", kServiceName);
+  if (!row.get<bool>("got")) {
     give_back(std::move(c));
     return nullptr;
   }

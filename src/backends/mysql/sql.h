@@ -100,8 +100,8 @@ inline constexpr Statement kAcquireExclusive{"acquire_exclusive",
     "  acquired_at = IF(@dblock_take, VALUES(acquired_at), acquired_at),"
     "  renewals = IF(@dblock_take, 0, renewals),"
     "  expires_at = IF(@dblock_take, VALUES(expires_at), expires_at)"
-    " RETURNING owner_secret = " DBLOCK_MY_OWNER " AND expires_at > UTC_TIMESTAMP(6), fence,"
-    "  " DBLOCK_MY_US("expires_at") ", " DBLOCK_MY_REMAINING("expires_at")};
+    " RETURNING owner_secret = " DBLOCK_MY_OWNER " AND expires_at > UTC_TIMESTAMP(6) AS acquired, fence,"
+    "  " DBLOCK_MY_US("expires_at") " AS expires_at_us, " DBLOCK_MY_REMAINING("expires_at") " AS remaining_us"};
 
 // Not acquired on a first attempt: join the queue and mark the lock's row (inserting a free one
 // when the holder's release deleted it meanwhile, so that an unqueued acquire cannot slip in ahead
@@ -127,10 +127,10 @@ inline constexpr Statement kQueue{"queue",
     // the entry.
     " SET v_ticket = (SELECT q.ticket FROM {W} q WHERE q.name = v_name AND q.owner_secret = v_secret);"
     " COMMIT;"
-    " SELECT v_ticket,"
+    " SELECT v_ticket AS ticket,"
     "  (SELECT COUNT(*) FROM {W} w WHERE w.name = v_name AND w.until_at > UTC_TIMESTAMP(6)"
-    "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket),"
-    "  (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = v_name);"
+    "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket) AS ahead,"
+    "  (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = v_name) AS remaining_us;"
     " END"};
 
 // A queued exclusive attempt (the caller has a ticket): the acquire above, then in the same round
@@ -187,8 +187,10 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"
     " END IF;"
     " COMMIT;"
-    " IF v_ok THEN SELECT 1, v_fence, v_expires_us, 0, v_ticket, 0;"
-    " ELSE SELECT 0, 0, 0, v_remaining_us, v_ticket, v_ahead;"
+    " IF v_ok THEN SELECT 1 AS acquired, v_fence AS fence, v_expires_us AS expires_at_us, 0 AS remaining_us,"
+    "  v_ticket AS ticket, 0 AS ahead;"
+    " ELSE SELECT 0 AS acquired, 0 AS fence, 0 AS expires_at_us, v_remaining_us AS remaining_us, v_ticket AS ticket,"
+    "  v_ahead AS ahead;"
     " END IF;"
     " END"};
 
@@ -270,8 +272,10 @@ inline constexpr Statement kAcquireExclusiveQueued{"acquire_exclusive_queued",
     "   AND w.owner_secret <> v_secret AND w.ticket < v_ticket);"                                               \
     " END IF;"                                                                                                  \
     commit                                                                                                      \
-    " IF v_ok THEN SELECT 1, v_fence, " DBLOCK_MY_US("v_expires") ", 0, COALESCE(v_ticket, 0), 0, v_held;"      \
-    " ELSE SELECT 0, 0, 0, v_remaining_us, COALESCE(v_ticket, 0), v_ahead, v_held;"                             \
+    " IF v_ok THEN SELECT 1 AS acquired, v_fence AS fence, " DBLOCK_MY_US("v_expires") " AS expires_at_us,"       \
+    "  0 AS remaining_us, COALESCE(v_ticket, 0) AS ticket, 0 AS ahead, v_held AS held_permits;"                  \
+    " ELSE SELECT 0 AS acquired, 0 AS fence, 0 AS expires_at_us, v_remaining_us AS remaining_us,"                \
+    "  COALESCE(v_ticket, 0) AS ticket, v_ahead AS ahead, v_held AS held_permits;"                               \
     " END IF;"                                                                                                  \
     " END"
 inline constexpr Statement kAcquireShared{"acquire_shared", DBLOCK_MY_ACQUIRE_SHARED(
@@ -287,13 +291,14 @@ inline constexpr Statement kAcquireSharedInTransaction{"acquire_shared_in_transa
 // in microseconds (NULL: no row, free). :name, :secret, :ticket.
 inline constexpr Statement kQueueStatus{"queue_status",
     "SELECT (SELECT COUNT(*) FROM {W} w WHERE w.name = :name AND w.until_at > UTC_TIMESTAMP(6)"
-    "  AND w.owner_secret <> " DBLOCK_MY_OWNER " AND w.ticket < :ticket),"
-    " (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = :name)"};
+    "  AND w.owner_secret <> " DBLOCK_MY_OWNER " AND w.ticket < :ticket) AS ahead,"
+    " (SELECT " DBLOCK_MY_REMAINING("l.expires_at") " FROM {L} l WHERE l.name = :name) AS remaining_us"};
 
 // The holder's remaining time in microseconds (no row: free; 0 when :secret holds it, granted by a
 // release). :name, :secret.
 inline constexpr Statement kRemaining{"remaining",
-    "SELECT IF(owner_secret <=> " DBLOCK_MY_OWNER ", 0, " DBLOCK_MY_REMAINING("expires_at") ") FROM {L} WHERE name = :name"};
+    "SELECT IF(owner_secret <=> " DBLOCK_MY_OWNER ", 0, " DBLOCK_MY_REMAINING("expires_at") ") AS remaining_us"
+    " FROM {L} WHERE name = :name"};
 
 // A waiter gives up: leave the queue and lower the lock's queue marker. The lock's row is locked
 // first, so a release granting this waiter the lease (kReleaseExclusive) commits before or after,
@@ -312,7 +317,7 @@ inline constexpr Statement kLeaveQueue{"leave_queue",
     " DELETE FROM {W} WHERE name = v_name AND owner_secret = v_secret;"
     " " DBLOCK_MY_RECOMPUTE_QUEUED
     " COMMIT;"
-    " SELECT v_mine;"
+    " SELECT v_mine AS mine;"
     " END"};
 
 // Renew: UPDATE has no RETURNING in MariaDB, so the new expiry is computed first and reported with
@@ -323,7 +328,7 @@ inline constexpr Statement kRenewExclusive{"renew_exclusive",
     " DECLARE v_until DATETIME(6) DEFAULT UTC_TIMESTAMP(6) + INTERVAL :ttl_us MICROSECOND;"
     " UPDATE {L} SET expires_at = v_until, renewals = renewals + 1"
     "  WHERE name = :name AND owner_secret = " DBLOCK_MY_OWNER " AND mode = 'exclusive' AND expires_at > UTC_TIMESTAMP(6);"
-    " SELECT ROW_COUNT() > 0, " DBLOCK_MY_US("v_until") ";"
+    " SELECT ROW_COUNT() > 0 AS renewed, " DBLOCK_MY_US("v_until") " AS expires_at_us;"
     " END"};
 // Keeps leases.expires_at >= every live reader's expiry; the lock's row first (lock order).
 inline constexpr Statement kRenewReader{"renew_reader",
@@ -343,7 +348,7 @@ inline constexpr Statement kRenewReader{"renew_reader",
     "  SET v_ok = 1;"
     " END IF;"
     " COMMIT;"
-    " SELECT v_ok, " DBLOCK_MY_US("v_until") ";"
+    " SELECT v_ok AS renewed, " DBLOCK_MY_US("v_until") " AS expires_at_us;"
     " END"};
 
 // Release, uncontended (compare-and-delete): deletes the row when this owner still holds the
@@ -408,7 +413,7 @@ inline constexpr Statement kReleaseExclusive{"release_exclusive",
     " END IF;"
     " COMMIT;"
     " IF v_gated THEN DO RELEASE_LOCK(v_gate); END IF;"
-    " SELECT v_held;"
+    " SELECT v_held AS released;"
     " END"};
 // The lock's row is locked first, so no reader joins or renews while the lease's expiry is
 // recomputed from the remaining live readers. One row: NULL when this reader was not found.
@@ -430,7 +435,7 @@ inline constexpr Statement kReleaseReader{"release_reader",
     "   AND r.expires_at > v_now), " DBLOCK_MY_EXPIRED ") WHERE name = v_name AND mode = 'shared';"
     " END IF;"
     " COMMIT;"
-    " SELECT v_live;"
+    " SELECT v_live AS was_live;"
     " END"};
 
 // Admin eviction: frees the name, gives its row a new fence (so the evicted holder's guarded
@@ -471,12 +476,12 @@ inline constexpr Statement kForceRelease{"force_release",
     "   SELECT v_now, v_name, :by, CURRENT_USER(), NULL, 'exclusive', 0, 0 FROM DUAL WHERE FALSE;"
     "  ROLLBACK;"
     " END IF;"
-    " SELECT v_evicted;"
+    " SELECT v_evicted AS evicted;"
     " END"};
 
 // Recorded force-releases, newest first. :name ("" for every name), :limit.
 inline constexpr Statement kForceReleaseHistory{"force_release_history",
-    "SELECT name, " DBLOCK_MY_US("at") ", by_holder, by_account, holder, mode, old_fence, new_fence FROM {H}"
+    "SELECT name, " DBLOCK_MY_US("at") " AS at_us, by_holder, by_account, holder, mode, old_fence, new_fence FROM {H}"
     " WHERE :name = '' OR name = :name ORDER BY id DESC LIMIT :limit"};
 
 // The same reads through the schema's definer-rights routines (schema 6), which is all a read-only
@@ -484,24 +489,32 @@ inline constexpr Statement kForceReleaseHistory{"force_release_history",
 // without EXECUTE (the run-time grants of schema 5) reads the tables (the statements below).
 // :name ("" for every name), :limit.
 inline constexpr Statement kListCall{"list_call", "CALL {M}(:name)"};
+// The columns of the routines' results, named as the list statements name theirs: the routines
+// (migrations 0006, 0007) leave theirs unnamed, and a deployed routine is not changed to rename
+// them.
+inline constexpr const char* kListColumns[] = {"name",          "mode",          "holder",  "fence",
+                                               "acquired_at_us", "expires_at_us", "expires_in_us",
+                                               "renewals",      "readers",       "reader_holders", "permits"};
+inline constexpr const char* kForceReleaseHistoryColumns[] = {"name", "at_us", "by_holder", "by_account",
+                                                              "holder", "mode", "old_fence", "new_fence"};
 inline constexpr Statement kForceReleaseHistoryCall{"force_release_history_call", "CALL {Y}(:name, :limit)"};
 
 // Live leases.
 #define DBLOCK_MY_LIST                                                                                       \
-  "SELECT l.name, l.mode, l.holder, l.fence, " DBLOCK_MY_US("l.acquired_at") ", " DBLOCK_MY_US("l.expires_at") "," \
-  " " DBLOCK_MY_REMAINING("l.expires_at") ", l.renewals,"                                                     \
-  " (SELECT COUNT(*) FROM {R} r WHERE r.name = l.name AND r.expires_at > UTC_TIMESTAMP(6)),"                  \
+  "SELECT l.name, l.mode, l.holder, l.fence, " DBLOCK_MY_US("l.acquired_at") " AS acquired_at_us,"            \
+  " " DBLOCK_MY_US("l.expires_at") " AS expires_at_us, " DBLOCK_MY_REMAINING("l.expires_at") " AS expires_in_us," \
+  " l.renewals, (SELECT COUNT(*) FROM {R} r WHERE r.name = l.name AND r.expires_at > UTC_TIMESTAMP(6)) AS readers," \
   " (SELECT GROUP_CONCAT(r.holder ORDER BY r.acquired_at SEPARATOR ',') FROM {R} r WHERE r.name = l.name"      \
-  "  AND r.expires_at > UTC_TIMESTAMP(6)), l.permits"                                                         \
+  "  AND r.expires_at > UTC_TIMESTAMP(6)) AS reader_holders, l.permits"                                       \
   " FROM {L} l WHERE l.expires_at > UTC_TIMESTAMP(6)"
 // Live waiters per name (list's waiter counts; an account without SELECT on {W} gets none).
 // :name ("" for every name).
 inline constexpr Statement kListWaiters{"list_waiters",
-    "SELECT name, COUNT(*) FROM {W} WHERE until_at > UTC_TIMESTAMP(6) AND (:name = '' OR name = :name) GROUP BY name"};
+    "SELECT name, COUNT(*) AS waiters FROM {W} WHERE until_at > UTC_TIMESTAMP(6) AND (:name = '' OR name = :name) GROUP BY name"};
 // Microseconds since the oldest row the reaper would delete expired (NULL: none). Released rows
 // (expires_at DBLOCK_MY_EXPIRED) carry no time and are left out.
 inline constexpr Statement kOldestUnreaped{"oldest_unreaped",
-    "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(e), UTC_TIMESTAMP(6)) FROM ("
+    "SELECT TIMESTAMPDIFF(MICROSECOND, MIN(e), UTC_TIMESTAMP(6)) AS oldest_us FROM ("
     "SELECT MIN(expires_at) AS e FROM {L} WHERE expires_at <= UTC_TIMESTAMP(6)"
     " AND expires_at > " DBLOCK_MY_EXPIRED " AND " DBLOCK_MY_NOBODY_QUEUED
     " UNION ALL SELECT MIN(expires_at) FROM {R} WHERE expires_at <= UTC_TIMESTAMP(6)) m"};
@@ -541,13 +554,13 @@ inline constexpr Statement kGuardBegin{"guard_begin",
     "  SELECT 1 INTO v_held FROM {L} l JOIN {R} r ON r.name = l.name WHERE l.name = v_name AND l.mode = 'shared'"
     "   AND r.owner_secret = v_secret AND r.fence = v_fence AND r.expires_at > UTC_TIMESTAMP(6) LOCK IN SHARE MODE;"
     " END IF;"
-    " SELECT v_held;"
+    " SELECT v_held AS held;"
     " END"};
 
 // Release beacons (see mysql.h). The holder's beacon thread takes and drops them on its own
 // connection; waiters block on one. :key.
-inline constexpr Statement kTakeBeacon{"take_beacon", "SELECT GET_LOCK(:key, 0)"};
-inline constexpr Statement kDropBeacon{"drop_beacon", "SELECT RELEASE_LOCK(:key)"};
+inline constexpr Statement kTakeBeacon{"take_beacon", "SELECT GET_LOCK(:key, 0) AS got"};
+inline constexpr Statement kDropBeacon{"drop_beacon", "SELECT RELEASE_LOCK(:key) AS released"};
 // A waiter's wait for its turn, server-side so that waking costs no round trip. Loops until a
 // release granted this secret the lease (kReleaseExclusive; the wait then passes the grant gate
 // :gate, which the release holds until its commit is durable), or the name is free (no live row)
@@ -626,16 +639,17 @@ inline constexpr Statement kWaitTurn{"wait_turn",
     "  END IF;"
     " END WHILE;"
     " IF v_mykey IS NOT NULL THEN DO RELEASE_LOCK(v_mykey); END IF;"
-    " SELECT v_result, v_fence, " DBLOCK_MY_US("v_expires") ", TIMESTAMPDIFF(MICROSECOND, v_acquired, v_expires);"
+    " SELECT v_result AS turn, v_fence AS fence, " DBLOCK_MY_US("v_expires") " AS expires_at_us,"
+    "  TIMESTAMPDIFF(MICROSECOND, v_acquired, v_expires) AS granted_for_us;"
     " END"};
 #undef DBLOCK_MY_LOCK_FOR
 #undef DBLOCK_MY_WAITING_KEY
 
 // Session locks, on a dedicated connection each. CONNECTION_ID() comes back with every call: a
 // change means the client reconnected underneath and the lock is gone. :key, :timeout_s.
-inline constexpr Statement kSessionLock{"session_lock", "SELECT GET_LOCK(:key, :timeout_s), CONNECTION_ID()"};
-inline constexpr Statement kSessionVerify{"session_verify", "SELECT IS_USED_LOCK(:key) = CONNECTION_ID(), CONNECTION_ID()"};
-inline constexpr Statement kSessionUnlock{"session_unlock", "SELECT RELEASE_LOCK(:key), CONNECTION_ID()"};
+inline constexpr Statement kSessionLock{"session_lock", "SELECT GET_LOCK(:key, :timeout_s) AS got, CONNECTION_ID() AS connection_id"};
+inline constexpr Statement kSessionVerify{"session_verify", "SELECT IS_USED_LOCK(:key) = CONNECTION_ID() AS held, CONNECTION_ID() AS connection_id"};
+inline constexpr Statement kSessionUnlock{"session_unlock", "SELECT RELEASE_LOCK(:key) AS released, CONNECTION_ID() AS connection_id"};
 
 // Transaction locks: GET_LOCK and START TRANSACTION in one round trip, COMMIT/ROLLBACK and
 // RELEASE_LOCK in another. Result of the first: GET_LOCK's (1 granted, 0 timed out, NULL error).
@@ -644,14 +658,14 @@ inline constexpr Statement kXactBegin{"xact_begin",
     "BEGIN NOT ATOMIC"
     " DECLARE v_got INT DEFAULT GET_LOCK(:key, :timeout_s);"
     " IF v_got = 1 THEN START TRANSACTION; END IF;"
-    " SELECT v_got;"
+    " SELECT v_got AS got;"
     " END"};
 inline constexpr Statement kXactCommit{"xact_commit", "BEGIN NOT ATOMIC COMMIT; DO RELEASE_LOCK(:key); END"};
 inline constexpr Statement kXactRollback{"xact_rollback", "BEGIN NOT ATOMIC ROLLBACK; DO RELEASE_LOCK(:key); END"};
 
 // Connection set-up. The first statement is plain SQL that any MySQL-protocol server answers, so
 // that a server we cannot use is refused with a clear message rather than a syntax error.
-inline constexpr Statement kHello{"hello", "SELECT VERSION(), CONNECTION_ID(), DATABASE(), @@read_only"};
+inline constexpr Statement kHello{"hello", "SELECT VERSION() AS version, CONNECTION_ID() AS connection_id, DATABASE() AS db, @@read_only AS is_read_only"};
 inline constexpr Statement kSessionSetup{"session_setup",
     "BEGIN NOT ATOMIC SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; SET SESSION time_zone = '+00:00'; END"};
 // Connection set-up on a writable server, before the connection's first lease statement: floors
@@ -665,22 +679,22 @@ inline constexpr Statement kFloorFences{"floor_fences",
     "BEGIN NOT ATOMIC"
     " DECLARE v_floor BIGINT DEFAULT GREATEST(" DBLOCK_MY_US("UTC_TIMESTAMP(6)") ", :carried);"
     " IF v_floor > NEXTVAL({F}) THEN EXECUTE IMMEDIATE CONCAT('DO SETVAL(', {Q}, ', ', v_floor, ')'); END IF;"
-    " SELECT v_floor;"
+    " SELECT v_floor AS fence_floor;"
     " END"};
 
 // Migrations, serialised by a server-wide GET_LOCK (MySQL DDL is not transactional). :key.
-inline constexpr Statement kMigrationLock{"migration_lock", "SELECT GET_LOCK(:key, :timeout_s)"};
+inline constexpr Statement kMigrationLock{"migration_lock", "SELECT GET_LOCK(:key, :timeout_s) AS got"};
 // Who holds the migration lock, for the error when it did not come free in time (any account that
 // can connect can take a GET_LOCK name): its connection id, and its user and host where this
 // account may see them (PROCESS privilege, or the same user).
 inline constexpr Statement kMigrationLockHolder{"migration_lock_holder",
-    "SELECT l.id, p.USER, p.HOST FROM (SELECT IS_USED_LOCK(:key) AS id) l"
+    "SELECT l.id AS id, p.USER AS user, p.HOST AS host FROM (SELECT IS_USED_LOCK(:key) AS id) l"
     " LEFT JOIN information_schema.PROCESSLIST p ON p.ID = l.id"};
-inline constexpr Statement kMigrationUnlock{"migration_unlock", "SELECT RELEASE_LOCK(:key)"};
+inline constexpr Statement kMigrationUnlock{"migration_unlock", "SELECT RELEASE_LOCK(:key) AS released"};
 // :table.
 inline constexpr Statement kTableExists{"table_exists",
-    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = :table"};
-inline constexpr Statement kSchemaVersion{"schema_version", "SELECT COALESCE(MAX(version), 0) FROM {V}"};
+    "SELECT COUNT(*) AS table_count FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name = :table"};
+inline constexpr Statement kSchemaVersion{"schema_version", "SELECT COALESCE(MAX(version), 0) AS version FROM {V}"};
 // :version, :name.
 inline constexpr Statement kRecordMigration{"record_migration",
     "INSERT IGNORE INTO {V} (version, name, applied_at) VALUES (:version, :name, UTC_TIMESTAMP(6))"};

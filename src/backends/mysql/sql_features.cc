@@ -34,7 +34,7 @@ class MyTransaction final : public Transaction {
   std::vector<std::vector<Value>> query(std::string_view sql, const std::vector<Value>& params) override {
     try {
       std::unique_ptr<::sql::ResultSet> rs(bind(sql, params).executeQuery());
-      return fetch_all(*rs);
+      return fetch_values(*rs);
     } catch (...) {
       rethrow_translated("statement failed");
     }
@@ -71,12 +71,12 @@ bool MySqlFeatures::run_in_transaction_lock(std::string_view name, std::chrono::
   const auto watch = context_.watch(*c);  // the whole transaction, the application's statements included
   try {
     Rows rows = context_.query(*c, sql::kXactBegin, {{"key", key}, {"timeout_s", lock_seconds(wait)}});
-    const Value& got = rows.at(0).at(0);
-    if (is_null(got)) {
+    const Row& row = rows.at(0);
+    if (row.is_null("got")) {
       c.discard();
       throw Error("mysql: GET_LOCK failed for '" + std::string(name) + "'", kServiceName);
     }
-    if (as_int(got) != 1) return false;
+    if (!row.get<bool>("got")) return false;
   } catch (const std::exception& e) {
     if (is_broken(*c, e)) c.discard();
     rethrow_translated("transaction lock");
@@ -94,7 +94,7 @@ void MySqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const
   try {
     Rows rows = context_.query(*c, sql::kGuardBegin,
                                {{"name", std::string(name)}, {"secret", secret.hex()}, {"fence", fence}});
-    held = as_int(rows.at(0).at(0)) == 1;
+    held = rows.at(0).get<bool>("held");
     if (!held) c->plain->execute(sql::kRollback.text);
   } catch (const std::exception& e) {
     c.discard();  // the transaction may be open: never hand this connection to anyone else
@@ -159,10 +159,7 @@ std::optional<std::int64_t> MySqlFeatures::read_version(std::string_view table, 
   return context_.connections().idempotent([&](Connection& c) -> std::optional<std::int64_t> {
     const auto watch = context_.watch(c);
     MyTransaction t(context_, c);
-    auto rows = t.query(statement, {id});
-    if (rows.empty()) return std::nullopt;
-    if (auto* v = std::get_if<std::int64_t>(&rows[0][0])) return *v;
-    throw UsageError("read_version: version column is not an integer", kServiceName);
+    return dblock::sql::read_version_result(t.query(statement, {id}), kServiceName);
   });
 }
 

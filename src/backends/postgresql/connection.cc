@@ -41,7 +41,7 @@ Value to_value(const pqxx::field& f) {
   }
 }
 
-std::vector<std::vector<Value>> rows_of(const pqxx::result& r) {
+std::vector<std::vector<Value>> values_of(const pqxx::result& r) {
   std::vector<std::vector<Value>> rows;
   rows.reserve(r.size());
   for (const auto& row : r) {
@@ -52,6 +52,33 @@ std::vector<std::vector<Value>> rows_of(const pqxx::result& r) {
   return rows;
 }
 
+dblock::sql::Rows rows_of(const pqxx::result& r) {
+  auto names = std::make_shared<std::vector<std::string>>();
+  for (pqxx::row::size_type i = 0; i < r.columns(); ++i) names->emplace_back(r.column_name(i));
+  dblock::sql::Rows rows;
+  rows.reserve(r.size());
+  for (std::vector<Value>& values : values_of(r)) rows.emplace_back(names, std::move(values));
+  return rows;
+}
+
+namespace {
+
+Params in_order(const std::vector<std::string>& params, const dblock::sql::Args& args, const char* name) {
+  Params p;
+  for (const dblock::sql::ArgValue* v : args.in_order(params, name)) p.add_arg(*v);
+  return p;
+}
+
+}  // namespace
+
+dblock::sql::Rows exec_text(pqxx::transaction_base& tx, std::string_view text, const dblock::sql::Args& args,
+                            const char* name) {
+  const dblock::sql::DriverText spelled = dblock::sql::spell_params(text, dblock::sql::ParamStyle::kDollar);
+  const Params p = in_order(spelled.params, args, name);
+  auto ptrs = p.pointers();
+  return rows_of(tx.exec_params(spelled.text, pqxx::prepare::make_dynamic_params(ptrs)));
+}
+
 bool broken(Connection& c, const std::exception& e) noexcept {
   // A ConnectionError of ours: the call's deadline shut the socket down.
   return is_connection_failure(e) || dynamic_cast<const ConnectionError*>(&e) != nullptr || !c.conn ||
@@ -60,7 +87,7 @@ bool broken(Connection& c, const std::exception& e) noexcept {
 
 Context::Context(Options options)
     : options_(checked(options)),
-      registry_(all_statements(), tables(options_.table_prefix)),
+      registry_(all_statements(), tables(options_.table_prefix), dblock::sql::ParamStyle::kDollar),
       connections_({kServiceName, [this] { return connect(); },
                     [](Connection& c) { return c.conn && c.conn->is_open(); },
                     [](Connection& c, const std::exception& e) { return broken(c, e); },
@@ -72,21 +99,22 @@ std::unique_ptr<Connection> Context::connect() const {
   auto c = std::make_unique<Connection>();
   try {
     c->conn = connect_until(options_.conninfo, call_deadline());
-    const pqxx::row hello = dblock::service::call_within(deadlines_, c->conn->sock(), call_deadline(),
-                                                     {kServiceName, "connect", "08006"}, [&] {
-                                                       pqxx::nontransaction tx(*c->conn);
-                                                       return tx.exec1(text(sql::kHello));
-                                                     });
-    if (hello[0].as<bool>()) {
+    const dblock::sql::Rows rows = dblock::service::call_within(deadlines_, c->conn->sock(), call_deadline(),
+                                                            {kServiceName, "connect", "08006"}, [&] {
+                                                              pqxx::nontransaction tx(*c->conn);
+                                                              return exec(tx, sql::kHello);
+                                                            });
+    const dblock::sql::Row& hello = rows.at(0);
+    if (hello.get<bool>("in_recovery")) {
       throw ConnectionError("postgresql: the server is in recovery (a standby); dblock acquires only on the primary",
                             kServiceName);
     }
-    if (hello[2].as<bool>()) {
+    if (hello.get<bool>("read_only")) {
       throw ConnectionError("postgresql: the server's transactions are read-only (default_transaction_read_only); "
                             "dblock acquires only on a writable primary",
                             kServiceName, "25006");
     }
-    c->backend_pid = hello[1].as<int>();
+    c->backend_pid = hello.get<int>("pid");
     floor_fences(*c);
   } catch (...) {
     rethrow_translated("connect");
@@ -99,7 +127,7 @@ void Context::floor_fences(Connection& c) const {
   try {
     dblock::service::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, "floor_fences", "08006"}, [&] {
       pqxx::nontransaction tx(*c.conn);
-      tx.exec_params(text(sql::kFloorFences), carried_.highest());
+      exec(tx, sql::kFloorFences, {{"carried", carried_.highest()}});
     });
   } catch (const pqxx::undefined_table&) {
     // Not migrated yet: this server has issued no fence under these tables.
@@ -109,20 +137,23 @@ void Context::floor_fences(Connection& c) const {
   }
 }
 
-pqxx::result Context::exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const {
-  return dblock::service::call_within(deadlines_, c.conn->sock(), call_deadline(), {kServiceName, statement.name, "08006"},
-                                  [&] {
-                                    pqxx::nontransaction tx(*c.conn);
-                                    return exec(tx, statement, params);
-                                  });
+dblock::sql::Rows Context::exec(Connection& c, const dblock::sql::Statement& statement,
+                               const dblock::sql::Args& args) const {
+  return dblock::service::call_within(deadlines_, c.conn->sock(), call_deadline(),
+                                      {kServiceName, statement.name, "08006"}, [&] {
+                                        pqxx::nontransaction tx(*c.conn);
+                                        return exec(tx, statement, args);
+                                      });
 }
 
-pqxx::result Context::exec(pqxx::transaction_base& tx, const dblock::sql::Statement& statement,
-                           const Params& params) const {
-  auto ptrs = params.pointers();
+dblock::sql::Rows Context::exec(pqxx::transaction_base& tx, const dblock::sql::Statement& statement,
+                               const dblock::sql::Args& args) const {
+  const std::size_t i = registry_.index(statement);
+  const Params p = in_order(registry_.params(i), args, statement.name);
+  auto ptrs = p.pointers();
   auto dynamic = pqxx::prepare::make_dynamic_params(ptrs);
-  if (options_.prepared) return tx.exec_prepared(statement.name, dynamic);
-  return tx.exec_params(registry_.text(statement), dynamic);
+  const bool prepared = options_.prepared && i < std::size(sql::kPrepared);  // kPrepared come first
+  return rows_of(prepared ? tx.exec_prepared(statement.name, dynamic) : tx.exec_params(registry_.text(i), dynamic));
 }
 
 }  // namespace dblock::postgresql

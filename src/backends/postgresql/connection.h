@@ -20,7 +20,9 @@
 #include "dblock/postgresql/postgresql.h"
 #include "dblock/service/retry.h"
 #include "dblock/service/socket_deadlines.h"
+#include "dblock/service/sql/args.h"
 #include "dblock/service/sql/carried_fence.h"
+#include "dblock/service/sql/rows.h"
 #include "dblock/service/sql/statement.h"
 #include "dblock/sql/features.h"
 
@@ -34,7 +36,7 @@ inline std::string uuid_text(const OwnerSecret& secret) {
          hex.substr(20);
 }
 
-// Statement parameters in text form; nullopt is SQL NULL.
+// Statement parameters in text form, by position; nullopt is SQL NULL.
 class Params {
  public:
   Params& add(std::string_view text) {
@@ -63,6 +65,10 @@ class Params {
     }
     return add(std::string_view(std::get<std::string>(value)));
   }
+  Params& add_arg(const dblock::sql::ArgValue& value) {
+    if (const auto* secret = std::get_if<OwnerSecret>(&value)) return add(*secret);
+    return add_value(dblock::sql::value_of(value));
+  }
   std::vector<const char*> pointers() const {
     std::vector<const char*> out;
     for (const auto& v : values_) out.push_back(v ? v->c_str() : nullptr);
@@ -74,7 +80,8 @@ class Params {
 };
 
 
-// Turns the portable `?` placeholders of Transaction::execute into $1, $2, ... outside quotes.
+// Turns the portable `?` placeholders of an application's statement (Transaction::execute) into
+// $1, $2, ... outside quotes.
 inline std::string number_placeholders(std::string_view sql) {
   std::string out;
   int n = 0;
@@ -106,8 +113,15 @@ dblock::sql::Placeholders tables(const std::string& prefix);
 
 // A result field as a dblock Value (integers, floats, booleans as 0/1, the rest as text).
 Value to_value(const pqxx::field& f);
-// A whole result as rows of Values.
-std::vector<std::vector<Value>> rows_of(const pqxx::result& r);
+// A whole result, read by column name.
+dblock::sql::Rows rows_of(const pqxx::result& r);
+// A whole result as values in column order: an application's own statement.
+std::vector<std::vector<Value>> values_of(const pqxx::result& r);
+// `text` (tables rendered, ":name" parameters) run in `tx` with `args` bound by name: a statement
+// outside a Context's registry (interop.h's, in the application's own transaction). `name` names
+// the statement in errors.
+dblock::sql::Rows exec_text(pqxx::transaction_base& tx, std::string_view text, const dblock::sql::Args& args,
+                            const char* name);
 
 struct Connection {
   std::unique_ptr<BoundedConnection> conn;
@@ -137,13 +151,16 @@ class Context {
   // Runs sql::kFloorFences on `c` (a writable server's new connection, or one that just
   // migrated); skipped where the sequence is missing or this role may not move it.
   void floor_fences(Connection& c) const;
-  // Runs a registered statement in autocommit: prepared by name (unless Options::prepared is
-  // false), else as text. Bounded by dblock::call_deadline(): when it passes first, the
-  // connection's socket is shut down and the call fails with a ConnectionError.
-  pqxx::result exec(Connection& c, const dblock::sql::Statement& statement, const Params& params) const;
+  // Runs a registered statement in autocommit with `args` bound by name: one of sql::kPrepared by
+  // its prepared name (unless Options::prepared is false), else as text. Bounded by
+  // dblock::call_deadline(): when it passes first, the connection's socket is shut down and the
+  // call fails with a ConnectionError.
+  dblock::sql::Rows exec(Connection& c, const dblock::sql::Statement& statement,
+                         const dblock::sql::Args& args = {}) const;
   // The same inside the caller's transaction `tx`, unbounded: the caller watches the connection
   // (watch() or dblock::service::call_within) for the whole transaction.
-  pqxx::result exec(pqxx::transaction_base& tx, const dblock::sql::Statement& statement, const Params& params) const;
+  dblock::sql::Rows exec(pqxx::transaction_base& tx, const dblock::sql::Statement& statement,
+                         const dblock::sql::Args& args = {}) const;
   // The rendered text of a registered statement.
   const std::string& text(const dblock::sql::Statement& statement) const { return registry_.text(statement); }
   // The watchdog of the service's sockets (exec and the LISTEN connection).

@@ -22,13 +22,10 @@ void guard(pqxx::transaction_base& tx, const Lease& lease, std::string_view tabl
   }
   // The same check the service's own guard makes (sql::kGuardExclusive / kGuardReader).
   const auto& check = lease.mode() == LockMode::kShared ? sql::kGuardReader : sql::kGuardExclusive;
-  Params p;
-  p.add(lease.name()).add(lease.owner_secret()).add(lease.fence());
-  auto ptrs = p.pointers();
-  pqxx::result r;
+  dblock::sql::Rows r;
   try {
-    r = tx.exec_params(dblock::sql::render(check.text, tables(std::string(table_prefix))),
-                       pqxx::prepare::make_dynamic_params(ptrs));
+    r = exec_text(tx, dblock::sql::render(check.text, tables(std::string(table_prefix))),
+                  {{"name", lease.name()}, {"secret", lease.owner_secret()}, {"fence", lease.fence()}}, check.name);
   } catch (...) {
     rethrow_translated("guard");
   }
@@ -44,10 +41,13 @@ bool xact_lock(pqxx::transaction_base& tx, std::string_view name, std::chrono::m
   const bool shared = mode == LockMode::kShared;
   try {
     if (wait <= std::chrono::milliseconds::zero()) {
-      return tx.exec_params1((shared ? sql::kXactTryShared : sql::kXactTry).text, key)[0].as<bool>();
+      const auto& statement = shared ? sql::kXactTryShared : sql::kXactTry;
+      return exec_text(tx, statement.text, {{"key", key}}, statement.name).at(0).get<bool>("got");
     }
-    tx.exec_params(sql::kSetLocalLockTimeout.text, lock_timeout_text(wait));
-    tx.exec_params((shared ? sql::kXactLockShared : sql::kXactLock).text, key);
+    exec_text(tx, sql::kSetLocalLockTimeout.text, {{"lock_timeout", lock_timeout_text(wait)}},
+              sql::kSetLocalLockTimeout.name);
+    const auto& statement = shared ? sql::kXactLockShared : sql::kXactLock;
+    exec_text(tx, statement.text, {{"key", key}}, statement.name);
     return true;
   } catch (const pqxx::sql_error& e) {
     if (e.sqlstate() == "55P03") return false;
@@ -66,7 +66,8 @@ bool lock_rows(pqxx::transaction_base& tx, const RowLockRequest& request, pqxx::
   const std::vector<const char*> ptrs = params.pointers();
   try {
     if (request.wait == RowLockWait::kWait && request.wait_timeout > std::chrono::milliseconds::zero()) {
-      tx.exec_params(sql::kSetLocalLockTimeout.text, lock_timeout_text(request.wait_timeout));
+      exec_text(tx, sql::kSetLocalLockTimeout.text, {{"lock_timeout", lock_timeout_text(request.wait_timeout)}},
+                sql::kSetLocalLockTimeout.name);
     }
     rows = tx.exec_params(statement, pqxx::prepare::make_dynamic_params(ptrs));
     return true;

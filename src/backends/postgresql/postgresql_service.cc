@@ -25,9 +25,11 @@ constexpr std::uint32_t kViaQueue = 1;
 constexpr milliseconds kReleasedToQueueWindow{250};
 // How long an open that must migrate waits for the migration lock.
 constexpr milliseconds kMigrationLockWait{15'000};
+using dblock::sql::Args;
 using dblock::sql::printable;
-
-milliseconds remaining_ms(const pqxx::field& f) { return dblock::sql::remaining_ms(f.is_null() ? 0 : f.as<std::int64_t>()); }
+using dblock::sql::remaining_ms;
+using dblock::sql::Row;
+using dblock::sql::Rows;
 
 // The acquire statement of one attempt (`ticket` 0: not queued) and its parameters. The unqueued
 // exclusive statement has no ticket parameter (it reads no queue).
@@ -47,32 +49,27 @@ const dblock::sql::Statement& acquire_statement(const AcquireRequest& request, s
   return ticket != 0 ? sql::kAcquireExclusiveQueued : sql::kAcquireExclusive;
 }
 
-Params acquire_params(const AcquireRequest& request, std::int64_t ticket) {
-  Params p;
-  p.add(request.name).add(*request.secret).add(request.holder).add(request.ttl.count() * std::int64_t{1000});
-  if (ticket != 0) {
-    p.add(ticket);
-  } else if (request.mode == LockMode::kShared) {
-    p.add_null();
-  }
-  if (request.mode == LockMode::kShared) {
-    if (request.permits != 0) p.add(std::int64_t{request.permits}); else p.add_null();
-  }
-  return p;
+// The arguments of acquire_statement(request, ticket).
+Args acquire_args(const AcquireRequest& request, std::int64_t ticket) {
+  Args args{{"name", request.name}, {"secret", *request.secret}, {"holder", request.holder},
+            {"ttl_us", request.ttl.count() * std::int64_t{1000}}};
+  if (ticket != 0 || request.mode == LockMode::kShared) args.add({"ticket", dblock::sql::unless_zero(ticket)});
+  if (request.mode == LockMode::kShared) args.add({"permits", dblock::sql::unless_zero(request.permits)});
+  return args;
 }
 
 // What an acquire statement returned: a row (fence, expiry in µs) when acquired, none when refused.
 // The fence is recorded in `carried`.
-AcquireResult acquire_result(const pqxx::result& r, std::int64_t ticket, dblock::sql::CarriedFence& carried) {
+AcquireResult acquire_result(const Rows& rows, std::int64_t ticket, dblock::sql::CarriedFence& carried) {
   AcquireResult result;
-  if (r.empty()) {
+  if (rows.empty()) {
     result.holder_remaining = milliseconds(0);
     return result;
   }
   result.acquired = true;
-  result.fence = r[0][0].as<std::int64_t>();
+  result.fence = rows.front().get<std::int64_t>("fence");
   carried.saw(result.fence);
-  result.expires_at_us = r[0][1].as<std::int64_t>();
+  result.expires_at_us = rows.front().get<std::int64_t>("expires_at_us");
   if (ticket != 0) result.tag = kViaQueue;
   return result;
 }
@@ -112,11 +109,11 @@ FairQueue::Attempt PostgresService::attempt(const AcquireRequest& request, bool 
       request.mode == LockMode::kExclusive && queue && ticket == 0 && take_released_to_queue(request.name);
   return context_.connections().idempotent([&](Connection& c) {
     Attempt out;
-    pqxx::result r;
+    Rows r;
     if (request.permits != 0) {
       r = take_permit(c, request, ticket);
     } else if (!skip_attempt) {
-      r = exec(c, acquire_statement(request, ticket), acquire_params(request, ticket));
+      r = exec(c, acquire_statement(request, ticket), acquire_args(request, ticket));
     }
     out.result = acquire_result(r, ticket, context_.carried());
     if (!out.result.acquired && request.mode == LockMode::kShared) check_permits(c, request);
@@ -125,22 +122,22 @@ FairQueue::Attempt PostgresService::attempt(const AcquireRequest& request, bool 
   });
 }
 
-pqxx::result PostgresService::take_permit(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
+Rows PostgresService::take_permit(Connection& c, const AcquireRequest& request, std::int64_t ticket) {
   return dblock::service::call_within(context_.deadlines(), c.conn->sock(), call_deadline(),
                                   {kServiceName, sql::kAcquireShared.name, "08006"}, [&] {
     pqxx::work tx(*c.conn);  // aborted by its destructor unless committed
     bound_lock_waits(tx);
-    context_.exec(tx, sql::kLockPermitRow, Params().add(request.name));
-    pqxx::result r = context_.exec(tx, sql::kAcquireShared, acquire_params(request, ticket));
+    context_.exec(tx, sql::kLockPermitRow, {{"name", request.name}});
+    Rows r = context_.exec(tx, sql::kAcquireShared, acquire_args(request, ticket));
     commit_acquire(tx, "acquire");
     return r;
   });
 }
 
 void PostgresService::check_permits(Connection& c, const AcquireRequest& request) {
-  const pqxx::result r = exec(c, sql::kSharedPermits, Params().add(request.name));
+  const Rows r = exec(c, sql::kSharedPermits, {{"name", request.name}});
   if (r.empty()) return;
-  const std::int64_t held = r[0][0].is_null() ? 0 : r[0][0].as<std::int64_t>();
+  const std::int64_t held = r.front().get<std::int64_t>("permits");  // NULL: plain readers, 0
   if (held != request.permits) throw service::permits_mismatch(kServiceName, request.name, held, request.permits);
 }
 
@@ -159,7 +156,7 @@ std::vector<AcquireResult> PostgresService::take_all(Connection& c, const std::v
   bound_lock_waits(tx);
   for (const AcquireRequest& request : requests) {
     results.push_back(
-        acquire_result(context_.exec(tx, acquire_statement(request, 0), acquire_params(request, 0)), 0, context_.carried()));
+        acquire_result(context_.exec(tx, acquire_statement(request, 0), acquire_args(request, 0)), 0, context_.carried()));
     if (!results.back().acquired) {
       tx.abort();  // frees the rows locked so far; the fences drawn stay unused
       return {};
@@ -178,19 +175,22 @@ void PostgresService::bound_lock_waits(pqxx::work& tx) {
   if (deadline == SteadyClock::time_point::max()) return;
   constexpr milliseconds kReplyMargin{50};  // the error's way back, before the watch cuts
   const auto left = std::chrono::duration_cast<milliseconds>(deadline - SteadyClock::now()) - kReplyMargin;
-  tx.exec_params(context_.text(sql::kSetLocalLockTimeout), lock_timeout_text(std::max(left, milliseconds(1))));
+  context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", lock_timeout_text(std::max(left, milliseconds(1)))}});
 }
 
 void PostgresService::join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket,
                                  const Place& place, Attempt& out) {
-  Params q;
-  q.add(request.name).add(*request.secret).add(place.hold_for.count() * std::int64_t{1000});
-  if (ticket != 0) q.add(ticket); else q.add_null();
   // An exclusive waiter may be granted the lease by the release (kReleaseExclusiveInPlace).
-  q.add(request.holder);
-  if (request.mode == LockMode::kExclusive) q.add(request.ttl.count() * std::int64_t{1000}); else q.add_null();
-  q.add(std::int64_t{listener_.wake_slot()});
-  pqxx::result r;
+  const std::optional<std::int64_t> grant_ttl_us =
+      request.mode == LockMode::kExclusive ? std::optional<std::int64_t>(request.ttl.count() * 1000) : std::nullopt;
+  const Args q{{"name", request.name},
+               {"secret", *request.secret},
+               {"queue_us", place.hold_for.count() * std::int64_t{1000}},
+               {"ticket", dblock::sql::unless_zero(ticket)},
+               {"holder", request.holder},
+               {"grant_ttl_us", grant_ttl_us},
+               {"wake_slot", listener_.wake_slot()}};
+  Rows r;
   for (int collisions = 0;; ++collisions) {
     try {
       r = exec(c, sql::kQueue, q);
@@ -201,21 +201,21 @@ void PostgresService::join_queue(Connection& c, const AcquireRequest& request, s
       if (collisions >= 3 || ticket != 0) throw;
     }
   }
-  out.ticket = r[0][0].as<std::int64_t>();
+  const Row& queued = r.at(0);
+  out.ticket = queued.get<std::int64_t>("ticket");
   listener_.remember_ticket(out.ticket, request.name);
-  out.position = static_cast<int>(r[0][1].as<std::int64_t>());
-  out.result.holder_remaining = remaining_ms(r[0][2]);
+  out.position = queued.get<int>("ahead");
+  out.result.holder_remaining = remaining_ms(queued.get<std::int64_t>("remaining_us"));
 }
 
 RenewResult PostgresService::renew(const LeaseKey& lease, milliseconds ttl) {
   return context_.connections().idempotent([&](Connection& c) {
     RenewResult result;
-    Params p;
-    p.add(lease.name).add(*lease.secret).add(ttl.count() * std::int64_t{1000});
-    pqxx::result r = exec(c, lease.mode == LockMode::kExclusive ? sql::kRenewExclusive : sql::kRenewReader, p);
+    const Rows r = exec(c, lease.mode == LockMode::kExclusive ? sql::kRenewExclusive : sql::kRenewReader,
+                        {{"name", lease.name}, {"secret", *lease.secret}, {"ttl_us", ttl.count() * std::int64_t{1000}}});
     if (!r.empty()) {
       result.renewed = true;
-      result.expires_at_us = r[0][0].as<std::int64_t>();
+      result.expires_at_us = r.front().get<std::int64_t>("expires_at_us");
     }
     return result;
   });
@@ -223,8 +223,7 @@ RenewResult PostgresService::renew(const LeaseKey& lease, milliseconds ttl) {
 
 bool PostgresService::release(const LeaseKey& lease) {
   const bool exclusive = lease.mode == LockMode::kExclusive;
-  Params p;
-  p.add(lease.name).add(*lease.secret).add(listener_.channel());
+  const Args p{{"name", lease.name}, {"secret", *lease.secret}, {"channel", listener_.channel()}};
   // Taken as a queued waiter: free the row in place, keeping its marker and deleting our queue
   // entry (kReleaseExclusiveInPlace); when that finds no live lease of ours, the plain release
   // below reports what it finds.
@@ -234,22 +233,23 @@ bool PostgresService::release(const LeaseKey& lease) {
   const std::optional<bool> outcome = context_.connections().release(
       [&](Connection& c) -> std::optional<bool> {
         if (exclusive && lease.hold_at_least.count() > 0) {
-          Params h;
-          h.add(lease.name).add(*lease.secret).add(lease.hold_at_least.count() * std::int64_t{1000});
+          const Args h{{"name", lease.name},
+                       {"secret", *lease.secret},
+                       {"hold_us", lease.hold_at_least.count() * std::int64_t{1000}}};
           if (!exec(c, sql::kReleaseHolding, h).empty()) return true;
         }
         if (in_place) {
-          pqxx::result r = exec(c, sql::kReleaseExclusiveInPlace, p);
+          const Rows r = exec(c, sql::kReleaseExclusiveInPlace, p);
           if (!r.empty()) {
-            woke_waiter = r[0][0].as<bool>();  // woken, or granted the lease (r[0][1])
+            woke_waiter = r.front().get<bool>("woke");  // woken, or granted the lease
             return true;
           }
         }
-        pqxx::result r = exec(c, exclusive ? sql::kReleaseExclusive : sql::kReleaseReader, p);
+        const Rows r = exec(c, exclusive ? sql::kReleaseExclusive : sql::kReleaseReader, p);
         if (r.empty()) return std::nullopt;
-        queued = exclusive && r[0][1].as<bool>();
+        queued = exclusive && r.front().get<bool>("woke");
         woke_waiter = queued;
-        return r[0][0].as<bool>();
+        return r.front().get<bool>("was_live");
       },
       lease.name);
   if (outcome && woke_waiter) note_released_to_queue(lease.name);
@@ -257,9 +257,7 @@ bool PostgresService::release(const LeaseKey& lease) {
     // Before this call returns (so before this manager could try the name again): waiters keep
     // their place. Best effort: if it fails, their next queue refresh marks the row again.
     try {
-      Params q;
-      q.add(lease.name);
-      context_.connections().run([&](Connection& c) { return exec(c, sql::kRemarkReleased, q).size(); });
+      context_.connections().run([&](Connection& c) { return exec(c, sql::kRemarkReleased, {{"name", lease.name}}).size(); });
     } catch (const Error&) {
     }
   }
@@ -268,51 +266,46 @@ bool PostgresService::release(const LeaseKey& lease) {
 
 bool PostgresService::force_release(std::string_view name, std::string_view by) {
   return context_.connections().idempotent([&](Connection& c) {
-    Params p;
-    p.add(name).add(listener_.channel()).add(by);
-    return exec(c, sql::kForceRelease, p)[0][0].as<std::int64_t>() > 0;
+    const Rows r = exec(c, sql::kForceRelease, {{"name", name}, {"channel", listener_.channel()}, {"by", by}});
+    return r.at(0).get<std::int64_t>("evicted") > 0;
   });
 }
 
 std::vector<ForceReleaseRecord> PostgresService::force_releases(std::optional<std::string_view> name,
                                                                 std::size_t limit) {
   return context_.connections().idempotent([&](Connection& c) {
-    Params p;
-    if (name) p.add(*name); else p.add_null();
-    p.add(static_cast<std::int64_t>(limit));
-    return dblock::sql::parse_rows(rows_of(exec(c, sql::kForceReleaseHistory, p)), &dblock::sql::force_release_record);
+    return dblock::sql::parse_rows(exec(c, sql::kForceReleaseHistory, {{"name", name}, {"limit", limit}}),
+                                   &dblock::sql::force_release_record);
   });
 }
 
 std::vector<LeaseInfo> PostgresService::list(std::optional<std::string_view> name) {
-  Params p;
-  if (name) p.add(*name); else p.add_null();
+  const Args p{{"name", name}};
   std::vector<LeaseInfo> out = context_.connections().idempotent([&](Connection& c) {
-    return dblock::sql::parse_rows(rows_of(exec(c, sql::kList, p)), &dblock::sql::lease_info);
+    return dblock::sql::parse_rows(exec(c, sql::kList, p), &dblock::sql::lease_info);
   });
   dblock::sql::set_waiters_if_readable(out, [&] {
-    return context_.connections().idempotent([&](Connection& c) { return rows_of(exec(c, sql::kListWaiters, p)); });
+    return context_.connections().idempotent([&](Connection& c) { return exec(c, sql::kListWaiters, p); });
   });
   return out;
 }
 
 std::optional<std::chrono::microseconds> PostgresService::oldest_unreaped() {
   return dblock::sql::optional_us(
-      context_.connections().idempotent([&](Connection& c) { return rows_of(exec(c, sql::kOldestUnreaped, Params())); }));
+      context_.connections().idempotent([&](Connection& c) { return exec(c, sql::kOldestUnreaped); }));
 }
 
 std::optional<LeaseGrant> PostgresService::confirm_grant(std::string_view name, const OwnerSecret& secret,
                                                          const LeaseGrant& claimed) {
   return context_.connections().idempotent([&](Connection& c) -> std::optional<LeaseGrant> {
-    Params p;
-    p.add(name).add(secret);
-    const pqxx::result r = exec(c, sql::kConfirmGrant, p);
+    const Rows r = exec(c, sql::kConfirmGrant, {{"name", name}, {"secret", secret}});
     if (r.empty()) return std::nullopt;
+    const Row& row = r.front();
     LeaseGrant grant = claimed;
-    grant.fence = r[0][0].as<std::int64_t>();
+    grant.fence = row.get<std::int64_t>("fence");
     context_.carried().saw(grant.fence);
-    grant.expires_at_us = r[0][1].as<std::int64_t>();
-    grant.granted_for = std::chrono::microseconds(r[0][2].as<std::int64_t>());
+    grant.expires_at_us = row.get<std::int64_t>("expires_at_us");
+    grant.granted_for = std::chrono::microseconds(row.get<std::int64_t>("granted_for_us"));
     grant.tag = kViaQueue;
     return grant;
   });
@@ -322,10 +315,8 @@ std::optional<LeaseGrant> PostgresService::confirm_grant(std::string_view name, 
 
 void PostgresService::leave(std::string_view name, const OwnerSecret& secret) {
   const bool granted = context_.connections().idempotent([&](Connection& c) {
-    Params p;
-    p.add(name).add(secret);
-    pqxx::result r = exec(c, sql::kLeaveQueue, p);
-    return !r.empty() && r[0][0].as<bool>();
+    const Rows r = exec(c, sql::kLeaveQueue, {{"name", name}, {"secret", secret}});
+    return !r.empty() && r.front().get<bool>("mine");
   });
   // A release granted this waiter the lease after it gave up (its notification came too late, or
   // never): hand it on, as its holder would.
@@ -335,10 +326,9 @@ void PostgresService::leave(std::string_view name, const OwnerSecret& secret) {
 FairQueue::Position PostgresService::position(std::string_view name, const OwnerSecret& secret,
                                               std::int64_t ticket) {
   return context_.connections().idempotent([&](Connection& c) {
-    Params p;
-    p.add(name).add(secret).add(ticket);
-    pqxx::result r = exec(c, sql::kQueueStatus, p);
-    return Position{static_cast<int>(r[0][0].as<std::int64_t>()), remaining_ms(r[0][1])};
+    const Rows r = exec(c, sql::kQueueStatus, {{"name", name}, {"secret", secret}, {"ticket", ticket}});
+    const Row& row = r.at(0);
+    return Position{row.get<int>("ahead"), remaining_ms(row.get<std::int64_t>("remaining_us"))};
   });
 }
 
@@ -368,16 +358,16 @@ void PostgresService::migrate(bool create) {
   const auto watch = context_.watch(*c);
   try {
     pqxx::work tx(*c->conn);
-    tx.exec_params(context_.text(sql::kSetLocalLockTimeout), std::to_string(kMigrationLockWait.count()) + "ms");
-    tx.exec_params(context_.text(sql::kMigrationLock), key.class_id, key.object_id);
-    tx.exec_params(context_.text(sql::kSetLocalLockTimeout), "0");
+    context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", std::to_string(kMigrationLockWait.count()) + "ms"}});
+    context_.exec(tx, sql::kMigrationLock, {{"class_id", key.class_id}, {"object_id", key.object_id}});
+    context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", "0"}});
     const int current = read_schema_version(tx);
     dblock::sql::check_schema_version(kServiceName, "dblock tables are", current,
                                       dblock::sql::latest_migration(kMigrations), create);
     for (const auto& m : kMigrations) {
       if (m.number <= current) continue;
       tx.exec(dblock::sql::render_migration(m.sql, context_.options().table_prefix));
-      tx.exec_params(context_.text(sql::kRecordMigration), m.number, std::string(m.name));
+      context_.exec(tx, sql::kRecordMigration, {{"version", m.number}, {"migration", m.name}});
     }
     set_persistence(tx);
     tx.commit();
@@ -415,10 +405,11 @@ TimeoutError PostgresService::migration_lock_timeout(MigrationLockKey key) {
     auto c = context_.connections().pool().borrow();
     const auto watch = context_.watch(*c);
     pqxx::nontransaction tx(*c->conn);
-    const pqxx::result r = tx.exec_params(context_.text(sql::kMigrationLockHolder), key.class_id, key.object_id);
+    const Rows r = context_.exec(tx, sql::kMigrationLockHolder, {{"class_id", key.class_id}, {"object_id", key.object_id}});
     if (!r.empty()) {
-      holder = "backend pid " + r[0][0].as<std::string>() + " (role " + printable(r[0][1].as<std::string>()) +
-               ", application '" + printable(r[0][2].as<std::string>()) + "')";
+      const Row& row = r.front();
+      holder = "backend pid " + row.get<std::string>("pid") + " (role " + printable(row.get<std::string>("usename")) +
+               ", application '" + printable(row.get<std::string>("application_name")) + "')";
     }
   } catch (const std::exception&) {
     // Only decoration for the message.
@@ -444,7 +435,9 @@ std::vector<std::string> PostgresService::tables_to_switch(pqxx::transaction_bas
   if (!unlogged) return out;
   for (const char* suffix : {"leases", "readers"}) {
     const std::string table = service::quote_identifier(context_.options().table_prefix + suffix);
-    if (tx.exec_params1(context_.text(sql::kIsUnlogged), table)[0].as<bool>() != *unlogged) out.push_back(table);
+    if (context_.exec(tx, sql::kIsUnlogged, {{"table", table}}).at(0).get<bool>("unlogged") != *unlogged) {
+      out.push_back(table);
+    }
   }
   return out;
 }
@@ -459,8 +452,8 @@ int PostgresService::schema_version() {
 
 int PostgresService::read_schema_version(pqxx::transaction_base& tx) {
   const std::string version_table = service::quote_identifier(context_.options().table_prefix + "schema_version");
-  if (!tx.exec_params1(context_.text(sql::kSchemaVersionExists), version_table)[0].as<bool>()) return 0;
-  return tx.exec1(context_.text(sql::kSchemaVersion))[0].as<int>();
+  if (!context_.exec(tx, sql::kSchemaVersionExists, {{"table", version_table}}).at(0).get<bool>("present")) return 0;
+  return context_.exec(tx, sql::kSchemaVersion).at(0).get<int>("version");
 }
 
 // A pass is a run of calls that each reap a full batch of leases; the next call after a short
@@ -470,23 +463,20 @@ std::size_t PostgresService::reap(std::size_t batch) {
   // A copy, written back when the call succeeds (a failed one leaves the pass where it was).
   ReapCursor cursor = reap_cursor_;
   const std::size_t reaped = context_.connections().idempotent([&](Connection& c) {
-    Params p;
-    p.add(static_cast<std::int64_t>(batch));
-    if (cursor.after_expiry_us) p.add(*cursor.after_expiry_us); else p.add_null();
-    p.add(cursor.after_name);
-    pqxx::result leases = exec(c, sql::kReapLeases, p);
-    std::size_t n = leases.empty() ? 0 : leases[0][0].as<std::size_t>();
+    const Rows leases = exec(c, sql::kReapLeases,
+                             {{"batch", batch},
+                              {"after_expiry_us", cursor.after_expiry_us},
+                              {"after_name", cursor.after_name}});
+    std::size_t n = leases.empty() ? 0 : leases.front().get<std::size_t>("deleted");
     if (n < batch) {
       cursor = ReapCursor{};
     } else {
-      cursor.after_expiry_us =
-          leases[0][1].is_null() ? std::nullopt : std::optional<std::int64_t>(leases[0][1].as<std::int64_t>());
-      cursor.after_name = leases[0][2].as<std::string>();
+      cursor.after_expiry_us = leases.front().get<std::optional<std::int64_t>>("expires_at_us");
+      cursor.after_name = leases.front().get<std::string>("name");
     }
-    Params q;
-    q.add(static_cast<std::int64_t>(batch));
-    n += exec(c, sql::kReapReaders, q)[0][0].as<std::size_t>();
-    n += exec(c, sql::kReapWaiters, q)[0][0].as<std::size_t>();
+    const Args q{{"batch", batch}};
+    n += exec(c, sql::kReapReaders, q).at(0).get<std::size_t>("deleted");
+    n += exec(c, sql::kReapWaiters, q).at(0).get<std::size_t>("deleted");
     return n;
   });
   reap_cursor_ = cursor;

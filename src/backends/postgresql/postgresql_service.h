@@ -80,9 +80,11 @@ class PostgresService final : public LeaseService,
   void bound_lock_waits(pqxx::work& tx);
   // Joins or refreshes the queue after a refused attempt; fills `out`'s ticket and position.
   void join_queue(Connection& c, const AcquireRequest& request, std::int64_t ticket, const Place& place, Attempt& out);
-  pqxx::result exec(Connection& c, const dblock::sql::Statement& s, const Params& p) { return context_.exec(c, s, p); }
+  dblock::sql::Rows exec(Connection& c, const dblock::sql::Statement& s, const dblock::sql::Args& args = {}) {
+    return context_.exec(c, s, args);
+  }
   // A permit's attempt (`ticket` 0: not queued): kLockPermitRow and the acquire in one transaction.
-  pqxx::result take_permit(Connection& c, const AcquireRequest& request, std::int64_t ticket);
+  dblock::sql::Rows take_permit(Connection& c, const AcquireRequest& request, std::int64_t ticket);
   // After a refused shared attempt: the UsageError when live readers hold other permits.
   void check_permits(Connection& c, const AcquireRequest& request);
   void set_persistence(pqxx::work& tx);

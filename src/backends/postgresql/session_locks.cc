@@ -23,9 +23,8 @@ class PgSessionLock final : public SessionLockHandle {
   bool verify() noexcept override {
     if (!c_) return false;
     try {
-      Params p;
-      p.add(key_).add(std::string_view(mode_ == LockMode::kExclusive ? "ExclusiveLock" : "ShareLock"));
-      return locks_.context().exec(*c_, sql::kVerifySession, p)[0][0].as<bool>();
+      const char* mode = mode_ == LockMode::kExclusive ? "ExclusiveLock" : "ShareLock";
+      return locks_.context().exec(*c_, sql::kVerifySession, {{"key", key_}, {"mode", mode}}).at(0).get<bool>("held");
     } catch (...) {
       return false;
     }
@@ -34,12 +33,11 @@ class PgSessionLock final : public SessionLockHandle {
   bool release() override {
     if (!c_) return false;
     try {
-      Params p;
-      p.add(key_).add(std::int64_t{c_->backend_pid});
       const auto& statement = mode_ == LockMode::kExclusive ? sql::kUnlockSessionExclusive : sql::kUnlockSessionShared;
-      pqxx::result r = locks_.context().exec(*c_, statement, p);
-      const bool released = !r[0][0].is_null() && r[0][0].as<bool>();
-      return locks_.finish_release(c_, released, r[0][1].as<int>() == c_->backend_pid);
+      const dblock::sql::Rows r = locks_.context().exec(*c_, statement, {{"key", key_}, {"pid", c_->backend_pid}});
+      const dblock::sql::Row& row = r.at(0);
+      // NULL: not on the lock's session.
+      return locks_.finish_release(c_, row.get<bool>("released"), row.get<int>("pid") == c_->backend_pid);
     } catch (const pqxx::broken_connection& e) {
       c_.reset();
       throw InDoubtError(std::string("postgresql: session lock release in doubt: ") + e.what(), kServiceName);
@@ -61,20 +59,19 @@ class PgSessionLock final : public SessionLockHandle {
 // Whether the lock was granted; throws UsageError when the server session changed (a pooler).
 bool take(Context& context, Connection& c, std::int64_t key, LockMode mode, std::chrono::milliseconds wait) {
   const bool exclusive = mode == LockMode::kExclusive;
-  Params p;
-  p.add(key).add(std::int64_t{c.backend_pid});
+  dblock::sql::Args args{{"key", key}, {"pid", c.backend_pid}};
   int pid;
   bool granted;
   if (wait <= std::chrono::milliseconds::zero()) {
-    pqxx::result r = context.exec(c, exclusive ? sql::kTrySessionExclusive : sql::kTrySessionShared, p);
-    pid = r[0][1].as<int>();
-    granted = !r[0][0].is_null() && r[0][0].as<bool>();
+    const dblock::sql::Rows r = context.exec(c, exclusive ? sql::kTrySessionExclusive : sql::kTrySessionShared, args);
+    pid = r.at(0).get<int>("pid");
+    granted = r.at(0).get<bool>("got");  // NULL: not on c's session
   } else {
     // lock_timeout is a session setting on this dedicated connection; '0' waits forever.
-    p.add(lock_timeout_text(wait));
-    pqxx::result r = context.exec(c, exclusive ? sql::kWaitSessionExclusive : sql::kWaitSessionShared, p);
-    pid = r[0][3].as<int>();
-    granted = r[0][2].as<bool>();
+    args.add({"lock_timeout", lock_timeout_text(wait)});
+    const dblock::sql::Rows r = context.exec(c, exclusive ? sql::kWaitSessionExclusive : sql::kWaitSessionShared, args);
+    pid = r.at(0).get<int>("pid");
+    granted = r.at(0).get<bool>("on_session");
   }
   // The server session changed under us: a transaction pooler. The lock (if any) sits on a server
   // session we no longer control; close ours and refuse loudly.
@@ -141,8 +138,8 @@ void PgSessionLocks::probe_pooler(Connection& c) {
       if (local.ss_family == AF_INET6) local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
       const auto watch = context_.watch(c);
       pqxx::nontransaction tx(*c.conn);
-      pqxx::row seen = tx.exec1(context_.text(sql::kClientPort));
-      const int server_port = seen[0].is_null() ? -1 : seen[0].as<int>();
+      const dblock::sql::Row seen = context_.exec(tx, sql::kClientPort).at(0);
+      const int server_port = seen.is_null("port") ? -1 : seen.get<int>("port");
       if (server_port != local_port) throw UsageError(pooler_message(), kServiceName);
     }
   } catch (const UsageError&) {
@@ -155,10 +152,10 @@ void PgSessionLocks::probe_pooler(Connection& c) {
     const auto watch_other = context_.watch(*other);
     const auto watch_ours = context_.watch(c);
     pqxx::work hold(*other);
-    hold.exec(context_.text(sql::kShortIdleTimeout));
-    hold.exec1(context_.text(sql::kBackendPid));
+    context_.exec(hold, sql::kShortIdleTimeout);
+    context_.exec(hold, sql::kBackendPid);
     pqxx::nontransaction tx(*c.conn);
-    const int pid = tx.exec1(context_.text(sql::kBackendPid))[0].as<int>();
+    const int pid = context_.exec(tx, sql::kBackendPid).at(0).get<int>("pid");
     hold.abort();
     if (pid != c.backend_pid) throw UsageError(pooler_message(), kServiceName);
   } catch (const UsageError&) {

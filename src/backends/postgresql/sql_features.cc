@@ -44,7 +44,7 @@ std::int64_t PgTransaction::execute(std::string_view sql, const std::vector<Valu
 }
 
 std::vector<std::vector<Value>> PgTransaction::query(std::string_view sql, const std::vector<Value>& params) {
-  return rows_of(run(sql, params));
+  return values_of(run(sql, params));
 }
 
 pqxx::result PgTransaction::run(std::string_view sql, const std::vector<Value>& params) {
@@ -68,9 +68,11 @@ bool PgSqlFeatures::run_in_transaction_lock(std::string_view name, std::chrono::
     tx.emplace(*c->conn);
     bool granted;
     if (wait <= std::chrono::milliseconds::zero()) {
-      granted = tx->exec_params1(context_.text(sql::kXactTry), key)[0].as<bool>();
+      granted = context_.exec(*tx, sql::kXactTry, {{"key", key}}).at(0).get<bool>("got");
     } else {
-      granted = tx->exec_params1(context_.text(sql::kXactWait), key, lock_timeout_text(wait))[2].as<bool>();
+      granted = context_.exec(*tx, sql::kXactWait, {{"key", key}, {"lock_timeout", lock_timeout_text(wait)}})
+                    .at(0)
+                    .get<bool>("got");
     }
     if (!granted) {
       tx->abort();
@@ -96,11 +98,9 @@ void PgSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, const
   bool held = false;
   try {
     tx.emplace(*c->conn);
-    Params p;
-    p.add(name).add(secret).add(fence);
-    auto ptrs = p.pointers();
+    const dblock::sql::Args args{{"name", name}, {"secret", secret}, {"fence", fence}};
     for (const auto* check : {&sql::kGuardExclusive, &sql::kGuardReader}) {
-      if (!tx->exec_params(context_.text(*check), pqxx::prepare::make_dynamic_params(ptrs)).empty()) held = true;
+      if (!context_.exec(*tx, *check, args).empty()) held = true;
     }
   } catch (const std::exception& e) {
     discard_if_broken(c, e);
@@ -125,7 +125,7 @@ bool PgSqlFeatures::run_with_locked_rows(const RowLockRequest& request, const Ro
   try {
     tx.emplace(*c->conn);
     if (request.wait == RowLockWait::kWait && request.wait_timeout > std::chrono::milliseconds::zero()) {
-      tx->exec_params(context_.text(sql::kSetLocalLockTimeout), lock_timeout_text(request.wait_timeout));
+      context_.exec(*tx, sql::kSetLocalLockTimeout, {{"lock_timeout", lock_timeout_text(request.wait_timeout)}});
     }
     PgTransaction t(*tx);
     rows = t.query(statement.sql, statement.params);
@@ -162,10 +162,7 @@ std::optional<std::int64_t> PgSqlFeatures::read_version(std::string_view table, 
     const auto watch = context_.watch(c);
     pqxx::nontransaction tx(*c.conn);
     PgTransaction t(tx);
-    auto rows = t.query(statement, {id});
-    if (rows.empty()) return std::nullopt;
-    if (auto* v = std::get_if<std::int64_t>(&rows[0][0])) return *v;
-    throw UsageError("read_version: version column is not an integer", kServiceName);
+    return dblock::sql::read_version_result(t.query(statement, {id}), kServiceName);
   });
 }
 

@@ -6,6 +6,7 @@
 #include "dblock/errors.h"
 #include "dblock/service/identifiers.h"
 #include "listing.h"
+#include "script_calls.h"
 
 namespace dblock::redis {
 
@@ -88,27 +89,28 @@ void RedisService::refuse_evicting_policy(std::string_view policy) const {
 
 FairQueue::Attempt RedisService::attempt(const AcquireRequest& request, bool queue, const Place& place) {
   if (const std::string policy = evicting_policy(); !policy.empty()) refuse_evicting_policy(policy);
-  const LockKeys k = keys(request.name);
-  const std::string ttl_us = std::to_string(request.ttl.count() * 1000);
-  const std::string ticket = std::to_string(queue ? place.ticket : 0);
-  const std::string hold_us = std::to_string(place.hold_for.count() * 1000);
-  const std::string permits = std::to_string(request.permits);
-  const Reply r = node_.eval(node_.scripts().acquire, {k.lease, k.fence, k.queue, k.queue_info},
-                       {secret_bytes(*request.secret), request.holder, ttl_us, mode_arg(request.mode), ticket,
-                        queue ? "1" : "0", hold_us, permits},
-                       Repeat::kSafe);
-  if (r[0].integer() == 2) throw service::permits_mismatch(kServiceName, request.name, r[1].integer(), request.permits);
+  AcquireCall call = AcquireCall::of(request);
+  call.queue = queue;
+  call.ticket = queue ? place.ticket : 0;
+  call.hold_for = place.hold_for;
+  const std::vector<std::string> argv = call.argv();
+  const Reply r = node_.eval(node_.scripts().acquire, acquire_keys(keys(request.name)),
+                             std::vector<std::string_view>(argv.begin(), argv.end()), Repeat::kSafe);
+  const AcquireReply reply = AcquireReply::read(r);
   Attempt out;
-  if (r[0].integer() == 1) {
-    out.result.acquired = true;
-    out.result.fence = r[1].integer();
-    out.result.expires_at_us = r[2].integer();
-    return out;
-  }
-  out.result.holder_remaining = milliseconds(r[1].integer(-1));
-  if (r.size() >= 4) {
-    out.ticket = r[2].integer();
-    out.position = static_cast<int>(r[3].integer());
+  switch (reply.outcome) {
+    case AcquireReply::Outcome::kPermitsDiffer:
+      throw service::permits_mismatch(kServiceName, request.name, reply.held_permits, request.permits);
+    case AcquireReply::Outcome::kAcquired:
+      out.result.acquired = true;
+      out.result.fence = reply.fence;
+      out.result.expires_at_us = reply.expires_at_us;
+      return out;
+    case AcquireReply::Outcome::kRefused:
+      out.result.holder_remaining = reply.holder_remaining;
+      out.ticket = reply.ticket;
+      out.position = reply.position;
+      return out;
   }
   return out;
 }
@@ -128,18 +130,16 @@ std::vector<AcquireResult> RedisService::try_acquire_all(const std::vector<Acqui
     args.insert(args.end(), {secret_bytes(*requests[i].secret), values[2 * i], values[2 * i + 1]});
   }
   const Reply r = node_.eval(node_.scripts().acquire_all, key_list, args, Repeat::kSafe);
-  std::vector<AcquireResult> out;
-  if (r.size() >= 3 && r[0].integer() == 2) {
-    const std::size_t i = static_cast<std::size_t>(r[1].integer()) - 1;
-    if (i < requests.size()) throw service::permits_mismatch(kServiceName, requests[i].name, r[2].integer(), 0);
+  const AcquireAllReply reply = AcquireAllReply::read(r, requests.size());
+  if (reply.outcome == AcquireAllReply::Outcome::kPermitsDiffer && reply.differing < requests.size()) {
+    throw service::permits_mismatch(kServiceName, requests[reply.differing].name, reply.held_permits, 0);
   }
-  if (r.size() == 0 || r[0].integer() != 1) return out;
-  if (r.size() != 1 + 2 * requests.size()) throw Error("redis: acquire-all answered with the wrong number of fields", std::string(kServiceName));
-  for (std::size_t i = 0; i < requests.size(); ++i) {
+  std::vector<AcquireResult> out;
+  for (const AcquireAllReply::Taken& taken : reply.taken) {
     AcquireResult& result = out.emplace_back();
     result.acquired = true;
-    result.fence = r[1 + 2 * i].integer();
-    result.expires_at_us = r[2 + 2 * i].integer();
+    result.fence = taken.fence;
+    result.expires_at_us = taken.expires_at_us;
   }
   return out;
 }
@@ -158,9 +158,10 @@ RenewResult RedisService::renew(const LeaseKey& lease, milliseconds ttl) {
   const LockKeys k = keys(lease.name);
   const std::string ttl_us = std::to_string(ttl.count() * 1000);
   const Reply r = node_.eval(node_.scripts().renew, {k.lease}, {secret_bytes(*lease.secret), ttl_us, mode_arg(lease.mode)}, Repeat::kSafe);
+  const RenewReply reply = RenewReply::read(r);
   RenewResult result;
-  result.renewed = r[0].integer() == 1;
-  if (result.renewed) result.expires_at_us = r[1].integer();
+  result.renewed = reply.renewed;
+  result.expires_at_us = reply.expires_at_us;
   return result;
 }
 
@@ -197,11 +198,12 @@ std::optional<LeaseGrant> RedisService::confirm_grant(std::string_view name, con
                                                       const LeaseGrant& claimed) {
   const LockKeys k = keys(name);
   const Reply r = node_.eval(node_.scripts().confirm, {k.lease}, {secret_bytes(secret)}, Repeat::kSafe);
-  if (r.size() < 3) return std::nullopt;
+  const ConfirmReply reply = ConfirmReply::read(r);
+  if (!reply.held) return std::nullopt;
   LeaseGrant grant = claimed;
-  grant.fence = r[0].integer();
-  grant.expires_at_us = r[1].integer();
-  grant.granted_for = microseconds(r[2].integer());
+  grant.fence = reply.fence;
+  grant.expires_at_us = reply.expires_at_us;
+  grant.granted_for = reply.granted_for;
   grant.tag = 0;
   return grant;
 }
@@ -234,7 +236,8 @@ FairQueue::Position RedisService::position(std::string_view name, const OwnerSec
   const LockKeys k = keys(name);
   const std::string t = std::to_string(ticket);
   const Reply r = node_.eval(node_.scripts().position, {k.lease, k.queue, k.queue_info}, {secret_bytes(secret), t}, Repeat::kSafe);
-  return Position{static_cast<int>(r[0].integer()), milliseconds(r[1].integer(-1))};
+  const PositionReply reply = PositionReply::read(r);
+  return Position{reply.ahead, reply.holder_remaining};
 }
 
 }  // namespace dblock::redis

@@ -9,6 +9,7 @@
 
 #include "dblock/errors.h"
 #include "listing.h"
+#include "script_calls.h"
 
 namespace dblock::redis {
 
@@ -21,7 +22,7 @@ using std::chrono::milliseconds;
 std::string text(std::string_view s) { return std::string(s); }
 
 bool said(const std::optional<Reply>& r, std::int64_t value) {
-  return r && !r->is_error() && (r->is_array() ? r->size() > 0 && (*r)[0].integer() == value : r->integer() == value);
+  return r && status_of(*r) == value;
 }
 
 }  // namespace
@@ -157,19 +158,20 @@ AcquireResult RedlockService::try_acquire(const AcquireRequest& request) {
   const auto sent_at = SteadyClock::now();
   // A grant is worth nothing after its validity window: the round ends there at the latest.
   const auto deadline = std::min(deadline_now(), sent_at + request.ttl - drift(request.ttl));
-  const Replies replies = on_nodes(&ScriptSet::acquire, {k.lease, k.fence, k.queue, k.queue_info},
-                                   {text(secret_bytes(*request.secret)), text(request.holder),
-                                    std::to_string(request.ttl.count() * 1000), "x", "0", "0", "0", "0"},
-                                   deadline, {}, reaching(nodes_.size(), 1));
+  AcquireCall call = AcquireCall::of(request);
+  call.permits = 0;  // Redlock has no semaphores: the trait says so, and the engine refuses them
+  const Replies replies = on_nodes(&ScriptSet::acquire, acquire_keys(k), call.argv(), deadline, {},
+                                   reaching(nodes_.size(), 1));
   check_errors(replies);
   std::vector<bool> held(nodes_.size(), false);
   std::int64_t fence = 0;
   std::int64_t remaining = -1;  // the soonest a refusing node's holder expires
   for (std::size_t i = 0; i < replies.size(); ++i) {
     if (!replies[i] || replies[i]->is_error()) continue;
-    held[i] = said(replies[i], 1);
-    if (held[i]) fence = std::max(fence, (*replies[i])[1].integer());
-    const std::int64_t left = held[i] ? -1 : (*replies[i])[1].integer(-1);
+    const AcquireReply reply = AcquireReply::read(*replies[i]);
+    held[i] = reply.outcome == AcquireReply::Outcome::kAcquired;
+    if (held[i]) fence = std::max(fence, reply.fence);
+    const std::int64_t left = held[i] ? -1 : reply.holder_remaining.count();
     if (left >= 0) remaining = remaining < 0 ? left : std::min(remaining, left);
   }
   const std::size_t count = static_cast<std::size_t>(std::count(held.begin(), held.end(), true));
@@ -213,16 +215,21 @@ RenewResult RedlockService::renew(const LeaseKey& lease, milliseconds ttl) {
   for (std::size_t i = 0; i < replies.size(); ++i) {
     renewed[i] = said(replies[i], 1);
     lost[i] = said(replies[i], 0);
-    if (renewed[i]) fence = std::max(fence, (*replies[i])[2].integer());
+    if (renewed[i]) fence = std::max(fence, RenewReply::read(*replies[i]).fence);
   }
   std::size_t count = count_said(replies, 1);
   const std::size_t gone = count_said(replies, 0);
   if (count > 0 && gone > 0 && gone < quorum()) {
     // Nodes that lost the key (a restart): take them again, with the lease's fence.
-    const Replies retaken = on_nodes(&ScriptSet::acquire, {k.lease, k.fence, k.queue, k.queue_info},
-                                     {secret, "", ttl_us, "x", "0", "0", "0", "0"}, deadline, lost, reaching(gone, 1));
+    AcquireCall call;
+    call.secret = lease.secret;
+    call.ttl = ttl;
+    const Replies retaken = on_nodes(&ScriptSet::acquire, acquire_keys(k), call.argv(), deadline, lost, reaching(gone, 1));
     std::vector<bool> again(n);
-    for (std::size_t i = 0; i < retaken.size(); ++i) again[i] = lost[i] && said(retaken[i], 1);
+    for (std::size_t i = 0; i < retaken.size(); ++i) {
+      again[i] = lost[i] && retaken[i] && !retaken[i]->is_error() &&
+                 AcquireReply::read(*retaken[i]).outcome == AcquireReply::Outcome::kAcquired;
+    }
     count += raise_fences_ ? raise(k, *lease.secret, fence, again, deadline)
                            : static_cast<std::size_t>(std::count(again.begin(), again.end(), true));
   }

@@ -122,11 +122,20 @@ void refuse_foreign(Connection& c, const std::string& path) {
   sqlite3_stmt* stmt = nullptr;
   int rc = sqlite3_prepare_v2(c.db, sql::kFileTables.text, -1, &stmt, nullptr);
   if (rc != SQLITE_OK) throw_error(sqlite3_extended_errcode(c.db), c.db, "reading the schema of " + path);
-  rc = sqlite3_step(stmt);
-  const std::int64_t tables = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
-  const std::int64_t ours = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 1) : 0;
+  std::int64_t tables = 0;
+  std::int64_t ours = 0;
+  try {
+    Query q(c, stmt, sql::kFileTables.name, nullptr, nullptr);
+    const std::optional<dblock::sql::Row> row = q.fetch();
+    if (row) {
+      tables = row->get<std::int64_t>("table_count");
+      ours = row->get<std::int64_t>("schema_tables");
+    }
+  } catch (...) {
+    sqlite3_finalize(stmt);
+    throw;
+  }
   sqlite3_finalize(stmt);
-  if (rc != SQLITE_ROW) throw_error(sqlite3_extended_errcode(c.db), c.db, "reading the schema of " + path);
   if (tables > 0 && ours == 0) {
     throw SchemaError("sqlite: " + path + " is a database of another application (" + std::to_string(tables) +
                           " tables, no dblock schema); dblock will not add its tables to it or switch it to WAL "
@@ -146,6 +155,7 @@ std::unique_ptr<Connection> open_connection(const std::string& path, std::chrono
                                             std::size_t statements, bool adopt_existing) {
   auto c = std::make_unique<Connection>();
   c->prepared.assign(statements, nullptr);
+  c->columns.resize(statements);
   int rc = sqlite3_open_v2(path.c_str(), &c->db,
                            SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_NOFOLLOW, nullptr);
   if (rc != SQLITE_OK) {
@@ -183,45 +193,42 @@ Query::~Query() {
 }
 
 void Query::check(int rc) {
-  if (rc != SQLITE_OK) throw_error(rc, c_.db, "bind failed");
+  if (rc != SQLITE_OK) throw_error(rc, c_.db, std::string("bind failed: ") + name_);
 }
 
-Query& Query::bind(int index, std::string_view text) {
-  check(sqlite3_bind_text(stmt_, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT));
-  return *this;
-}
-
-Query& Query::bind(int index, const OwnerSecret& secret) {
-  const OwnerDigest digest = owner_digest(secret.bytes.data(), secret.bytes.size());
-  check(sqlite3_bind_blob(stmt_, index, digest.data(), static_cast<int>(digest.size()), SQLITE_TRANSIENT));
-  return *this;
-}
-
-Query& Query::bind(int index, std::int64_t value) {
-  check(sqlite3_bind_int64(stmt_, index, value));
-  return *this;
-}
-
-Query& Query::bind_null(int index) {
-  check(sqlite3_bind_null(stmt_, index));
-  return *this;
-}
-
-Query& Query::bind(int index, const Value& value) {
-  if (std::holds_alternative<std::monostate>(value)) return bind_null(index);
-  if (auto* i = std::get_if<std::int64_t>(&value)) return bind(index, *i);
-  if (auto* d = std::get_if<double>(&value)) {
+void Query::bind(int index, const dblock::sql::ArgValue& value) {
+  if (const auto* i = std::get_if<std::int64_t>(&value)) {
+    check(sqlite3_bind_int64(stmt_, index, *i));
+  } else if (const auto* text = std::get_if<std::string>(&value)) {
+    check(sqlite3_bind_text(stmt_, index, text->data(), static_cast<int>(text->size()), SQLITE_TRANSIENT));
+  } else if (const auto* secret = std::get_if<OwnerSecret>(&value)) {
+    // What the tables store: the secret's digest (owner_digest.h).
+    const OwnerDigest digest = owner_digest(secret->bytes.data(), secret->bytes.size());
+    check(sqlite3_bind_blob(stmt_, index, digest.data(), static_cast<int>(digest.size()), SQLITE_TRANSIENT));
+  } else if (const auto* d = std::get_if<double>(&value)) {
     check(sqlite3_bind_double(stmt_, index, *d));
-    return *this;
+  } else {
+    check(sqlite3_bind_null(stmt_, index));
   }
-  return bind(index, std::string_view(std::get<std::string>(value)));
+}
+
+Query& Query::bind(const dblock::sql::Args& args) {
+  static const std::vector<std::string> kNone;
+  const std::vector<const dblock::sql::ArgValue*> ordered = args.in_order(params_ ? *params_ : kNone, name_);
+  for (std::size_t i = 0; i < ordered.size(); ++i) bind(static_cast<int>(i + 1), *ordered[i]);
+  return *this;
+}
+
+Query& Query::bind_positional(int index, const Value& value) {
+  bind(index, dblock::sql::Arg("", value).value);
+  return *this;
 }
 
 bool Query::step() {
   int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  throw_error(sqlite3_extended_errcode(c_.db), c_.db, "statement failed");
+  throw_error(sqlite3_extended_errcode(c_.db), c_.db, std::string("statement failed: ") + name_);
 }
 
 void Query::run() {
@@ -229,28 +236,38 @@ void Query::run() {
   }
 }
 
-bool Query::fetch(std::initializer_list<std::int64_t*> out) {
-  bool row = step();
-  if (row) {
-    int i = 0;
-    for (std::int64_t* p : out) *p = sqlite3_column_int64(stmt_, i++);
-    while (step()) {
-    }
+dblock::sql::Row Query::row() {
+  dblock::sql::Columns& names = columns_ ? *columns_ : own_columns_;
+  const int n = sqlite3_column_count(stmt_);
+  if (!names) {
+    auto made = std::make_shared<std::vector<std::string>>();
+    for (int i = 0; i < n; ++i) made->emplace_back(sqlite3_column_name(stmt_, i));
+    names = std::move(made);
   }
-  return row;
+  std::vector<Value> values;
+  values.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) values.push_back(value(i));
+  return dblock::sql::Row(names, std::move(values));
 }
 
-std::string Query::text(int column) const {
-  const unsigned char* p = sqlite3_column_text(stmt_, column);
-  return p ? std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)))
-           : std::string();
+std::optional<dblock::sql::Row> Query::fetch() {
+  if (!step()) return std::nullopt;
+  dblock::sql::Row first = row();
+  run();
+  return first;
 }
 
-std::vector<std::vector<Value>> Query::rows() {
+dblock::sql::Rows Query::rows() {
+  dblock::sql::Rows out;
+  while (step()) out.push_back(row());
+  return out;
+}
+
+std::vector<std::vector<Value>> Query::values() {
   std::vector<std::vector<Value>> out;
   while (step()) {
     std::vector<Value> row;
-    for (int i = 0; i < columns(); ++i) row.push_back(value(i));
+    for (int i = 0; i < sqlite3_column_count(stmt_); ++i) row.push_back(value(i));
     out.push_back(std::move(row));
   }
   return out;
@@ -261,19 +278,39 @@ Value Query::value(int column) const {
     case SQLITE_INTEGER: return sqlite3_column_int64(stmt_, column);
     case SQLITE_FLOAT: return sqlite3_column_double(stmt_, column);
     case SQLITE_NULL: return std::monostate{};
-    default: return text(column);
+    default: {
+      const unsigned char* p = sqlite3_column_text(stmt_, column);
+      return std::string(reinterpret_cast<const char*>(p), static_cast<std::size_t>(sqlite3_column_bytes(stmt_, column)));
+    }
   }
 }
 
-Query query(Connection& c, const dblock::sql::Registry& registry, const dblock::sql::Statement& statement) {
-  const std::size_t i = registry.index(statement);
+namespace {
+
+// Registry entry `i` prepared on `c` (once per connection).
+sqlite3_stmt* prepared(Connection& c, const dblock::sql::Registry& registry, std::size_t i) {
   if (c.prepared[i] == nullptr) {
     const std::string& text = registry.text(i);
     int rc = sqlite3_prepare_v3(c.db, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT,
                                 &c.prepared[i], nullptr);
-    if (rc != SQLITE_OK) throw_error(rc, c.db, "prepare failed");
+    if (rc != SQLITE_OK) throw_error(rc, c.db, std::string("prepare failed: ") + registry.at(i).name);
   }
-  return Query(c, c.prepared[i]);
+  return c.prepared[i];
+}
+
+}  // namespace
+
+Query query(Connection& c, const dblock::sql::Registry& registry, const dblock::sql::Statement& statement) {
+  const std::size_t i = registry.index(statement);
+  sqlite3_stmt* stmt = prepared(c, registry, i);
+  return Query(c, stmt, statement.name, &registry.params(i), &c.columns.at(i));
+}
+
+Query query(Connection& c, const dblock::sql::Registry& registry, const dblock::sql::Statement& statement,
+            const dblock::sql::Args& args) {
+  const std::size_t i = registry.index(statement);
+  sqlite3_stmt* stmt = prepared(c, registry, i);
+  return Query(c, stmt, statement.name, &registry.params(i), &c.columns.at(i), &args);
 }
 
 // ---- WriteTxn ----

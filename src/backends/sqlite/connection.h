@@ -9,13 +9,15 @@
 
 #include <chrono>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dblock/service/lease_service.h"
+#include "dblock/service/sql/args.h"
+#include "dblock/service/sql/rows.h"
 #include "dblock/service/sql/statement.h"
 #include "dblock/sql/features.h"
 
@@ -29,6 +31,8 @@ struct Connection {
   SteadyClock::time_point busy_deadline;
   // Prepared statements by Registry index; null until first used on this connection.
   std::vector<sqlite3_stmt*> prepared;
+  // Their result columns' names by Registry index; null until a row of it is first read.
+  std::vector<dblock::sql::Columns> columns;
   // Written by the dblock_issued_* SQL functions during sql::kAcquireExclusive.
   std::int64_t issued_fence = 0;
   std::int64_t issued_expiry = 0;
@@ -58,41 +62,56 @@ void rollback(Connection& c) noexcept;
 // A reset-on-destruction cursor over one prepared statement.
 class Query {
  public:
-  Query(Connection& c, sqlite3_stmt* stmt) : c_(c), stmt_(stmt) {}
+  // `params`: the statement's parameter names by position (Registry::params), null for an
+  // application's statement (bound by position). `columns`: where the names of its result columns
+  // are kept between uses, null to read them for each result. `args`, if any, are bound (bind()).
+  Query(Connection& c, sqlite3_stmt* stmt, const char* name, const std::vector<std::string>* params,
+        dblock::sql::Columns* columns, const dblock::sql::Args* args = nullptr)
+      : c_(c), stmt_(stmt), name_(name), params_(params), columns_(columns) {
+    if (args != nullptr) bind(*args);
+  }
   Query(const Query&) = delete;
   Query& operator=(const Query&) = delete;
   ~Query();
 
-  Query& bind(int index, std::string_view text);
-  Query& bind(int index, const OwnerSecret& secret);  // binds its digest (owner_digest.h): what the tables store
-  Query& bind(int index, std::int64_t value);
-  Query& bind_null(int index);
-  Query& bind(int index, const Value& value);
+  // Binds `args` by name. Throws std::logic_error when a parameter has no argument or an argument
+  // names no parameter.
+  Query& bind(const dblock::sql::Args& args);
+  // An application's `?` parameters, by position (1-based).
+  Query& bind_positional(int index, const Value& value);
 
   // True when a row is available. Throws on error.
   bool step();
   // Runs to completion, discarding rows.
   void run();
-  // For single-row statements (RETURNING, scalar SELECT): steps once, copies the first row's
-  // integer columns into `out`, then runs the statement to SQLITE_DONE. Finishing matters: an
-  // autocommit write commits (and its error surfaces) there, and the WAL auto-checkpoint hook
-  // only runs on SQLITE_DONE. Returns whether there was a row. NULL columns read as 0.
-  bool fetch(std::initializer_list<std::int64_t*> out);
-  std::int64_t integer(int column) const { return sqlite3_column_int64(stmt_, column); }
-  std::string text(int column) const;
-  Value value(int column) const;
-  int columns() const { return sqlite3_column_count(stmt_); }
-  // Steps to the end; every row as Values.
-  std::vector<std::vector<Value>> rows();
+  // For single-row statements (RETURNING, scalar SELECT): steps once, keeps the first row, then
+  // runs the statement to SQLITE_DONE. Finishing matters: an autocommit write commits (and its
+  // error surfaces) there, and the WAL auto-checkpoint hook only runs on SQLITE_DONE. nullopt: no
+  // row.
+  std::optional<dblock::sql::Row> fetch();
+  // Steps to the end: every row, read by column name.
+  dblock::sql::Rows rows();
+  // Steps to the end: every row's values in column order (an application's own statement).
+  std::vector<std::vector<Value>> values();
 
  private:
   void check(int rc);
+  void bind(int index, const dblock::sql::ArgValue& value);
+  Value value(int column) const;
+  dblock::sql::Row row();
   Connection& c_;
   sqlite3_stmt* stmt_;
+  const char* name_;
+  const std::vector<std::string>* params_;
+  dblock::sql::Columns* columns_;
+  dblock::sql::Columns own_columns_;  // where columns_ is null
 };
 
 // `statement` (registered) prepared on `c`, once per connection.
 Query query(Connection& c, const dblock::sql::Registry& registry, const dblock::sql::Statement& statement);
+// The same with `args` bound.
+Query query(Connection& c, const dblock::sql::Registry& registry, const dblock::sql::Statement& statement,
+            const dblock::sql::Args& args);
 
 // BEGIN IMMEDIATE now; COMMIT on commit(), ROLLBACK when destroyed without it.
 class WriteTxn {

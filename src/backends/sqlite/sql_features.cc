@@ -21,7 +21,7 @@ class SqliteTransaction final : public Transaction {
 
   std::int64_t execute(std::string_view sql, const std::vector<Value>& params) override {
     Owned stmt(prepare(sql));
-    Query q(c_, stmt.get());
+    Query q(c_, stmt.get(), "application statement", nullptr, nullptr);
     bind_all(q, params);
     q.run();
     return sqlite3_changes64(c_.db);
@@ -29,9 +29,9 @@ class SqliteTransaction final : public Transaction {
 
   std::vector<std::vector<Value>> query(std::string_view sql, const std::vector<Value>& params) override {
     Owned stmt(prepare(sql));
-    Query q(c_, stmt.get());
+    Query q(c_, stmt.get(), "application statement", nullptr, nullptr);
     bind_all(q, params);
-    return q.rows();
+    return q.values();
   }
 
  private:
@@ -54,7 +54,7 @@ class SqliteTransaction final : public Transaction {
   }
 
   static void bind_all(Query& q, const std::vector<Value>& params) {
-    for (std::size_t i = 0; i < params.size(); ++i) q.bind(static_cast<int>(i + 1), params[i]);
+    for (std::size_t i = 0; i < params.size(); ++i) q.bind_positional(static_cast<int>(i + 1), params[i]);
   }
 
   Connection& c_;
@@ -95,9 +95,7 @@ void SqliteSqlFeatures::run_guarded(std::string_view name, std::int64_t fence, c
   bool held = false;
   try {
     for (const auto* check : {&sql::kGuardExclusive, &sql::kGuardReader}) {
-      Query q = service_.query(*c, *check);
-      q.bind(1, name).bind(2, secret).bind(3, fence);
-      if (q.step()) held = true;
+      if (service_.query(*c, *check, {{"name", name}, {"secret", secret}, {"fence", fence}}).step()) held = true;
     }
   } catch (...) {
     rollback(*c);
@@ -128,10 +126,7 @@ std::optional<std::int64_t> SqliteSqlFeatures::read_version(std::string_view tab
   const std::string text = dblock::sql::read_version_query(table, id_column, version_column, &service::quote_identifier);
   auto c = service_.borrow();
   SqliteTransaction tx(*c);
-  auto rows = tx.query(text, {id});
-  if (rows.empty()) return std::nullopt;
-  if (auto* v = std::get_if<std::int64_t>(&rows[0][0])) return *v;
-  throw UsageError("read_version: version column is not an integer", "sqlite");
+  return dblock::sql::read_version_result(tx.query(text, {id}), "sqlite");
 }
 
 }  // namespace dblock::sqlite

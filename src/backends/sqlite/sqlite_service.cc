@@ -22,6 +22,8 @@ namespace {
 
 using std::chrono::milliseconds;
 using dblock::sql::remaining_ms;
+using dblock::sql::Row;
+using dblock::sql::unless_zero;
 
 std::int64_t to_us(milliseconds d) { return d.count() * 1000; }
 
@@ -137,14 +139,11 @@ AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& reque
                                       bool in_transaction) {
   const std::int64_t ttl_us = to_us(request.ttl);
   AcquireResult result;
-  auto bind_ticket = [&](Query& q) {
-    if (ticket != 0) q.bind(5, ticket); else q.bind_null(5);
-  };
   if (request.mode == LockMode::kExclusive) {
-    Query q = query(c, sql::kAcquireExclusive);
-    q.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us);
-    bind_ticket(q);
-    q.run();
+    query(c, sql::kAcquireExclusive,
+          {{"name", request.name}, {"secret", *request.secret}, {"holder", request.holder}, {"ttl_us", ttl_us},
+           {"ticket", unless_zero(ticket)}})
+        .run();
     result.acquired = sqlite3_changes(c.db) == 1;
     result.fence = c.issued_fence;
     result.expires_at_us = c.issued_expiry;
@@ -153,28 +152,32 @@ AcquireResult SqliteService::take_row(Connection& c, const AcquireRequest& reque
   std::optional<WriteTxn> tx;
   if (!in_transaction) tx.emplace(c);
   {
-    Query row = query(c, sql::kAcquireSharedRow);
-    row.bind(1, request.name).bind(2, *request.secret).bind(4, ttl_us);
-    bind_ticket(row);
-    if (request.permits != 0) row.bind(6, std::int64_t{request.permits}); else row.bind_null(6);
-    std::int64_t ignored = 0;
-    result.acquired = row.fetch({&result.fence, &ignored});
+    const std::optional<Row> row =
+        query(c, sql::kAcquireSharedRow,
+              {{"name", request.name}, {"secret", *request.secret}, {"ttl_us", ttl_us},
+               {"ticket", unless_zero(ticket)}, {"permits", unless_zero(request.permits)}})
+            .fetch();
+    result.acquired = row.has_value();
+    if (row) result.fence = row->get<std::int64_t>("fence");
   }
   if (!result.acquired) check_permits(c, request);
   if (result.acquired) {
-    Query reader = query(c, sql::kInsertReader);
-    reader.bind(1, request.name).bind(2, *request.secret).bind(3, request.holder).bind(4, ttl_us).bind(5, result.fence);
-    if (!reader.fetch({&result.expires_at_us})) throw Error("sqlite: reader row not written", "sqlite");
+    const std::optional<Row> reader =
+        query(c, sql::kInsertReader,
+              {{"name", request.name}, {"secret", *request.secret}, {"holder", request.holder}, {"ttl_us", ttl_us},
+               {"fence", result.fence}})
+            .fetch();
+    if (!reader) throw Error("sqlite: reader row not written", "sqlite");
+    result.expires_at_us = reader->get<std::int64_t>("expires_at_us");
   }  // statements are finished before COMMIT
   if (tx) tx->commit();
   return result;
 }
 
 void SqliteService::check_permits(Connection& c, const AcquireRequest& request) {
-  Query q = query(c, sql::kSharedPermits);
-  q.bind(1, request.name);
-  std::int64_t permits = 0;
-  if (q.fetch({&permits}) && permits != request.permits) {
+  const std::optional<Row> row = query(c, sql::kSharedPermits, {{"name", request.name}}).fetch();
+  const std::int64_t permits = row ? row->get<std::int64_t>("permits") : 0;
+  if (row && permits != request.permits) {
     throw service::permits_mismatch(name(), request.name, permits, request.permits);
   }
 }
@@ -186,11 +189,8 @@ AcquireResult SqliteService::try_acquire(const AcquireRequest& request) {
     confirm_grant(request);
     return result;
   }
-  std::int64_t remaining_us = 0;
-  Query q = query(*c, sql::kRemaining);
-  q.bind(1, request.name);
-  q.fetch({&remaining_us});
-  result.holder_remaining = remaining_ms(remaining_us);
+  const std::optional<Row> row = query(*c, sql::kRemaining, {{"name", request.name}}).fetch();
+  result.holder_remaining = remaining_ms(row ? row->get<std::int64_t>("remaining_us") : 0);
   return result;
 }
 
@@ -227,19 +227,20 @@ RenewResult SqliteService::renew(const LeaseKey& lease, milliseconds ttl) {
   RenewResult result;
   if (!file_is_ours()) return result;  // not renewed: the lease is lost now, not at its expiry
   auto c = borrow_for_lease();
+  const dblock::sql::Args args{{"name", lease.name}, {"secret", *lease.secret}, {"ttl_us", to_us(ttl)}};
+  auto renewed = [&](const std::optional<Row>& row) {
+    result.renewed = row.has_value();
+    if (row) result.expires_at_us = row->get<std::int64_t>("expires_at_us");
+  };
   if (lease.mode == LockMode::kExclusive) {
-    Query q = query(*c, sql::kRenewExclusive);
-    q.bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(ttl));
-    result.renewed = q.fetch({&result.expires_at_us});
+    renewed(query(*c, sql::kRenewExclusive, args).fetch());
     return result;
   }
   WriteTxn tx(*c);
-  {
-    Query q = query(*c, sql::kRenewReader);
-    q.bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(ttl));
-    result.renewed = q.fetch({&result.expires_at_us});
+  renewed(query(*c, sql::kRenewReader, args).fetch());
+  if (result.renewed) {
+    query(*c, sql::kExtendSharedRow, {{"name", lease.name}, {"expires_at_us", result.expires_at_us}}).run();
   }
-  if (result.renewed) query(*c, sql::kExtendSharedRow).bind(1, lease.name).bind(2, result.expires_at_us).run();
   tx.commit();
   return result;
 }
@@ -255,25 +256,26 @@ bool SqliteService::release(const LeaseKey& lease) {
   DropMarkAtExit drop_mark(*marks_, lease.name, *lease.secret);  // after the row
   if (!file_is_ours()) return false;  // the lease was in a file the path no longer names: lost
   auto c = borrow_for_lease();
+  const dblock::sql::Args owner{{"name", lease.name}, {"secret", *lease.secret}};
   if (lease.mode == LockMode::kExclusive) {
     if (lease.hold_at_least.count() > 0) {
-      query(*c, sql::kReleaseHolding).bind(1, lease.name).bind(2, *lease.secret).bind(3, to_us(lease.hold_at_least)).run();
+      query(*c, sql::kReleaseHolding,
+            {{"name", lease.name}, {"secret", *lease.secret}, {"hold_us", to_us(lease.hold_at_least)}})
+          .run();
       if (sqlite3_changes(c->db) == 1) return true;
     }
-    query(*c, sql::kReleaseExclusive).bind(1, lease.name).bind(2, *lease.secret).run();
+    query(*c, sql::kReleaseExclusive, owner).run();
     if (sqlite3_changes(c->db) == 1) return true;
-    query(*c, sql::kReleaseExpired).bind(1, lease.name).bind(2, *lease.secret).run();
+    query(*c, sql::kReleaseExpired, owner).run();
     return false;
   }
   WriteTxn tx(*c);
-  std::int64_t was_live = 0;
   bool held = false;
   {
-    Query q = query(*c, sql::kReleaseReader);
-    q.bind(1, lease.name).bind(2, *lease.secret);
-    held = q.fetch({&was_live}) && was_live != 0;
+    const std::optional<Row> row = query(*c, sql::kReleaseReader, owner).fetch();
+    held = row && row->get<bool>("was_live");
   }
-  query(*c, sql::kShrinkSharedRow).bind(1, lease.name).run();
+  query(*c, sql::kShrinkSharedRow, {{"name", lease.name}}).run();
   tx.commit();
   return held;
 }
@@ -281,27 +283,17 @@ bool SqliteService::release(const LeaseKey& lease) {
 bool SqliteService::force_release(std::string_view name, std::string_view by) {
   auto c = borrow();
   WriteTxn tx(*c);
-  dblock::sql::Row evicted;  // mode, fence, holder
-  {
-    Query target = query(*c, sql::kForceReleaseTarget);
-    target.bind(1, name);
-    if (!target.step()) return false;  // nothing live: nothing to evict or record
-    for (int i = 0; i < 3; ++i) evicted.push_back(target.value(i));
-  }
-  std::int64_t new_fence = 0;
-  {
-    Query update = query(*c, sql::kForceRelease);
-    update.bind(1, name);
-    if (update.step()) new_fence = update.integer(0);
-  }
-  query(*c, sql::kForceReleaseReaders).bind(1, name).run();
-  query(*c, sql::kRecordForceRelease)
-      .bind(1, name)
-      .bind(2, by)
-      .bind(3, evicted[2])
-      .bind(4, evicted[0])
-      .bind(5, evicted[1])
-      .bind(6, new_fence)
+  const std::optional<Row> evicted = query(*c, sql::kForceReleaseTarget, {{"name", name}}).fetch();
+  if (!evicted) return false;  // nothing live: nothing to evict or record
+  const std::optional<Row> freed = query(*c, sql::kForceRelease, {{"name", name}}).fetch();
+  query(*c, sql::kForceReleaseReaders, {{"name", name}}).run();
+  query(*c, sql::kRecordForceRelease,
+        {{"name", name},
+         {"by", by},
+         {"holder", evicted->at("holder")},
+         {"mode", evicted->at("mode")},
+         {"old_fence", evicted->at("fence")},
+         {"new_fence", freed ? freed->get<std::int64_t>("fence") : 0}})
       .run();
   tx.commit();
   wake(name);
@@ -311,20 +303,15 @@ bool SqliteService::force_release(std::string_view name, std::string_view by) {
 std::vector<ForceReleaseRecord> SqliteService::force_releases(std::optional<std::string_view> name,
                                                               std::size_t limit) {
   auto c = borrow();
-  Query q = query(*c, sql::kForceReleaseHistory);
-  if (name) q.bind(1, *name); else q.bind_null(1);
-  q.bind(2, static_cast<std::int64_t>(limit));
+  Query q = query(*c, sql::kForceReleaseHistory, {{"name", name}, {"limit", limit}});
   return dblock::sql::parse_rows(q.rows(), &dblock::sql::force_release_record);
 }
 
 std::vector<LeaseInfo> SqliteService::list(std::optional<std::string_view> name) {
   auto c = borrow();
-  Query q = query(*c, sql::kList);
-  if (name) q.bind(1, *name); else q.bind_null(1);
-  std::vector<LeaseInfo> out = dblock::sql::parse_rows(q.rows(), &dblock::sql::lease_info);
-  Query waiters = query(*c, sql::kListWaiters);
-  if (name) waiters.bind(1, *name); else waiters.bind_null(1);
-  dblock::sql::set_waiters(out, waiters.rows());
+  std::vector<LeaseInfo> out =
+      dblock::sql::parse_rows(query(*c, sql::kList, {{"name", name}}).rows(), &dblock::sql::lease_info);
+  dblock::sql::set_waiters(out, query(*c, sql::kListWaiters, {{"name", name}}).rows());
   return out;
 }
 
@@ -335,15 +322,18 @@ FairQueue::Attempt SqliteService::attempt_in_line(const AcquireRequest& request,
   Attempt out;
   out.result = take(*c, request, place.ticket);
   if (out.result.acquired) {
-    if (place.ticket != 0) query(*c, sql::kLeaveQueue).bind(1, request.name).bind(2, *request.secret).run();
+    if (place.ticket != 0) query(*c, sql::kLeaveQueue, {{"name", request.name}, {"secret", *request.secret}}).run();
     confirm_grant(request);
     return out;
   }
   {
-    Query q = query(*c, sql::kQueue);
-    q.bind(1, request.name).bind(2, *request.secret).bind(3, to_us(place.hold_for));
-    if (place.ticket != 0) q.bind(4, place.ticket); else q.bind_null(4);
-    if (!q.fetch({&out.ticket})) throw Error("sqlite: queue entry not written", "sqlite");
+    const std::optional<Row> row =
+        query(*c, sql::kQueue,
+              {{"name", request.name}, {"secret", *request.secret}, {"queue_us", to_us(place.hold_for)},
+               {"ticket", unless_zero(place.ticket)}})
+            .fetch();
+    if (!row) throw Error("sqlite: queue entry not written", "sqlite");
+    out.ticket = row->get<std::int64_t>("ticket");
   }
   const Position p = position_on(*c, request.name, *request.secret, out.ticket);
   out.position = p.waiters_ahead;
@@ -353,7 +343,7 @@ FairQueue::Attempt SqliteService::attempt_in_line(const AcquireRequest& request,
 
 void SqliteService::leave(std::string_view name, const OwnerSecret& secret) {
   auto c = borrow();
-  query(*c, sql::kLeaveQueue).bind(1, name).bind(2, secret).run();
+  query(*c, sql::kLeaveQueue, {{"name", name}, {"secret", secret}}).run();
   wake(name);  // the next in line may be first now
 }
 
@@ -364,19 +354,16 @@ FairQueue::Position SqliteService::position(std::string_view name, const OwnerSe
 
 FairQueue::Position SqliteService::position_on(Connection& c, std::string_view name, const OwnerSecret& secret,
                                                std::int64_t ticket) {
-  Query q = query(c, sql::kQueuePosition);
-  q.bind(1, name).bind(2, secret).bind(3, ticket);
-  std::int64_t ahead = 0, remaining_us = 0;
-  q.fetch({&ahead, &remaining_us});
-  return Position{static_cast<int>(ahead), remaining_ms(remaining_us)};
+  const std::optional<Row> row =
+      query(c, sql::kQueuePosition, {{"name", name}, {"secret", secret}, {"ticket", ticket}}).fetch();
+  if (!row) return Position{0, milliseconds::zero()};
+  return Position{row->get<int>("ahead"), remaining_ms(row->get<std::int64_t>("remaining_us"))};
 }
 
 milliseconds SqliteService::holder_remaining(std::string_view name, const OwnerSecret&) {  // no grants here
   auto c = borrow();
-  Query q = query(*c, sql::kRemaining);
-  q.bind(1, name);
-  std::int64_t remaining_us = 0;
-  q.fetch({&remaining_us});  // no row: free
+  const std::optional<Row> row = query(*c, sql::kRemaining, {{"name", name}}).fetch();
+  const std::int64_t remaining_us = row ? row->get<std::int64_t>("remaining_us") : 0;  // no row: free
   // Held on a file the path no longer names (holder_mark.h): not free, for an unknown time (the
   // probe asks again at its next poll).
   if (remaining_us <= 0 && marks_->held_elsewhere(name)) return milliseconds(10);
@@ -431,7 +418,7 @@ void SqliteService::migrate(bool create) {
       sqlite3_free(error);
       throw SchemaError("sqlite: migration " + std::string(m.name) + " failed: " + what, "sqlite");
     }
-    query(*c, sql::kRecordMigration).bind(1, static_cast<std::int64_t>(m.number)).bind(2, std::string_view(m.name)).run();
+    query(*c, sql::kRecordMigration, {{"version", m.number}, {"migration", m.name}}).run();
   }
   tx.commit();
   sync_file_clock(*c, registry_, options_.table_prefix + "clock");
@@ -443,13 +430,11 @@ int SqliteService::schema_version() {
 }
 
 int SqliteService::read_schema_version(Connection& c) {
-  {
-    Query q = query(c, sql::kTableExists);
-    q.bind(1, std::string_view(options_.table_prefix + "schema_version"));
-    if (!q.step() || q.integer(0) == 0) return 0;
-  }
-  Query q = query(c, sql::kSchemaVersion);
-  return q.step() ? static_cast<int>(q.integer(0)) : 0;
+  const std::optional<Row> exists =
+      query(c, sql::kTableExists, {{"table", options_.table_prefix + "schema_version"}}).fetch();
+  if (!exists || exists->get<std::int64_t>("table_count") == 0) return 0;
+  const std::optional<Row> version = query(c, sql::kSchemaVersion).fetch();
+  return version ? version->get<int>("version") : 0;
 }
 
 // Reads first and writes only when something is due, so that the reapers of many processes sharing
@@ -458,9 +443,8 @@ int SqliteService::read_schema_version(Connection& c) {
 // reported (a later pass, this process's or another's, reaps).
 std::size_t SqliteService::reap(std::size_t batch) {
   auto c = borrow();
-  std::int64_t due = 0;
-  query(*c, sql::kReapDue).fetch({&due});
-  if (due == 0) return 0;
+  const std::optional<Row> due = query(*c, sql::kReapDue).fetch();
+  if (!due || !due->get<bool>("due")) return 0;
   try {
     return reap_on(*c, batch);
   } catch (const TimeoutError&) {
@@ -476,7 +460,7 @@ std::optional<std::chrono::microseconds> SqliteService::oldest_unreaped() {
 std::size_t SqliteService::reap_on(Connection& c, std::size_t batch) {
   std::size_t n = 0;
   for (const auto* statement : {&sql::kReapLeases, &sql::kReapReaders, &sql::kReapWaiters}) {
-    query(c, *statement).bind(1, static_cast<std::int64_t>(batch)).run();
+    query(c, *statement, {{"batch", batch}}).run();
     n += static_cast<std::size_t>(sqlite3_changes(c.db));
   }
   return n;

@@ -94,6 +94,9 @@ class SqliteService final : public LeaseService,
   // make the holder's own write lose; the busy timeout when no call deadline is set.
   Borrowed borrow_for_lease();
   Query query(Connection& c, const dblock::sql::Statement& statement) { return sqlite::query(c, registry_, statement); }
+  Query query(Connection& c, const dblock::sql::Statement& statement, const dblock::sql::Args& args) {
+    return sqlite::query(c, registry_, statement, args);
+  }
   // The holder mark first (holder_mark.h: refused without touching the row when the name is held
   // on a replaced file), then one acquire statement (or transaction, for shared leases, unless
   // `in_transaction`: one is open on `c`); `ticket` 0: not queued. The mark is kept only when

@@ -7,6 +7,8 @@
 #ifndef DBLOCK_SERVICE_SQL_BUILDERS_H_
 #define DBLOCK_SERVICE_SQL_BUILDERS_H_
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -30,6 +32,10 @@ BuiltStatement versioned_update(const VersionedUpdate& update, QuoteIdentifier q
 // SELECT v FROM t WHERE id = ?. Throws UsageError for bad identifiers.
 std::string read_version_query(std::string_view table, std::string_view id_column, std::string_view version_column,
                                QuoteIdentifier quote);
+// The version read_version_query's rows carry (its one column); nullopt for no row. Throws
+// UsageError (naming `backend`) for a version that is not an integer.
+std::optional<std::int64_t> read_version_result(const std::vector<std::vector<Value>>& rows,
+                                                std::string_view backend);
 
 // SELECT cols FROM t WHERE key IN (?, ...) AND c = ? AND d IS NULL ... [ORDER BY ...] [LIMIT n]
 // FOR UPDATE|<shared_clause> [NOWAIT|SKIP LOCKED], with its parameters (the keys, then the

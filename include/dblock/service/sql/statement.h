@@ -1,7 +1,8 @@
 // The statements of a SQL service: each is a named constant in the service's sql.h, so the
 // compiler checks every name a call site uses; a Registry renders them once per service (tables
-// filled in) and gives each a position that per-connection caches of prepared statements index.
-//
+// filled in, ":name" parameters spelled as the driver wants them) and gives each a position that
+// per-connection caches of prepared statements index. Call sites bind arguments by name (args.h)
+// and read rows by column name (rows.h): nothing in a service counts positions.
 //
 // Thread safety: Statement and Placeholders are values; a Registry is immutable after
 // construction and may be shared by every thread.
@@ -44,9 +45,27 @@ Placeholders lease_tables(const std::string& prefix, std::string (*quote)(std::s
 // are. REQUIRES: placeholder values are validated and quoted identifiers or literals.
 std::string render(std::string_view tmpl, const Placeholders& placeholders);
 
+// How a driver spells a statement's parameters. In sql.h a parameter is ":name" (a letter or '_',
+// then letters, digits, '_') outside quotes; "::" (PostgreSQL's cast) is not one.
+enum class ParamStyle {
+  kQuestion,          // `?` at each use (Connector/C++): a name used twice is bound twice
+  kDollar,            // `$n`, one number per distinct name (libpq)
+  kQuestionNumbered,  // `?n`, one number per distinct name (SQLite)
+};
+
+// A statement's text in a driver's spelling, and the parameter name bound at each position
+// (position i binds params[i]: the i-th `?`, or `$i+1` / `?i+1`).
+struct DriverText {
+  std::string text;
+  std::vector<std::string> params;
+};
+DriverText spell_params(std::string_view text, ParamStyle style);
+
 class Registry {
  public:
-  Registry(std::span<const Statement* const> statements, const Placeholders& placeholders);
+  // Renders each statement and spells its parameters in `style`.
+  Registry(std::span<const Statement* const> statements, const Placeholders& placeholders,
+           ParamStyle style = ParamStyle::kQuestionNumbered);
 
   std::size_t size() const { return statements_.size(); }
   // The position of `statement`. Throws std::logic_error for one that was not registered.
@@ -54,10 +73,13 @@ class Registry {
   const Statement& at(std::size_t i) const { return *statements_[i]; }
   const std::string& text(std::size_t i) const { return texts_[i]; }
   const std::string& text(const Statement& statement) const { return texts_[index(statement)]; }
+  // The parameter names by position of statement `i` (DriverText::params).
+  const std::vector<std::string>& params(std::size_t i) const { return params_[i]; }
 
  private:
   std::vector<const Statement*> statements_;
   std::vector<std::string> texts_;
+  std::vector<std::vector<std::string>> params_;
 };
 
 }  // namespace dblock::sql

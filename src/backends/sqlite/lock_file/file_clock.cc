@@ -65,9 +65,9 @@ struct ClockRow {
 };
 
 ClockRow read_clock(Connection& c, const dblock::sql::Registry& registry) {
-  Query q = query(c, registry, sql::kClockRead);
-  if (!q.step()) throw SchemaError("sqlite: the lock file's clock row is missing", "sqlite");
-  return ClockRow{q.text(0), q.integer(1)};
+  const std::optional<dblock::sql::Row> row = query(c, registry, sql::kClockRead).fetch();
+  if (!row) throw SchemaError("sqlite: the lock file's clock row is missing", "sqlite");
+  return ClockRow{row->get<std::string>("boot_id"), row->get<std::int64_t>("base_us")};
 }
 
 // The first time of a new boot's scale: above every time stored in the file, and not below this
@@ -76,19 +76,16 @@ std::int64_t restart_at(Connection& c, const dblock::sql::Registry& registry, co
   const std::int64_t wall_us =
       std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   if (row.boot.empty()) return wall_us;  // never set: keep the wall-clock times already stored
-  std::int64_t latest = 0;
-  query(c, registry, sql::kClockLatest).fetch({&latest});
+  const std::optional<dblock::sql::Row> stored = query(c, registry, sql::kClockLatest).fetch();
+  const std::int64_t latest = stored ? stored->get<std::int64_t>("latest_us") : 0;
   return std::max(wall_us, latest + 1);
 }
 
 }  // namespace
 
 void sync_file_clock(Connection& c, const dblock::sql::Registry& registry, const std::string& clock_table) {
-  {
-    Query exists = query(c, registry, sql::kTableExists);
-    exists.bind(1, std::string_view(clock_table));
-    if (!exists.step() || exists.integer(0) == 0) return;  // before the migration that adds it
-  }
+  const std::optional<dblock::sql::Row> exists = query(c, registry, sql::kTableExists, {{"table", clock_table}}).fetch();
+  if (!exists || exists->get<std::int64_t>("table_count") == 0) return;  // before the migration that adds it
   ClockRow row = read_clock(c, registry);
   if (row.boot != boot_id()) {
     WriteTxn tx(c);
@@ -96,7 +93,7 @@ void sync_file_clock(Connection& c, const dblock::sql::Registry& registry, const
     if (row.boot != boot_id()) {
       row.base_us = restart_at(c, registry, row) - boot_time_us();
       row.boot = boot_id();
-      query(c, registry, sql::kClockSet).bind(1, std::string_view(row.boot)).bind(2, row.base_us).run();
+      query(c, registry, sql::kClockSet, {{"boot_id", row.boot}, {"base_us", row.base_us}}).run();
     }
     tx.commit();
   }
