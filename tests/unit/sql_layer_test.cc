@@ -11,6 +11,8 @@
 
 #include "dblock/dblock.h"
 #include "dblock/service/retry.h"
+#include "dblock/service/sql/args.h"
+#include "dblock/service/sql/rows.h"
 #include "dblock/service/sql/statement.h"
 #include "dblock/service/url_params.h"
 
@@ -40,6 +42,51 @@ TEST_CASE("sql: the registry renders every statement once and knows only its own
   CHECK(registry.text(kTwo) == "DELETE FROM [p_waiters]");
   CHECK(registry.at(0).name == std::string("one"));
   CHECK_THROWS_AS(registry.index(kStray), std::logic_error);
+}
+
+// ---- named parameters and columns ----
+
+TEST_CASE("sql: ':name' parameters are spelled as each driver wants, outside quotes and casts", "[unit][sql]") {
+  const std::string_view text = "SELECT :name::text, ':not', \":nor\" FROM t WHERE a = :secret AND b = :name";
+  const auto question = dblock::sql::spell_params(text, dblock::sql::ParamStyle::kQuestion);
+  CHECK(question.text == "SELECT ?::text, ':not', \":nor\" FROM t WHERE a = ? AND b = ?");
+  CHECK(question.params == std::vector<std::string>{"name", "secret", "name"});
+  const auto dollar = dblock::sql::spell_params(text, dblock::sql::ParamStyle::kDollar);
+  CHECK(dollar.text == "SELECT $1::text, ':not', \":nor\" FROM t WHERE a = $2 AND b = $1");
+  CHECK(dollar.params == std::vector<std::string>{"name", "secret"});
+  const auto numbered = dblock::sql::spell_params(text, dblock::sql::ParamStyle::kQuestionNumbered);
+  CHECK(numbered.text == "SELECT ?1::text, ':not', \":nor\" FROM t WHERE a = ?2 AND b = ?1");
+  CHECK(dblock::sql::spell_params("SELECT a::int, b := 1", dblock::sql::ParamStyle::kDollar).params.empty());
+}
+
+TEST_CASE("sql: arguments are bound by name; a parameter without one fails loudly", "[unit][sql]") {
+  const dblock::sql::Args args{{"secret", std::string("s")}, {"name", "n"}, {"ticket", std::nullopt},
+                               {"unused", 1}};
+  const auto ordered = args.in_order({"name", "ticket", "secret", "name"}, "probe");
+  REQUIRE(ordered.size() == 4);
+  CHECK(std::get<std::string>(*ordered[0]) == "n");
+  CHECK(std::holds_alternative<std::monostate>(*ordered[1]));
+  CHECK(std::get<std::string>(*ordered[2]) == "s");
+  CHECK(ordered[3] == ordered[0]);
+  CHECK_THROWS_WITH(args.in_order({"name", "fence"}, "probe"), Catch::Contains("probe") && Catch::Contains(":fence"));
+  CHECK(std::get<std::int64_t>(dblock::sql::Arg("t", dblock::sql::unless_zero(7)).value) == 7);
+  CHECK(std::holds_alternative<std::monostate>(dblock::sql::Arg("t", dblock::sql::unless_zero(0)).value));
+}
+
+TEST_CASE("sql: rows are read by column name; a missing column names those there are", "[unit][sql]") {
+  const auto columns = std::make_shared<const std::vector<std::string>>(std::vector<std::string>{"fence", "holder", "gone"});
+  const dblock::sql::Row row(columns, {std::int64_t{42}, std::string("h"), std::monostate{}});
+  CHECK(row.get<std::int64_t>("fence") == 42);
+  CHECK(row.get<std::string>("holder") == "h");
+  CHECK(row.get<bool>("fence"));
+  CHECK(row.is_null("gone"));
+  CHECK_FALSE(row.get<std::optional<std::int64_t>>("gone").has_value());
+  CHECK_THROWS_WITH(row.get<std::int64_t>("expires_at_us"),
+                    Catch::Contains("expires_at_us") && Catch::Contains("'fence', 'holder', 'gone'"));
+  const char* const names[] = {"a", "b"};
+  const dblock::sql::Rows relabelled = dblock::sql::relabel({row}, names);
+  CHECK(relabelled.at(0).get<std::int64_t>("a") == 42);
+  CHECK_THROWS_AS(relabelled.at(0).get<std::int64_t>("gone"), std::logic_error);  // a third value, unnamed
 }
 
 // ---- the retry and in-doubt policy ----
