@@ -362,9 +362,15 @@ class RawAdvisorySide {
   pqxx::connection& c_;
 };
 
-// dblock's statement with the table placeholders filled in, as the service renders it.
-std::string render_dblock_sql(const dblock::sql::Statement& statement, const std::string& prefix) {
-  return dblock::sql::render(statement.text, dblock::postgresql::tables(prefix));
+// dblock's statement as the service sends it: the table placeholders filled in, its ":name"
+// parameters spelled $1, $2, ... Throws unless they come in the order `params` (the order the
+// bench binds them in).
+std::string render_dblock_sql(const dblock::sql::Statement& statement, const std::string& prefix,
+                              const std::vector<std::string>& params) {
+  dblock::sql::DriverText spelled = dblock::sql::spell_params(
+      dblock::sql::render(statement.text, dblock::postgresql::tables(prefix)), dblock::sql::ParamStyle::kDollar);
+  if (spelled.params != params) throw std::runtime_error(std::string("bench: parameters of ") + statement.name + " changed");
+  return spelled.text;
 }
 
 // Diagnostic side: dblock's exact lease statements (prepared, like the backend prepares them) sent
@@ -373,8 +379,10 @@ std::string render_dblock_sql(const dblock::sql::Statement& statement, const std
 class DblockSqlLeaseSide {
  public:
   DblockSqlLeaseSide(pqxx::connection& c, const std::string& prefix) : c_(c), channel_(prefix + "release") {
-    c_.prepare("diag_acquire_" + prefix, render_dblock_sql(dblock::postgresql::sql::kAcquireExclusive, prefix));
-    c_.prepare("diag_release_" + prefix, render_dblock_sql(dblock::postgresql::sql::kReleaseExclusive, prefix));
+    c_.prepare("diag_acquire_" + prefix, render_dblock_sql(dblock::postgresql::sql::kAcquireExclusive, prefix,
+                                                           {"name", "secret", "holder", "ttl_us"}));
+    c_.prepare("diag_release_" + prefix,
+               render_dblock_sql(dblock::postgresql::sql::kReleaseExclusive, prefix, {"name", "secret", "channel"}));
     acquire_ = "diag_acquire_" + prefix;
     release_ = "diag_release_" + prefix;
   }
@@ -410,7 +418,11 @@ class DblockSqlLeaseSide {
 // (exec_params: parsed and planned on every call) on one raw connection. The backend prepares them.
 class DblockSqlAdvisorySide {
  public:
-  explicit DblockSqlAdvisorySide(pqxx::connection& c) : c_(c), pid_(c.backendpid()) {}
+  explicit DblockSqlAdvisorySide(pqxx::connection& c)
+      : c_(c),
+        pid_(c.backendpid()),
+        lock_(render_dblock_sql(dblock::postgresql::sql::kTrySessionExclusive, "", {"pid", "key"})),
+        unlock_(render_dblock_sql(dblock::postgresql::sql::kUnlockSessionExclusive, "", {"pid", "key"})) {}
 
   void pair(const std::string& name, PairSamples* out) {
     const std::int64_t key = dblock::postgresql::advisory_key("diag:" + name);
@@ -418,13 +430,13 @@ class DblockSqlAdvisorySide {
     bool locked;
     {
       pqxx::nontransaction tx(c_);
-      locked = tx.exec_params1(dblock::postgresql::sql::kTrySessionExclusive.text, key, pid_)[0].as<bool>();
+      locked = tx.exec_params1(lock_, pid_, key)["got"].as<bool>();
     }
     const auto t1 = Clock::now();
     bool unlocked = false;
     if (locked) {
       pqxx::nontransaction tx(c_);
-      unlocked = tx.exec_params1(dblock::postgresql::sql::kUnlockSessionExclusive.text, key, pid_)[0].as<bool>();
+      unlocked = tx.exec_params1(unlock_, pid_, key)["released"].as<bool>();
     }
     const auto t2 = Clock::now();
     if (!locked || !unlocked) throw std::runtime_error("diagnostic: dblock's advisory SQL failed");
@@ -434,6 +446,7 @@ class DblockSqlAdvisorySide {
  private:
   pqxx::connection& c_;
   const int pid_;
+  const std::string lock_, unlock_;
 };
 
 std::unique_ptr<dblock::LockManager> open_manager(const std::string& url, const char* prefix, bool reaper,

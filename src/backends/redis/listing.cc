@@ -6,6 +6,7 @@
 
 #include "dblock/errors.h"
 #include "keys.h"
+#include "script_calls.h"
 #include "scripts.h"
 
 namespace dblock::redis {
@@ -26,28 +27,23 @@ std::string glob_escaped(std::string_view text) {
   return out;
 }
 
-// kind, mode, holder, fence, acq, exp, ren, holders, permits, waiters: one lock's entry in
-// kDescribe's reply. Kinds: 1 a dblock lease, 2 another client's string, 3 a key that is no lock,
-// 4 a dblock lease that cannot be read (holder: why).
-constexpr std::size_t kDescribeFields = 10;
-constexpr std::int64_t kUnreadable = 4;
+using Described = DescribeReply::Entry;
 
-LeaseInfo lease_info(const ReplyView& r, std::size_t at, std::string name, std::int64_t now_us) {
+LeaseInfo lease_info(const Described& e, std::string name, std::int64_t now_us) {
   LeaseInfo info;
   info.name = std::move(name);
-  info.mode = r[at + 1].text() == "s" ? LockMode::kShared : LockMode::kExclusive;
-  const std::int64_t kind = r[at].integer();
-  info.holder = kind == 2                 ? "(another client's lock)"
-                : kind == kUnreadable     ? "(unreadable lease: " + std::string(r[at + 2].text()) + ")"
-                                          : std::string(r[at + 2].text());
-  info.fence = r[at + 3].integer();
-  info.acquired_at_us = r[at + 4].integer();
-  info.expires_at_us = r[at + 5].integer();
+  info.mode = e.mode == "s" ? LockMode::kShared : LockMode::kExclusive;
+  info.holder = e.kind == Described::kForeign      ? "(another client's lock)"
+                : e.kind == Described::kUnreadable ? "(unreadable lease: " + std::string(e.holder) + ")"
+                                                   : std::string(e.holder);
+  info.fence = e.fence;
+  info.acquired_at_us = e.acquired_at_us;
+  info.expires_at_us = e.expires_at_us;
   info.expires_in_us = info.expires_at_us == 0 ? 0 : info.expires_at_us - now_us;
-  info.renewals = r[at + 6].integer();
-  info.holders = static_cast<int>(r[at + 7].integer());
-  info.permits = static_cast<int>(r[at + 8].integer());
-  info.waiters = static_cast<int>(r[at + 9].integer(-1));
+  info.renewals = e.renewals;
+  info.holders = e.holders;
+  info.permits = e.permits;
+  info.waiters = e.waiters;
   return info;
 }
 
@@ -67,16 +63,16 @@ std::optional<std::int64_t> int64_of(std::string_view text) {
   return v;
 }
 
-// One audit entry ({id, fields}) as a record; one whose numbers cannot be read (or of another
-// shape) is a record of its name, if any, whose `evicted` says what is wrong, its numbers 0.
-ForceReleaseRecord record_of(const ReplyView& entry) {
+// One audit entry as a record; one whose numbers cannot be read (or of another shape) is a record
+// of its name, if any, whose `evicted` says what is wrong, its numbers 0.
+ForceReleaseRecord record_of(const StreamEntry& entry) {
   ForceReleaseRecord r;
-  const std::string id(entry.size() > 0 ? entry[0].text() : std::string_view());
-  if (entry.size() < 2 || !entry[1].is_array()) {
+  const std::string id(entry.id);
+  if (!entry.fields) {
     r.evicted = "(unreadable record " + id + ": not an entry of fields)";
     return r;
   }
-  const auto fields = fields_of(entry[1]);
+  const auto fields = fields_of(*entry.fields);
   const auto text = [&](std::string_view name) {
     const auto it = fields.find(name);
     return it == fields.end() ? std::string() : it->second;
@@ -110,15 +106,11 @@ void describe_batch(Node& node, const std::vector<std::string>& keys, std::strin
     script_keys.insert(script_keys.end(), {k.lease, k.queue, k.queue_info});
   }
   const Reply r = node.eval(node.scripts().describe, script_keys, {}, Repeat::kSafe);
-  if (r.size() != 1 + keys.size() * kDescribeFields) {
-    throw Error("redis: describe answered with the wrong number of fields", std::string(kServiceName));
-  }
-  const std::int64_t now_us = r[0].integer();
+  const DescribeReply reply = DescribeReply::read(r, keys.size());
   for (std::size_t i = 0; i < keys.size(); ++i) {
-    const std::size_t at = 1 + i * kDescribeFields;
-    const std::int64_t kind = r[at].integer();
-    if (kind == 1 || kind == kUnreadable || (kind == 2 && foreign_too)) {
-      out.push_back(lease_info(r, at, keys[i].substr(prefix.size()), now_us));
+    const Described& e = reply.entries[i];
+    if (e.kind == Described::kLease || e.kind == Described::kUnreadable || (e.kind == Described::kForeign && foreign_too)) {
+      out.push_back(lease_info(e, keys[i].substr(prefix.size()), reply.now_us));
     }
   }
 }
@@ -135,9 +127,9 @@ std::vector<std::string> scan_lease_keys(Node& node, std::string_view prefix) {
           return check_reply(c.command({"SCAN", cursor, "MATCH", match, "COUNT", kScanCount}, deadline), "SCAN");
         },
         Repeat::kSafe);
-    cursor = std::string(page[0].text());
-    for (std::size_t i = 0; i < page[1].size(); ++i) {
-      const std::string_view key = page[1][i].text();
+    const ScanPage scanned = ScanPage::read(page);
+    cursor = scanned.cursor.empty() ? "0" : std::string(scanned.cursor);
+    for (const std::string_view key : scanned.keys) {
       if (!key.empty() && key.front() != '{') out.emplace_back(key);  // companions begin with '{'
     }
   } while (cursor != "0");
@@ -173,12 +165,16 @@ std::vector<ForceReleaseRecord> read_audit(Node& node, std::string_view prefix, 
           return check_reply(c.command({"XREVRANGE", key, end, "-", "COUNT", "1000"}, deadline), "XREVRANGE");
         },
         Repeat::kSafe);
-    for (std::size_t i = 0; i < page.size() && out.size() < limit; ++i) {
-      ForceReleaseRecord r = record_of(page[i]);
+    std::string_view last_id;
+    for (std::size_t i = 0; i < page.size(); ++i) {
+      const StreamEntry entry = StreamEntry::read(page[i]);
+      last_id = entry.id;
+      if (out.size() >= limit) continue;
+      ForceReleaseRecord r = record_of(entry);
       if (!name || r.name == *name) out.push_back(std::move(r));
     }
-    if (page.size() < 1000 || page[page.size() - 1].size() == 0) break;
-    end = "(" + std::string(page[page.size() - 1][0].text());
+    if (page.size() < 1000 || last_id.empty()) break;
+    end = "(" + std::string(last_id);
   }
   return out;
 }

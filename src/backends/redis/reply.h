@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace dblock::redis {
 
@@ -35,6 +37,53 @@ class ReplyView {
 
  private:
   const redisReply* reply_;
+};
+
+// The fixed shapes of Redis commands' own replies, read by name.
+
+// SCAN: the cursor of the next call ("0": done) and this page's keys.
+struct ScanPage {
+  std::string_view cursor;
+  std::vector<std::string_view> keys;
+
+  static ScanPage read(const ReplyView& reply) {
+    ScanPage page;
+    if (reply.size() < 2) return page;
+    page.cursor = reply[0].text();
+    const ReplyView keys = reply[1];
+    for (std::size_t i = 0; i < keys.size(); ++i) page.keys.push_back(keys[i].text());
+    return page;
+  }
+};
+
+// One stream entry of XRANGE/XREVRANGE: its id and its fields (name, value, name, value, ...);
+// `fields` is nullopt for an entry of another shape.
+struct StreamEntry {
+  std::string_view id;
+  std::optional<ReplyView> fields;
+
+  static StreamEntry read(const ReplyView& entry) {
+    StreamEntry out;
+    if (entry.size() > 0) out.id = entry[0].text();
+    if (entry.size() >= 2 && entry[1].is_array()) out.fields = entry[1];
+    return out;
+  }
+};
+
+// A pushed message on a subscribed connection: its kind ("message", "subscribe", ...), channel
+// and payload ("" where the kind has none).
+struct PushMessage {
+  std::string_view kind;
+  std::string_view channel;
+  std::string_view payload;
+
+  static PushMessage read(const ReplyView& reply) {
+    PushMessage out;
+    if (reply.size() >= 1) out.kind = reply[0].text();
+    if (reply.size() >= 2) out.channel = reply[1].text();
+    if (reply.size() >= 3) out.payload = reply[2].text();
+    return out;
+  }
 };
 
 // Owns one reply; reads as its view.

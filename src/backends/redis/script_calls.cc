@@ -107,6 +107,28 @@ PositionReply PositionReply::read(const ReplyView& r) {
   return PositionReply{static_cast<int>(r[0].integer()), std::chrono::milliseconds(r[1].integer(-1))};
 }
 
+DescribeReply DescribeReply::read(const ReplyView& r, std::size_t keys) {
+  constexpr std::size_t kFields = 10;  // kind, mode, holder, fence, acq, exp, ren, holders, permits, waiters
+  if (r.size() != 1 + keys * kFields) malformed("describe");
+  DescribeReply out;
+  out.now_us = r[0].integer();
+  for (std::size_t i = 0; i < keys; ++i) {
+    const std::size_t at = 1 + i * kFields;
+    Entry& e = out.entries.emplace_back();
+    e.kind = r[at].integer();
+    e.mode = r[at + 1].text();
+    e.holder = r[at + 2].text();
+    e.fence = r[at + 3].integer();
+    e.acquired_at_us = r[at + 4].integer();
+    e.expires_at_us = r[at + 5].integer();
+    e.renewals = r[at + 6].integer();
+    e.holders = static_cast<int>(r[at + 7].integer());
+    e.permits = static_cast<int>(r[at + 8].integer());
+    e.waiters = static_cast<int>(r[at + 9].integer(-1));
+  }
+  return out;
+}
+
 std::optional<std::int64_t> status_of(const ReplyView& r) {
   if (r.is_error()) return std::nullopt;
   if (!r.is_array()) return r.integer();

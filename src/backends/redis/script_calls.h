@@ -97,6 +97,32 @@ struct PositionReply {
   static PositionReply read(const ReplyView& reply);
 };
 
+// kDescribe's reply: the server's time, then one entry per lock key asked about. Text fields view
+// into the reply (valid while it lives).
+struct DescribeReply {
+  struct Entry {
+    static constexpr std::int64_t kLease = 1;       // a dblock lease
+    static constexpr std::int64_t kForeign = 2;     // another client's string
+    static constexpr std::int64_t kNotALock = 3;    // a key that is no lock
+    static constexpr std::int64_t kUnreadable = 4;  // a dblock lease that cannot be read (holder: why)
+    std::int64_t kind = 0;
+    std::string_view mode;  // "s": shared
+    std::string_view holder;
+    std::int64_t fence = 0;
+    std::int64_t acquired_at_us = 0;
+    std::int64_t expires_at_us = 0;  // 0: none
+    std::int64_t renewals = 0;
+    int holders = 0;
+    int permits = 0;
+    int waiters = -1;  // -1: unknown
+  };
+  std::int64_t now_us = 0;
+  std::vector<Entry> entries;
+
+  // `keys`: how many the call asked about. Throws Error for a reply of another length.
+  static DescribeReply read(const ReplyView& reply, std::size_t keys);
+};
+
 // The status a script's reply starts with (its first element, or the reply itself when it is a
 // plain integer): what Redlock counts across nodes. nullopt for an error or another shape.
 std::optional<std::int64_t> status_of(const ReplyView& reply);

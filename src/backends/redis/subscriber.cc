@@ -87,8 +87,9 @@ void Subscriber::serve(Connection& connection) {
       if (raw == nullptr) break;
       const Reply reply(static_cast<redisReply*>(raw));
       last_heard = SteadyClock::now();
-      if (reply.size() >= 3 && reply[0].text() == "message") fanout_.dispatch(reply[2].text());
-      if (reply.size() >= 2 && reply[0].text() == "subscribe") fanout_.dispatch_all();
+      const PushMessage message = PushMessage::read(reply);
+      if (message.kind == "message") fanout_.dispatch(message.payload);
+      if (message.kind == "subscribe") fanout_.dispatch_all();
     }
     const auto now = SteadyClock::now();
     if (now - last_heard > kSilence) return;
