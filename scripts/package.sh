@@ -41,7 +41,7 @@ $SUDO apt-get install -y -qq --no-install-recommends "${debs[@]/#/$source_dir/}"
 
 work="$(mktemp -d)"
 trap 'remove; rm -rf "$work"' EXIT
-services="sqlite postgresql mysql redis zookeeper"
+services="sqlite postgresql mysql redis zookeeper etcd"
 check_consumer() {  # check_consumer <program> <what>
   local out
   out="$("$1" "sqlite://$work/$2.db")" || { echo "$out"; fail "$2: the program failed on SQLite"; }

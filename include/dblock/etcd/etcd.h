@@ -1,0 +1,68 @@
+// dblock/etcd/etcd.h — the etcd backend (etcd's v3 API over gRPC): options and factory.
+//
+// Layouts (layout= in the URL):
+//   etcd-mutex (the default): etcd's own concurrency.Mutex, the one `etcdctl lock NAME` uses. The
+//     lock NAME is the key range "<prefix>NAME/"; every contender puts a key "<prefix>NAME/<lease
+//     id in hex>" bound to an etcd lease of its own, and the contender whose key has the lowest
+//     create revision holds the lock; a waiter keeps its key (FIFO) and watches the one ahead.
+//     With prefix "" dblock and `etcdctl lock NAME` contend for the same lock.
+//   python-etcd3: python-etcd3's Lock. The lock NAME is the one key "<prefix>NAME" (prefix
+//     "/locks/", python-etcd3's, unless the URL names one), created if absent and bound to the
+//     holder's lease; waiters watch for its deletion and try again (no line).
+// Either way the fence is the holding key's create revision: etcd's revision only grows, across
+// leader elections and restarts, and is never reused.
+//
+// Leases: one etcd lease per acquisition, its TTL the acquisition's (etcd counts it on the
+// leader, in whole seconds, at least what was asked), kept alive by the engine's renewals; the
+// key and the lock go with it when it ends. etcd has no clock a client can read: a lease's end is
+// not an instant on the service's clock (LeaseBound::kSession), and list() reports none.
+//
+// Waiting: a waiter keeps its key (its place in line, FIFO by create revision) and watches the
+// key just ahead of it; a watch event is a hint, the next range read decides.
+//
+// Thread safety: a backend is used by one LockManager, from many threads; it synchronises its own
+// channels. No gRPC or protobuf type appears here.
+#ifndef DBLOCK_ETCD_ETCD_H_
+#define DBLOCK_ETCD_ETCD_H_
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dblock/service/lease_service.h"
+
+namespace dblock {
+struct Url;
+namespace etcd {
+
+struct Options {
+  enum class Layout { kMutex, kPythonEtcd3 };
+  struct Endpoint {
+    std::string host = "127.0.0.1";
+    int port = 2379;
+  };
+  // Members of one cluster: any reachable one serves (calls move to the next when one is down).
+  std::vector<Endpoint> endpoints{Endpoint{}};
+  std::string user;      // etcd auth; empty: none
+  std::string password;  // never printed
+  // Prepended to every lock name: the lock NAME is the key range "<prefix>NAME/". At most 128
+  // bytes without control characters; "" is etcdctl's and concurrency.Mutex's own namespace.
+  std::string prefix = "dblock/";
+  std::chrono::milliseconds connect_timeout{5'000};  // reaching a member, shortened to the call's deadline
+  Layout layout = Layout::kMutex;
+};
+
+// Connects to a member (and authenticates). Throws ConnectionError (no member reachable, not
+// etcd), PermissionError (authentication refused), UsageError (bad options).
+std::unique_ptr<LeaseService> make_service(const Options& options);
+
+// From a parsed etcd:// URL: etcd://[user:password@]h1:2379,h2:2379/<prefix>?connect_timeout=S
+// &layout=etcd-mutex|python-etcd3. The URL's path ("locks" is "locks/") or prefix= is the prefix;
+// where neither is given, the manager's table prefix (etcd-mutex) or "/locks/" (python-etcd3).
+std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
+
+}  // namespace etcd
+}  // namespace dblock
+
+#endif  // DBLOCK_ETCD_ETCD_H_

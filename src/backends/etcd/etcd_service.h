@@ -1,0 +1,91 @@
+// What both etcd layouts share (dblock/etcd/etcd.h): an acquisition's etcd lease and key, its
+// renewal, release, loss and eviction. A layout (mutex_layout.h, single_key_layout.h) adds where
+// the keys are, how an attempt decides, and how list() reads them. Internal.
+//
+// An acquisition has an etcd lease and a key of its own from its first attempt until it is
+// released or gives up; the service remembers both by (name, owner secret). Every call is bounded
+// by call_deadline() (at most kLongestCall ahead where the engine set none).
+//
+// Thread safety: called from many threads at once; the remembered contenders are guarded here,
+// and no lock is held across a call to etcd.
+#ifndef DBLOCK_SRC_BACKENDS_ETCD_ETCD_SERVICE_H_
+#define DBLOCK_SRC_BACKENDS_ETCD_ETCD_SERVICE_H_
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "client.h"
+#include "dblock/service/lease_service.h"
+#include "dblock/service/thread_annotations.h"
+#include "error_map.h"
+
+namespace dblock::etcd {
+
+class EtcdService : public LeaseService {
+ public:
+  // Revokes the leases of acquisitions still remembered (best effort, bounded by kBackgroundCall).
+  ~EtcdService() override;
+
+  std::string_view name() const override { return kServiceName; }
+  ServiceTraits traits() const override;
+  // A keep-alive of the acquisition's lease, then a touch of its key if it is still the one made
+  // at the fence (a force-release deletes the key and leaves the lease): the key's version counts
+  // the renewals.
+  RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
+  // Deletes the own key if it is still the one this acquisition made, then revokes its lease.
+  bool release(const LeaseKey& lease) override;
+  void lease_lost(const LeaseKey& lease) noexcept override;
+  // Deletes the key of whoever holds `name` (a dblock contender's or a foreign client's).
+  bool force_release(std::string_view name, std::string_view by) override;
+
+ protected:
+  explicit EtcdService(const Options& options);
+
+  // One acquisition's lease and key; `revision` is the key's create revision once known (0
+  // before), the fence when it holds and the place in line while it waits.
+  struct Contender {
+    std::int64_t lease = 0;
+    std::string key;
+    std::int64_t revision = 0;
+  };
+  using Id = std::pair<std::string, OwnerSecret>;
+
+  // The layout's key for an acquisition of `name` under `lease`.
+  virtual std::string key_for(std::string_view name, std::int64_t lease) const = 0;
+  // A read whose first key is the one that holds `name`, if any.
+  virtual etcdserverpb::RangeRequest holder_read(std::string_view name) const = 0;
+
+  // The contender of (name, secret) whose lease is still alive, or a new one (a new lease of
+  // `ttl`); its key may not exist yet.
+  Contender contender(const AcquireRequest& request, std::chrono::milliseconds ttl, SteadyClock::time_point until);
+  // Deletes `c`'s key if it is still the one made at `c.revision` (0: if it is still bound to
+  // `c`'s lease), and revokes the lease; forgets it. True when a key made at `c.revision` was
+  // deleted here.
+  bool withdraw(const Id& id, const Contender& c, SteadyClock::time_point until);
+  std::optional<Contender> find(const Id& id);
+  void remember(const Id& id, const Contender& c);
+  void forget(const Id& id);
+  // A call's deadline: the engine's, at most kLongestCall from now.
+  static SteadyClock::time_point deadline();
+
+  const Options options_;
+  Client client_;
+
+ private:
+  struct IdLess {
+    bool operator()(const Id& a, const Id& b) const {
+      return a.first != b.first ? a.first < b.first : a.second.bytes < b.second.bytes;
+    }
+  };
+
+  service::Mutex mutex_;  // never held across a call to etcd
+  std::map<Id, Contender, IdLess> contenders_ DBLOCK_GUARDED_BY(mutex_);
+};
+
+}  // namespace dblock::etcd
+
+#endif  // DBLOCK_SRC_BACKENDS_ETCD_ETCD_SERVICE_H_

@@ -1,0 +1,159 @@
+#include "mutex_layout.h"
+
+#include <algorithm>
+#include <map>
+
+#include "dblock/errors.h"
+#include "keys.h"
+#include "requests.h"
+
+namespace dblock::etcd {
+
+using std::chrono::milliseconds;
+using etcdserverpb::RangeRequest;
+
+std::string MutexLayout::prefix_of(std::string_view name) const { return lock_prefix(options_.prefix, name); }
+
+std::string MutexLayout::key_for(std::string_view name, std::int64_t lease) const {
+  return contender_key(prefix_of(name), lease);
+}
+
+RangeRequest MutexLayout::holder_read(std::string_view name) const {
+  return first_by_creation(prefix_of(name), RangeRequest::ASCEND);
+}
+
+AcquireResult MutexLayout::try_acquire(const AcquireRequest& request) {
+  return attempt(request, false, milliseconds::zero()).result;
+}
+
+FairQueue::Attempt MutexLayout::attempt_in_line(const AcquireRequest& request, const Place& place) {
+  return attempt(request, true, place.hold_for);
+}
+
+// As concurrency.Mutex: put the own key if it is not there, then read who is first by create
+// revision, in one transaction; the own key first means held.
+FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queue, milliseconds hold_for) {
+  if (request.name.empty()) throw UsageError("etcd: empty lock name", kServiceName);
+  const SteadyClock::time_point until = deadline();
+  const Id id{std::string(request.name), *request.secret};
+  // A waiter's key must outlive the pause until its next attempt, which keeps it alive again.
+  const Contender c = contender(request, std::max(request.ttl, queue ? hold_for : milliseconds::zero()), until);
+  const std::string prefix = prefix_of(request.name);
+
+  etcdserverpb::TxnRequest txn;
+  *txn.add_compare() = created_at(c.key, 0);
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(c.key);
+  put->set_value(contender_value(*request.secret, request.holder));
+  put->set_lease(c.lease);
+  txn.add_failure()->mutable_request_range()->set_key(c.key);
+  for (auto* ops : {txn.mutable_success(), txn.mutable_failure()}) {
+    *ops->Add()->mutable_request_range() = first_by_creation(prefix, RangeRequest::ASCEND);
+    RangeRequest* ahead = ops->Add()->mutable_request_range();
+    whole_prefix(*ahead, prefix);
+    ahead->set_count_only(true);
+    if (c.revision > 0) ahead->set_max_create_revision(c.revision - 1);
+  }
+  etcdserverpb::TxnResponse r;
+  try {
+    r = client_.txn(txn, until, "acquire");
+  } catch (const LeaseNotFound&) {
+    forget(id);  // it ended before the put (answers came late): the next attempt starts over
+    throw;
+  }
+
+  const auto& mine = r.responses(0);
+  std::int64_t revision = r.header().revision();  // a put: this transaction's revision
+  if (!r.succeeded()) {
+    if (mine.response_range().kvs_size() == 0) {
+      // Gone between the keep-alive and the read: its lease ended. The next attempt starts over.
+      forget(id);
+      throw ConnectionError("etcd: the lease of a waiting acquisition of '" + std::string(request.name) +
+                                "' ended between two calls",
+                            kServiceName, "", true);
+    }
+    revision = mine.response_range().kvs(0).create_revision();
+  }
+  const auto& first = r.responses(1).response_range();
+  const std::int64_t others = r.responses(2).response_range().count() - (c.revision > 0 ? 0 : 1);
+
+  Attempt out;
+  if (first.kvs_size() > 0 && first.kvs(0).create_revision() == revision) {
+    remember(id, Contender{c.lease, c.key, revision});
+    out.result.acquired = true;
+    out.result.fence = revision;
+    return out;
+  }
+  if (!queue) {
+    withdraw(id, Contender{c.lease, c.key, revision}, until);
+    return out;
+  }
+  remember(id, Contender{c.lease, c.key, revision});
+  out.ticket = revision;
+  out.position = static_cast<int>(std::max<std::int64_t>(others, 0));
+  return out;
+}
+
+std::vector<LeaseInfo> MutexLayout::list(std::optional<std::string_view> name) {
+  RangeRequest read;
+  whole_prefix(read, name ? prefix_of(*name) : options_.prefix);
+  read.set_sort_target(RangeRequest::CREATE);
+  read.set_sort_order(RangeRequest::ASCEND);
+  const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "list");
+  std::map<std::string, LeaseInfo> by_name;
+  for (const mvccpb::KeyValue& kv : r.kvs()) {
+    const std::optional<std::string> lock = lock_name_of(kv.key(), options_.prefix);
+    if (!lock || (name && *lock != *name)) continue;
+    auto [it, first] = by_name.try_emplace(*lock);
+    LeaseInfo& info = it->second;
+    if (!first) {
+      ++info.waiters;
+      continue;
+    }
+    info.name = *lock;
+    info.holder = holder_of(kv.value());
+    info.fence = kv.create_revision();
+    info.renewals = kv.version() - 1;  // each renewal touches the key once
+    info.bound = LeaseBound::kSession;
+    info.waiters = 0;
+  }
+  std::vector<LeaseInfo> out;
+  for (auto& [lock, info] : by_name) out.push_back(std::move(info));
+  return out;
+}
+
+// ---- the line ----
+
+void MutexLayout::leave(std::string_view name, const OwnerSecret& secret) {
+  const Id id{std::string(name), secret};
+  if (const std::optional<Contender> c = find(id)) withdraw(id, *c, deadline());
+}
+
+FairQueue::Position MutexLayout::position(std::string_view name, const OwnerSecret&, std::int64_t ticket) {
+  RangeRequest ahead;
+  whole_prefix(ahead, prefix_of(name));
+  ahead.set_count_only(true);
+  ahead.set_max_create_revision(ticket - 1);
+  const std::int64_t n = client_.range(ahead, deadline(), "position").count();
+  // The first in line holds the lock: nobody's lease stands between it and the name.
+  return Position{static_cast<int>(n), n > 0 ? milliseconds(1'000) : milliseconds::zero()};
+}
+
+NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSecret&, std::int64_t ticket,
+                                            milliseconds max_wait) {
+  Turn turn;
+  if (ticket == 0) return turn;  // not in line: nothing to watch
+  const SteadyClock::time_point until = std::min(deadline(), SteadyClock::now() + max_wait);
+  try {
+    RangeRequest ahead = first_by_creation(prefix_of(name), RangeRequest::DESCEND);
+    ahead.set_max_create_revision(ticket - 1);
+    const etcdserverpb::RangeResponse r = client_.range(ahead, until, "wait");
+    if (r.kvs_size() > 0) client_.wait_deleted(r.kvs(0).key(), r.header().revision(), until);
+  } catch (const Error&) {
+    // Waiting is an optimisation: the next attempt reports real trouble.
+  }
+  turn.outcome = Outcome::kWoken;
+  return turn;
+}
+
+}  // namespace dblock::etcd

@@ -1,0 +1,43 @@
+// The etcd-mutex layout (dblock/etcd/etcd.h), the one `etcdctl lock` and concurrency.Mutex use:
+// a key "<prefix><name>/<lease id in hex>" per contender; the oldest by create revision holds.
+// Internal.
+//
+// Capabilities: FairQueue (a waiter keeps its key: its place is its create revision, FIFO) and
+// NativeWait (a watch on the key just ahead: no herd).
+#ifndef DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
+#define DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
+
+#include <string>
+#include <vector>
+
+#include "dblock/service/capabilities.h"
+#include "etcd_service.h"
+
+namespace dblock::etcd {
+
+class MutexLayout final : public EtcdService, public FairQueue, public NativeWait {
+ public:
+  explicit MutexLayout(const Options& options) : EtcdService(options) {}
+
+  AcquireResult try_acquire(const AcquireRequest& request) override;
+  // Every lock under the prefix with a contender, foreign holders included.
+  std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
+
+  FairQueue* fair_queue() noexcept override { return this; }
+  NativeWait* native_wait() noexcept override { return this; }
+  Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
+  void leave(std::string_view name, const OwnerSecret& secret) override;
+  Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
+  Turn wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
+                     std::chrono::milliseconds max_wait) override;
+
+ private:
+  std::string key_for(std::string_view name, std::int64_t lease) const override;
+  etcdserverpb::RangeRequest holder_read(std::string_view name) const override;
+  Attempt attempt(const AcquireRequest& request, bool queue, std::chrono::milliseconds hold_for);
+  std::string prefix_of(std::string_view name) const;
+};
+
+}  // namespace dblock::etcd
+
+#endif  // DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_

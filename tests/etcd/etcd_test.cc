@@ -1,0 +1,279 @@
+// etcd: the conformance suite's context, and the cases only etcd has (URLs, the etcd-mutex layout
+// that `etcdctl lock` shares). ctest starts the member (scripts/servers/etcd.sh) and passes its URL.
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "context.h"
+#include "environment.h"
+#include "process.h"
+
+namespace dblock::testing {
+
+using namespace std::chrono_literals;
+using SteadyClock = std::chrono::steady_clock;
+
+namespace {
+
+std::string endpoint() {
+  const Url url = parse_url(context().url);
+  return url.hosts.at(0).host + ":" + std::to_string(url.hosts.at(0).port);
+}
+
+// Every line etcdctl prints for `args` (run through the shell: the arguments are the tests' own).
+std::vector<std::string> etcdctl(const std::string& args) {
+  const std::string command = "etcdctl --endpoints " + endpoint() + " " + args + " 2>/dev/null";
+  std::unique_ptr<FILE, int (*)(FILE*)> out(::popen(command.c_str(), "r"), &::pclose);
+  REQUIRE(out != nullptr);
+  std::vector<std::string> lines;
+  char buf[4096];
+  while (std::fgets(buf, sizeof(buf), out.get()) != nullptr) {
+    std::string line(buf);
+    if (!line.empty() && line.back() == '\n') line.pop_back();
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// The owner digest in the value of the contender of `name` that holds it ("leases") or of the
+// first that waits ("waiters"); "" when there is none. etcd has no readers.
+std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
+  if (table == "readers") return "";
+  const std::vector<std::string> values =
+      etcdctl("get --prefix '" + prefix + name + "/' --sort-by=CREATE --order=ASCEND --print-value-only");
+  const std::size_t at = table == "leases" ? 0 : 1;
+  if (values.size() <= at) return "";
+  return values[at].substr(0, values[at].find(' '));
+}
+
+}  // namespace
+
+const Context& context() {
+  static Context ctx = [] {
+    Context c = server_context("etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_SKIP_ETCD", "DBLOCK_TEST_ETCD_SCRIPT",
+                               "DBLOCK_TEST_ETCD_STATE");
+    c.expects = {};
+    c.expects.audit_log = false;  // no record of force-releases yet
+    c.shared_leases = false;
+    c.accounts = false;
+    c.stored_owner = stored_owner;
+    return c;
+  }();
+  return ctx;
+}
+
+namespace {
+
+std::unique_ptr<LockManager> open_on(const std::string& url, const std::string& prefix = "") {
+  ManagerOptions options;
+  if (!prefix.empty()) options.table_prefix = prefix;
+  return dblock::open(url, options);
+}
+
+AcquireOptions ttl(std::chrono::milliseconds t) {
+  AcquireOptions options;
+  options.ttl = t;
+  return options;
+}
+
+// etcdctl's own namespace: the URL with prefix "" (the keys "<name>/<lease>" etcdctl lock uses).
+std::string bare_url() { return context().url + "?prefix="; }
+
+// `etcdctl lock NAME` held until the Child is signalled: it prints its key once it holds.
+Child etcdctl_lock(const std::string& name) {
+  return Child({"etcdctl", "--endpoints", endpoint(), "lock", name});
+}
+
+}  // namespace
+
+TEST_CASE("etcd: bad URLs are usage errors naming what is wrong", "[etcd][input]") {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"etcd://127.0.0.1:1?prefix=app", "separator"},
+      {"etcd://127.0.0.1:1/locks?prefix=app/", "not both"},
+      {"etcd://127.0.0.1:1?connect_timeout=0", "connect_timeout"},
+      {"etcd://127.0.0.1:1?colour=blue", "colour"},
+      {"etcd://only_user@127.0.0.1:1", "user and a password"},
+  };
+  for (const auto& [url, says] : cases) {
+    INFO(url);
+    try {
+      open_on(url);
+      FAIL("opened");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find(says) != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("etcd: an endpoint where no etcd answers fails by the connect timeout", "[etcd][input]") {
+  const auto start = SteadyClock::now();
+  CHECK_THROWS_AS(open_on("etcd://127.0.0.1:1?connect_timeout=2"), ConnectionError);
+  CHECK(SteadyClock::now() - start < 10s);
+}
+
+TEST_CASE("etcd: the fence is the key's create revision, growing with every acquisition", "[etcd][fence]") {
+  auto manager = open_on(context().url, unique_prefix());
+  std::int64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    std::optional<Lease> lease = manager->try_acquire("job", ttl(5s));
+    REQUIRE(lease);
+    CHECK(lease->fence() > last);
+    last = lease->fence();
+    lease->release();
+  }
+}
+
+// Waits (bounded) until `name` has `n` contenders behind its holder.
+void await_waiters(LockManager& manager, const std::string& name, int n) {
+  for (const auto until = SteadyClock::now() + 10s; SteadyClock::now() < until;) {
+    const std::optional<LeaseInfo> info = manager.inspect(name);
+    if (info && info->waiters == n) return;
+    std::this_thread::sleep_for(20ms);
+  }
+  FAIL("no " << n << " waiter(s) behind the holder of '" << name << "' within 10 s");
+}
+
+// The fence list() shows for `name`'s holder (a foreign one's key's create revision).
+std::int64_t listed_fence(LockManager& manager, const std::string& name) {
+  const std::optional<LeaseInfo> info = manager.inspect(name);
+  REQUIRE(info);
+  return info->fence;
+}
+
+TEST_CASE("etcd: etcdctl lock and dblock exclude each other on the same name", "[etcd][interop]") {
+  const std::string name = "interop-" + unique_prefix();
+  auto manager = open_on(bare_url());
+
+  SECTION("etcdctl holds: dblock is refused, and a dblock waiter takes the lock at its release") {
+    Child holder = etcdctl_lock(name);
+    const std::optional<std::string> key = holder.read_line(10s);
+    REQUIRE(key);
+    CHECK(key->rfind(name + "/", 0) == 0);
+    CHECK_FALSE(manager->try_acquire(name, ttl(5s)));
+    const std::int64_t foreign = listed_fence(*manager, name);
+    std::optional<Lease> lease;
+    std::thread waiter([&] { lease = manager->acquire(name, 20s, ttl(5s)); });
+    await_waiters(*manager, name, 1);  // in line behind etcdctl's key
+    holder.signal(SIGINT);             // etcdctl revokes its session's lease on the way out
+    waiter.join();
+    REQUIRE(lease);
+    CHECK(lease->fence() > foreign);
+    CHECK(holder.wait(5s));
+  }
+
+  SECTION("dblock holds: etcdctl waits, and takes the lock at dblock's release") {
+    std::optional<Lease> lease = manager->try_acquire(name, ttl(10s));
+    REQUIRE(lease);
+    Child waiter = etcdctl_lock(name);
+    await_waiters(*manager, name, 1);  // etcdctl's key is in line: it waits
+    lease->release();
+    const std::optional<std::string> key = waiter.read_line(10s);
+    REQUIRE(key);
+    CHECK(key->rfind(name + "/", 0) == 0);
+    CHECK_FALSE(manager->try_acquire(name, ttl(5s)));
+    const std::optional<LeaseInfo> info = manager->inspect(name);
+    REQUIRE(info);
+    CHECK(info->holder.find("etcdctl") != std::string::npos);
+    CHECK(info->fence > lease->fence());
+    waiter.signal(SIGINT);
+    CHECK(waiter.wait(5s));
+  }
+
+  SECTION("fences of dblock's acquisitions interleaved with etcdctl's holds strictly increase") {
+    std::int64_t last = 0;
+    for (int round = 0; round < 3; ++round) {
+      std::optional<Lease> lease = manager->try_acquire(name, ttl(5s));
+      REQUIRE(lease);
+      CHECK(lease->fence() > last);
+      last = lease->fence();
+      lease->release();
+      Child holder = etcdctl_lock(name);
+      REQUIRE(holder.read_line(10s));
+      const std::int64_t foreign = listed_fence(*manager, name);
+      CHECK(foreign > last);
+      last = foreign;
+      holder.signal(SIGINT);
+      CHECK(holder.wait(5s));
+    }
+  }
+}
+
+namespace {
+
+// python-etcd3's Lock on /locks/NAME (python_etcd3_lock.py), waiting up to `wait` to hold it.
+Child python_lock(const std::string& name, std::chrono::seconds wait) {
+  const Url url = parse_url(context().url);
+  return Child({"/usr/bin/python3", DBLOCK_PYTHON_ETCD3_LOCK, std::to_string(url.hosts.at(0).port), name, "10",
+                std::to_string(wait.count())});
+}
+
+// The number after "acquired " in the python holder's first line; 0 when it did not acquire.
+std::int64_t python_acquired(Child& python) {
+  const std::optional<std::string> line = python.read_line(15s);
+  INFO("python-etcd3 said: " << line.value_or("(nothing)"));
+  REQUIRE(line);
+  if (line->rfind("acquired ", 0) != 0) return 0;
+  return std::stoll(line->substr(9));
+}
+
+}  // namespace
+
+TEST_CASE("etcd: python-etcd3's Lock and dblock with layout=python-etcd3 exclude each other", "[etcd][interop]") {
+  const std::string name = "py-" + unique_prefix();
+  auto manager = open_on(context().url + "?layout=python-etcd3");
+
+  SECTION("python-etcd3 holds: dblock is refused, and a dblock waiter takes the lock at its release") {
+    Child holder = python_lock(name, 0s);
+    const std::int64_t foreign = python_acquired(holder);
+    REQUIRE(foreign > 0);
+    CHECK_FALSE(manager->try_acquire(name, ttl(5s)));
+    const std::optional<LeaseInfo> info = manager->inspect(name);
+    REQUIRE(info);
+    CHECK(info->fence == foreign);
+    CHECK(info->holder.find("python-etcd3") != std::string::npos);
+    std::optional<Lease> lease;
+    std::thread waiter([&] { lease = manager->acquire(name, 20s, ttl(5s)); });
+    holder.write_line("release");
+    const std::optional<std::string> released = holder.read_line(10s);
+    waiter.join();
+    CHECK(released == std::optional<std::string>("released"));
+    REQUIRE(lease);
+    CHECK(lease->fence() > foreign);
+  }
+
+  SECTION("dblock holds: python-etcd3 is refused, and a python-etcd3 waiter takes the lock at dblock's release") {
+    std::optional<Lease> lease = manager->try_acquire(name, ttl(10s));
+    REQUIRE(lease);
+    Child refused = python_lock(name, 0s);
+    CHECK(python_acquired(refused) == 0);
+    Child waiter = python_lock(name, 20s);
+    CHECK_FALSE(waiter.read_line(1s));  // still waiting while dblock holds
+    const std::int64_t fence = lease->fence();
+    lease->release();
+    CHECK(python_acquired(waiter) > fence);
+    CHECK_FALSE(manager->try_acquire(name, ttl(5s)));
+    waiter.write_line("release");
+    CHECK(waiter.read_line(10s) == std::optional<std::string>("released"));
+    std::optional<Lease> again = manager->try_acquire(name, ttl(5s));
+    REQUIRE(again);
+    CHECK(again->fence() > fence);
+  }
+}
+
+TEST_CASE("etcd: layout= names a known layout", "[etcd][input]") {
+  try {
+    open_on(context().url + "?layout=consul");
+    FAIL("opened");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("python-etcd3") != std::string::npos);
+  }
+}
+
+}  // namespace dblock::testing
