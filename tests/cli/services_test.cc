@@ -1,6 +1,6 @@
 // Black-box cases of the dblock command written once and run on every service: each service's
 // TEST_CASE names the server its ctest entry started (tagged [postgresql], [mysql], [redis],
-// [redlock], [zookeeper]; SQLite's run by default) and calls the shared scenario.
+// [redlock], [zookeeper], [etcd]; SQLite's run by default) and calls the shared scenario.
 //  * A lease answered after its safe-until: COMMAND never starts on it, and no second COMMAND
 //    starts while a first still runs (SQLite and Redis here; every network service's engine path
 //    is in the conformance suite, stalled_connections.cc).
@@ -288,6 +288,10 @@ TEST_CASE("Redlock: opening is part of --wait", "[.][redlock][cli][open]") {
 
 TEST_CASE("ZooKeeper: opening is part of --wait", "[.][zookeeper][cli][open]") {
   open_within_wait_scenario(url_of("DBLOCK_TEST_ZOOKEEPER_URL", "cli_zookeeper"));
+}
+
+TEST_CASE("etcd: opening is part of --wait", "[.][etcd][cli][open]") {
+  open_within_wait_scenario(url_of("DBLOCK_TEST_ETCD_URL", "cli_etcd"));
 }
 
 }  // namespace dblock::cli_test

@@ -60,7 +60,6 @@ const Context& context() {
     Context c = server_context("etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_SKIP_ETCD", "DBLOCK_TEST_ETCD_SCRIPT",
                                "DBLOCK_TEST_ETCD_STATE");
     c.expects = {};
-    c.expects.audit_log = false;  // no record of force-releases yet
     c.shared_leases = false;
     c.accounts = false;
     c.stored_owner = stored_owner;

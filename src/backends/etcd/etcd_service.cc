@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "dblock/errors.h"
+#include "audit.h"
 #include "dblock/service/call_deadline.h"
 #include "requests.h"
 
@@ -132,14 +133,42 @@ void EtcdService::lease_lost(const LeaseKey& lease) noexcept {
   }
 }
 
-bool EtcdService::force_release(std::string_view name, std::string_view) {
+bool EtcdService::force_release(std::string_view name, std::string_view by) {
   const SteadyClock::time_point until = deadline();
   const etcdserverpb::RangeResponse first = client_.range(holder_read(name), until, "force-release");
   if (first.kvs_size() == 0) return false;
+  const mvccpb::KeyValue& held = first.kvs(0);
+  ForceReleaseRecord record;
+  record.name = std::string(name);
+  record.at_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::system_clock::now().time_since_epoch()).count();  // this host's: etcd has none
+  record.by = std::string(by);
+  record.by_account = options_.user;
+  record.evicted = holder_of(held.value());
+  record.old_fence = held.create_revision();
   etcdserverpb::TxnRequest txn;
-  *txn.add_compare() = created_at(first.kvs(0).key(), first.kvs(0).create_revision());
-  txn.add_success()->mutable_request_delete_range()->set_key(first.kvs(0).key());
+  *txn.add_compare() = created_at(held.key(), held.create_revision());
+  txn.add_success()->mutable_request_delete_range()->set_key(held.key());
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(audit_key(options_.prefix, name, held.create_revision()));
+  put->set_value(encode_record(record));
   return client_.txn(txn, until, "force-release").succeeded();
+}
+
+std::vector<ForceReleaseRecord> EtcdService::force_releases(std::optional<std::string_view> name, std::size_t limit) {
+  etcdserverpb::RangeRequest read;
+  whole_prefix(read, name ? audit_prefix(options_.prefix) + std::string(*name) + "/" : audit_prefix(options_.prefix));
+  read.set_sort_target(etcdserverpb::RangeRequest::CREATE);
+  read.set_sort_order(etcdserverpb::RangeRequest::DESCEND);
+  if (!name) read.set_limit(static_cast<std::int64_t>(limit));  // a name's range holds longer names' too
+  const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "force-release history");
+  std::vector<ForceReleaseRecord> out;
+  for (const mvccpb::KeyValue& kv : r.kvs()) {
+    if (out.size() >= limit) break;
+    std::optional<ForceReleaseRecord> record = decode_record(kv);
+    if (record && (!name || record->name == *name)) out.push_back(std::move(*record));
+  }
+  return out;
 }
 
 }  // namespace dblock::etcd

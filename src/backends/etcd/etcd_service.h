@@ -19,13 +19,14 @@
 #include <vector>
 
 #include "client.h"
+#include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
 #include "dblock/service/thread_annotations.h"
 #include "error_map.h"
 
 namespace dblock::etcd {
 
-class EtcdService : public LeaseService {
+class EtcdService : public LeaseService, public AuditLog {
  public:
   // Revokes the leases of acquisitions still remembered (best effort, bounded by kBackgroundCall).
   ~EtcdService() override;
@@ -39,8 +40,12 @@ class EtcdService : public LeaseService {
   // Deletes the own key if it is still the one this acquisition made, then revokes its lease.
   bool release(const LeaseKey& lease) override;
   void lease_lost(const LeaseKey& lease) noexcept override;
-  // Deletes the key of whoever holds `name` (a dblock contender's or a foreign client's).
+  // Deletes the key of whoever holds `name` (a dblock contender's or a foreign client's) and puts
+  // the record of it (audit.h), in one transaction.
   bool force_release(std::string_view name, std::string_view by) override;
+
+  AuditLog* audit_log() noexcept override { return this; }
+  std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
 
  protected:
   explicit EtcdService(const Options& options);

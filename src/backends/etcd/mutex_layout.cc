@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 
+#include "audit.h"
 #include "dblock/errors.h"
 #include "keys.h"
 #include "requests.h"
@@ -102,6 +103,7 @@ std::vector<LeaseInfo> MutexLayout::list(std::optional<std::string_view> name) {
   const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "list");
   std::map<std::string, LeaseInfo> by_name;
   for (const mvccpb::KeyValue& kv : r.kvs()) {
+    if (is_audit_key(kv.key(), options_.prefix)) continue;
     const std::optional<std::string> lock = lock_name_of(kv.key(), options_.prefix);
     if (!lock || (name && *lock != *name)) continue;
     auto [it, first] = by_name.try_emplace(*lock);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "audit.h"
 #include "dblock/errors.h"
 #include "requests.h"
 
@@ -69,7 +70,7 @@ std::vector<LeaseInfo> SingleKeyLayout::list(std::optional<std::string_view> nam
   const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "list");
   std::vector<LeaseInfo> out;
   for (const mvccpb::KeyValue& kv : r.kvs()) {
-    if (kv.key().size() <= options_.prefix.size()) continue;
+    if (kv.key().size() <= options_.prefix.size() || is_audit_key(kv.key(), options_.prefix)) continue;
     LeaseInfo info;
     info.name = kv.key().substr(options_.prefix.size());
     info.holder = holder_of(kv.value());
