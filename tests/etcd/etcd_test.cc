@@ -266,6 +266,23 @@ TEST_CASE("etcd: python-etcd3's Lock and dblock with layout=python-etcd3 exclude
   }
 }
 
+TEST_CASE("etcd: in the etcd-mutex layout a name and a longer one under it stay apart where it matters",
+          "[etcd][names]") {
+  auto manager = open_on(context().url, unique_prefix());
+  std::optional<Lease> deeper = manager->try_acquire("a/b", ttl(10s));
+  REQUIRE(deeper);
+  // "a"'s key range holds "a/b"'s keys (concurrency.Mutex's layout): "a" queues behind it...
+  CHECK_FALSE(manager->try_acquire("a", ttl(5s)));
+  // ...but nothing holds "a": evicting it evicts nobody, and "a/b" is listed as itself.
+  CHECK_FALSE(manager->force_release("a"));
+  CHECK_FALSE(manager->inspect("a"));
+  const std::optional<LeaseInfo> info = manager->inspect("a/b");
+  REQUIRE(info);
+  CHECK(info->fence == deeper->fence());
+  CHECK(deeper->release() == ReleaseResult::kReleased);
+  CHECK(manager->try_acquire("a", ttl(5s)));
+}
+
 TEST_CASE("etcd: layout= names a known layout", "[etcd][input]") {
   try {
     open_on(context().url + "?layout=consul");

@@ -20,12 +20,17 @@ std::string target_of(const Options::Endpoint& endpoint) {
   return literal ? (v6 ? "ipv6:" : "ipv4:") + address : "dns:///" + address;
 }
 
-bool unreachable(const grpc::Status& status) { return status.error_code() == grpc::StatusCode::UNAVAILABLE; }
+// A member that did not answer, or answered without a leader: the next call goes to the next one.
+bool unreachable(const grpc::Status& status) {
+  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+}
 
-// etcd's answer to a token it no longer knows (it restarted, or the token's TTL passed).
+// etcd's answer to a token it no longer knows (it restarted, or the token's TTL passed), or one
+// issued before the auth store last changed (a user or role edited since).
 bool token_refused(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAUTHENTICATED &&
-         status.error_message().find("invalid auth token") != std::string::npos;
+  return status.error_message().find("invalid auth token") != std::string::npos ||
+         status.error_message().find("revision of auth store is old") != std::string::npos;
 }
 
 }  // namespace
@@ -54,9 +59,12 @@ Client::Client(const Options& options) : options_(options) {
   probe.set_key(options_.prefix.empty() ? std::string(1, '\0') : options_.prefix);
   probe.set_range_end(range_end(options_.prefix));
   probe.set_count_only(true);
+  // Each member gets its share of what is left, so that a blackholed first one leaves time for
+  // the others.
   for (std::size_t tried = 0;; ++tried) {
+    const auto share = (deadline - SteadyClock::now()) / static_cast<int>(members_.size() - tried);
     try {
-      range(probe, deadline, "connect");
+      range(probe, std::min(deadline, SteadyClock::now() + share), "connect");
       return;
     } catch (const ConnectionError&) {
       if (tried + 1 >= members_.size() || SteadyClock::now() >= deadline) throw;
@@ -74,6 +82,9 @@ std::unique_ptr<grpc::ClientContext> Client::context(SteadyClock::time_point dea
   // Deadlines are on the steady clock; gRPC takes the system clock's.
   const auto left = std::max(deadline - SteadyClock::now(), SteadyClock::duration::zero());
   ctx->set_deadline(std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(left));
+  // A member cut off from the leader answers at once (UNAVAILABLE, "no leader") instead of
+  // serving stale reads or holding watches that never fire.
+  ctx->AddMetadata("hasleader", "true");
   service::MutexLock lock(mutex_);
   if (!token_.empty()) ctx->AddMetadata("token", token_);
   return ctx;

@@ -13,10 +13,20 @@ void check(const grpc::Status& status, const std::string& what) {
   if (status.ok()) return;
   const std::string code = std::to_string(static_cast<int>(status.error_code()));
   const std::string message = "etcd: " + what + ": " + status.error_message();
+  const std::string& text = status.error_message();
+  if (text.find("database space exceeded") != std::string::npos) {
+    throw Error(message + " (etcd's NOSPACE alarm: compact and defragment the members, then `etcdctl alarm disarm`)",
+                kServiceName, code);
+  }
+  if (text.find("authentication failed") != std::string::npos) {
+    throw PermissionError(message + " (etcd refused the user or password)", kServiceName, code);
+  }
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
     case grpc::StatusCode::ABORTED:
     case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::UNKNOWN:
+    case grpc::StatusCode::INTERNAL:
       throw ConnectionError(message, kServiceName, code, true);
     case grpc::StatusCode::DEADLINE_EXCEEDED:
     case grpc::StatusCode::CANCELLED:
@@ -28,8 +38,10 @@ void check(const grpc::Status& status, const std::string& what) {
       throw PermissionError(message + " (the etcd user's role does not grant it)", kServiceName, code);
     case grpc::StatusCode::UNAUTHENTICATED:
       throw PermissionError(message + " (etcd refused the user or password)", kServiceName, code);
+    case grpc::StatusCode::FAILED_PRECONDITION:  // "not leader": an election under way
+      if (text.find("not leader") != std::string::npos) throw ConnectionError(message, kServiceName, code, true);
+      throw UsageError(message, kServiceName, code);
     case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::FAILED_PRECONDITION:
     case grpc::StatusCode::OUT_OF_RANGE:
       throw UsageError(message, kServiceName, code);
     default:

@@ -19,8 +19,11 @@ class LeaseNotFound : public ConnectionError {
 };
 
 // Throws the dblock::Error for a failed `status` of the call `what`; returns on OK.
-//   UNAVAILABLE, ABORTED, RESOURCE_EXHAUSTED  ConnectionError, retryable (no member answered, a
-//                                             leader election, a member shedding load)
+//   "database space exceeded"                 Error (etcd's NOSPACE alarm: an operator's to clear)
+//   "authentication failed"                   PermissionError (user or password refused)
+//   UNAVAILABLE, ABORTED, RESOURCE_EXHAUSTED, ConnectionError, retryable (no member answered, a
+//     UNKNOWN, INTERNAL, FAILED_PRECONDITION   leader election, a member shedding load, a stream
+//     "not leader"                             reset)
 //   DEADLINE_EXCEEDED, CANCELLED              ConnectionError, retryable (no answer by the call's
 //                                             deadline: a stalled member or path)
 //   PERMISSION_DENIED                         PermissionError (the user's role lacks the range)

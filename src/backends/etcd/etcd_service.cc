@@ -1,6 +1,7 @@
 #include "etcd_service.h"
 
 #include <algorithm>
+#include <exception>
 
 #include "dblock/errors.h"
 #include "audit.h"
@@ -84,17 +85,28 @@ EtcdService::Contender EtcdService::contender(const AcquireRequest& request, mil
 }
 
 bool EtcdService::withdraw(const Id& id, const Contender& c, SteadyClock::time_point until) {
-  forget(id);
-  etcdserverpb::TxnRequest txn;
-  *txn.add_compare() = c.revision != 0 ? created_at(c.key, c.revision) : leased_by(c.key, c.lease);
-  txn.add_success()->mutable_request_delete_range()->set_key(c.key);
-  const bool deleted = client_.txn(txn, until, "release").succeeded() && c.revision != 0;
+  bool deleted = false;
+  std::exception_ptr failure;
+  if (c.revision != 0) {
+    etcdserverpb::TxnRequest txn;
+    *txn.add_compare() = created_at(c.key, c.revision);
+    txn.add_success()->mutable_request_delete_range()->set_key(c.key);
+    try {
+      deleted = client_.txn(txn, until, "release").succeeded();
+    } catch (const Error&) {
+      failure = std::current_exception();
+    }
+  }
   try {
     client_.revoke(c.lease, until);
   } catch (const Error&) {
-    // The key is gone (or was never there); the lease ends by its TTL.
+    if (failure) std::rethrow_exception(failure);  // neither answered: the key may be there
+    if (c.revision == 0) throw;                     // nothing answered: a key bound to it may be there
+    forget(id);  // the key is gone; the lease ends by its TTL
+    return deleted;
   }
-  return deleted;
+  forget(id);
+  return deleted || (failure != nullptr);  // the revocation deleted a key still bound to it
 }
 
 // ---- leases ----
@@ -107,10 +119,12 @@ RenewResult EtcdService::renew(const LeaseKey& lease, milliseconds) {
   if (client_.keep_alive(c->lease, until).count() == 0) return result;
   etcdserverpb::TxnRequest txn;
   *txn.add_compare() = created_at(c->key, c->revision);
-  etcdserverpb::PutRequest* touch = txn.add_success()->mutable_request_put();
-  touch->set_key(c->key);
-  touch->set_ignore_value(true);
-  touch->set_ignore_lease(true);
+  if (touch_on_renew()) {
+    etcdserverpb::PutRequest* touch = txn.add_success()->mutable_request_put();
+    touch->set_key(c->key);
+    touch->set_ignore_value(true);
+    touch->set_ignore_lease(true);
+  }
   result.renewed = client_.txn(txn, until, "renew").succeeded();
   return result;
 }
@@ -135,9 +149,11 @@ void EtcdService::lease_lost(const LeaseKey& lease) noexcept {
 
 bool EtcdService::force_release(std::string_view name, std::string_view by) {
   const SteadyClock::time_point until = deadline();
-  const etcdserverpb::RangeResponse first = client_.range(holder_read(name), until, "force-release");
-  if (first.kvs_size() == 0) return false;
-  const mvccpb::KeyValue& held = first.kvs(0);
+  const etcdserverpb::RangeResponse read = client_.range(holder_read(name), until, "force-release");
+  const auto it = std::find_if(read.kvs().begin(), read.kvs().end(),
+                               [&](const mvccpb::KeyValue& kv) { return is_key_of(name, kv.key()); });
+  if (it == read.kvs().end()) return false;
+  const mvccpb::KeyValue& held = *it;
   ForceReleaseRecord record;
   record.name = std::string(name);
   record.at_us = std::chrono::duration_cast<std::chrono::microseconds>(

@@ -33,11 +33,12 @@ class EtcdService : public LeaseService, public AuditLog {
 
   std::string_view name() const override { return kServiceName; }
   ServiceTraits traits() const override;
-  // A keep-alive of the acquisition's lease, then a touch of its key if it is still the one made
-  // at the fence (a force-release deletes the key and leaves the lease): the key's version counts
-  // the renewals.
+  // A keep-alive of the acquisition's lease, then a check that its key is still the one made at
+  // the fence (a force-release deletes the key and leaves the lease); where the layout's waiters
+  // wake on deletions only, the check touches the key, whose version then counts the renewals.
   RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
   // Deletes the own key if it is still the one this acquisition made, then revokes its lease.
+  // Throws (ConnectionError) only when neither got an answer: the key may still be there.
   bool release(const LeaseKey& lease) override;
   void lease_lost(const LeaseKey& lease) noexcept override;
   // Deletes the key of whoever holds `name` (a dblock contender's or a foreign client's) and puts
@@ -61,15 +62,20 @@ class EtcdService : public LeaseService, public AuditLog {
 
   // The layout's key for an acquisition of `name` under `lease`.
   virtual std::string key_for(std::string_view name, std::int64_t lease) const = 0;
-  // A read whose first key is the one that holds `name`, if any.
+  // A read, by create revision, of the keys among which the first of `name` holds it.
   virtual etcdserverpb::RangeRequest holder_read(std::string_view name) const = 0;
+  // Whether `key` is a contender's for `name` (and not for a longer name holder_read also reads).
+  virtual bool is_key_of(std::string_view name, const std::string& key) const = 0;
+  // Whether a renewal may write the key (no foreign waiter wakes on a put).
+  virtual bool touch_on_renew() const = 0;
 
   // The contender of (name, secret) whose lease is still alive, or a new one (a new lease of
   // `ttl`); its key may not exist yet.
   Contender contender(const AcquireRequest& request, std::chrono::milliseconds ttl, SteadyClock::time_point until);
-  // Deletes `c`'s key if it is still the one made at `c.revision` (0: if it is still bound to
-  // `c`'s lease), and revokes the lease; forgets it. True when a key made at `c.revision` was
-  // deleted here.
+  // Deletes `c`'s key if it is still the one made at `c.revision` (0: not known to be there), then
+  // revokes the lease (which deletes a key still bound to it); forgets `c` once either answered.
+  // True when a key made at `c.revision` was deleted here (or, the delete unanswered, by the
+  // revocation). Throws the delete's error when the revocation failed as well.
   bool withdraw(const Id& id, const Contender& c, SteadyClock::time_point until);
   std::optional<Contender> find(const Id& id);
   void remember(const Id& id, const Contender& c);

@@ -20,7 +20,13 @@ std::string MutexLayout::key_for(std::string_view name, std::int64_t lease) cons
 }
 
 RangeRequest MutexLayout::holder_read(std::string_view name) const {
-  return first_by_creation(prefix_of(name), RangeRequest::ASCEND);
+  RangeRequest r = first_by_creation(prefix_of(name), RangeRequest::ASCEND);
+  r.set_limit(0);  // every contender: is_key_of() skips longer names'
+  return r;
+}
+
+bool MutexLayout::is_key_of(std::string_view name, const std::string& key) const {
+  return lock_name_of(key, options_.prefix) == std::optional<std::string>(std::string(name));
 }
 
 AcquireResult MutexLayout::try_acquire(const AcquireRequest& request) {
@@ -86,7 +92,7 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
     return out;
   }
   if (!queue) {
-    withdraw(id, Contender{c.lease, c.key, revision}, until);
+    withdraw(id, Contender{c.lease, c.key, 0}, until);  // the revocation deletes the key
     return out;
   }
   remember(id, Contender{c.lease, c.key, revision});

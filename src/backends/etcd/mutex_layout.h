@@ -2,6 +2,9 @@
 // a key "<prefix><name>/<lease id in hex>" per contender; the oldest by create revision holds.
 // Internal.
 //
+// The range "<prefix>a/" holds the keys of lock "a/b" too: as with concurrency.Mutex, a contender
+// for "a/b" that came first stands in line before "a"'s (never beside one: no two hold "a").
+//
 // Capabilities: FairQueue (a waiter keeps its key: its place is its create revision, FIFO) and
 // NativeWait (a watch on the key just ahead: no herd).
 #ifndef DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
@@ -34,6 +37,8 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
  private:
   std::string key_for(std::string_view name, std::int64_t lease) const override;
   etcdserverpb::RangeRequest holder_read(std::string_view name) const override;
+  bool is_key_of(std::string_view name, const std::string& key) const override;
+  bool touch_on_renew() const override { return true; }  // concurrency.Mutex waits on deletions
   Attempt attempt(const AcquireRequest& request, bool queue, std::chrono::milliseconds hold_for);
   std::string prefix_of(std::string_view name) const;
 };

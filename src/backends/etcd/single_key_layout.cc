@@ -23,6 +23,8 @@ RangeRequest SingleKeyLayout::holder_read(std::string_view name) const {
 
 // As python-etcd3's Lock: put the key bound to the own lease if nobody created it, else read it.
 // A key already bound to the own lease is an earlier attempt's whose answer was lost: held.
+bool SingleKeyLayout::is_key_of(std::string_view name, const std::string& key) const { return key == key_for(name, 0); }
+
 AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
   if (request.name.empty()) throw UsageError("etcd: empty lock name", kServiceName);
   const SteadyClock::time_point until = deadline();

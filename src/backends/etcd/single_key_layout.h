@@ -30,6 +30,9 @@ class SingleKeyLayout final : public EtcdService, public NativeWait {
  private:
   std::string key_for(std::string_view name, std::int64_t lease) const override;
   etcdserverpb::RangeRequest holder_read(std::string_view name) const override;
+  bool is_key_of(std::string_view name, const std::string& key) const override;
+  // python-etcd3's waiters wake on any event and grant a lease each time: renewals only read.
+  bool touch_on_renew() const override { return false; }
 };
 
 }  // namespace dblock::etcd
