@@ -21,7 +21,7 @@ echo "=== dblock packages ($build_dir) ==="
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_SHARED_LIBS=ON -DCMAKE_INSTALL_PREFIX=/usr \
   -DDBLOCK_BUILD_TESTS=OFF -DDBLOCK_BUILD_BENCH=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_CLI=ON \
   -DDBLOCK_WITH_SQLITE=ON -DDBLOCK_WITH_POSTGRESQL=ON -DDBLOCK_WITH_MYSQL=ON -DDBLOCK_WITH_REDIS=ON \
-  -DDBLOCK_WITH_ZOOKEEPER=ON >/dev/null
+  -DDBLOCK_WITH_ZOOKEEPER=ON -DDBLOCK_WITH_ETCD=ON >/dev/null
 cmake --build "$build_dir" -j "$jobs"
 if [[ "${1:-}" == "--build-only" ]]; then exit 0; fi
 rm -f "$build_dir"/*.deb
