@@ -12,9 +12,9 @@
 // Either way the fence is the holding key's create revision: etcd's revision only grows, across
 // leader elections and restarts, and is never reused.
 //
-// Leases: one etcd lease per acquisition, its TTL the acquisition's (etcd counts it on the
-// leader, in whole seconds, at least what was asked), kept alive by the engine's renewals; the
-// key and the lock go with it when it ends. etcd has no clock a client can read: a lease's end is
+// Leases: the acquisitions' keys are bound to etcd leases the backend shares among them, one per
+// TTL in whole seconds (etcd counts a lease on the leader, at least what was asked), kept alive by
+// the engine's renewals; a key and its lock go with its lease when that ends. etcd has no clock a client can read: a lease's end is
 // not an instant on the service's clock (LeaseBound::kSession), and list() reports none.
 //
 // Waiting: a waiter keeps its key (its place in line, FIFO by create revision) and watches the

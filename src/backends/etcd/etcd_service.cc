@@ -1,10 +1,9 @@
 #include "etcd_service.h"
 
 #include <algorithm>
-#include <exception>
 
-#include "dblock/errors.h"
 #include "audit.h"
+#include "dblock/errors.h"
 #include "dblock/service/call_deadline.h"
 #include "requests.h"
 
@@ -12,31 +11,38 @@ namespace dblock::etcd {
 
 namespace {
 
+using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
 // The longest a call may take where the engine set no deadline (admin calls).
 constexpr milliseconds kLongestCall{30'000};
-// How long a lease given up in the background may take to be revoked.
-constexpr milliseconds kBackgroundCall{2'000};
+// How long clean-up in the background (sweeps, a lost lease's key, closing) may take: on a
+// stalled connection a manager closes within the engine's own bound and this.
+constexpr milliseconds kBackgroundCall{1'000};
+
+// "`key` holds `value`".
+etcdserverpb::Compare holds(const std::string& key, const std::string& value) {
+  etcdserverpb::Compare c;
+  c.set_key(key);
+  c.set_target(etcdserverpb::Compare::VALUE);
+  c.set_result(etcdserverpb::Compare::EQUAL);
+  c.set_value(value);
+  return c;
+}
 
 }  // namespace
 
 EtcdService::EtcdService(const Options& options) : options_(options), client_(options_) {}
 
 EtcdService::~EtcdService() {
-  // What the engine did not release (it releases its leases before closing) ends with the service,
-  // as a session's locks end with it.
-  std::map<Id, Contender, IdLess> left;
-  {
-    service::MutexLock lock(mutex_);
-    left.swap(contenders_);
-  }
+  // What the engine did not release (it releases its leases before closing) ends with the
+  // service's leases, as a session's locks end with it.
   const SteadyClock::time_point until = SteadyClock::now() + kBackgroundCall;
-  for (const auto& [id, c] : left) {
+  for (const std::int64_t lease : leases_.take_all()) {
     try {
-      client_.revoke(c.lease, until);
+      client_.revoke(lease, until);
     } catch (...) {
-      // Unreachable: the lease ends by its TTL.
+      // Unreachable: the lease ends by its TTL, and its keys with it.
     }
   }
 }
@@ -70,53 +76,100 @@ void EtcdService::forget(const Id& id) {
   contenders_.erase(id);
 }
 
+void EtcdService::lease_gone(const Id& id, std::int64_t lease) {
+  leases_.gone(lease);
+  forget(id);
+}
+
+microseconds EtcdService::granted_for(SteadyClock::time_point began, SteadyClock::time_point expires) {
+  return std::max(microseconds::zero(), std::chrono::duration_cast<microseconds>(expires - began));
+}
+
 EtcdService::Contender EtcdService::contender(const AcquireRequest& request, milliseconds ttl,
-                                              SteadyClock::time_point until) {
+                                              SteadyClock::time_point until, SteadyClock::time_point* expires) {
   const Id id{std::string(request.name), *request.secret};
   if (std::optional<Contender> known = find(id)) {
-    // A lease that ended took its key, and the place in line, with it: start again.
-    if (client_.keep_alive(known->lease, until).count() > 0) return *known;
-    forget(id);
+    // A waiter's key lives as long as its lease: kept alive for the next attempts.
+    if (const std::optional<LeaseTable::Bound> kept = leases_.keep(known->lease, ttl, until)) {
+      *expires = kept->expires;
+      return *known;
+    }
+    lease_gone(id, known->lease);  // its key, and its place in line, went with it: start again
   }
-  const Client::Granted granted = client_.grant(ttl, until);
-  Contender c{granted.id, key_for(request.name, granted.id), 0};
+  const LeaseTable::Bound bound = leases_.lease_for(ttl, until);
+  *expires = bound.expires;
+  Contender c;
+  c.lease = bound.lease;
+  c.value = contender_value(*request.secret, request.holder);
+  c.key = key_for(request.name, bound.lease, c.value);
   remember(id, c);
   return c;
 }
 
 bool EtcdService::withdraw(const Id& id, const Contender& c, SteadyClock::time_point until) {
-  bool deleted = false;
-  std::exception_ptr failure;
-  if (c.revision != 0) {
-    etcdserverpb::TxnRequest txn;
-    *txn.add_compare() = created_at(c.key, c.revision);
-    txn.add_success()->mutable_request_delete_range()->set_key(c.key);
-    try {
-      deleted = client_.txn(txn, until, "release").succeeded();
-    } catch (const Error&) {
-      failure = std::current_exception();
-    }
-  }
+  etcdserverpb::TxnRequest txn;
+  *txn.add_compare() = c.revision != 0 ? created_at(c.key, c.revision) : holds(c.key, c.value);
+  txn.add_success()->mutable_request_delete_range()->set_key(c.key);
+  bool deleted;
   try {
-    client_.revoke(c.lease, until);
+    deleted = client_.txn(txn, until, "release").succeeded();
   } catch (const Error&) {
-    if (failure) std::rethrow_exception(failure);  // neither answered: the key may be there
-    if (c.revision == 0) throw;                     // nothing answered: a key bound to it may be there
-    forget(id);  // the key is gone; the lease ends by its TTL
-    return deleted;
+    // Unanswered: the key may still be there, kept alive with the lease others renew.
+    {
+      service::MutexLock lock(mutex_);
+      contenders_.erase(id);
+      orphans_.push_back(c);
+    }
+    throw;
   }
   forget(id);
-  return deleted || (failure != nullptr);  // the revocation deleted a key still bound to it
+  return deleted && c.revision != 0;
+}
+
+void EtcdService::sweep(SteadyClock::time_point until) {
+  std::vector<Contender> due;
+  {
+    service::MutexLock lock(mutex_);
+    due.swap(orphans_);
+    const SteadyClock::time_point now = SteadyClock::now();
+    for (auto it = contenders_.begin(); it != contenders_.end();) {
+      const Contender& c = it->second;
+      const bool abandoned = c.keep_for.count() > 0 && now - c.attempted > 2 * c.keep_for;
+      if (abandoned) {
+        due.push_back(c);
+        it = contenders_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < due.size(); ++i) {
+    try {
+      withdraw(Id{}, due[i], until);
+    } catch (const Error&) {
+      // Kept for the next sweep (withdraw put it back), with the rest.
+      service::MutexLock lock(mutex_);
+      orphans_.insert(orphans_.end(), due.begin() + static_cast<std::ptrdiff_t>(i) + 1, due.end());
+      return;
+    }
+  }
 }
 
 // ---- leases ----
 
 RenewResult EtcdService::renew(const LeaseKey& lease, milliseconds) {
   RenewResult result;
-  const std::optional<Contender> c = find(Id{std::string(lease.name), *lease.secret});
+  const Id id{std::string(lease.name), *lease.secret};
+  const std::optional<Contender> c = find(id);
   if (!c) return result;
   const SteadyClock::time_point until = deadline();
-  if (client_.keep_alive(c->lease, until).count() == 0) return result;
+  const SteadyClock::time_point began = SteadyClock::now();
+  const std::optional<SteadyClock::time_point> expires = leases_.keep_alive(c->lease, until);
+  if (!expires) {
+    lease_gone(id, c->lease);
+    return result;
+  }
+  result.granted_for = granted_for(began, *expires);
   etcdserverpb::TxnRequest txn;
   *txn.add_compare() = created_at(c->key, c->revision);
   if (touch_on_renew()) {
@@ -126,6 +179,7 @@ RenewResult EtcdService::renew(const LeaseKey& lease, milliseconds) {
     touch->set_ignore_lease(true);
   }
   result.renewed = client_.txn(txn, until, "renew").succeeded();
+  sweep(std::min(until, SteadyClock::now() + kBackgroundCall));
   return result;
 }
 
@@ -139,11 +193,9 @@ bool EtcdService::release(const LeaseKey& lease) {
 void EtcdService::lease_lost(const LeaseKey& lease) noexcept {
   try {
     const Id id{std::string(lease.name), *lease.secret};
-    const std::optional<Contender> c = find(id);
-    forget(id);
-    if (c) client_.revoke(c->lease, SteadyClock::now() + kBackgroundCall);
+    if (const std::optional<Contender> c = find(id)) withdraw(id, *c, SteadyClock::now() + kBackgroundCall);
   } catch (...) {
-    // Best effort: the lease ends by its TTL.
+    // Kept for a later sweep; the key ends with its lease at the latest.
   }
 }
 

@@ -23,12 +23,14 @@
 #include "dblock/service/lease_service.h"
 #include "dblock/service/thread_annotations.h"
 #include "error_map.h"
+#include "lease_table.h"
 
 namespace dblock::etcd {
 
 class EtcdService : public LeaseService, public AuditLog {
  public:
-  // Revokes the leases of acquisitions still remembered (best effort, bounded by kBackgroundCall).
+  // Revokes the service's leases (deleting every key still bound to them), bounded by
+  // kBackgroundCall.
   ~EtcdService() override;
 
   std::string_view name() const override { return kServiceName; }
@@ -37,8 +39,7 @@ class EtcdService : public LeaseService, public AuditLog {
   // the fence (a force-release deletes the key and leaves the lease); where the layout's waiters
   // wake on deletions only, the check touches the key, whose version then counts the renewals.
   RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
-  // Deletes the own key if it is still the one this acquisition made, then revokes its lease.
-  // Throws (ConnectionError) only when neither got an answer: the key may still be there.
+  // Deletes the own key if it is still the one this acquisition made.
   bool release(const LeaseKey& lease) override;
   void lease_lost(const LeaseKey& lease) noexcept override;
   // Deletes the key of whoever holds `name` (a dblock contender's or a foreign client's) and puts
@@ -51,17 +52,22 @@ class EtcdService : public LeaseService, public AuditLog {
  protected:
   explicit EtcdService(const Options& options);
 
-  // One acquisition's lease and key; `revision` is the key's create revision once known (0
-  // before), the fence when it holds and the place in line while it waits.
+  // One acquisition's key, bound to one of the service's shared leases (lease_table.h): `value`
+  // (contender_value) tells it from every other acquisition's; `revision` is its create revision
+  // once known (0 before), the fence when it holds and the place in line while it waits.
   struct Contender {
     std::int64_t lease = 0;
     std::string key;
+    std::string value;
     std::int64_t revision = 0;
+    // A waiter's: when its last attempt began, and how long its key is kept for the next one.
+    SteadyClock::time_point attempted;
+    std::chrono::milliseconds keep_for{0};
   };
   using Id = std::pair<std::string, OwnerSecret>;
 
-  // The layout's key for an acquisition of `name` under `lease`.
-  virtual std::string key_for(std::string_view name, std::int64_t lease) const = 0;
+  // The layout's key for an acquisition of `name` under `lease` whose value is `value`.
+  virtual std::string key_for(std::string_view name, std::int64_t lease, const std::string& value) const = 0;
   // A read, by create revision, of the keys among which the first of `name` holds it.
   virtual etcdserverpb::RangeRequest holder_read(std::string_view name) const = 0;
   // Whether `key` is a contender's for `name` (and not for a longer name holder_read also reads).
@@ -69,22 +75,31 @@ class EtcdService : public LeaseService, public AuditLog {
   // Whether a renewal may write the key (no foreign waiter wakes on a put).
   virtual bool touch_on_renew() const = 0;
 
-  // The contender of (name, secret) whose lease is still alive, or a new one (a new lease of
-  // `ttl`); its key may not exist yet.
-  Contender contender(const AcquireRequest& request, std::chrono::milliseconds ttl, SteadyClock::time_point until);
-  // Deletes `c`'s key if it is still the one made at `c.revision` (0: not known to be there), then
-  // revokes the lease (which deletes a key still bound to it); forgets `c` once either answered.
-  // True when a key made at `c.revision` was deleted here (or, the delete unanswered, by the
-  // revocation). Throws the delete's error when the revocation failed as well.
+  // The contender of (name, secret) on a lease with at least 3/4 of `ttl` left, or a new one; its
+  // key may not exist yet. `*expires`: when its lease ends at the soonest.
+  Contender contender(const AcquireRequest& request, std::chrono::milliseconds ttl, SteadyClock::time_point until,
+                      SteadyClock::time_point* expires);
+  // AcquireResult::granted_for of an attempt that began at `began` on a lease ending at `expires`
+  // (the engine sent its request before `began`: counted from `began`, it is never too long).
+  static std::chrono::microseconds granted_for(SteadyClock::time_point began, SteadyClock::time_point expires);
+  // Deletes `c`'s key if it is still `c`'s (made at `c.revision`, or holding `c.value` when that is
+  // 0) and forgets `c`. True when it was deleted here. When etcd did not answer, `c` is kept for
+  // sweep() to delete later, and the call's error is thrown.
   bool withdraw(const Id& id, const Contender& c, SteadyClock::time_point until);
   std::optional<Contender> find(const Id& id);
   void remember(const Id& id, const Contender& c);
   void forget(const Id& id);
+  // etcd said the lease of `id`'s contender is gone: forgets both.
+  void lease_gone(const Id& id, std::int64_t lease);
+  // Deletes what nobody will: keys whose delete went unanswered, and waiters' keys whose engine
+  // stopped attempting (their keep_for passed twice). Best effort, bounded by `until`.
+  void sweep(SteadyClock::time_point until);
   // A call's deadline: the engine's, at most kLongestCall from now.
   static SteadyClock::time_point deadline();
 
   const Options options_;
   Client client_;
+  LeaseTable leases_{client_};
 
  private:
   struct IdLess {
@@ -95,6 +110,7 @@ class EtcdService : public LeaseService, public AuditLog {
 
   service::Mutex mutex_;  // never held across a call to etcd
   std::map<Id, Contender, IdLess> contenders_ DBLOCK_GUARDED_BY(mutex_);
+  std::vector<Contender> orphans_ DBLOCK_GUARDED_BY(mutex_);
 };
 
 }  // namespace dblock::etcd

@@ -13,10 +13,19 @@ namespace dblock::etcd {
 using std::chrono::milliseconds;
 using etcdserverpb::RangeRequest;
 
+namespace {
+
+// How long the key of a try that failed unanswered is kept for the engine to try again.
+constexpr milliseconds kTryKeep{1'000};
+
+}  // namespace
+
 std::string MutexLayout::prefix_of(std::string_view name) const { return lock_prefix(options_.prefix, name); }
 
-std::string MutexLayout::key_for(std::string_view name, std::int64_t lease) const {
-  return contender_key(prefix_of(name), lease);
+// The lease id in hex as concurrency.Mutex names its keys, then the start of the owner digest:
+// acquisitions sharing a lease each have a key of their own.
+std::string MutexLayout::key_for(std::string_view name, std::int64_t lease, const std::string& value) const {
+  return contender_key(prefix_of(name), lease) + "-" + value.substr(0, 16);
 }
 
 RangeRequest MutexLayout::holder_read(std::string_view name) const {
@@ -42,30 +51,38 @@ FairQueue::Attempt MutexLayout::attempt_in_line(const AcquireRequest& request, c
 FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queue, milliseconds hold_for) {
   if (request.name.empty()) throw UsageError("etcd: empty lock name", kServiceName);
   const SteadyClock::time_point until = deadline();
+  const SteadyClock::time_point began = SteadyClock::now();
   const Id id{std::string(request.name), *request.secret};
   // A waiter's key must outlive the pause until its next attempt, which keeps it alive again.
-  const Contender c = contender(request, std::max(request.ttl, queue ? hold_for : milliseconds::zero()), until);
+  SteadyClock::time_point expires;
+  Contender c = contender(request, std::max(request.ttl, queue ? hold_for : milliseconds::zero()), until, &expires);
   const std::string prefix = prefix_of(request.name);
+  // Until it holds, the engine may stop attempting after any fault: sweep() then deletes the key.
+  c.attempted = began;
+  c.keep_for = queue ? std::max(hold_for, milliseconds(1)) : kTryKeep;
+  remember(id, c);
 
   etcdserverpb::TxnRequest txn;
   *txn.add_compare() = created_at(c.key, 0);
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(c.key);
-  put->set_value(contender_value(*request.secret, request.holder));
+  put->set_value(c.value);
   put->set_lease(c.lease);
   txn.add_failure()->mutable_request_range()->set_key(c.key);
+  // Then the first contender, and how many there are (put: the own key is the newest; else: the
+  // ones before it).
   for (auto* ops : {txn.mutable_success(), txn.mutable_failure()}) {
     *ops->Add()->mutable_request_range() = first_by_creation(prefix, RangeRequest::ASCEND);
     RangeRequest* ahead = ops->Add()->mutable_request_range();
     whole_prefix(*ahead, prefix);
     ahead->set_count_only(true);
-    if (c.revision > 0) ahead->set_max_create_revision(c.revision - 1);
+    if (ops == txn.mutable_failure() && c.revision > 0) ahead->set_max_create_revision(c.revision - 1);
   }
   etcdserverpb::TxnResponse r;
   try {
     r = client_.txn(txn, until, "acquire");
   } catch (const LeaseNotFound&) {
-    forget(id);  // it ended before the put (answers came late): the next attempt starts over
+    lease_gone(id, c.lease);  // it ended before the put (answers came late): the next attempt starts over
     throw;
   }
 
@@ -73,7 +90,8 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   std::int64_t revision = r.header().revision();  // a put: this transaction's revision
   if (!r.succeeded()) {
     if (mine.response_range().kvs_size() == 0) {
-      // Gone between the keep-alive and the read: its lease ended. The next attempt starts over.
+      // Gone since the last attempt (its lease ended, or a sweep took an abandoned waiter's key):
+      // the next attempt starts over.
       forget(id);
       throw ConnectionError("etcd: the lease of a waiting acquisition of '" + std::string(request.name) +
                                 "' ended between two calls",
@@ -82,20 +100,24 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
     revision = mine.response_range().kvs(0).create_revision();
   }
   const auto& first = r.responses(1).response_range();
-  const std::int64_t others = r.responses(2).response_range().count() - (c.revision > 0 ? 0 : 1);
+  const std::int64_t counted = r.responses(2).response_range().count();
+  const std::int64_t others = r.succeeded() || c.revision == 0 ? counted - 1 : counted;
 
+  c.revision = revision;
   Attempt out;
   if (first.kvs_size() > 0 && first.kvs(0).create_revision() == revision) {
-    remember(id, Contender{c.lease, c.key, revision});
+    c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
+    remember(id, c);
     out.result.acquired = true;
     out.result.fence = revision;
+    out.result.granted_for = granted_for(began, expires);
     return out;
   }
   if (!queue) {
-    withdraw(id, Contender{c.lease, c.key, 0}, until);  // the revocation deletes the key
+    withdraw(id, c, until);
     return out;
   }
-  remember(id, Contender{c.lease, c.key, revision});
+  remember(id, c);
   out.ticket = revision;
   out.position = static_cast<int>(std::max<std::int64_t>(others, 0));
   return out;

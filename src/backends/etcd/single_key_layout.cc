@@ -11,38 +11,53 @@ namespace dblock::etcd {
 using std::chrono::milliseconds;
 using etcdserverpb::RangeRequest;
 
-std::string SingleKeyLayout::key_for(std::string_view name, std::int64_t) const {
+namespace {
+
+// How long the key of a try that failed unanswered is kept for the engine to try again.
+constexpr milliseconds kTryKeep{1'000};
+
+}  // namespace
+
+std::string SingleKeyLayout::key_for(std::string_view name, std::int64_t, const std::string&) const {
   return options_.prefix + std::string(name);
 }
 
 RangeRequest SingleKeyLayout::holder_read(std::string_view name) const {
   RangeRequest r;
-  r.set_key(key_for(name, 0));
+  r.set_key(key_for(name, 0, ""));
   return r;
 }
 
-// As python-etcd3's Lock: put the key bound to the own lease if nobody created it, else read it.
-// A key already bound to the own lease is an earlier attempt's whose answer was lost: held.
-bool SingleKeyLayout::is_key_of(std::string_view name, const std::string& key) const { return key == key_for(name, 0); }
+bool SingleKeyLayout::is_key_of(std::string_view name, const std::string& key) const {
+  return key == key_for(name, 0, "");
+}
 
+// As python-etcd3's Lock: put the key bound to the lease if nobody created it, else read it. A
+// key holding the own value is an earlier attempt's whose answer was lost: held.
 AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
   if (request.name.empty()) throw UsageError("etcd: empty lock name", kServiceName);
   const SteadyClock::time_point until = deadline();
+  const SteadyClock::time_point began = SteadyClock::now();
   const Id id{std::string(request.name), *request.secret};
-  const Contender c = contender(request, request.ttl, until);
+  SteadyClock::time_point expires;
+  Contender c = contender(request, request.ttl, until, &expires);
+  // Until it holds, the engine may stop attempting after any fault: sweep() then deletes the key.
+  c.attempted = began;
+  c.keep_for = kTryKeep;
+  remember(id, c);
 
   etcdserverpb::TxnRequest txn;
   *txn.add_compare() = created_at(c.key, 0);
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(c.key);
-  put->set_value(contender_value(*request.secret, request.holder));
+  put->set_value(c.value);
   put->set_lease(c.lease);
   txn.add_failure()->mutable_request_range()->set_key(c.key);
   etcdserverpb::TxnResponse r;
   try {
     r = client_.txn(txn, until, "acquire");
   } catch (const LeaseNotFound&) {
-    forget(id);  // it ended before the put (answers came late): the next attempt starts over
+    lease_gone(id, c.lease);  // it ended before the put (answers came late): the next attempt starts over
     throw;
   }
 
@@ -50,15 +65,20 @@ AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
   std::int64_t revision = r.header().revision();  // a put: this transaction's revision
   if (!r.succeeded()) {
     const auto& held = r.responses(0).response_range();
-    if (held.kvs_size() == 0 || held.kvs(0).lease() != c.lease) {
-      withdraw(id, Contender{c.lease, c.key, 0}, until);  // no key of ours: revokes the lease
+    // Ours only if bound to the lease this acquisition keeps alive (an orphan of its own on
+    // another lease is swept, not taken up).
+    if (held.kvs_size() == 0 || held.kvs(0).value() != c.value || held.kvs(0).lease() != c.lease) {
+      forget(id);
       return out;
     }
     revision = held.kvs(0).create_revision();
   }
-  remember(id, Contender{c.lease, c.key, revision});
+  c.revision = revision;
+  c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
+  remember(id, c);
   out.acquired = true;
   out.fence = revision;
+  out.granted_for = granted_for(began, expires);
   return out;
 }
 
