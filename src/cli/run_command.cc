@@ -206,6 +206,7 @@ struct Rounds {
 struct Round {
   int status = kExitOk;  // dblock's exit status for it
   bool last = false;     // dblock ends here (not acquired, a signal), whatever --forever says
+  int signalled = 0;     // the forwarded signal that ended COMMAND's run, 0 when none
   JobFigures job;        // for --metrics-textfile
 };
 
@@ -260,6 +261,7 @@ Round hold_and_run_timed(const Rounds& r, Clock::time_point wait_started) {
   const Supervised run = supervise(*held, o, r.signals.fd.get(), r.lost_read, r.signals.original_mask);
   round.status = run.status;
   round.last = run.signalled != 0;
+  round.signalled = run.signalled;
   round.job.held = Clock::now() - acquired_at;
   round.job.lost = run.lost;
   return round;
@@ -325,6 +327,9 @@ int run_or_elect(GlobalOptions global, std::vector<std::string> args, std::strin
   for (;;) {
     const Round round = hold_and_run(rounds);
     if (!o.metrics_textfile.empty()) write_job_figures(o.metrics_textfile, round.job);
+    // elect --forever ends by a signal only, and says so whenever it came: during a campaign,
+    // during COMMAND (even one that ended on its own just before it was forwarded), between terms.
+    if (o.forever && round.signalled != 0) return kExitSignalBase + round.signalled;
     if (!o.forever || round.last) return round.status;
     std::fprintf(stderr, "dblock: leadership of %s ended (exit status %d); campaigning again in %s\n",
                  locks_text(o).c_str(), round.status, format_duration(kCampaignPause).c_str());

@@ -139,7 +139,8 @@ dies. The term is the lease's fencing token: COMMAND gets it as DBLOCK_FENCE (st
 than every earlier term of NAME), and `dblock leader NAME` shows the leader and its term.
 Without --forever, dblock exits when COMMAND ends (its exit status; 70 when the leadership was
 lost meanwhile). With --forever, it gives up the leadership when COMMAND ends or the leadership
-is lost, waits 1s and campaigns again, until a signal (forwarded to COMMAND if it runs) ends it.
+is lost, waits 1s and campaigns again, until a signal (forwarded to COMMAND if it runs) ends it
+with status 128+N.
 COMMAND's environment, process group and signals are as with `dblock run` (dblock run --help).
 
 Options:

@@ -58,7 +58,7 @@ case "$case" in
     needed="$(ldd "$work/build/consumer")"
     echo "$needed"
     grep -q "libsqlite3" <<<"$needed" || fail "ldd lists no libsqlite3"
-    if grep -Ei 'libpq|mysqlcppconn|hiredis|zookeeper' <<<"$needed"; then fail "another service's client library is loaded"; fi
+    if grep -Ei 'libpq|mysqlcppconn|hiredis|zookeeper|grpc|protobuf' <<<"$needed"; then fail "another service's client library is loaded"; fi
     ;;
   custom_service)
     example="$(cd "$source_dir/examples/custom_service" && pwd)"
@@ -69,16 +69,16 @@ case "$case" in
     ctest --test-dir "$work/lockdir" --output-on-failure || fail "examples/custom_service's tests"
     ;;
   components)
-    # etcd: a service dblock has no backend for (no installation has it).
-    if configure "$work/absent" -DDBLOCK_CONSUMER_COMPONENTS="sqlite;etcd"; then
+    # consul: a service dblock has no backend for (no installation has it).
+    if configure "$work/absent" -DDBLOCK_CONSUMER_COMPONENTS="sqlite;consul"; then
       fail "a required component that was not built was found"
     fi
-    grep -q "component 'etcd': this installation was built without it" "$work/absent.log" ||
+    grep -q "component 'consul': this installation was built without it" "$work/absent.log" ||
       { cat "$work/absent.log"; fail "no message naming the missing component"; }
-    configure "$work/optional" -DDBLOCK_CONSUMER_COMPONENTS=sqlite -DDBLOCK_CONSUMER_OPTIONAL=etcd ||
+    configure "$work/optional" -DDBLOCK_CONSUMER_COMPONENTS=sqlite -DDBLOCK_CONSUMER_OPTIONAL=consul ||
       { cat "$work/optional.log"; fail "an optional component that was not built failed the find"; }
     grep -q "consumer: dblock_sqlite_FOUND=TRUE" "$work/optional.log" || fail "sqlite not found"
-    grep -q "consumer: dblock_etcd_FOUND=FALSE" "$work/optional.log" || fail "etcd reported found"
+    grep -q "consumer: dblock_consul_FOUND=FALSE" "$work/optional.log" || fail "consul reported found"
     if [[ " ${4:-} " == *" postgresql "* ]]; then
       if configure "$work/nopqxx" -DDBLOCK_CONSUMER_COMPONENTS="postgresql" \
           -DPKG_CONFIG_EXECUTABLE="$consumer/pkg-config-spy.sh"; then
