@@ -1,8 +1,10 @@
 // etcd: the conformance suite's context, and the cases only etcd has (URLs, the etcd-mutex layout
-// that `etcdctl lock` shares). ctest starts the member (scripts/servers/etcd.sh) and passes its URL.
+// that `etcdctl lock` shares, python-etcd3's, a cluster's leader dying and its quorum lost). ctest
+// starts the member or the cluster (scripts/servers/etcd.sh) and passes its URL.
 #include <catch2/catch.hpp>
 
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -281,6 +283,131 @@ TEST_CASE("etcd: in the etcd-mutex layout a name and a longer one under it stay 
   CHECK(info->fence == deeper->fence());
   CHECK(deeper->release() == ReleaseResult::kReleased);
   CHECK(manager->try_acquire("a", ttl(5s)));
+}
+
+// ---- a 3-member cluster (ctest's etcd_cluster) -------------------------------------------------
+
+namespace {
+
+// scripts/servers/etcd.sh COMMAND STATE PORT: its exit status.
+int member_script(const std::string& command, int port) {
+  const std::string line = env("DBLOCK_TEST_ETCD_SCRIPT") + " " + command + " " + env("DBLOCK_TEST_ETCD_STATE") + " " +
+                           std::to_string(port) + " >/dev/null 2>&1";
+  return std::system(line.c_str());
+}
+
+// The client port of the member that leads the cluster, 0 when none says it does: each member's
+// `endpoint status` names its own id and its leader's.
+int leader_port() {
+  for (const Url::Host& host : parse_url(context().url).hosts) {
+    const std::string command = "etcdctl --endpoints 127.0.0.1:" + std::to_string(host.port) +
+                                " --command-timeout 2s endpoint status -w fields 2>/dev/null";
+    std::unique_ptr<FILE, int (*)(FILE*)> out(::popen(command.c_str(), "r"), &::pclose);
+    REQUIRE(out != nullptr);
+    std::string member, leader;
+    char buf[512];
+    while (std::fgets(buf, sizeof(buf), out.get()) != nullptr) {
+      const std::string line(buf);
+      const std::size_t colon = line.find(" : ");
+      if (colon == std::string::npos) continue;
+      const std::string value = line.substr(colon + 3, line.find_first_of("\r\n", colon + 3) - colon - 3);
+      if (line.rfind("\"MemberID\"", 0) == 0) member = value;
+      if (line.rfind("\"Leader\"", 0) == 0) leader = value;
+    }
+    if (!member.empty() && member == leader) return host.port;
+  }
+  return 0;
+}
+
+// Starts the members it names again when it goes out of scope (a failed case leaves the cluster whole).
+struct Revive {
+  std::vector<int> ports;
+  ~Revive() {
+    for (int port : ports) member_script("start-one", port);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("etcd: on a cluster a held lease and a waiter in line ride over the leader's death", "[etcd][cluster]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_on(context().url, prefix);
+  auto second = open_on(context().url, prefix);
+  std::optional<Lease> lease = holder->try_acquire("leader-dies", ttl(2s));
+  REQUIRE(lease);
+  std::optional<Lease> got;
+  std::thread waiter([&] { got = second->acquire("leader-dies", 40s, ttl(2s)); });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{waiter};
+  await_waiters(*holder, "leader-dies", 1);
+  const int leader = leader_port();
+  REQUIRE(leader != 0);
+  REQUIRE(member_script("kill", leader) == 0);
+  Revive revive{{leader}};
+  // Past the lease's TTL twice over: its renewals go on through the members left (etcd restarts a
+  // lease's TTL when a new leader takes over), and the waiter stays in line.
+  for (const auto until = SteadyClock::now() + 4500ms; SteadyClock::now() < until;) {
+    CHECK_FALSE(lease->lost());
+    std::this_thread::sleep_for(100ms);  // sampling interval, not synchronisation
+  }
+  CHECK_FALSE(got);
+  const std::int64_t fence = lease->fence();
+  CHECK(lease->release() == ReleaseResult::kReleased);
+  waiter.join();
+  REQUIRE(got);
+  CHECK(got->fence() > fence);
+}
+
+TEST_CASE("etcd: a cluster without quorum: a holder is told of its loss by its safe time, a wait ends by its "
+          "deadline, and with quorum back the name is taken again",
+          "[etcd][cluster]") {
+  const std::string prefix = unique_prefix();
+  LostWatch probe;  // outlives the manager, whose renewal thread calls it
+  auto manager = open_on(context().url, prefix);
+  AcquireOptions options = ttl(2s);
+  options.on_lost = probe.callback();
+  std::optional<Lease> lease = manager->try_acquire("no-quorum", options);
+  REQUIRE(lease);
+  const SteadyClock::time_point safe_until = lease->safe_until();
+  const Url url = parse_url(context().url);
+  std::vector<int> stopped;
+  for (const Url::Host& host : url.hosts) {
+    if (stopped.size() < 2) stopped.push_back(host.port);
+  }
+  Revive revive{stopped};
+  for (int port : stopped) REQUIRE(member_script("kill", port) == 0);
+  // The renewals find no leader: the loss is told by safe-until and one call more.
+  REQUIRE(probe.wait(10s));
+  CHECK(SteadyClock::now() < safe_until + 2500ms);
+  CHECK(lease->lost());
+  // A wait on another name ends by its deadline (and the least time a call is given).
+  const SteadyClock::time_point began = SteadyClock::now();
+  std::optional<Lease> waited;
+  try {
+    waited = manager->acquire("no-quorum-wait", 2s, ttl(2s));
+  } catch (const ConnectionError&) {
+    // What ends a wait on a service that fails throughout it: the fault, by the deadline.
+  }
+  CHECK_FALSE(waited);
+  CHECK(SteadyClock::now() - began < 2s + 2500ms);
+  for (int port : stopped) CHECK(member_script("start-one", port) == 0);
+  revive.ports.clear();
+  std::optional<Lease> again;
+  std::string last_error;
+  for (const auto until = SteadyClock::now() + 20s; !again && SteadyClock::now() < until;) {
+    try {
+      again = manager->acquire("no-quorum", 5s, ttl(2s));
+    } catch (const ConnectionError& e) {
+      last_error = e.what();  // the cluster is still electing: the loop's bound is the case's
+    }
+  }
+  INFO("last error: " << last_error);
+  REQUIRE(again);
+  CHECK(again->fence() > lease->fence());
 }
 
 TEST_CASE("etcd: layout= names a known layout", "[etcd][input]") {

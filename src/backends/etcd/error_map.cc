@@ -38,8 +38,8 @@ void check(const grpc::Status& status, const std::string& what) {
       throw PermissionError(message + " (the etcd user's role does not grant it)", kServiceName, code);
     case grpc::StatusCode::UNAUTHENTICATED:
       throw PermissionError(message + " (etcd refused the user or password)", kServiceName, code);
-    case grpc::StatusCode::FAILED_PRECONDITION:  // "not leader": an election under way
-      if (text.find("not leader") != std::string::npos) throw ConnectionError(message, kServiceName, code, true);
+    case grpc::StatusCode::FAILED_PRECONDITION:  // "not leader", "no leader": an election under way
+      if (text.find("leader") != std::string::npos) throw ConnectionError(message, kServiceName, code, true);
       throw UsageError(message, kServiceName, code);
     case grpc::StatusCode::INVALID_ARGUMENT:
     case grpc::StatusCode::OUT_OF_RANGE:

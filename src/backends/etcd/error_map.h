@@ -23,7 +23,7 @@ class LeaseNotFound : public ConnectionError {
 //   "authentication failed"                   PermissionError (user or password refused)
 //   UNAVAILABLE, ABORTED, RESOURCE_EXHAUSTED, ConnectionError, retryable (no member answered, a
 //     UNKNOWN, INTERNAL, FAILED_PRECONDITION   leader election, a member shedding load, a stream
-//     "not leader"                             reset)
+//     about a leader                           reset)
 //   DEADLINE_EXCEEDED, CANCELLED              ConnectionError, retryable (no answer by the call's
 //                                             deadline: a stalled member or path)
 //   PERMISSION_DENIED                         PermissionError (the user's role lacks the range)

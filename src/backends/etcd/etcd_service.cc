@@ -87,6 +87,8 @@ microseconds EtcdService::granted_for(SteadyClock::time_point began, SteadyClock
 
 EtcdService::Contender EtcdService::contender(const AcquireRequest& request, milliseconds ttl,
                                               SteadyClock::time_point until, SteadyClock::time_point* expires) {
+  // An orphan on the lease this attempt keeps alive would outlive it: deleted first.
+  sweep(std::min(until, SteadyClock::now() + kBackgroundCall));
   const Id id{std::string(request.name), *request.secret};
   if (std::optional<Contender> known = find(id)) {
     // A waiter's key lives as long as its lease: kept alive for the next attempts.
@@ -130,12 +132,14 @@ void EtcdService::sweep(SteadyClock::time_point until) {
   std::vector<Contender> due;
   {
     service::MutexLock lock(mutex_);
+    if (orphans_.empty() && contenders_.empty()) return;
     due.swap(orphans_);
     const SteadyClock::time_point now = SteadyClock::now();
     for (auto it = contenders_.begin(); it != contenders_.end();) {
       const Contender& c = it->second;
       const bool abandoned = c.keep_for.count() > 0 && now - c.attempted > 2 * c.keep_for;
-      if (abandoned) {
+      const bool expired = c.keep_for.count() == 0 && c.ttl.count() > 0 && now - c.renewed > c.ttl + kBackgroundCall;
+      if (abandoned || expired) {
         due.push_back(c);
         it = contenders_.erase(it);
       } else {
@@ -179,6 +183,10 @@ RenewResult EtcdService::renew(const LeaseKey& lease, milliseconds) {
     touch->set_ignore_lease(true);
   }
   result.renewed = client_.txn(txn, until, "renew").succeeded();
+  if (result.renewed) {
+    service::MutexLock lock(mutex_);
+    if (const auto it = contenders_.find(id); it != contenders_.end()) it->second.renewed = began;
+  }
   sweep(std::min(until, SteadyClock::now() + kBackgroundCall));
   return result;
 }

@@ -63,6 +63,10 @@ class EtcdService : public LeaseService, public AuditLog {
     // A waiter's: when its last attempt began, and how long its key is kept for the next one.
     SteadyClock::time_point attempted;
     std::chrono::milliseconds keep_for{0};
+    // A holder's: its TTL, and when its acquisition or last successful renewal began. A shared
+    // lease outlives any one holder's, so the holder's own expiry is kept here (sweep()).
+    std::chrono::milliseconds ttl{0};
+    SteadyClock::time_point renewed;
   };
   using Id = std::pair<std::string, OwnerSecret>;
 
@@ -91,8 +95,9 @@ class EtcdService : public LeaseService, public AuditLog {
   void forget(const Id& id);
   // etcd said the lease of `id`'s contender is gone: forgets both.
   void lease_gone(const Id& id, std::int64_t lease);
-  // Deletes what nobody will: keys whose delete went unanswered, and waiters' keys whose engine
-  // stopped attempting (their keep_for passed twice). Best effort, bounded by `until`.
+  // Deletes what nobody will: keys whose delete went unanswered, waiters' keys whose engine
+  // stopped attempting (their keep_for passed twice), and holders' keys not renewed within their
+  // TTL (the engine has told their holder of the loss by then). Best effort, bounded by `until`.
   void sweep(SteadyClock::time_point until);
   // A call's deadline: the engine's, at most kLongestCall from now.
   static SteadyClock::time_point deadline();

@@ -107,6 +107,8 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   Attempt out;
   if (first.kvs_size() > 0 && first.kvs(0).create_revision() == revision) {
     c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
+    c.ttl = request.ttl;
+    c.renewed = began;
     remember(id, c);
     out.result.acquired = true;
     out.result.fence = revision;

@@ -75,6 +75,8 @@ AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
   }
   c.revision = revision;
   c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
+  c.ttl = request.ttl;
+  c.renewed = began;
   remember(id, c);
   out.acquired = true;
   out.fence = revision;
