@@ -1,11 +1,15 @@
 // bench/bench_util.h — small helpers shared by the dblock benchmarks: latency summaries, a JSON
-// line builder, fixed-width table cells and a busy-wait.
+// line builder, fixed-width table cells, a busy-wait, and the CPU time and context switches of this
+// process or of a local server process.
 //
 // Header-only and dependency-free on purpose: a benchmark must not pull in a framework whose own
 // overhead or scheduling would blur the figures it compares. Nothing here is thread-safe; each
 // benchmark process uses its own objects.
 #ifndef DBLOCK_BENCH_BENCH_UTIL_H_
 #define DBLOCK_BENCH_BENCH_UTIL_H_
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,7 +18,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <fstream>
+#include <iterator>
 #include <numeric>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -111,6 +118,39 @@ std::string format(const char* fmt, Args... args) {
 // A number for a table cell, or "n/a" when it is missing.
 inline std::string cell(double value, const char* fmt = "%.1f") {
   return std::isfinite(value) ? format(fmt, value) : std::string("n/a");
+}
+
+// A (local) process's CPU time (utime + stime of /proc/<pid>/stat) in µs; NaN when unknown. The
+// kernel counts it in clock ticks (10 ms on most systems): coarse, use it over many operations.
+inline double process_cpu_us(int pid) {
+  if (pid <= 0) return NAN;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t paren = stat.rfind(')');
+  if (paren == std::string::npos) return NAN;
+  std::istringstream fields(stat.substr(paren + 2));
+  std::string skip;
+  for (int i = 3; i < 14; ++i) fields >> skip;  // state .. cmajflt (fields 3-13)
+  double utime = 0, stime = 0;
+  if (!(fields >> utime >> stime)) return NAN;
+  return (utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+// Context switches (voluntary + involuntary) of every thread of this process (RUSAGE_SELF) or of
+// its waited-for children (RUSAGE_CHILDREN). On one client CPU each one is a thread hop that a
+// loaded machine can delay by a scheduler slice.
+inline double context_switches(int who) {
+  rusage usage{};
+  getrusage(who, &usage);
+  return static_cast<double>(usage.ru_nvcsw + usage.ru_nivcsw);
+}
+
+// CPU time (user + system, µs) of every thread of this process.
+inline double own_cpu_us() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
+  return us(usage.ru_utime) + us(usage.ru_stime);
 }
 
 // Builds one flat JSON object on one line. Keys are emitted in insertion order so that lines from

@@ -176,37 +176,7 @@ double packets_received(const std::string& url) {
   return value.empty() ? NAN : std::atof(value.c_str());
 }
 
-// The server process's CPU time (utime + stime of /proc/<pid>/stat) in µs; NaN when unknown.
-double process_cpu_us(int pid) {
-  if (pid <= 0) return NAN;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t paren = stat.rfind(')');
-  if (paren == std::string::npos) return NAN;
-  std::istringstream fields(stat.substr(paren + 2));
-  std::string skip;
-  for (int i = 3; i < 14; ++i) fields >> skip;  // state .. cmajflt (fields 3-13)
-  double utime = 0, stime = 0;
-  if (!(fields >> utime >> stime)) return NAN;
-  return (utime + stime) * 1e6 / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-// Context switches (voluntary + involuntary) of every thread of this process (RUSAGE_SELF) or of
-// its waited-for children (RUSAGE_CHILDREN). On one client CPU each one is a thread hop that a
-// loaded machine can delay by a scheduler slice.
-double context_switches(int who) {
-  rusage usage{};
-  getrusage(who, &usage);
-  return static_cast<double>(usage.ru_nvcsw + usage.ru_nivcsw);
-}
-
-// CPU time (user + system, µs) of every thread of this process.
-double own_cpu_us() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
-  return us(usage.ru_utime) + us(usage.ru_stime);
-}
+// The server's CPU time, this process's context switches and CPU time: bench_util.h.
 
 // ---------------------------------------------------------------------------------------------
 // Pair figures

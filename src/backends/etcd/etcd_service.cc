@@ -76,6 +76,18 @@ void EtcdService::forget(const Id& id) {
   contenders_.erase(id);
 }
 
+void EtcdService::remember_new(const Id& id, Contender& c, std::string_view name) {
+  service::MutexLock lock(mutex_);
+  const auto taken = [&](const std::string& key) {
+    return std::any_of(contenders_.begin(), contenders_.end(), [&](const auto& e) { return e.second.key == key; }) ||
+           std::any_of(orphans_.begin(), orphans_.end(), [&](const Contender& o) { return o.key == key; });
+  };
+  const std::string shared = key_for(name, c.lease, 0);
+  c.key = shared;
+  for (int slot = 1; taken(c.key) && key_for(name, c.lease, slot) != shared; ++slot) c.key = key_for(name, c.lease, slot);
+  contenders_[id] = c;
+}
+
 void EtcdService::lease_gone(const Id& id, std::int64_t lease) {
   leases_.gone(lease);
   forget(id);
@@ -103,8 +115,7 @@ EtcdService::Contender EtcdService::contender(const AcquireRequest& request, mil
   Contender c;
   c.lease = bound.lease;
   c.value = contender_value(*request.secret, request.holder);
-  c.key = key_for(request.name, bound.lease, c.value);
-  remember(id, c);
+  remember_new(id, c, request.name);
   return c;
 }
 

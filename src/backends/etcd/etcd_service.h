@@ -70,8 +70,10 @@ class EtcdService : public LeaseService, public AuditLog {
   };
   using Id = std::pair<std::string, OwnerSecret>;
 
-  // The layout's key for an acquisition of `name` under `lease` whose value is `value`.
-  virtual std::string key_for(std::string_view name, std::int64_t lease, const std::string& value) const = 0;
+  // The layout's key for the acquisition of `name` under `lease` that has slot `slot` (the
+  // smallest that no other acquisition of this service on that name and lease has). Keys are
+  // reused: etcd's index keeps every key a range passes over until it is compacted.
+  virtual std::string key_for(std::string_view name, std::int64_t lease, int slot) const = 0;
   // A read, by create revision, of the keys among which the first of `name` holds it.
   virtual etcdserverpb::RangeRequest holder_read(std::string_view name) const = 0;
   // Whether `key` is a contender's for `name` (and not for a longer name holder_read also reads).
@@ -93,6 +95,9 @@ class EtcdService : public LeaseService, public AuditLog {
   std::optional<Contender> find(const Id& id);
   void remember(const Id& id, const Contender& c);
   void forget(const Id& id);
+  // Remembers `c` under `id` with the first key_for() slot that no remembered contender or orphan
+  // has (the same key for every slot: the layout's one key per name).
+  void remember_new(const Id& id, Contender& c, std::string_view name);
   // etcd said the lease of `id`'s contender is gone: forgets both.
   void lease_gone(const Id& id, std::int64_t lease);
   // Deletes what nobody will: keys whose delete went unanswered, waiters' keys whose engine

@@ -36,7 +36,7 @@ std::optional<std::string> lock_name_of(std::string_view key, std::string_view p
   if (key.size() <= prefix.size() || key.substr(0, prefix.size()) != prefix) return std::nullopt;
   const std::string_view rest = key.substr(prefix.size());
   const std::size_t slash = rest.rfind('/');
-  // concurrency.Mutex's "<lease hex>", or dblock's "<lease hex>-<16 hex of the owner digest>".
+  // concurrency.Mutex's "<lease hex>", or dblock's "<lease hex>-<slot>".
   if (slash == std::string_view::npos || slash == 0 || slash + 1 == rest.size() || slash + 34 < rest.size()) {
     return std::nullopt;
   }

@@ -17,7 +17,7 @@ std::string range_end(std::string_view prefix);
 // A contender's key in `lock_prefix`: its lease id in lowercase hex, as concurrency.Mutex writes it.
 std::string contender_key(std::string_view lock_prefix, std::int64_t lease);
 // The lock name of a contender's key "<prefix><name>/<suffix>" under `prefix` (suffix: up to 33 of
-// [0-9a-f-], concurrency.Mutex's lease id or dblock's lease id and digest); nullopt for any other key.
+// [0-9a-f-], concurrency.Mutex's lease id, or dblock's lease id and slot); nullopt for any other key.
 std::optional<std::string> lock_name_of(std::string_view key, std::string_view prefix);
 // Throws UsageError for a prefix etcd's keys cannot carry safely: over 128 bytes, a control
 // character, or a non-empty one that does not end in a separator (one of : _ - . /).

@@ -22,10 +22,12 @@ constexpr milliseconds kTryKeep{1'000};
 
 std::string MutexLayout::prefix_of(std::string_view name) const { return lock_prefix(options_.prefix, name); }
 
-// The lease id in hex as concurrency.Mutex names its keys, then the start of the owner digest:
-// acquisitions sharing a lease each have a key of their own.
-std::string MutexLayout::key_for(std::string_view name, std::int64_t lease, const std::string& value) const {
-  return contender_key(prefix_of(name), lease) + "-" + value.substr(0, 16);
+// concurrency.Mutex's key, "<lease id in hex>", for the first acquisition on a name and lease;
+// "<lease id in hex>-<slot>" for others at the same time.
+std::string MutexLayout::key_for(std::string_view name, std::int64_t lease, int slot) const {
+  std::string key = contender_key(prefix_of(name), lease);
+  if (slot > 0) key += "-" + std::to_string(slot);
+  return key;
 }
 
 RangeRequest MutexLayout::holder_read(std::string_view name) const {
@@ -62,21 +64,31 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   c.keep_for = queue ? std::max(hold_for, milliseconds(1)) : kTryKeep;
   remember(id, c);
 
+  // A contender already in line only reads (a read-only transaction: no Raft write, no fsync);
+  // one without a key yet puts it if it is not there (an earlier attempt's answer may have been
+  // lost) and reads, in one transaction, as concurrency.Mutex does.
+  const bool in_line = c.revision > 0;
   etcdserverpb::TxnRequest txn;
-  *txn.add_compare() = created_at(c.key, 0);
-  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
-  put->set_key(c.key);
-  put->set_value(c.value);
-  put->set_lease(c.lease);
-  txn.add_failure()->mutable_request_range()->set_key(c.key);
+  if (in_line) {
+    *txn.add_compare() = created_at(c.key, c.revision);
+    txn.add_success()->mutable_request_range()->set_key(c.key);
+  } else {
+    *txn.add_compare() = created_at(c.key, 0);
+    etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+    put->set_key(c.key);
+    put->set_value(c.value);
+    put->set_lease(c.lease);
+    txn.add_failure()->mutable_request_range()->set_key(c.key);
+  }
   // Then the first contender, and how many there are (put: the own key is the newest; else: the
   // ones before it).
   for (auto* ops : {txn.mutable_success(), txn.mutable_failure()}) {
+    if (in_line && ops == txn.mutable_failure()) continue;  // the key is gone: nothing to read
     *ops->Add()->mutable_request_range() = first_by_creation(prefix, RangeRequest::ASCEND);
     RangeRequest* ahead = ops->Add()->mutable_request_range();
     whole_prefix(*ahead, prefix);
     ahead->set_count_only(true);
-    if (ops == txn.mutable_failure() && c.revision > 0) ahead->set_max_create_revision(c.revision - 1);
+    if (in_line) ahead->set_max_create_revision(c.revision - 1);
   }
   etcdserverpb::TxnResponse r;
   try {
@@ -86,22 +98,22 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
     throw;
   }
 
-  const auto& mine = r.responses(0);
-  std::int64_t revision = r.header().revision();  // a put: this transaction's revision
-  if (!r.succeeded()) {
-    if (mine.response_range().kvs_size() == 0) {
-      // Gone since the last attempt (its lease ended, or a sweep took an abandoned waiter's key):
-      // the next attempt starts over.
-      forget(id);
-      throw ConnectionError("etcd: the lease of a waiting acquisition of '" + std::string(request.name) +
-                                "' ended between two calls",
-                            kServiceName, "", true);
-    }
-    revision = mine.response_range().kvs(0).create_revision();
+  std::int64_t revision = in_line ? c.revision : r.header().revision();  // a put: this transaction's
+  if (in_line && !r.succeeded()) {
+    // Gone since the last attempt (its lease ended, or a sweep took an abandoned waiter's key):
+    // the next attempt starts over, at the end of the line.
+    forget(id);
+    throw ConnectionError("etcd: the key of a waiting acquisition of '" + std::string(request.name) +
+                              "' went between two attempts",
+                          kServiceName, "", true);
+  }
+  if (!in_line && !r.succeeded()) {
+    // The key was there: an earlier attempt's put whose answer was lost.
+    revision = r.responses(0).response_range().kvs(0).create_revision();
   }
   const auto& first = r.responses(1).response_range();
   const std::int64_t counted = r.responses(2).response_range().count();
-  const std::int64_t others = r.succeeded() || c.revision == 0 ? counted - 1 : counted;
+  const std::int64_t others = in_line ? counted : counted - 1;  // not in line: the count has the own key
 
   c.revision = revision;
   Attempt out;

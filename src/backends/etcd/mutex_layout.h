@@ -35,7 +35,7 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
                      std::chrono::milliseconds max_wait) override;
 
  private:
-  std::string key_for(std::string_view name, std::int64_t lease, const std::string& value) const override;
+  std::string key_for(std::string_view name, std::int64_t lease, int slot) const override;
   etcdserverpb::RangeRequest holder_read(std::string_view name) const override;
   bool is_key_of(std::string_view name, const std::string& key) const override;
   bool touch_on_renew() const override { return true; }  // concurrency.Mutex waits on deletions

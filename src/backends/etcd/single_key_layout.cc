@@ -18,18 +18,18 @@ constexpr milliseconds kTryKeep{1'000};
 
 }  // namespace
 
-std::string SingleKeyLayout::key_for(std::string_view name, std::int64_t, const std::string&) const {
+std::string SingleKeyLayout::key_for(std::string_view name, std::int64_t, int) const {
   return options_.prefix + std::string(name);
 }
 
 RangeRequest SingleKeyLayout::holder_read(std::string_view name) const {
   RangeRequest r;
-  r.set_key(key_for(name, 0, ""));
+  r.set_key(key_for(name, 0, 0));
   return r;
 }
 
 bool SingleKeyLayout::is_key_of(std::string_view name, const std::string& key) const {
-  return key == key_for(name, 0, "");
+  return key == key_for(name, 0, 0);
 }
 
 // As python-etcd3's Lock: put the key bound to the lease if nobody created it, else read it. A

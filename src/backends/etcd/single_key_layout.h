@@ -28,7 +28,7 @@ class SingleKeyLayout final : public EtcdService, public NativeWait {
                      std::chrono::milliseconds max_wait) override;
 
  private:
-  std::string key_for(std::string_view name, std::int64_t lease, const std::string& value) const override;
+  std::string key_for(std::string_view name, std::int64_t lease, int slot) const override;
   etcdserverpb::RangeRequest holder_read(std::string_view name) const override;
   bool is_key_of(std::string_view name, const std::string& key) const override;
   // python-etcd3's waiters wake on any event and grant a lease each time: renewals only read.
