@@ -206,8 +206,8 @@ struct Rounds {
 struct Round {
   int status = kExitOk;  // dblock's exit status for it
   bool last = false;     // dblock ends here (not acquired, a signal), whatever --forever says
-  int signalled = 0;     // the forwarded signal that ended COMMAND's run, 0 when none
   JobFigures job;        // for --metrics-textfile
+  int signalled = 0;     // the forwarded signal that ended COMMAND's run, 0 when none
 };
 
 // One round, its wait begun at `wait_started`; hold_and_run fills in the rest of its figures.

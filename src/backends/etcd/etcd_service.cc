@@ -78,13 +78,15 @@ void EtcdService::forget(const Id& id) {
 
 void EtcdService::remember_new(const Id& id, Contender& c, std::string_view name) {
   service::MutexLock lock(mutex_);
-  const auto taken = [&](const std::string& key) {
-    return std::any_of(contenders_.begin(), contenders_.end(), [&](const auto& e) { return e.second.key == key; }) ||
-           std::any_of(orphans_.begin(), orphans_.end(), [&](const Contender& o) { return o.key == key; });
-  };
   const std::string shared = key_for(name, c.lease, 0);
-  c.key = shared;
-  for (int slot = 1; taken(c.key) && key_for(name, c.lease, slot) != shared; ++slot) c.key = key_for(name, c.lease, slot);
+  for (int slot = 0;; ++slot) {
+    c.key = key_for(name, c.lease, slot);
+    if (slot > 0 && c.key == shared) break;  // the layout's one key per name
+    bool taken = false;
+    for (const auto& [other, held] : contenders_) taken = taken || held.key == c.key;
+    for (const Contender& orphan : orphans_) taken = taken || orphan.key == c.key;
+    if (!taken) break;
+  }
   contenders_[id] = c;
 }
 
