@@ -19,6 +19,9 @@ constexpr milliseconds kLongestCall{30'000};
 // How long clean-up in the background (sweeps, a lost lease's key, closing) may take: on a
 // stalled connection a manager closes within the engine's own bound and this.
 constexpr milliseconds kBackgroundCall{1'000};
+// sweep(): how often, and how many keys a pass deletes at most.
+constexpr milliseconds kSweepEvery{500};
+constexpr std::size_t kSweepBatch = 16;
 
 // "`key` holds `value`".
 etcdserverpb::Compare holds(const std::string& key, const std::string& value) {
@@ -95,6 +98,25 @@ void EtcdService::lease_gone(const Id& id, std::int64_t lease) {
   forget(id);
 }
 
+void EtcdService::leave_to_sweep(const Id& id, const Contender& stale) {
+  service::MutexLock lock(mutex_);
+  contenders_.erase(id);
+  orphans_.push_back(stale);
+}
+
+void EtcdService::mark_in_doubt(const Id& id) {
+  service::MutexLock lock(mutex_);
+  if (const auto it = contenders_.find(id); it != contenders_.end()) it->second.in_doubt = true;
+}
+
+void EtcdService::end_attempt(const Id& id) {
+  service::MutexLock lock(mutex_);
+  if (const auto it = contenders_.find(id); it != contenders_.end()) {
+    it->second.in_flight = false;
+    it->second.attempted = SteadyClock::now();  // the next attempt is due keep_for from here
+  }
+}
+
 microseconds EtcdService::granted_for(SteadyClock::time_point began, SteadyClock::time_point expires) {
   return std::max(microseconds::zero(), std::chrono::duration_cast<microseconds>(expires - began));
 }
@@ -104,7 +126,15 @@ EtcdService::Contender EtcdService::contender(const AcquireRequest& request, mil
   // An orphan on the lease this attempt keeps alive would outlive it: deleted first.
   sweep(std::min(until, SteadyClock::now() + kBackgroundCall));
   const Id id{std::string(request.name), *request.secret};
-  if (std::optional<Contender> known = find(id)) {
+  std::optional<Contender> known;
+  {
+    service::MutexLock lock(mutex_);
+    if (const auto it = contenders_.find(id); it != contenders_.end()) {
+      it->second.in_flight = true;  // from here sweep() leaves it alone
+      known = it->second;
+    }
+  }
+  if (known) {
     // A waiter's key lives as long as its lease: kept alive for the next attempts.
     if (const std::optional<LeaseTable::Bound> kept = leases_.keep(known->lease, ttl, until)) {
       *expires = kept->expires;
@@ -117,24 +147,24 @@ EtcdService::Contender EtcdService::contender(const AcquireRequest& request, mil
   Contender c;
   c.lease = bound.lease;
   c.value = contender_value(*request.secret, request.holder);
+  c.in_flight = true;
   remember_new(id, c, request.name);
   return c;
 }
 
-bool EtcdService::withdraw(const Id& id, const Contender& c, SteadyClock::time_point until) {
+bool EtcdService::delete_key(const Contender& c, SteadyClock::time_point until) {
   etcdserverpb::TxnRequest txn;
   *txn.add_compare() = c.revision != 0 ? created_at(c.key, c.revision) : holds(c.key, c.value);
   txn.add_success()->mutable_request_delete_range()->set_key(c.key);
+  return client_.txn(txn, until, "release").succeeded();
+}
+
+bool EtcdService::withdraw(const Id& id, const Contender& c, SteadyClock::time_point until) {
   bool deleted;
   try {
-    deleted = client_.txn(txn, until, "release").succeeded();
+    deleted = delete_key(c, until);
   } catch (const Error&) {
-    // Unanswered: the key may still be there, kept alive with the lease others renew.
-    {
-      service::MutexLock lock(mutex_);
-      contenders_.erase(id);
-      orphans_.push_back(c);
-    }
+    leave_to_sweep(id, c);  // unanswered: the key may still be there, kept alive with the lease
     throw;
   }
   forget(id);
@@ -145,30 +175,31 @@ void EtcdService::sweep(SteadyClock::time_point until) {
   std::vector<Contender> due;
   {
     service::MutexLock lock(mutex_);
-    if (orphans_.empty() && contenders_.empty()) return;
-    due.swap(orphans_);
     const SteadyClock::time_point now = SteadyClock::now();
+    if (now < next_sweep_) return;
+    next_sweep_ = now + kSweepEvery;
     for (auto it = contenders_.begin(); it != contenders_.end();) {
       const Contender& c = it->second;
       const bool abandoned = c.keep_for.count() > 0 && now - c.attempted > 2 * c.keep_for;
       const bool expired = c.keep_for.count() == 0 && c.ttl.count() > 0 && now - c.renewed > c.ttl + kBackgroundCall;
-      if (abandoned || expired) {
-        due.push_back(c);
+      if (!c.in_flight && (abandoned || expired)) {
+        orphans_.push_back(c);
         it = contenders_.erase(it);
       } else {
         ++it;
       }
     }
+    due.assign(orphans_.begin(), orphans_.begin() + static_cast<std::ptrdiff_t>(std::min(orphans_.size(), kSweepBatch)));
   }
-  for (std::size_t i = 0; i < due.size(); ++i) {
+  for (const Contender& c : due) {
+    if (SteadyClock::now() >= until) return;
     try {
-      withdraw(Id{}, due[i], until);
+      delete_key(c, until);
     } catch (const Error&) {
-      // Kept for the next sweep (withdraw put it back), with the rest.
-      service::MutexLock lock(mutex_);
-      orphans_.insert(orphans_.end(), due.begin() + static_cast<std::ptrdiff_t>(i) + 1, due.end());
-      return;
+      continue;  // kept for a later pass
     }
+    service::MutexLock lock(mutex_);
+    std::erase_if(orphans_, [&](const Contender& o) { return o.key == c.key && o.value == c.value && o.revision == c.revision; });
   }
 }
 

@@ -67,6 +67,10 @@ class EtcdService : public LeaseService, public AuditLog {
     // lease outlives any one holder's, so the holder's own expiry is kept here (sweep()).
     std::chrono::milliseconds ttl{0};
     SteadyClock::time_point renewed;
+    // An attempt of this acquisition is under way (sweep() leaves it alone); an earlier one's
+    // put went unanswered (the key may appear yet).
+    bool in_flight = false;
+    bool in_doubt = false;
   };
   using Id = std::pair<std::string, OwnerSecret>;
 
@@ -81,8 +85,22 @@ class EtcdService : public LeaseService, public AuditLog {
   // Whether a renewal may write the key (no foreign waiter wakes on a put).
   virtual bool touch_on_renew() const = 0;
 
-  // The contender of (name, secret) on a lease with at least 3/4 of `ttl` left, or a new one; its
-  // key may not exist yet. `*expires`: when its lease ends at the soonest.
+  // Marks the attempt of `id` as ended when it goes out of scope, however it ends (made before
+  // contender(), which marks it under way).
+  class AttemptScope {
+   public:
+    AttemptScope(EtcdService& service, Id id) : service_(service), id_(std::move(id)) {}
+    ~AttemptScope() { service_.end_attempt(id_); }
+    AttemptScope(const AttemptScope&) = delete;
+    AttemptScope& operator=(const AttemptScope&) = delete;
+
+   private:
+    EtcdService& service_;
+    Id id_;
+  };
+
+  // The contender of (name, secret), marked under way, on a lease with at least 3/4 of `ttl`
+  // left, or a new one; its key may not exist yet. `*expires`: when its lease ends at the soonest.
   Contender contender(const AcquireRequest& request, std::chrono::milliseconds ttl, SteadyClock::time_point until,
                       SteadyClock::time_point* expires);
   // AcquireResult::granted_for of an attempt that began at `began` on a lease ending at `expires`
@@ -100,10 +118,20 @@ class EtcdService : public LeaseService, public AuditLog {
   void remember_new(const Id& id, Contender& c, std::string_view name);
   // etcd said the lease of `id`'s contender is gone: forgets both.
   void lease_gone(const Id& id, std::int64_t lease);
+  // `id`'s attempt found its key holding `stale` (an earlier acquisition's, or its own put that
+  // may still land): `stale` is kept for sweep() to delete, and `id` forgotten.
+  void leave_to_sweep(const Id& id, const Contender& stale);
+  // `id`'s attempt met a fault after it may have put its key.
+  void mark_in_doubt(const Id& id);
   // Deletes what nobody will: keys whose delete went unanswered, waiters' keys whose engine
   // stopped attempting (their keep_for passed twice), and holders' keys not renewed within their
-  // TTL (the engine has told their holder of the loss by then). Best effort, bounded by `until`.
+  // TTL (the engine has told their holder of the loss by then); never a contender whose attempt is
+  // under way. A key stays among the orphans (no new acquisition gets it) until its delete is
+  // answered. At most every kSweepEvery, kSweepBatch keys, best effort, bounded by `until`.
   void sweep(SteadyClock::time_point until);
+  // The compare-and-delete of `c`'s key (made at `c.revision`, or holding `c.value` when that is
+  // 0). True when it was deleted. Throws what the call throws.
+  bool delete_key(const Contender& c, SteadyClock::time_point until);
   // A call's deadline: the engine's, at most kLongestCall from now.
   static SteadyClock::time_point deadline();
 
@@ -121,6 +149,9 @@ class EtcdService : public LeaseService, public AuditLog {
   service::Mutex mutex_;  // never held across a call to etcd
   std::map<Id, Contender, IdLess> contenders_ DBLOCK_GUARDED_BY(mutex_);
   std::vector<Contender> orphans_ DBLOCK_GUARDED_BY(mutex_);
+  SteadyClock::time_point next_sweep_ DBLOCK_GUARDED_BY(mutex_);
+
+  void end_attempt(const Id& id);
 };
 
 }  // namespace dblock::etcd

@@ -55,6 +55,7 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   const SteadyClock::time_point until = deadline();
   const SteadyClock::time_point began = SteadyClock::now();
   const Id id{std::string(request.name), *request.secret};
+  const AttemptScope scope(*this, id);
   // A waiter's key must outlive the pause until its next attempt, which keeps it alive again.
   SteadyClock::time_point expires;
   Contender c = contender(request, std::max(request.ttl, queue ? hold_for : milliseconds::zero()), until, &expires);
@@ -96,6 +97,9 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   } catch (const LeaseNotFound&) {
     lease_gone(id, c.lease);  // it ended before the put (answers came late): the next attempt starts over
     throw;
+  } catch (const Error&) {
+    if (!in_line) mark_in_doubt(id);
+    throw;
   }
 
   std::int64_t revision = in_line ? c.revision : r.header().revision();  // a put: this transaction's
@@ -108,8 +112,19 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
                           kServiceName, "", true);
   }
   if (!in_line && !r.succeeded()) {
-    // The key was there: an earlier attempt's put whose answer was lost.
-    revision = r.responses(0).response_range().kvs(0).create_revision();
+    // The key was there: an earlier attempt's put whose answer was lost, if it holds the own value
+    // on the own lease; else a key of an earlier acquisition on this slot, left to be swept.
+    const mvccpb::KeyValue& there = r.responses(0).response_range().kvs(0);
+    if (there.value() != c.value || there.lease() != c.lease) {
+      Contender stale = c;
+      stale.value = there.value();
+      stale.revision = there.create_revision();
+      leave_to_sweep(id, stale);
+      throw ConnectionError("etcd: the key for an acquisition of '" + std::string(request.name) +
+                                "' was left by an earlier one; it is swept, and the next attempt takes another",
+                            kServiceName, "", true);
+    }
+    revision = there.create_revision();
   }
   const auto& first = r.responses(1).response_range();
   const std::int64_t counted = r.responses(2).response_range().count();

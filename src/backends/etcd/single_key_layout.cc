@@ -39,6 +39,7 @@ AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
   const SteadyClock::time_point until = deadline();
   const SteadyClock::time_point began = SteadyClock::now();
   const Id id{std::string(request.name), *request.secret};
+  const AttemptScope scope(*this, id);
   SteadyClock::time_point expires;
   Contender c = contender(request, request.ttl, until, &expires);
   // Until it holds, the engine may stop attempting after any fault: sweep() then deletes the key.
@@ -59,6 +60,9 @@ AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
   } catch (const LeaseNotFound&) {
     lease_gone(id, c.lease);  // it ended before the put (answers came late): the next attempt starts over
     throw;
+  } catch (const Error&) {
+    mark_in_doubt(id);
+    throw;
   }
 
   AcquireResult out;
@@ -68,7 +72,12 @@ AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
     // Ours only if bound to the lease this acquisition keeps alive (an orphan of its own on
     // another lease is swept, not taken up).
     if (held.kvs_size() == 0 || held.kvs(0).value() != c.value || held.kvs(0).lease() != c.lease) {
-      forget(id);
+      // A put of an earlier attempt that went unanswered may land yet: its key is swept.
+      if (find(id).value_or(c).in_doubt) {
+        leave_to_sweep(id, c);
+      } else {
+        forget(id);
+      }
       return out;
     }
     revision = held.kvs(0).create_revision();
