@@ -120,6 +120,9 @@ leader_port() {  # the port whose node reports Mode: leader (or standalone)
 # every tick, heartbeats and leader checks run at tick granularity; min/maxSessionTimeout widen the
 # default 2..20 ticks to 1..60 s. initLimit 10 s, syncLimit 2 s: a stopped leader is left after 2 s.
 # No autopurge (purgeInterval 0), small preallocated txn logs (4 MiB), no connection cap per client IP.
+# forceSync=no: the txn log is written but not fsync'd. A test server must survive its process being
+# killed (the page cache keeps every write), never a power loss; an fsync beside a build's writes
+# took longer than a 2 s session's call deadline (a create on the ensemble in CI).
 write_cfg() {
   local port="$1" id="$2" dir="$state/$1"; shift 2
   mkdir -p "$dir/data"; chmod 0755 "$dir"
@@ -137,6 +140,7 @@ admin.enableServer=false
 4lw.commands.whitelist=srvr,mntr,ruok,stat
 autopurge.purgeInterval=0
 preAllocSize=4096
+forceSync=no
 CONF
   if (($# > 1)); then
     local i=1 p
