@@ -2,17 +2,17 @@
 # Fault-injection harness runner (docs/fault-harness.md): every backend x fault, several seeds,
 # then one markdown table of the figures.
 #
-#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 8 s each, Redis 6 s, ZooKeeper 4 s
+#   scripts/fault.sh                 short mode: 1 seed per backend x fault, 8 s each, Redis 6 s, ZooKeeper and etcd 4 s
 #                                    (what CI's ctest -L fault runs)
 #   scripts/fault.sh --long          long mode: 20 seeds per backend x fault
 #
 # Options (after the mode):
 #   --runs N           seeds per backend x fault (short: 1, long: 20); seeds are SEED_BASE..SEED_BASE+N-1
 #   --seed-base N      first seed (default 1)
-#   --seconds S        length of one run (short: 8, Redis 6, ZooKeeper 4; long: 10)
+#   --seconds S        length of one run (short: 8, Redis 6, ZooKeeper and etcd 4; long: 10)
 #   --ttl-ms T         lease TTL (default 1000)
 #   --clients K        contending client processes (default 4)
-#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis,redlock,zookeeper (default: all
+#   --backends LIST    comma-separated subset of sqlite,postgresql,mariadb,redis,redlock,zookeeper,etcd (default: all
 #                      this build has)
 #   --faults LIST      comma-separated subset of the faults (default: all that apply to a backend)
 #   --budget-minutes M stop starting new runs after M minutes (seeds interleave, so every combination
@@ -27,6 +27,8 @@
 # FAULT_REDLOCK_PORT, FAULT_REDLOCK_AOF_PORT (default 24384, 24394: the first of three masters each);
 # FAULT_ZOOKEEPER_PORT (standalone, default 22312), FAULT_ZOOKEEPER_ENSEMBLE_PORT (the first of three
 # client ports of the ensemble the leader-* rows use, default 22326; quorum +1000, election +2000);
+# FAULT_ETCD_CLUSTER_PORT (the first of three client ports of the etcd cluster every etcd row uses,
+# default 23371, then +2 and +4; peer ports +1);
 # FAULT_PG_ASYNC_PAIR_PORTS, FAULT_PG_SYNC_PAIR_PORTS, FAULT_MARIADB_PAIR_PORTS (two ports each,
 # space-separated, default "25465 25466", "25467 25468", "23333 23334": the replicated pairs of the
 # failover rows, PostgreSQL's failover-async and failover-sync and MariaDB's failover).
@@ -82,6 +84,9 @@ if [[ -z "$backends" ]]; then
   if [[ " $available " == *" zookeeper "* ]]; then
     if [[ -r /usr/share/java/zookeeper.jar ]]; then backends+="zookeeper,"; else missing+=" zookeeper (zookeeper.jar)"; fi
   fi
+  if [[ " $available " == *" etcd "* ]]; then
+    if command -v etcd >/dev/null && command -v etcdctl >/dev/null; then backends+="etcd,"; else missing+=" etcd (etcd, etcdctl)"; fi
+  fi
   if [[ -n "$missing" ]]; then
     echo "fault.sh: this build has backends whose servers are not installed:$missing (scripts/install-deps.sh; or --backends)" >&2
     exit 1
@@ -96,6 +101,7 @@ faults_for() {
     redis) echo "none client-kill client-stop conn-kill pubsub-kill server-restart server-restart-aof server-stop relay-stall busy-script" ;;
     redlock) echo "none client-kill node-kill node-kill-two node-restart node-restart-two node-restart-empty node-restart-empty-two node-stop busy-script" ;;
     zookeeper) echo "none client-kill client-stop session-expire server-stop server-restart relay-stall reply-cut leader-kill leader-stop" ;;
+    etcd) echo "none client-kill client-stop relay-stall leader-kill leader-stop quorum-loss server-restart" ;;
   esac
 }
 
@@ -125,6 +131,9 @@ redlock_aof_state=/tmp/dblock-fault-sh-redlock-aof-$redlock_aof_port
 zk_port=${FAULT_ZOOKEEPER_PORT:-22312} zk_ens_port=${FAULT_ZOOKEEPER_ENSEMBLE_PORT:-22326}
 zk_ens_ports=("$zk_ens_port" $((zk_ens_port + 1)) $((zk_ens_port + 2)))
 zk_state=/tmp/dblock-fault-sh-zookeeper-$zk_port
+etcd_port=${FAULT_ETCD_CLUSTER_PORT:-23371}
+etcd_ports=("$etcd_port" $((etcd_port + 2)) $((etcd_port + 4)))
+etcd_state=/tmp/dblock-fault-sh-etcd-cluster-$etcd_port
 zk_ens_state=/tmp/dblock-fault-sh-zookeeper-ensemble-$zk_ens_port
 redlock_url() { local IFS=,; local hosts=("${@/#/127.0.0.1:}"); echo "redlock://${hosts[*]}"; }
 started=()
@@ -147,6 +156,8 @@ cleanup() {
       zookeeper)
         scripts/servers/zookeeper.sh stop "$zk_state" >/dev/null 2>&1 || true
         scripts/servers/zookeeper.sh stop "$zk_ens_state" >/dev/null 2>&1 || true ;;
+      etcd)
+        scripts/servers/etcd.sh stop "$etcd_state" >/dev/null 2>&1 || true ;;
     esac
   done
 }
@@ -178,6 +189,9 @@ for b in "${backend_list[@]}"; do
       started+=(zookeeper)
       scripts/servers/zookeeper.sh start "$zk_state" "$zk_port"
       scripts/servers/zookeeper.sh start "$zk_ens_state" "${zk_ens_ports[@]}" ;;
+    etcd)
+      started+=(etcd)
+      scripts/servers/etcd.sh cluster "$etcd_state" "${etcd_ports[@]}" ;;
     sqlite) ;;
     *) echo "fault.sh: unknown backend $b" >&2; exit 64 ;;
   esac
@@ -233,6 +247,10 @@ run_one() {  # backend fault seed
         args=(--url "zookeeper://127.0.0.1:$zk_port" --state "$zk_state")
       fi
       args+=(--server-script "$root/scripts/servers/zookeeper.sh") ;;
+    etcd)
+      secs=$zk_seconds
+      local IFS=,; local hosts=("${etcd_ports[@]/#/127.0.0.1:}")
+      args=(--url "etcd://${hosts[*]}" --state "$etcd_state" --server-script "$root/scripts/servers/etcd.sh"); unset IFS ;;
   esac
   local log="$logdir/$b-$f-$seed.log"
   if "$driver" run --fault "$driver_fault" --seed "$seed" --seconds "$secs" --ttl-ms "$ttl" --clients "$clients" \
@@ -245,7 +263,7 @@ run_one() {  # backend fault seed
 }
 
 
-echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run (Redis $redis_seconds s, ZooKeeper $zk_seconds s), TTL $ttl ms, $clients clients; backends: $backends"
+echo "fault.sh: $mode mode, $runs seed(s) from $seed_base, $seconds s per run (Redis $redis_seconds s, ZooKeeper and etcd $zk_seconds s), TTL $ttl ms, $clients clients; backends: $backends"
 echo "fault.sh: per-run logs in $logdir"
 failures=0
 start=$(date +%s)

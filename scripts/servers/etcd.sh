@@ -8,6 +8,7 @@
 #   etcd.sh restart STATE_DIR [PORT]          stop + start one member (or all), keeping its data
 #   etcd.sh kill STATE_DIR PORT               SIGKILL one member by its pid (fault tests)
 #   etcd.sh start-one STATE_DIR PORT          start an already configured member again
+#   etcd.sh leader STATE_DIR                  print the client port of the member that leads
 #
 # Each member keeps its data in STATE_DIR/<port>/data and its command line in STATE_DIR/<port>/cmd.
 # Short heartbeat and election timeouts (10 ms, 100 ms), so that etcd's shortest lease is 1 s (its
@@ -16,7 +17,7 @@
 set -euo pipefail
 
 cmd="${1:-}"; state="${2:-}"
-[[ -n "$cmd" && -n "$state" ]] || { sed -n '2,15p' "$0"; exit 64; }
+[[ -n "$cmd" && -n "$state" ]] || { sed -n '2,16p' "$0"; exit 64; }
 state=$(realpath -m "$state")
 server=$(command -v etcd || true)
 [[ -n "$server" ]] || { echo "etcd.sh: etcd not found (apt-get install etcd-server)" >&2; exit 1; }
@@ -59,6 +60,19 @@ ready() {
     sleep 0.1
   done
   echo "etcd on 127.0.0.1:$port did not become healthy:" >&2; tail -20 "$state/$port/etcd.log" >&2 || true; return 1
+}
+
+# The client port of the member that leads: the one whose `endpoint status` names itself as leader.
+leader_port() {
+  local p fields
+  for p in $(ports); do
+    fields=$(timeout 3 etcdctl --endpoints "127.0.0.1:$p" --command-timeout 2s endpoint status -w fields 2>/dev/null) || continue
+    local member leader
+    member=$(sed -n 's/^"MemberID" : //p' <<< "$fields")
+    leader=$(sed -n 's/^"Leader" : //p' <<< "$fields")
+    if [[ -n "$member" && "$member" == "$leader" ]]; then echo "$p"; return 0; fi
+  done
+  return 1
 }
 
 fresh_state() {
@@ -110,5 +124,8 @@ case "$cmd" in
     sed -i 's/--initial-cluster-state new/--initial-cluster-state existing/' "$state/$port/cmd"
     launch "$port" && ready "$port" || exit 1
     ;;
-  *) sed -n '2,15p' "$0"; exit 64 ;;
+  leader)
+    leader_port || { echo "etcd.sh: no leader in $state" >&2; exit 1; }
+    ;;
+  *) sed -n '2,16p' "$0"; exit 64 ;;
 esac

@@ -3,6 +3,13 @@
 // starts the member or the cluster (scripts/servers/etcd.sh) and passes its URL.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdlib>
 #include <cstdio>
@@ -61,7 +68,7 @@ const Context& context() {
   static Context ctx = [] {
     Context c = server_context("etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_SKIP_ETCD", "DBLOCK_TEST_ETCD_SCRIPT",
                                "DBLOCK_TEST_ETCD_STATE");
-    c.expects = {};
+    c.expects = {.session_locks = true};
     c.shared_leases = false;
     c.accounts = false;
     c.stored_owner = stored_owner;
@@ -99,6 +106,7 @@ TEST_CASE("etcd: bad URLs are usage errors naming what is wrong", "[etcd][input]
       {"etcd://127.0.0.1:1?prefix=app", "separator"},
       {"etcd://127.0.0.1:1/locks?prefix=app/", "not both"},
       {"etcd://127.0.0.1:1?connect_timeout=0", "connect_timeout"},
+      {"etcd://127.0.0.1:1?session_ttl=0", "session_ttl"},
       {"etcd://127.0.0.1:1?colour=blue", "colour"},
       {"etcd://only_user@127.0.0.1:1", "user and a password"},
   };
@@ -117,6 +125,94 @@ TEST_CASE("etcd: an endpoint where no etcd answers fails by the connect timeout"
   const auto start = SteadyClock::now();
   CHECK_THROWS_AS(open_on("etcd://127.0.0.1:1?connect_timeout=2"), ConnectionError);
   CHECK(SteadyClock::now() - start < 10s);
+}
+
+namespace {
+
+// A TCP server on 127.0.0.1 that is not etcd: it answers every connection with an HTTP/1.1 error
+// and closes it, until destroyed.
+class NotEtcd {
+ public:
+  NotEtcd() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    REQUIRE(fd_ >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    REQUIRE(::bind(fd_, reinterpret_cast<sockaddr*>(&addr), len) == 0);
+    REQUIRE(::listen(fd_, 16) == 0);
+    REQUIRE(::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~NotEtcd() {
+    stop_ = true;
+    thread_.join();
+    ::close(fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  void serve() {
+    static constexpr char kReply[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+    while (!stop_) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;  // 50 ms: how soon the destructor is noticed
+      const int conn = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+      if (conn < 0) continue;
+      [[maybe_unused]] const ssize_t n = ::send(conn, kReply, sizeof(kReply) - 1, MSG_NOSIGNAL);
+      ::close(conn);
+    }
+  }
+
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+}  // namespace
+
+TEST_CASE("etcd: an endpoint that is not etcd is a connection error by the connect timeout", "[etcd][input]") {
+  NotEtcd http;
+  const std::string url = "etcd://127.0.0.1:" + std::to_string(http.port()) + "?connect_timeout=2";
+  const auto start = SteadyClock::now();
+  try {
+    open_on(url);
+    FAIL("opened");
+  } catch (const ConnectionError& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find("etcd: connect") != std::string::npos);
+  }
+  CHECK(SteadyClock::now() - start < 10s);
+}
+
+TEST_CASE("etcd: a lease revoked by someone else: its holder is told, the name is free, the manager goes on",
+          "[etcd][fault]") {
+  const std::string prefix = unique_prefix();
+  LostWatch probe;  // outlives the manager, whose renewal thread calls it
+  auto manager = open_on(context().url, prefix);
+  auto other = open_on(context().url, prefix);
+  AcquireOptions options = ttl(3s);
+  options.on_lost = probe.callback();
+  std::optional<Lease> lease = manager->try_acquire("revoked", options);
+  REQUIRE(lease);
+  // The holder's key is "<prefix>revoked/<lease id in hex>", as concurrency.Mutex names it.
+  const std::vector<std::string> keys = etcdctl("get --prefix '" + prefix + "revoked/' --keys-only");
+  REQUIRE_FALSE(keys.empty());
+  const std::string lease_hex = keys.front().substr(keys.front().rfind('/') + 1);
+  REQUIRE_FALSE(etcdctl("lease revoke " + lease_hex).empty());
+  // The next renewal (TTL/3) finds the lease gone.
+  REQUIRE(probe.wait(5s));
+  CHECK(lease->lost());
+  std::optional<Lease> taken = other->try_acquire("revoked", ttl(3s));
+  REQUIRE(taken);
+  CHECK(taken->fence() > lease->fence());
+  // The manager's next acquisition is on a new lease.
+  std::optional<Lease> next = manager->try_acquire("after-revoke", ttl(3s));
+  REQUIRE(next);
+  CHECK(next->release() == ReleaseResult::kReleased);
 }
 
 TEST_CASE("etcd: the fence is the key's create revision, growing with every acquisition", "[etcd][fence]") {
@@ -146,6 +242,39 @@ std::int64_t listed_fence(LockManager& manager, const std::string& name) {
   const std::optional<LeaseInfo> info = manager.inspect(name);
   REQUIRE(info);
   return info->fence;
+}
+
+TEST_CASE("etcd: a waiter whose watched revision is compacted away still takes the lock at the release",
+          "[etcd][fault]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_on(context().url, prefix);
+  auto second = open_on(context().url, prefix);
+  std::optional<Lease> lease = holder->try_acquire("compacted", ttl(5s));
+  REQUIRE(lease);
+  std::optional<Lease> got;
+  std::thread waiter([&] { got = second->acquire("compacted", 20s, ttl(5s)); });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{waiter};
+  await_waiters(*holder, "compacted", 1);
+  // Writes past the waiter's watch, then a compaction at the newest revision: the watch's start
+  // revision is history now.
+  for (int i = 0; i < 3; ++i) etcdctl("put '" + prefix + "filler' " + std::to_string(i));
+  const std::vector<std::string> header = etcdctl("get '" + prefix + "filler' -w fields");
+  std::int64_t revision = 0;
+  for (const std::string& line : header) {
+    if (line.rfind("\"Revision\" : ", 0) == 0) revision = std::stoll(line.substr(13));
+  }
+  REQUIRE(revision > 0);
+  REQUIRE_FALSE(etcdctl("compaction " + std::to_string(revision)).empty());
+  const std::int64_t fence = lease->fence();
+  CHECK(lease->release() == ReleaseResult::kReleased);
+  waiter.join();
+  REQUIRE(got);
+  CHECK(got->fence() > fence);
 }
 
 TEST_CASE("etcd: etcdctl lock and dblock exclude each other on the same name", "[etcd][interop]") {
@@ -204,6 +333,34 @@ TEST_CASE("etcd: etcdctl lock and dblock exclude each other on the same name", "
       CHECK(holder.wait(5s));
     }
   }
+}
+
+TEST_CASE("etcd: a session lock stands in the same line as etcdctl lock and dblock's leases", "[etcd][interop]") {
+  const std::string name = "session-" + unique_prefix();
+  auto manager = open_on(bare_url() + "&session_ttl=2");
+  std::optional<SessionLock> held = manager->session_lock(name, 0ms);
+  REQUIRE(held);
+  CHECK_FALSE(manager->try_acquire(name, ttl(5s)));
+  Child waiter = etcdctl_lock(name);
+  await_waiters(*manager, name, 1);  // etcdctl's key is in line behind the session lock's
+  // Past its 2 s session TTL: its keep-alives hold it.
+  for (const auto until = SteadyClock::now() + 3s; SteadyClock::now() < until;) {
+    CHECK_FALSE(held->lost());
+    std::this_thread::sleep_for(100ms);  // sampling interval, not synchronisation
+  }
+  CHECK_FALSE(waiter.read_line(0ms));
+  CHECK(held->release() == ReleaseResult::kReleased);
+  const std::optional<std::string> key = waiter.read_line(10s);
+  REQUIRE(key);
+  CHECK(key->rfind(name + "/", 0) == 0);
+  // etcdctl holds: a session lock waits for it, and gets it at its release.
+  std::optional<SessionLock> next;
+  std::thread taker([&] { next = manager->session_lock(name, 20s); });
+  await_waiters(*manager, name, 1);
+  waiter.signal(SIGINT);
+  taker.join();
+  REQUIRE(next);
+  CHECK(waiter.wait(5s));
 }
 
 namespace {
@@ -408,6 +565,143 @@ TEST_CASE("etcd: a cluster without quorum: a holder is told of its loss by its s
   INFO("last error: " << last_error);
   REQUIRE(again);
   CHECK(again->fence() > lease->fence());
+}
+
+// ---- etcd auth on a member of its own (ctest's etcd_auth) ------------------------------------
+
+namespace {
+
+constexpr char kRoot[] = "root:root-secret";
+constexpr char kAuthPrefix[] = "dblock-auth/";
+
+// The member's users and roles, and auth enabled (once; a member set up already is left as is):
+// locker may read and write under kAuthPrefix (what docs/backends/etcd.md tells to grant), reader
+// only read there, elsewhere read and write under another application's prefix.
+void auth_ready() {
+  static const bool ready = [] {
+    if (!etcdctl(std::string("--user ") + kRoot + " user list").empty()) return true;
+    const std::vector<std::string> steps = {
+        "user add root:root-secret --interactive=false",
+        "role add dblock-rw",
+        std::string("role grant-permission --prefix=true dblock-rw readwrite ") + kAuthPrefix,
+        "user add locker:locker-secret --interactive=false",
+        "user grant-role locker dblock-rw",
+        "role add dblock-ro",
+        std::string("role grant-permission --prefix=true dblock-ro read ") + kAuthPrefix,
+        "user add reader:reader-secret --interactive=false",
+        "user grant-role reader dblock-ro",
+        "role add other-app",
+        "role grant-permission --prefix=true other-app readwrite other-app/",
+        "user add elsewhere:elsewhere-secret --interactive=false",
+        "user grant-role elsewhere other-app",
+        "auth enable",
+    };
+    for (const std::string& step : steps) {
+      INFO("etcdctl " << step);
+      REQUIRE_FALSE(etcdctl(step).empty());
+    }
+    return true;
+  }();
+  REQUIRE(ready);
+}
+
+// The auth member's URL as `credentials` ("user:password", or "" for none), under kAuthPrefix.
+std::string auth_url(const std::string& credentials) {
+  const std::string at = credentials.empty() ? "" : credentials + "@";
+  return "etcd://" + at + endpoint() + "?prefix=" + kAuthPrefix;
+}
+
+bool says(const std::exception& e, const std::string& text) {
+  return std::string(e.what()).find(text) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("etcd auth: the documented role (readwrite under the prefix) runs every call", "[etcd][auth]") {
+  auth_ready();
+  const std::string name = "job-" + unique_prefix();
+  auto holder = dblock::open(auth_url("locker:locker-secret"));
+  auto second = dblock::open(auth_url("locker:locker-secret"));
+  std::optional<Lease> lease = holder->try_acquire(name, ttl(2s));
+  REQUIRE(lease);
+  std::optional<Lease> got;
+  std::thread waiter([&] { got = second->acquire(name, 20s, ttl(2s)); });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{waiter};
+  await_waiters(*holder, name, 1);
+  // Past the TTL: renewals (keep-alives and the key's check) go through.
+  for (const auto until = SteadyClock::now() + 2500ms; SteadyClock::now() < until;) {
+    CHECK_FALSE(lease->lost());
+    std::this_thread::sleep_for(100ms);  // sampling interval, not synchronisation
+  }
+  bool listed = false;
+  for (const LeaseInfo& info : holder->list()) listed = listed || info.name == name;
+  CHECK(listed);
+  // An admin's force-release, with its audit record under the prefix.
+  CHECK(holder->force_release(name));
+  waiter.join();
+  REQUIRE(got);
+  CHECK(got->fence() > lease->fence());
+  CHECK_FALSE(holder->force_release_history(name).empty());
+  CHECK(got->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("etcd auth: a wrong password or none is a permission error that never prints the password",
+          "[etcd][auth]") {
+  auth_ready();
+  try {
+    dblock::open(auth_url("locker:not-the-secret"));
+    FAIL("opened");
+  } catch (const PermissionError& e) {
+    CHECK(says(e, "user or password"));
+    CHECK_FALSE(says(e, "not-the-secret"));
+  }
+  try {
+    dblock::open(auth_url(""));
+    FAIL("opened");
+  } catch (const PermissionError& e) {
+    CHECK(says(e, "auth enabled"));
+  }
+}
+
+TEST_CASE("etcd auth: a role that may only read under the prefix cannot take, renew or free a lock, and names "
+          "the permission it lacks",
+          "[etcd][auth]") {
+  auth_ready();
+  const std::string name = "held-" + unique_prefix();
+  auto locker = dblock::open(auth_url("locker:locker-secret"));
+  std::optional<Lease> lease = locker->try_acquire(name, ttl(5s));
+  REQUIRE(lease);
+  auto reader = dblock::open(auth_url("reader:reader-secret"));  // opening only reads
+  const std::optional<LeaseInfo> info = reader->inspect(name);
+  REQUIRE(info);
+  CHECK(info->fence == lease->fence());
+  try {
+    reader->try_acquire(name + "-other", ttl(5s));
+    FAIL("acquired");
+  } catch (const PermissionError& e) {
+    CHECK(says(e, "needs readwrite"));
+    CHECK(says(e, kAuthPrefix));
+  }
+  CHECK_THROWS_AS(reader->force_release(name), PermissionError);
+  CHECK_FALSE(lease->lost());
+  CHECK(lease->release() == ReleaseResult::kReleased);
+}
+
+TEST_CASE("etcd auth: a user whose role grants another application's prefix cannot open on this one",
+          "[etcd][auth]") {
+  auth_ready();
+  try {
+    dblock::open(auth_url("elsewhere:elsewhere-secret"));
+    FAIL("opened");
+  } catch (const PermissionError& e) {
+    CHECK(says(e, "needs readwrite"));
+    CHECK(says(e, kAuthPrefix));
+  }
 }
 
 TEST_CASE("etcd: layout= names a known layout", "[etcd][input]") {

@@ -28,6 +28,7 @@ Dialect dialect_of(std::string_view url) {
   if (scheme == "redis") return Dialect::kRedis;
   if (scheme == "redlock") return Dialect::kRedlock;
   if (scheme == "zookeeper") return Dialect::kZookeeper;
+  if (scheme == "etcd") return Dialect::kEtcd;
   throw UsageError("fault harness: unsupported URL scheme '" + scheme + "'");
 }
 
@@ -39,6 +40,7 @@ const char* dialect_name(Dialect d) {
     case Dialect::kRedis: return "redis";
     case Dialect::kRedlock: return "redlock";
     case Dialect::kZookeeper: return "zookeeper";
+    case Dialect::kEtcd: return "etcd";
   }
   return "?";
 }
@@ -92,7 +94,8 @@ ResourceSql resource_sql(Dialect d, const std::string& prefix) {
     case Dialect::kRedis:
     case Dialect::kRedlock:
     case Dialect::kZookeeper:
-      throw UsageError("fault harness: Redis and ZooKeeper keep no SQL resource (the resource is an SQLite file)");
+    case Dialect::kEtcd:
+      throw UsageError("fault harness: Redis, ZooKeeper and etcd keep no SQL resource (the resource is an SQLite file)");
   }
   s.create.push_back("INSERT INTO " + r + " (id, last_fence, value) VALUES (1, 0, 0)");
   s.guarded_update = "UPDATE " + r + " SET last_fence = ?, value = value + 1 WHERE id = 1 AND last_fence < ?";
@@ -118,7 +121,7 @@ const std::vector<std::string>& fault_kinds() {
       "server-restart-aof", "server-stop", "relay-stall", "reply-cut", "conn-full", "pgbouncer", "writer-kill", "disk-full",
       "node-kill",      "node-kill-two", "node-restart", "node-restart-two", "node-restart-empty",
       "node-restart-empty-two", "node-stop", "session-expire", "leader-kill",
-      "leader-stop",    "failover",      "busy-script"};
+      "leader-stop",    "quorum-loss",   "failover",    "busy-script"};
   return kinds;
 }
 

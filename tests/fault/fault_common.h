@@ -2,7 +2,7 @@
 // the protected resource's tables per SQL dialect, the client log format, and small helpers.
 //
 // The lock service and the protected resource: on the SQL backends the resource is two tables in
-// the lock's own database, written by a guarded write (run_guarded). Redis and ZooKeeper have no
+// the lock's own database, written by a guarded write (run_guarded). Redis, ZooKeeper and etcd have no
 // transactions to guard, so there the resource lives outside the lock service: the same two tables in an SQLite
 // file of the run's work directory (resource_url()), whose fence check is then the only thing that
 // stops a stale holder.
@@ -35,8 +35,9 @@ std::int64_t to_mono_ns(std::chrono::steady_clock::time_point t);
 // Every fault a run can inject (docs/fault-harness.md, "Faults"), in the report's order.
 const std::vector<std::string>& fault_kinds();
 
-enum class Dialect { kSqlite, kPostgresql, kMysql, kRedis, kRedlock, kZookeeper };
-// From the URL scheme ("sqlite", "postgresql", "mysql"/"mariadb", "redis", "redlock", "zookeeper").
+enum class Dialect { kSqlite, kPostgresql, kMysql, kRedis, kRedlock, kZookeeper, kEtcd };
+// From the URL scheme ("sqlite", "postgresql", "mysql"/"mariadb", "redis", "redlock", "zookeeper",
+// "etcd").
 // Throws UsageError otherwise.
 Dialect dialect_of(std::string_view url);
 const char* dialect_name(Dialect d);
@@ -44,7 +45,7 @@ const char* dialect_name(Dialect d);
 inline bool is_redis(Dialect d) { return d == Dialect::kRedis || d == Dialect::kRedlock; }
 inline bool is_sql(Dialect d) { return d == Dialect::kSqlite || d == Dialect::kPostgresql || d == Dialect::kMysql; }
 // Where a run whose lock service is `d` keeps its protected resource: `url` itself on the SQL
-// backends; on Redis and ZooKeeper the SQLite file <work>/resource.db.
+// backends; on Redis, ZooKeeper and etcd the SQLite file <work>/resource.db.
 std::string resource_url(Dialect d, const std::string& url, const std::string& work);
 
 // `url` with one more query parameter (adds '?' or '&').

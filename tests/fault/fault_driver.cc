@@ -46,6 +46,7 @@
 #include "dblock/url.h"
 #include "fault_common.h"
 #include "interruptions.h"
+#include "members.h"
 #include "oracle.h"
 #include "redis_admin.h"
 #include "report.h"
@@ -105,7 +106,9 @@ struct Args {
                "      node-kill node-kill-two node-restart node-restart-two node-restart-empty node-restart-empty-two\n"
                "      node-stop (Redlock)\n"
                "      busy-script (Redis; Redlock: its first node)\n"
-               "      session-expire leader-kill leader-stop reply-cut (ZooKeeper)\n"
+               "      session-expire reply-cut (ZooKeeper)\n"
+               "      leader-kill leader-stop (ZooKeeper, etcd: a URL naming three members, --state)\n"
+               "      quorum-loss (etcd: a URL naming three members, --state)\n"
                "      failover (PostgreSQL, MariaDB: --state of a pair started with start-pair)\n",
                why.c_str());
   std::exit(64);
@@ -275,7 +278,8 @@ class Run {
   std::int64_t thaw_at_ = 0;
   std::vector<pid_t> watchdogs_;
   std::unique_ptr<RedisNodes> redis_;           // Redis, Redlock: the servers under test
-  std::unique_ptr<ZkServers> zk_;               // ZooKeeper: the servers under test
+  std::unique_ptr<Members> members_;            // ZooKeeper, etcd: the servers under test
+  ZkServers* zk_ = nullptr;                     // members_ when they are ZooKeeper's (session-expire)
   std::map<int, ZkSession> zk_sessions_;        // session-expire: each client's session as it announced it
   std::unique_ptr<Interruption> interruption_;  // relay-stall, conn-full, disk-full, node-*
   bool interrupted_ = false;
@@ -387,8 +391,8 @@ void Run::spawn(int id) {
   const bool long_holds = a_.fault == "failover" ||
                           (is_redis(dialect_) && (a_.fault == "server-restart" || a_.fault == "server-restart-aof" ||
                                                   a_.fault == "busy-script" || a_.fault.rfind("node-", 0) == 0)) ||
-                          (dialect_ == Dialect::kZookeeper &&
-                           (a_.fault == "server-restart" || a_.fault == "leader-kill" || a_.fault == "session-expire"));
+                          (members_ && (a_.fault == "server-restart" || a_.fault == "leader-kill" ||
+                                        a_.fault == "session-expire" || a_.fault == "quorum-loss"));
   const std::string long_pause = s(a_.ttl_ms * 3 / 10);
   std::vector<std::string> argv = {a_.client_path,
                                    "--url", url,
@@ -632,14 +636,15 @@ void Run::server_restart() {
   const std::int64_t t = mono_ns();
   const bool pg = dialect_ == Dialect::kPostgresql;
   int rc = 0;
-  if (zk_ && a_.fault == "leader-kill") {
+  if (members_ && a_.fault == "leader-kill") {
     // The leader's crash: the other two elect a new one meanwhile; it comes back as a follower.
-    const int port = zk_->leader();
-    rc = port == 0 ? -1 : zk_->kill(port);
-    if (rc == 0) rc = zk_->start(port);
+    const int port = members_->leader();
+    rc = port == 0 ? -1 : members_->kill(port);
+    if (rc == 0) rc = members_->start(port);
     note("leader-kill " + s(port));
-  } else if (zk_) {
-    rc = zk_->restart();  // a clean stop and start, the data directory kept: sessions survive it
+  } else if (members_) {
+    // A clean stop and start, the data kept: ZooKeeper's sessions and etcd's leases survive it.
+    rc = members_->restart();
   } else if (redis_) {
     // A crash, as PostgreSQL's immediate stop and MariaDB's kill: SIGKILL, then the same server
     // (its AOF, if it has one) comes back.
@@ -689,7 +694,7 @@ void Run::server_freeze() {
   // leader-stop: the ensemble's leader, long enough past the followers' syncLimit (2 s in
   // zookeeper.sh) that they elect another; it finds itself stale when it goes on.
   const bool leader = a_.fault == "leader-stop";
-  const pid_t main_pid = zk_ ? zk_->pid(leader ? zk_->leader() : zk_->ports().front())
+  const pid_t main_pid = members_ ? members_->pid(leader ? members_->leader() : members_->ports().front())
                              : server_pid(dialect_, a_.state, redis_ ? redis_->ports().front() : 0);
   if (main_pid == 0) throw std::runtime_error("no server pid under " + a_.state);
   const auto hold = milliseconds(static_cast<std::int64_t>(uniform(1.5, 2.5) * a_.ttl_ms)) + (leader ? 2000ms : 0ms);
@@ -965,17 +970,25 @@ int Run::execute() {
     if (!std::ifstream(a_.state + "/primary")) usage(f + " needs --state of a pair (start-pair)");
   }
   const bool zookeeper = dialect_ == Dialect::kZookeeper;
-  if ((f == "session-expire" || f == "leader-kill" || f == "leader-stop") && !zookeeper) usage(f + " needs a zookeeper URL");
+  const bool etcd = dialect_ == Dialect::kEtcd;
+  if (f == "session-expire" && !zookeeper) usage(f + " needs a zookeeper URL");
+  if ((f == "leader-kill" || f == "leader-stop") && !zookeeper && !etcd) usage(f + " needs a zookeeper or etcd URL");
+  if (f == "quorum-loss" && !etcd) usage(f + " needs an etcd URL");
   if (zookeeper && f != "none" && f != "client-kill" && f != "client-stop" && f != "session-expire" &&
       f != "server-restart" && f != "server-stop" && f != "relay-stall" && f != "leader-kill" && f != "leader-stop" &&
       f != "reply-cut") {
     usage(f + " does not apply to ZooKeeper");
   }
+  if (etcd && f != "none" && f != "client-kill" && f != "client-stop" && f != "server-restart" && f != "server-stop" &&
+      f != "relay-stall" && f != "leader-kill" && f != "leader-stop" && f != "quorum-loss") {
+    usage(f + " does not apply to etcd");
+  }
   if (f == "reply-cut" && (!zookeeper || parse_url(a_.url).hosts.size() != 1)) {
     usage(f + " needs a zookeeper URL naming one server (the relay stands in front of it)");
   }
-  if ((f == "leader-kill" || f == "leader-stop") && (a_.state.empty() || parse_url(a_.url).hosts.size() < 3)) {
-    usage(f + " needs an ensemble (a URL naming three servers) and --state");
+  if ((f == "leader-kill" || f == "leader-stop" || f == "quorum-loss") &&
+      (a_.state.empty() || parse_url(a_.url).hosts.size() < 3)) {
+    usage(f + " needs an ensemble or cluster (a URL naming three servers) and --state");
   }
   // A session as long as the TTL (the least the test servers grant is 1 s): a lease is bound by
   // both, and a client stopped for longer than a TTL outlives its session.
@@ -1009,7 +1022,11 @@ int Run::execute() {
   if (f == "pgbouncer" && a_.url.find("prepared=") == std::string::npos) a_.url = with_param(a_.url, "prepared", "0");
   if (a_.server_script.empty()) {
     a_.server_script = std::string(DBLOCK_SOURCE_DIR) + "/scripts/servers/" +
-                       (pg ? "postgresql.sh" : redis ? "redis.sh" : zookeeper ? "zookeeper.sh" : "mariadb.sh");
+                       (pg          ? "postgresql.sh"
+                        : redis     ? "redis.sh"
+                        : zookeeper ? "zookeeper.sh"
+                        : etcd      ? "etcd.sh"
+                                    : "mariadb.sh");
   }
 
   prefix_ = "fault" + s(getpid() % 100000) + "_" + s(static_cast<std::int64_t>(a_.seed % 100000)) + "_";
@@ -1025,7 +1042,13 @@ int Run::execute() {
   }
   if (f == "disk-full") interruption_ = disk_full(a_.work + "/db");  // before the file is made
   if (redis) redis_ = std::make_unique<RedisNodes>(a_.admin_url, a_.server_script, a_.state, err_path());
-  if (zookeeper) zk_ = std::make_unique<ZkServers>(a_.admin_url, a_.server_script, a_.state, err_path());
+  if (zookeeper) {
+    auto servers = std::make_unique<ZkServers>(a_.admin_url, a_.server_script, a_.state, err_path());
+    zk_ = servers.get();
+    members_ = std::move(servers);
+  }
+  if (etcd) members_ = etcd_members(a_.admin_url, a_.server_script, a_.state, err_path());
+  if (f == "quorum-loss") interruption_ = quorum_loss(*members_);
   if (f == "busy-script") interruption_ = busy_script(*redis_, milliseconds(a_.ttl_ms));
   if (node_fault) {
     const int count = f.size() > 4 && f.compare(f.size() - 4, 4, "-two") == 0 ? 2 : 1;
@@ -1136,7 +1159,7 @@ int Run::execute() {
     });
   }
   if (redis) server_version = redis_->version();  // the resource's SQLite is not the server under test
-  if (zk_) server_version = zk_->version();
+  if (members_) server_version = members_->version();
   Figures fig = evaluate(in);
   fig.client_crashes = crashes_;
   auto violations = fig.violations(in.baseline);

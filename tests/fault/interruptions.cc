@@ -14,6 +14,7 @@
 
 #include "dblock/dblock.h"
 #include "dblock/url.h"
+#include "members.h"
 #include "relay.h"
 
 namespace dblock::fault {
@@ -200,6 +201,48 @@ class DiskFull : public Interruption {
 };
 
 }  // namespace
+
+namespace {
+
+class QuorumLoss : public Interruption {
+ public:
+  explicit QuorumLoss(Members& members) : members_(members) {
+    if (members_.ports().size() != 3) throw UsageError("quorum-loss needs a cluster of three members");
+  }
+  ~QuorumLoss() override {
+    try {
+      end();
+    } catch (const std::exception&) {
+      // A member that did not come back: the run has failed already, and the fixture stops it.
+    }
+  }
+  std::string begin() override {
+    const int leader = members_.leader();
+    const std::vector<int>& ports = members_.ports();
+    const auto at = std::find(ports.begin(), ports.end(), leader);
+    const std::size_t first = at == ports.end() ? 0 : static_cast<std::size_t>(at - ports.begin());
+    down_ = {ports[first], ports[(first + 1) % ports.size()]};
+    for (int port : down_) {
+      if (members_.kill(port) != 0) throw std::runtime_error("quorum-loss: killing the member on " + std::to_string(port) + " failed");
+    }
+    return "quorum-loss: killed " + std::to_string(down_[0]) + " (leader " + std::to_string(leader) + ") and " +
+           std::to_string(down_[1]);
+  }
+  void end() override {
+    for (int port : down_) {
+      if (members_.start(port) != 0) throw std::runtime_error("quorum-loss: the member on " + std::to_string(port) + " did not start again");
+    }
+    down_.clear();
+  }
+
+ private:
+  Members& members_;
+  std::vector<int> down_;
+};
+
+}  // namespace
+
+std::unique_ptr<Interruption> quorum_loss(Members& members) { return std::make_unique<QuorumLoss>(members); }
 
 std::unique_ptr<Interruption> relay_stall(const std::string& url, const std::string& relay_path) {
   return std::make_unique<RelayStall>(url, relay_path);

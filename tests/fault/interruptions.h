@@ -15,6 +15,8 @@
 
 namespace dblock::fault {
 
+class Members;
+
 class Interruption {
  public:
   virtual ~Interruption() = default;
@@ -60,6 +62,11 @@ struct ClientHooks {
 };
 std::unique_ptr<Interruption> connections_full(const std::string& admin_url, const std::string& table_prefix,
                                                ClientHooks clients);
+
+// quorum-loss: begin() SIGKILLs two of a 3-member cluster's members (the leader and the next), so
+// that the one left has no quorum: no write, no lease renewal, no election. end() starts them again
+// from their data. Holds 1.5-2.5 TTL: every holder's lease runs out meanwhile.
+std::unique_ptr<Interruption> quorum_loss(Members& members);
 
 // disk-full: mounts a small tmpfs on `dir` (REQUIRES: root, `dir` an empty directory) for the
 // SQLite file; begin() fills it with a file, end() deletes the file. Unmounted when destroyed.

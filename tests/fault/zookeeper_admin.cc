@@ -10,16 +10,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <thread>
 
 #ifdef DBLOCK_FAULT_ZOOKEEPER
 #include <zookeeper/zookeeper.h>
 #endif
 
-#include "commands.h"
 #include "dblock/errors.h"
-#include "dblock/url.h"
 
 namespace dblock::fault {
 
@@ -78,36 +75,10 @@ ZkSession parse_zk_session(const std::string& id_hex, const std::string& passwor
 }
 
 ZkServers::ZkServers(const std::string& admin_url, std::string script, std::string state, std::string err_path)
-    : script_(std::move(script)), state_(std::move(state)), err_path_(std::move(err_path)) {
-  for (const auto& h : parse_url(admin_url).hosts) ports_.push_back(h.port == 0 ? 2181 : h.port);
-  if (ports_.empty()) throw UsageError("fault harness: the zookeeper URL names no server");
-}
-
-int ZkServers::leader() {
-  std::string out;
-  if (run_command({script_, "leader", state_}, 20'000ms, &out, err_path_) != 0) return 0;
-  return std::atoi(out.c_str());
-}
-
-pid_t ZkServers::pid(int port) const {
-  std::ifstream f(state_ + "/" + std::to_string(port) + "/zookeeper.pid");
-  long pid = 0;
-  if (!(f >> pid) || pid <= 1) return 0;
-  return static_cast<pid_t>(pid);
-}
-
-int ZkServers::kill(int port) {
-  return run_command({script_, "kill", state_, std::to_string(port)}, 30'000ms, nullptr, err_path_);
-}
-
-int ZkServers::start(int port) {
-  return run_command({script_, "start-one", state_, std::to_string(port)}, 60'000ms, nullptr, err_path_);
-}
-
-int ZkServers::restart() { return run_command({script_, "restart", state_}, 90'000ms, nullptr, err_path_); }
+    : Members(admin_url, 2181, std::move(script), std::move(state), "zookeeper.pid", std::move(err_path)) {}
 
 std::string ZkServers::version() const {
-  const std::string out = four_letter(ports_.front(), "srvr");
+  const std::string out = four_letter(ports().front(), "srvr");
   const std::string key = "Zookeeper version: ";
   const auto at = out.find(key);
   if (at == std::string::npos) return "";
@@ -122,7 +93,7 @@ bool ZkServers::expire(const ZkSession& session, std::chrono::milliseconds patie
   id.client_id = session.id;
   std::memcpy(id.passwd, session.password.data(), sizeof id.passwd);
   zoo_set_debug_level(static_cast<ZooLogLevel>(0));
-  const std::string at = "127.0.0.1:" + std::to_string(ports_.front());
+  const std::string at = "127.0.0.1:" + std::to_string(ports().front());
   zhandle_t* zh = zookeeper_init(at.c_str(), nullptr, 10'000, &id, nullptr, 0);
   if (zh == nullptr) return false;
   const auto until = std::chrono::steady_clock::now() + patience;

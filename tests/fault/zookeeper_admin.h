@@ -1,7 +1,6 @@
-// The ZooKeeper servers of a fault run (standalone, or a 3-node ensemble), administered from
-// outside the library: scripts/servers/zookeeper.sh to find the leader, kill a server, start it
-// again or restart every server keeping its data; `srvr` for the version; and a session taken over
-// with its id and password and closed, which ends it on the server (forced expiry).
+// The ZooKeeper servers of a fault run (standalone, or a 3-node ensemble): Members (members.h)
+// through scripts/servers/zookeeper.sh; `srvr` for the version; and a session taken over with its
+// id and password and closed, which ends it on the server (forced expiry).
 //
 // Not thread-safe: the driver's thread only.
 #ifndef DBLOCK_TESTS_FAULT_ZOOKEEPER_ADMIN_H_
@@ -14,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "members.h"
+
 namespace dblock::fault {
 
 // A session's id and password as a fault_client announces them ("zs <id hex> <password hex>").
@@ -24,35 +25,20 @@ struct ZkSession {
 // Parses the announcement's two fields; id 0 when malformed.
 ZkSession parse_zk_session(const std::string& id_hex, const std::string& password_hex);
 
-class ZkServers {
+// The servers (standalone, or an ensemble): Members with ZooKeeper's version (`srvr`) and a forced
+// session expiry.
+class ZkServers : public Members {
  public:
   // `admin_url`: the zookeeper:// URL naming every server. `script`, `state`: zookeeper.sh and the
   // servers' state directory. Commands' stderr goes to `err_path`.
   ZkServers(const std::string& admin_url, std::string script, std::string state, std::string err_path);
 
-  const std::vector<int>& ports() const { return ports_; }
-  bool ensemble() const { return ports_.size() > 1; }
-  // The leader's client port (standalone: its port); 0 when none answers.
-  int leader();
-  // The JVM's pid of the server on `port` (its pid file), 0 when none.
-  pid_t pid(int port) const;
-  // zookeeper.sh kill (SIGKILL by pid) / start-one (back from its state directory, awaited until it
-  // serves) / restart of every server (clean stop, start, data kept): the script's exit status.
-  int kill(int port);
-  int start(int port);
-  int restart();
   // The first server's version from `srvr` ("3.8.0-..."), "" if it cannot be read.
-  std::string version() const;
+  std::string version() const override;
   // Connects to the first server with `session`'s id and password and closes the session: the
   // server ends it and deletes its ephemeral nodes. Returns whether the takeover connected (a
   // session that expired meanwhile cannot be taken over). Bounded by `patience`.
   bool expire(const ZkSession& session, std::chrono::milliseconds patience);
-
- private:
-  std::vector<int> ports_;
-  std::string script_;
-  std::string state_;
-  std::string err_path_;
 };
 
 }  // namespace dblock::fault

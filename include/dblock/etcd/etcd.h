@@ -50,6 +50,9 @@ struct Options {
   // bytes without control characters; "" is etcdctl's and concurrency.Mutex's own namespace.
   std::string prefix = "dblock/";
   std::chrono::milliseconds connect_timeout{5'000};  // reaching a member, shortened to the call's deadline
+  // A session lock's own etcd lease (etcd-mutex layout): kept alive while it is held; a process
+  // that stops keeping it alive loses the lock this long after (concurrency.Session's TTL).
+  std::chrono::seconds session_ttl{10};
   Layout layout = Layout::kMutex;
 };
 
@@ -58,7 +61,7 @@ struct Options {
 std::unique_ptr<LeaseService> make_service(const Options& options);
 
 // From a parsed etcd:// URL: etcd://[user:password@]h1:2379,h2:2379/<prefix>?connect_timeout=S
-// &layout=etcd-mutex|python-etcd3. The URL's path ("locks" is "locks/") or prefix= is the prefix;
+// &session_ttl=S&layout=etcd-mutex|python-etcd3. The URL's path ("locks" is "locks/") or prefix= is the prefix;
 // where neither is given, the manager's table prefix (etcd-mutex) or "/locks/" (python-etcd3).
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
 

@@ -139,8 +139,14 @@ void Client::run(const char* what, SteadyClock::time_point deadline, Call&& call
       authenticate(deadline);
       continue;
     }
-    check(status, what);
+    check(status, what, needs());
   }
+}
+
+std::string Client::needs() const {
+  const std::string keys = options_.prefix.empty() ? "every key" : "the keys under '" + options_.prefix + "'";
+  return "user '" + options_.user + "' needs readwrite on " + keys +
+         " (etcdctl role grant-permission --prefix=true ROLE readwrite '" + options_.prefix + "')";
 }
 
 etcdserverpb::TxnResponse Client::txn(const etcdserverpb::TxnRequest& request, SteadyClock::time_point deadline,

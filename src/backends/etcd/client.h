@@ -63,6 +63,8 @@ class Client {
   // After a failed call on member `index`: an unreachable member hands on to the next one.
   void failed(std::size_t index, const grpc::Status& status);
   void authenticate(SteadyClock::time_point deadline);
+  // What a PermissionError says the user's role must grant.
+  std::string needs() const;
   // Runs `call(member, context)`; a token etcd no longer accepts is renewed once and the call
   // repeated. Throws for a failure (what error_map.h says, naming `what`).
   template <class Call>

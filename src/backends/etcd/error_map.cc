@@ -9,7 +9,7 @@ bool is_lease_not_found(const grpc::Status& status) {
          status.error_message().find("lease not found") != std::string::npos;
 }
 
-void check(const grpc::Status& status, const std::string& what) {
+void check(const grpc::Status& status, const std::string& what, const std::string& needs) {
   if (status.ok()) return;
   const std::string code = std::to_string(static_cast<int>(status.error_code()));
   const std::string message = "etcd: " + what + ": " + status.error_message();
@@ -20,6 +20,9 @@ void check(const grpc::Status& status, const std::string& what) {
   }
   if (text.find("authentication failed") != std::string::npos) {
     throw PermissionError(message + " (etcd refused the user or password)", kServiceName, code);
+  }
+  if (text.find("user name is empty") != std::string::npos) {
+    throw PermissionError(message + " (etcd has auth enabled: give a user and password in the URL)", kServiceName, code);
   }
   switch (status.error_code()) {
     case grpc::StatusCode::UNAVAILABLE:
@@ -35,7 +38,8 @@ void check(const grpc::Status& status, const std::string& what) {
       if (is_lease_not_found(status)) throw LeaseNotFound(message, kServiceName, code, true);
       throw Error(message, kServiceName, code);
     case grpc::StatusCode::PERMISSION_DENIED:
-      throw PermissionError(message + " (the etcd user's role does not grant it)", kServiceName, code);
+      throw PermissionError(message + " (the etcd user's role does not grant it" + (needs.empty() ? "" : ": " + needs) + ")",
+                            kServiceName, code);
     case grpc::StatusCode::UNAUTHENTICATED:
       throw PermissionError(message + " (etcd refused the user or password)", kServiceName, code);
     case grpc::StatusCode::FAILED_PRECONDITION:  // "not leader", "no leader": an election under way

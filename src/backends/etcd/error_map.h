@@ -26,15 +26,17 @@ class LeaseNotFound : public ConnectionError {
 //     about a leader                           reset)
 //   DEADLINE_EXCEEDED, CANCELLED              ConnectionError, retryable (no answer by the call's
 //                                             deadline: a stalled member or path)
-//   PERMISSION_DENIED                         PermissionError (the user's role lacks the range)
-//   UNAUTHENTICATED                           PermissionError (user or password refused)
+//   PERMISSION_DENIED                         PermissionError (the user's role lacks the range),
+//                                             ending with `needs` (what to grant)
+//   UNAUTHENTICATED, "user name is empty"     PermissionError (user or password refused, or none
+//                                             given to a cluster with auth enabled)
 //   INVALID_ARGUMENT, FAILED_PRECONDITION,    UsageError (a request etcd refuses: a key range
 //     OUT_OF_RANGE                             without permission to read, a compacted revision)
 //   NOT_FOUND of a lease                      LeaseNotFound, retryable (it expired or was revoked
 //                                             before the call that named it: a late answer)
 //   NOT_FOUND otherwise                       Error
 //   anything else                             Error
-void check(const grpc::Status& status, const std::string& what);
+void check(const grpc::Status& status, const std::string& what, const std::string& needs = "");
 
 // etcd's "requested lease not found" (a lease that expired or was revoked).
 bool is_lease_not_found(const grpc::Status& status);

@@ -5,8 +5,9 @@
 // The range "<prefix>a/" holds the keys of lock "a/b" too: as with concurrency.Mutex, a contender
 // for "a/b" that came first stands in line before "a"'s (never beside one: no two hold "a").
 //
-// Capabilities: FairQueue (a waiter keeps its key: its place is its create revision, FIFO) and
-// NativeWait (a watch on the key just ahead: no herd).
+// Capabilities: FairQueue (a waiter keeps its key: its place is its create revision, FIFO),
+// NativeWait (a watch on the key just ahead: no herd) and SessionLocks (session_locks.h: a lease
+// per lock, in the same line).
 #ifndef DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
 #define DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
 
@@ -15,6 +16,7 @@
 
 #include "dblock/service/capabilities.h"
 #include "etcd_service.h"
+#include "session_locks.h"
 
 namespace dblock::etcd {
 
@@ -28,6 +30,7 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
 
   FairQueue* fair_queue() noexcept override { return this; }
   NativeWait* native_wait() noexcept override { return this; }
+  SessionLocks* session_locks() noexcept override { return &session_locks_; }
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
   void leave(std::string_view name, const OwnerSecret& secret) override;
   Position position(std::string_view name, const OwnerSecret& secret, std::int64_t ticket) override;
@@ -41,6 +44,8 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
   bool touch_on_renew() const override { return true; }  // concurrency.Mutex waits on deletions
   Attempt attempt(const AcquireRequest& request, bool queue, std::chrono::milliseconds hold_for);
   std::string prefix_of(std::string_view name) const;
+
+  EtcdSessionLocks session_locks_{client_, options_.prefix, options_.session_ttl};
 };
 
 }  // namespace dblock::etcd

@@ -19,6 +19,7 @@ void validate(const Options& options) {
     if (e.host.empty()) throw UsageError("etcd: an endpoint without a host", kServiceName);
     if (e.port < 1 || e.port > 65535) throw UsageError("etcd: port out of range", kServiceName);
   }
+  if (options.session_ttl <= std::chrono::seconds::zero()) throw UsageError("etcd: session_ttl must be positive", kServiceName);
   if (options.connect_timeout <= std::chrono::milliseconds::zero()) {
     throw UsageError("etcd: connect_timeout must be positive", kServiceName);
   }
@@ -55,6 +56,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
     options.prefix = url.path.empty() ? default_prefix : url.path + (url.path.back() == '/' ? "" : "/");
   }
   if (auto s = params.integer("connect_timeout", 1, 3600)) options.connect_timeout = std::chrono::seconds(*s);
+  if (auto s = params.integer("session_ttl", 1, 3600)) options.session_ttl = std::chrono::seconds(*s);
   params.finish();
   options.user = url.user;
   options.password = url.password;

@@ -1,0 +1,202 @@
+#include "session_locks.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "dblock/errors.h"
+#include "dblock/service/call_deadline.h"
+#include "error_map.h"
+#include "keys.h"
+#include "requests.h"
+
+namespace dblock::etcd {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kLongestCall{30'000};  // a call's bound where the caller set no deadline
+constexpr milliseconds kBackgroundCall{1'000};
+
+SteadyClock::time_point deadline() { return std::min(call_deadline(), SteadyClock::now() + kLongestCall); }
+
+std::string holder_text() {
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
+  return std::string(host) + ":" + std::to_string(getpid()) + " (session lock)";
+}
+
+// Keeps one lease alive every TTL/3 on a thread of its own until stopped, or until etcd says the
+// lease is gone.
+class KeepAlive {
+ public:
+  KeepAlive(Client& client, std::int64_t lease, std::chrono::seconds ttl)
+      : client_(client), lease_(lease), every_(std::chrono::duration_cast<milliseconds>(ttl) / 3),
+        thread_([this] { run(); }) {}
+  ~KeepAlive() { stop(); }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    for (;;) {
+      if (cv_.wait_for(lock, every_, [&] { return stopped_; })) return;
+      lock.unlock();
+      bool gone = false;
+      try {
+        gone = client_.keep_alive(lease_, SteadyClock::now() + every_).count() == 0;
+      } catch (const Error&) {
+        // Tried again at the next beat; the lease ends by its TTL if none gets through.
+      }
+      lock.lock();
+      if (gone) return;
+    }
+  }
+
+  Client& client_;
+  const std::int64_t lease_;
+  const milliseconds every_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  std::thread thread_;  // last: started once the rest is built
+};
+
+class Handle final : public SessionLockHandle {
+ public:
+  Handle(Client& client, std::int64_t lease, std::unique_ptr<KeepAlive> keep_alive, std::string key,
+         std::int64_t revision)
+      : client_(client), lease_(lease), key_(std::move(key)), revision_(revision), keep_alive_(std::move(keep_alive)) {}
+  ~Handle() override {
+    if (keep_alive_ == nullptr) return;
+    keep_alive_.reset();
+    try {
+      client_.revoke(lease_, SteadyClock::now() + kBackgroundCall);
+    } catch (const Error&) {
+      // The lease ends by its TTL, with the key.
+    }
+  }
+
+  // The key is there, made at the revision this lock made it, on its lease (one round trip).
+  bool verify() noexcept override {
+    try {
+      etcdserverpb::RangeRequest read;
+      read.set_key(key_);
+      const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "session lock verify");
+      return r.kvs_size() == 1 && r.kvs(0).create_revision() == revision_ && r.kvs(0).lease() == lease_;
+    } catch (...) {
+      return false;
+    }
+  }
+
+  bool release() override {
+    keep_alive_.reset();
+    etcdserverpb::TxnRequest txn;
+    *txn.add_compare() = created_at(key_, revision_);
+    txn.add_success()->mutable_request_delete_range()->set_key(key_);
+    bool deleted = false;
+    try {
+      deleted = client_.txn(txn, deadline(), "session lock release").succeeded();
+    } catch (const ConnectionError& e) {
+      revoke_best_effort();
+      throw InDoubtError(std::string(e.what()) + " (the session lock's key goes with its lease, by its TTL)",
+                         kServiceName, e.sqlstate());
+    }
+    revoke_best_effort();
+    return deleted;
+  }
+
+  std::int64_t key() const override { return 0; }
+
+ private:
+  void revoke_best_effort() noexcept {
+    try {
+      client_.revoke(lease_, SteadyClock::now() + kBackgroundCall);
+    } catch (...) {
+      // The lease ends by its TTL.
+    }
+  }
+
+  Client& client_;
+  const std::int64_t lease_;
+  const std::string key_;
+  const std::int64_t revision_;
+  std::unique_ptr<KeepAlive> keep_alive_;  // null once released
+};
+
+// Revokes a lease unless dismissed: an acquisition that did not get its lock, however it ended.
+struct RevokeUnlessKept {
+  Client& client;
+  std::int64_t lease;
+  bool kept = false;
+  ~RevokeUnlessKept() {
+    if (kept) return;
+    try {
+      client.revoke(lease, SteadyClock::now() + kBackgroundCall);
+    } catch (...) {
+      // The lease ends by its TTL, with the key.
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::string_view name, LockMode mode,
+                                                                          milliseconds wait) {
+  if (name.empty()) throw UsageError("etcd: empty lock name", kServiceName);
+  if (mode == LockMode::kShared) {
+    throw UnsupportedError("etcd: no shared session locks (the etcd-mutex layout is concurrency.Mutex's)", kServiceName);
+  }
+  const SteadyClock::time_point until = deadline();
+  const SteadyClock::time_point now = SteadyClock::now();
+  const SteadyClock::time_point ends = wait <= milliseconds::zero() ? now : std::min(until, now + wait);
+  const Client::Granted granted = client_.grant(ttl_, until);
+  RevokeUnlessKept revoke{client_, granted.id};
+  auto keep_alive = std::make_unique<KeepAlive>(client_, granted.id, granted.ttl);  // through the wait too
+  const std::string prefix = lock_prefix(prefix_, name);
+  const std::string key = contender_key(prefix, granted.id);
+  // As concurrency.Mutex: the key is put if absent (its lease is new: it is), then the line read.
+  etcdserverpb::TxnRequest txn;
+  *txn.add_compare() = created_at(key, 0);
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value(contender_value(OwnerSecret::generate(), holder_text()));
+  put->set_lease(granted.id);
+  const std::int64_t revision = client_.txn(txn, until, "session lock").header().revision();
+  for (;;) {
+    // The own key (still there, from this put) and the key just ahead of it, at one revision.
+    etcdserverpb::TxnRequest read;
+    read.add_success()->mutable_request_range()->set_key(key);
+    etcdserverpb::RangeRequest* ahead = read.add_success()->mutable_request_range();
+    *ahead = first_by_creation(prefix, etcdserverpb::RangeRequest::DESCEND);
+    ahead->set_max_create_revision(revision - 1);
+    const etcdserverpb::TxnResponse r = client_.txn(read, until, "session lock");
+    const auto& own = r.responses(0).response_range();
+    if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
+      throw ConnectionError("etcd: the session lock's key for '" + std::string(name) +
+                                "' went while it waited (its lease ended, or an admin released it)",
+                            kServiceName, "", true);
+    }
+    const auto& before = r.responses(1).response_range();
+    if (before.kvs_size() == 0) {
+      revoke.kept = true;
+      return std::make_unique<Handle>(client_, granted.id, std::move(keep_alive), key, revision);
+    }
+    if (SteadyClock::now() >= ends) return nullptr;
+    // A hint: the next read decides. Bounded by the wait and the call's deadline.
+    client_.wait_deleted(before.kvs(0).key(), r.header().revision(), std::min(ends, until));
+  }
+}
+
+}  // namespace dblock::etcd
