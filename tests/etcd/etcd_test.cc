@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "client.h"
 #include "context.h"
 #include "environment.h"
 #include "process.h"
@@ -237,11 +238,39 @@ void await_waiters(LockManager& manager, const std::string& name, int n) {
   FAIL("no " << n << " waiter(s) behind the holder of '" << name << "' within 10 s");
 }
 
+// The store's revision as a read of `key` reports it (etcdctl's header); fails the case when unread.
+std::int64_t revision_of(const std::string& key) {
+  std::int64_t revision = 0;
+  for (const std::string& line : etcdctl("get '" + key + "' -w fields")) {
+    if (line.rfind("\"Revision\" : ", 0) == 0) revision = std::stoll(line.substr(13));
+  }
+  REQUIRE(revision > 0);
+  return revision;
+}
+
 // The fence list() shows for `name`'s holder (a foreign one's key's create revision).
 std::int64_t listed_fence(LockManager& manager, const std::string& name) {
   const std::optional<LeaseInfo> info = manager.inspect(name);
   REQUIRE(info);
   return info->fence;
+}
+
+TEST_CASE("etcd: a watch from a compacted revision ends at once, a hint that sends the waiter to read again",
+          "[etcd][fault]") {
+  etcd::Options options;
+  const Url url = parse_url(context().url);
+  options.endpoints = {etcd::Options::Endpoint{url.hosts.at(0).host, url.hosts.at(0).port}};
+  options.prefix = unique_prefix();
+  etcd::Client client(options);
+  const std::string key = options.prefix + "watched";
+  REQUIRE_FALSE(etcdctl("put '" + key + "' held").empty());
+  const std::int64_t written = revision_of(key);
+  for (int i = 0; i < 3; ++i) etcdctl("put '" + options.prefix + "filler' " + std::to_string(i));
+  REQUIRE_FALSE(etcdctl("compaction " + std::to_string(revision_of(options.prefix + "filler"))).empty());
+  // The key is still there: only the compaction can end this watch before its 5 s.
+  const auto start = SteadyClock::now();
+  CHECK(client.wait_deleted(key, written, start + 5s));
+  CHECK(SteadyClock::now() - start < 2s);
 }
 
 TEST_CASE("etcd: a waiter whose watched revision is compacted away still takes the lock at the release",
@@ -263,12 +292,7 @@ TEST_CASE("etcd: a waiter whose watched revision is compacted away still takes t
   // Writes past the waiter's watch, then a compaction at the newest revision: the watch's start
   // revision is history now.
   for (int i = 0; i < 3; ++i) etcdctl("put '" + prefix + "filler' " + std::to_string(i));
-  const std::vector<std::string> header = etcdctl("get '" + prefix + "filler' -w fields");
-  std::int64_t revision = 0;
-  for (const std::string& line : header) {
-    if (line.rfind("\"Revision\" : ", 0) == 0) revision = std::stoll(line.substr(13));
-  }
-  REQUIRE(revision > 0);
+  const std::int64_t revision = revision_of(prefix + "filler");
   REQUIRE_FALSE(etcdctl("compaction " + std::to_string(revision)).empty());
   const std::int64_t fence = lease->fence();
   CHECK(lease->release() == ReleaseResult::kReleased);
@@ -356,6 +380,12 @@ TEST_CASE("etcd: a session lock stands in the same line as etcdctl lock and dblo
   // etcdctl holds: a session lock waits for it, and gets it at its release.
   std::optional<SessionLock> next;
   std::thread taker([&] { next = manager->session_lock(name, 20s); });
+  struct Join {
+    std::thread& t;
+    ~Join() {
+      if (t.joinable()) t.join();
+    }
+  } join{taker};
   await_waiters(*manager, name, 1);
   waiter.signal(SIGINT);
   taker.join();
@@ -574,37 +604,6 @@ namespace {
 constexpr char kRoot[] = "root:root-secret";
 constexpr char kAuthPrefix[] = "dblock-auth/";
 
-// The member's users and roles, and auth enabled (once; a member set up already is left as is):
-// locker may read and write under kAuthPrefix (what docs/backends/etcd.md tells to grant), reader
-// only read there, elsewhere read and write under another application's prefix.
-void auth_ready() {
-  static const bool ready = [] {
-    if (!etcdctl(std::string("--user ") + kRoot + " user list").empty()) return true;
-    const std::vector<std::string> steps = {
-        "user add root:root-secret --interactive=false",
-        "role add dblock-rw",
-        std::string("role grant-permission --prefix=true dblock-rw readwrite ") + kAuthPrefix,
-        "user add locker:locker-secret --interactive=false",
-        "user grant-role locker dblock-rw",
-        "role add dblock-ro",
-        std::string("role grant-permission --prefix=true dblock-ro read ") + kAuthPrefix,
-        "user add reader:reader-secret --interactive=false",
-        "user grant-role reader dblock-ro",
-        "role add other-app",
-        "role grant-permission --prefix=true other-app readwrite other-app/",
-        "user add elsewhere:elsewhere-secret --interactive=false",
-        "user grant-role elsewhere other-app",
-        "auth enable",
-    };
-    for (const std::string& step : steps) {
-      INFO("etcdctl " << step);
-      REQUIRE_FALSE(etcdctl(step).empty());
-    }
-    return true;
-  }();
-  REQUIRE(ready);
-}
-
 // The auth member's URL as `credentials` ("user:password", or "" for none), under kAuthPrefix.
 std::string auth_url(const std::string& credentials) {
   const std::string at = credentials.empty() ? "" : credentials + "@";
@@ -617,8 +616,35 @@ bool says(const std::exception& e, const std::string& text) {
 
 }  // namespace
 
+// ctest's etcd_auth_setup, before etcd_auth: the member's users and roles, and auth enabled (a
+// member set up already is left as is). locker may read and write under kAuthPrefix (what
+// docs/backends/etcd.md tells to grant), reader only read there, elsewhere read and write under
+// another application's prefix. Hidden: it changes the member for good.
+TEST_CASE("etcd auth: the member's users and roles", "[.][auth-setup]") {
+  if (!etcdctl(std::string("--user ") + kRoot + " user list").empty()) return;
+  const std::vector<std::string> steps = {
+      "user add root:root-secret --interactive=false",
+      "role add dblock-rw",
+      std::string("role grant-permission --prefix=true dblock-rw readwrite ") + kAuthPrefix,
+      "user add locker:locker-secret --interactive=false",
+      "user grant-role locker dblock-rw",
+      "role add dblock-ro",
+      std::string("role grant-permission --prefix=true dblock-ro read ") + kAuthPrefix,
+      "user add reader:reader-secret --interactive=false",
+      "user grant-role reader dblock-ro",
+      "role add other-app",
+      "role grant-permission --prefix=true other-app readwrite other-app/",
+      "user add elsewhere:elsewhere-secret --interactive=false",
+      "user grant-role elsewhere other-app",
+      "auth enable",
+  };
+  for (const std::string& step : steps) {
+    INFO("etcdctl " << step);
+    REQUIRE_FALSE(etcdctl(step).empty());
+  }
+}
+
 TEST_CASE("etcd auth: the documented role (readwrite under the prefix) runs every call", "[etcd][auth]") {
-  auth_ready();
   const std::string name = "job-" + unique_prefix();
   auto holder = dblock::open(auth_url("locker:locker-secret"));
   auto second = dblock::open(auth_url("locker:locker-secret"));
@@ -652,7 +678,6 @@ TEST_CASE("etcd auth: the documented role (readwrite under the prefix) runs ever
 
 TEST_CASE("etcd auth: a wrong password or none is a permission error that never prints the password",
           "[etcd][auth]") {
-  auth_ready();
   try {
     dblock::open(auth_url("locker:not-the-secret"));
     FAIL("opened");
@@ -671,7 +696,6 @@ TEST_CASE("etcd auth: a wrong password or none is a permission error that never 
 TEST_CASE("etcd auth: a role that may only read under the prefix cannot take, renew or free a lock, and names "
           "the permission it lacks",
           "[etcd][auth]") {
-  auth_ready();
   const std::string name = "held-" + unique_prefix();
   auto locker = dblock::open(auth_url("locker:locker-secret"));
   std::optional<Lease> lease = locker->try_acquire(name, ttl(5s));
@@ -694,7 +718,6 @@ TEST_CASE("etcd auth: a role that may only read under the prefix cannot take, re
 
 TEST_CASE("etcd auth: a user whose role grants another application's prefix cannot open on this one",
           "[etcd][auth]") {
-  auth_ready();
   try {
     dblock::open(auth_url("elsewhere:elsewhere-secret"));
     FAIL("opened");

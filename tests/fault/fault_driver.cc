@@ -986,9 +986,11 @@ int Run::execute() {
   if (f == "reply-cut" && (!zookeeper || parse_url(a_.url).hosts.size() != 1)) {
     usage(f + " needs a zookeeper URL naming one server (the relay stands in front of it)");
   }
-  if ((f == "leader-kill" || f == "leader-stop" || f == "quorum-loss") &&
-      (a_.state.empty() || parse_url(a_.url).hosts.size() < 3)) {
+  if ((f == "leader-kill" || f == "leader-stop") && (a_.state.empty() || parse_url(a_.url).hosts.size() < 3)) {
     usage(f + " needs an ensemble or cluster (a URL naming three servers) and --state");
+  }
+  if (f == "quorum-loss" && (a_.state.empty() || parse_url(a_.url).hosts.size() != 3)) {
+    usage(f + " needs a cluster of three members (a URL naming all three) and --state");
   }
   // A session as long as the TTL (the least the test servers grant is 1 s): a lease is bound by
   // both, and a client stopped for longer than a TTL outlives its session.

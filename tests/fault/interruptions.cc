@@ -221,18 +221,21 @@ class QuorumLoss : public Interruption {
     const std::vector<int>& ports = members_.ports();
     const auto at = std::find(ports.begin(), ports.end(), leader);
     const std::size_t first = at == ports.end() ? 0 : static_cast<std::size_t>(at - ports.begin());
-    down_ = {ports[first], ports[(first + 1) % ports.size()]};
-    for (int port : down_) {
+    for (int port : {ports[first], ports[(first + 1) % ports.size()]}) {
       if (members_.kill(port) != 0) throw std::runtime_error("quorum-loss: killing the member on " + std::to_string(port) + " failed");
+      down_.push_back(port);
     }
     return "quorum-loss: killed " + std::to_string(down_[0]) + " (leader " + std::to_string(leader) + ") and " +
            std::to_string(down_[1]);
   }
+  // Starts every member it killed, each tried whatever the others did; throws once after.
   void end() override {
+    std::string failed;
     for (int port : down_) {
-      if (members_.start(port) != 0) throw std::runtime_error("quorum-loss: the member on " + std::to_string(port) + " did not start again");
+      if (members_.start(port) != 0) failed += " " + std::to_string(port);
     }
     down_.clear();
+    if (!failed.empty()) throw std::runtime_error("quorum-loss: members that did not start again:" + failed);
   }
 
  private:

@@ -31,12 +31,16 @@ std::string holder_text() {
 }
 
 // Keeps one lease alive every TTL/3 on a thread of its own until stopped, or until etcd says the
-// lease is gone.
+// lease is gone. A keep-alive is bounded by TTL/6 and at most kBeatBound (so that stop() waits no
+// longer); one that fails is tried again after kRetry, not a whole beat later.
 class KeepAlive {
  public:
+  static constexpr milliseconds kBeatBound{1'000};
+  static constexpr milliseconds kRetry{200};
+
   KeepAlive(Client& client, std::int64_t lease, std::chrono::seconds ttl)
       : client_(client), lease_(lease), every_(std::chrono::duration_cast<milliseconds>(ttl) / 3),
-        thread_([this] { run(); }) {}
+        bound_(std::min(every_ / 2, kBeatBound)), thread_([this] { run(); }) {}
   ~KeepAlive() { stop(); }
   void stop() {
     {
@@ -50,14 +54,16 @@ class KeepAlive {
  private:
   void run() {
     std::unique_lock<std::mutex> lock(mutex_);
+    milliseconds next = every_;
     for (;;) {
-      if (cv_.wait_for(lock, every_, [&] { return stopped_; })) return;
+      if (cv_.wait_for(lock, next, [&] { return stopped_; })) return;
       lock.unlock();
       bool gone = false;
+      next = every_;
       try {
-        gone = client_.keep_alive(lease_, SteadyClock::now() + every_).count() == 0;
-      } catch (const Error&) {
-        // Tried again at the next beat; the lease ends by its TTL if none gets through.
+        gone = client_.keep_alive(lease_, SteadyClock::now() + bound_).count() == 0;
+      } catch (...) {
+        next = std::min(every_, kRetry);  // the lease ends by its TTL if none gets through
       }
       lock.lock();
       if (gone) return;
@@ -67,6 +73,7 @@ class KeepAlive {
   Client& client_;
   const std::int64_t lease_;
   const milliseconds every_;
+  const milliseconds bound_;
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stopped_ = false;
@@ -81,11 +88,7 @@ class Handle final : public SessionLockHandle {
   ~Handle() override {
     if (keep_alive_ == nullptr) return;
     keep_alive_.reset();
-    try {
-      client_.revoke(lease_, SteadyClock::now() + kBackgroundCall);
-    } catch (const Error&) {
-      // The lease ends by its TTL, with the key.
-    }
+    revoke_best_effort();
   }
 
   // The key is there, made at the revision this lock made it, on its lease (one round trip).
@@ -100,21 +103,24 @@ class Handle final : public SessionLockHandle {
     }
   }
 
+  // The delete first, while the keep-alive still runs; the lease is revoked however it ends.
   bool release() override {
-    keep_alive_.reset();
     etcdserverpb::TxnRequest txn;
     *txn.add_compare() = created_at(key_, revision_);
     txn.add_success()->mutable_request_delete_range()->set_key(key_);
-    bool deleted = false;
+    struct Revoke {
+      Handle& h;
+      ~Revoke() {
+        h.keep_alive_.reset();
+        h.revoke_best_effort();
+      }
+    } revoke{*this};
     try {
-      deleted = client_.txn(txn, deadline(), "session lock release").succeeded();
+      return client_.txn(txn, deadline(), "session lock release").succeeded();
     } catch (const ConnectionError& e) {
-      revoke_best_effort();
       throw InDoubtError(std::string(e.what()) + " (the session lock's key goes with its lease, by its TTL)",
                          kServiceName, e.sqlstate());
     }
-    revoke_best_effort();
-    return deleted;
   }
 
   std::int64_t key() const override { return 0; }
@@ -158,10 +164,14 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
   if (mode == LockMode::kShared) {
     throw UnsupportedError("etcd: no shared session locks (the etcd-mutex layout is concurrency.Mutex's)", kServiceName);
   }
-  const SteadyClock::time_point until = deadline();
+  // The wait ends by `ends` (the caller's wait, or the engine's deadline where that is sooner);
+  // each call by deadline(), at most kLongestCall ahead.
   const SteadyClock::time_point now = SteadyClock::now();
-  const SteadyClock::time_point ends = wait <= milliseconds::zero() ? now : std::min(until, now + wait);
-  const Client::Granted granted = client_.grant(ttl_, until);
+  const SteadyClock::time_point limit = call_deadline();
+  const SteadyClock::time_point ends = wait <= milliseconds::zero()                                   ? now
+                                       : std::chrono::duration_cast<milliseconds>(limit - now) <= wait ? limit
+                                                                                                       : now + wait;
+  const Client::Granted granted = client_.grant(ttl_, deadline());
   RevokeUnlessKept revoke{client_, granted.id};
   auto keep_alive = std::make_unique<KeepAlive>(client_, granted.id, granted.ttl);  // through the wait too
   const std::string prefix = lock_prefix(prefix_, name);
@@ -173,7 +183,7 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
   put->set_key(key);
   put->set_value(contender_value(OwnerSecret::generate(), holder_text()));
   put->set_lease(granted.id);
-  const std::int64_t revision = client_.txn(txn, until, "session lock").header().revision();
+  const std::int64_t revision = client_.txn(txn, deadline(), "session lock").header().revision();
   for (;;) {
     // The own key (still there, from this put) and the key just ahead of it, at one revision.
     etcdserverpb::TxnRequest read;
@@ -181,7 +191,7 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
     etcdserverpb::RangeRequest* ahead = read.add_success()->mutable_request_range();
     *ahead = first_by_creation(prefix, etcdserverpb::RangeRequest::DESCEND);
     ahead->set_max_create_revision(revision - 1);
-    const etcdserverpb::TxnResponse r = client_.txn(read, until, "session lock");
+    const etcdserverpb::TxnResponse r = client_.txn(read, deadline(), "session lock");
     const auto& own = r.responses(0).response_range();
     if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
       throw ConnectionError("etcd: the session lock's key for '" + std::string(name) +
@@ -194,8 +204,8 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
       return std::make_unique<Handle>(client_, granted.id, std::move(keep_alive), key, revision);
     }
     if (SteadyClock::now() >= ends) return nullptr;
-    // A hint: the next read decides. Bounded by the wait and the call's deadline.
-    client_.wait_deleted(before.kvs(0).key(), r.header().revision(), std::min(ends, until));
+    // A hint: the next read decides. Bounded by the wait, and a call's longest time.
+    client_.wait_deleted(before.kvs(0).key(), r.header().revision(), std::min(ends, deadline()));
   }
 }
 
