@@ -46,6 +46,9 @@ launch() {
   # shellcheck disable=SC2046
   setsid "$server" $(cat "$dir/cmd") < /dev/null > "$dir/stdout.log" 2>&1 &
   echo $! > "$dir/$pid_name"
+  # Until the forked shell has exec'd etcd, the pid's command line is not etcd's yet: ready()
+  # would take it for an exit (it did, on a loaded machine) and stop the member.
+  for _ in $(seq 1 50); do server_pid "$port" > /dev/null && return 0; sleep 0.1; done
 }
 
 # Waits (bounded) until member PORT answers; with a cluster, until it has a leader.
