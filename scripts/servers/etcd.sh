@@ -40,9 +40,13 @@ launch() {
   local port="$1" dir="$state/$1" pid
   [[ -f "$dir/cmd" ]] || { echo "etcd.sh: $dir/cmd missing (not started with this STATE_DIR?)" >&2; exit 1; }
   if pid=$(server_pid "$port"); then echo "etcd.sh: etcd on port $port already running (pid $pid)" >&2; return 1; fi
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-    echo "etcd.sh: 127.0.0.1:$port is already in use by another process" >&2; return 1
-  fi
+  # A member just SIGKILLed may still hold its port for a moment: its main thread is a zombie (which
+  # alive() counts as gone) while its other threads are torn down with its sockets. Up to 3 s.
+  local tries=0
+  while (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do
+    if ((++tries >= 30)); then echo "etcd.sh: 127.0.0.1:$port is already in use by another process" >&2; return 1; fi
+    sleep 0.1
+  done
   # shellcheck disable=SC2046
   setsid "$server" $(cat "$dir/cmd") < /dev/null > "$dir/stdout.log" 2>&1 &
   echo $! > "$dir/$pid_name"

@@ -61,7 +61,7 @@ int report(const std::vector<std::string>& files) {
       if (line.rfind("RESULT ", 0) == 0) rows.push_back(parse_result(line));
     }
   }
-  const std::vector<std::string> backends = {"sqlite", "postgresql", "mariadb", "redis", "redlock", "zookeeper"};
+  const std::vector<std::string> backends = {"sqlite", "postgresql", "mariadb", "redis", "redlock", "zookeeper", "etcd"};
   std::map<std::string, std::string> servers;
   std::set<std::string> ttls, clients, dblock_versions;
   for (auto& r : rows) {
