@@ -32,6 +32,14 @@ using SteadyClock = std::chrono::steady_clock;
 
 namespace {
 
+// Joins `t` when the scope ends, however the case ends (a failed REQUIRE throws past the join).
+struct JoinOnExit {
+  std::thread& t;
+  ~JoinOnExit() {
+    if (t.joinable()) t.join();
+  }
+};
+
 std::string endpoint() {
   const Url url = parse_url(context().url);
   return url.hosts.at(0).host + ":" + std::to_string(url.hosts.at(0).port);
@@ -282,12 +290,7 @@ TEST_CASE("etcd: a waiter whose watched revision is compacted away still takes t
   REQUIRE(lease);
   std::optional<Lease> got;
   std::thread waiter([&] { got = second->acquire("compacted", 20s, ttl(5s)); });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join{waiter};
+  const JoinOnExit join{waiter};
   await_waiters(*holder, "compacted", 1);
   // Writes past the waiter's watch, then a compaction at the newest revision: the watch's start
   // revision is history now.
@@ -380,12 +383,7 @@ TEST_CASE("etcd: a session lock stands in the same line as etcdctl lock and dblo
   // etcdctl holds: a session lock waits for it, and gets it at its release.
   std::optional<SessionLock> next;
   std::thread taker([&] { next = manager->session_lock(name, 20s); });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join{taker};
+  const JoinOnExit join{taker};
   await_waiters(*manager, name, 1);
   waiter.signal(SIGINT);
   taker.join();
@@ -524,12 +522,7 @@ TEST_CASE("etcd: on a cluster a held lease and a waiter in line ride over the le
   REQUIRE(lease);
   std::optional<Lease> got;
   std::thread waiter([&] { got = second->acquire("leader-dies", 40s, ttl(2s)); });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join{waiter};
+  const JoinOnExit join{waiter};
   await_waiters(*holder, "leader-dies", 1);
   const int leader = leader_port();
   REQUIRE(leader != 0);
@@ -652,12 +645,7 @@ TEST_CASE("etcd auth: the documented role (readwrite under the prefix) runs ever
   REQUIRE(lease);
   std::optional<Lease> got;
   std::thread waiter([&] { got = second->acquire(name, 20s, ttl(2s)); });
-  struct Join {
-    std::thread& t;
-    ~Join() {
-      if (t.joinable()) t.join();
-    }
-  } join{waiter};
+  const JoinOnExit join{waiter};
   await_waiters(*holder, name, 1);
   // Past the TTL: renewals (keep-alives and the key's check) go through.
   for (const auto until = SteadyClock::now() + 2500ms; SteadyClock::now() < until;) {

@@ -35,6 +35,8 @@ bool token_refused(const grpc::Status& status) {
 
 }  // namespace
 
+SteadyClock::time_point bounded_deadline() { return std::min(call_deadline(), SteadyClock::now() + kLongestCall); }
+
 Client::Client(const Options& options) : options_(options) {
   grpc::ChannelArguments args;
   // A member that went away is noticed within a few seconds rather than at the OS's TCP timeout.

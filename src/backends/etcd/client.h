@@ -22,6 +22,14 @@ namespace dblock::etcd {
 
 using SteadyClock = std::chrono::steady_clock;
 
+// The longest a call may take where the engine set no deadline (admin calls, session locks).
+inline constexpr std::chrono::milliseconds kLongestCall{30'000};
+// How long clean-up in the background (sweeps, a lost lease's key, a revoke, closing) may take:
+// on a stalled connection a manager closes within the engine's own bound and this.
+inline constexpr std::chrono::milliseconds kBackgroundCall{1'000};
+// A call's deadline: the engine's (call_deadline()), at most kLongestCall from now.
+SteadyClock::time_point bounded_deadline();
+
 class Client {
  public:
   // Reaches a member (and authenticates) by call_deadline(), at most connect_timeout from now.

@@ -14,11 +14,6 @@ namespace {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-// The longest a call may take where the engine set no deadline (admin calls).
-constexpr milliseconds kLongestCall{30'000};
-// How long clean-up in the background (sweeps, a lost lease's key, closing) may take: on a
-// stalled connection a manager closes within the engine's own bound and this.
-constexpr milliseconds kBackgroundCall{1'000};
 // sweep(): how often, and how many keys a pass deletes at most.
 constexpr milliseconds kSweepEvery{500};
 constexpr std::size_t kSweepBatch = 16;
@@ -57,7 +52,7 @@ ServiceTraits EtcdService::traits() const {
 }
 
 SteadyClock::time_point EtcdService::deadline() {
-  return std::min(call_deadline(), SteadyClock::now() + kLongestCall);
+  return bounded_deadline();
 }
 
 // ---- what this service remembers ----

@@ -48,26 +48,11 @@ FairQueue::Attempt MutexLayout::attempt_in_line(const AcquireRequest& request, c
   return attempt(request, true, place.hold_for);
 }
 
-// As concurrency.Mutex: put the own key if it is not there, then read who is first by create
-// revision, in one transaction; the own key first means held.
-FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queue, milliseconds hold_for) {
-  if (request.name.empty()) throw UsageError("etcd: empty lock name", kServiceName);
-  const SteadyClock::time_point until = deadline();
-  const SteadyClock::time_point began = SteadyClock::now();
-  const Id id{std::string(request.name), *request.secret};
-  const AttemptScope scope(*this, id);
-  // A waiter's key must outlive the pause until its next attempt, which keeps it alive again.
-  SteadyClock::time_point expires;
-  Contender c = contender(request, std::max(request.ttl, queue ? hold_for : milliseconds::zero()), until, &expires);
-  const std::string prefix = prefix_of(request.name);
-  // Until it holds, the engine may stop attempting after any fault: sweep() then deletes the key.
-  c.attempted = began;
-  c.keep_for = queue ? std::max(hold_for, milliseconds(1)) : kTryKeep;
-  remember(id, c);
-
-  // A contender already in line only reads (a read-only transaction: no Raft write, no fsync);
-  // one without a key yet puts it if it is not there (an earlier attempt's answer may have been
-  // lost) and reads, in one transaction, as concurrency.Mutex does.
+// A contender already in line only reads (a read-only transaction: no Raft write, no fsync);
+// one without a key yet puts it if it is not there (an earlier attempt's answer may have been
+// lost) and reads, in one transaction, as concurrency.Mutex does. Its responses: the own key,
+// the first contender, and how many stand before the own key.
+etcdserverpb::TxnRequest MutexLayout::attempt_request(const Contender& c, const std::string& prefix) {
   const bool in_line = c.revision > 0;
   etcdserverpb::TxnRequest txn;
   if (in_line) {
@@ -91,6 +76,28 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
     ahead->set_count_only(true);
     if (in_line) ahead->set_max_create_revision(c.revision - 1);
   }
+  return txn;
+}
+
+// As concurrency.Mutex: put the own key if it is not there, then read who is first by create
+// revision, in one transaction; the own key first means held.
+FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queue, milliseconds hold_for) {
+  if (request.name.empty()) throw UsageError("etcd: empty lock name", kServiceName);
+  const SteadyClock::time_point until = deadline();
+  const SteadyClock::time_point began = SteadyClock::now();
+  const Id id{std::string(request.name), *request.secret};
+  const AttemptScope scope(*this, id);
+  // A waiter's key must outlive the pause until its next attempt, which keeps it alive again.
+  SteadyClock::time_point expires;
+  Contender c = contender(request, std::max(request.ttl, queue ? hold_for : milliseconds::zero()), until, &expires);
+  const std::string prefix = prefix_of(request.name);
+  // Until it holds, the engine may stop attempting after any fault: sweep() then deletes the key.
+  c.attempted = began;
+  c.keep_for = queue ? std::max(hold_for, milliseconds(1)) : kTryKeep;
+  remember(id, c);
+
+  const bool in_line = c.revision > 0;
+  const etcdserverpb::TxnRequest txn = attempt_request(c, prefix);
   etcdserverpb::TxnResponse r;
   try {
     r = client_.txn(txn, until, "acquire");

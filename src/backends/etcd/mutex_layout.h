@@ -43,6 +43,7 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
   bool is_key_of(std::string_view name, const std::string& key) const override;
   bool touch_on_renew() const override { return true; }  // concurrency.Mutex waits on deletions
   Attempt attempt(const AcquireRequest& request, bool queue, std::chrono::milliseconds hold_for);
+  static etcdserverpb::TxnRequest attempt_request(const Contender& c, const std::string& prefix);
   std::string prefix_of(std::string_view name) const;
 
   EtcdSessionLocks session_locks_{client_, options_.prefix, options_.session_ttl};

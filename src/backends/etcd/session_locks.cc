@@ -19,11 +19,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-constexpr milliseconds kLongestCall{30'000};  // a call's bound where the caller set no deadline
-constexpr milliseconds kBackgroundCall{1'000};
-
-SteadyClock::time_point deadline() { return std::min(call_deadline(), SteadyClock::now() + kLongestCall); }
-
 std::string holder_text() {
   char host[256] = {};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = '\0';
@@ -96,7 +91,7 @@ class Handle final : public SessionLockHandle {
     try {
       etcdserverpb::RangeRequest read;
       read.set_key(key_);
-      const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "session lock verify");
+      const etcdserverpb::RangeResponse r = client_.range(read, bounded_deadline(), "session lock verify");
       return r.kvs_size() == 1 && r.kvs(0).create_revision() == revision_ && r.kvs(0).lease() == lease_;
     } catch (...) {
       return false;
@@ -116,7 +111,7 @@ class Handle final : public SessionLockHandle {
       }
     } revoke{*this};
     try {
-      return client_.txn(txn, deadline(), "session lock release").succeeded();
+      return client_.txn(txn, bounded_deadline(), "session lock release").succeeded();
     } catch (const ConnectionError& e) {
       throw InDoubtError(std::string(e.what()) + " (the session lock's key goes with its lease, by its TTL)",
                          kServiceName, e.sqlstate());
@@ -165,13 +160,13 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
     throw UnsupportedError("etcd: no shared session locks (the etcd-mutex layout is concurrency.Mutex's)", kServiceName);
   }
   // The wait ends by `ends` (the caller's wait, or the engine's deadline where that is sooner);
-  // each call by deadline(), at most kLongestCall ahead.
+  // each call by bounded_deadline(), at most kLongestCall ahead.
   const SteadyClock::time_point now = SteadyClock::now();
   const SteadyClock::time_point limit = call_deadline();
   const SteadyClock::time_point ends = wait <= milliseconds::zero()                                   ? now
                                        : std::chrono::duration_cast<milliseconds>(limit - now) <= wait ? limit
                                                                                                        : now + wait;
-  const Client::Granted granted = client_.grant(ttl_, deadline());
+  const Client::Granted granted = client_.grant(ttl_, bounded_deadline());
   RevokeUnlessKept revoke{client_, granted.id};
   auto keep_alive = std::make_unique<KeepAlive>(client_, granted.id, granted.ttl);  // through the wait too
   const std::string prefix = lock_prefix(prefix_, name);
@@ -183,7 +178,7 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
   put->set_key(key);
   put->set_value(contender_value(OwnerSecret::generate(), holder_text()));
   put->set_lease(granted.id);
-  const std::int64_t revision = client_.txn(txn, deadline(), "session lock").header().revision();
+  const std::int64_t revision = client_.txn(txn, bounded_deadline(), "session lock").header().revision();
   for (;;) {
     // The own key (still there, from this put) and the key just ahead of it, at one revision.
     etcdserverpb::TxnRequest read;
@@ -191,7 +186,7 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
     etcdserverpb::RangeRequest* ahead = read.add_success()->mutable_request_range();
     *ahead = first_by_creation(prefix, etcdserverpb::RangeRequest::DESCEND);
     ahead->set_max_create_revision(revision - 1);
-    const etcdserverpb::TxnResponse r = client_.txn(read, deadline(), "session lock");
+    const etcdserverpb::TxnResponse r = client_.txn(read, bounded_deadline(), "session lock");
     const auto& own = r.responses(0).response_range();
     if (own.kvs_size() != 1 || own.kvs(0).create_revision() != revision) {
       throw ConnectionError("etcd: the session lock's key for '" + std::string(name) +
@@ -205,7 +200,7 @@ std::unique_ptr<SessionLockHandle> EtcdSessionLocks::acquire_session_lock(std::s
     }
     if (SteadyClock::now() >= ends) return nullptr;
     // A hint: the next read decides. Bounded by the wait, and a call's longest time.
-    client_.wait_deleted(before.kvs(0).key(), r.header().revision(), std::min(ends, deadline()));
+    client_.wait_deleted(before.kvs(0).key(), r.header().revision(), std::min(ends, bounded_deadline()));
   }
 }
 
