@@ -61,7 +61,21 @@ run_tests() {
   LSAN_OPTIONS="suppressions=$(pwd)/tests/sanitizers/lsan.supp:print_suppressions=0" \
   UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1" \
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$(pwd)/tests/sanitizers/tsan.supp" \
-    stage "$name tests" ctest --test-dir "$dir" --output-on-failure -j "${CTEST_JOBS:-4}" $selection ${CTEST_ARGS:-}
+    stage "$name tests" ctest --test-dir "$dir" --output-on-failure -j "${CTEST_JOBS:-4}" $selection ${CTEST_ARGS:-} ||
+    { failure_digest "$dir"; return 1; }
+}
+
+# failure_digest DIR: each failed test's failures again, at the end of the log, where a reader
+# of its tail finds them (ctest printed them in the middle, among the other tests' lines).
+failure_digest() {
+  local log="$1/Testing/Temporary/LastTest.log" failed="$1/Testing/Temporary/LastTestsFailed.log" name
+  [[ -r "$log" && -r "$failed" ]] || return 0
+  echo "=== failure digest ($1) ==="
+  while IFS=: read -r _ name; do
+    echo "--- $name"
+    awk -v t="\"$name\" start time" 'index($0, t) == 1 {on = 1; next} on && /^<end of output>/ {exit} on' "$log" |
+      grep -E -A10 'FAILED:|verdict: violation|[Ee]rror:|[Tt]imeout|Assertion|Sanitizer|terminate' | head -n 80
+  done < "$failed"
 }
 
 # The sanitizer builds: what they do not run is not built either; lighter optimisation and line

@@ -348,4 +348,22 @@ TEST_CASE("redlock: a release that reaches no majority is in doubt", "[redlock][
   CHECK(lease->release() == ReleaseResult::kInDoubt);      // released on one node of three
 }
 
+TEST_CASE("redlock: inspect cannot tell when the nodes that do not answer could hold a majority", "[redlock][list]") {
+  const std::string prefix = unique_prefix();
+  auto manager = open_manager({}, prefix);
+  auto lease = manager->try_acquire("unsure");
+  REQUIRE(lease);
+  Raw first(nodes().at(0));
+  REQUIRE(first.text({"DEL", prefix + "unsure"}) == "1");  // node 0 lost it (not yet taken again)
+  {
+    const NodeDown down(nodes().at(2));  // node 2, which may still hold it, does not answer
+    // Held on one of the two nodes that answer: held or free depends on node 2.
+    CHECK_THROWS_AS(manager->inspect("unsure"), ConnectionError);
+    CHECK(manager->list().empty());  // the listing of every name shows only what a majority shows
+  }
+  Raw second(nodes().at(1));
+  REQUIRE(second.text({"DEL", prefix + "unsure"}) == "1");
+  CHECK_FALSE(manager->inspect("unsure"));  // node 2 came back empty: free on all three
+}
+
 }  // namespace dblock::testing

@@ -296,8 +296,10 @@ bool RedlockService::force_release(std::string_view name, std::string_view by) {
   return std::any_of(replies.begin(), replies.end(), [](const auto& r) { return said(r, 1); });
 }
 
-// A name is listed when a majority of the nodes that answer hold it; its details are the first
-// such node's.
+// A lease is listed when a majority of all the nodes show it (one holder, one fence); its details
+// are the first such node's. One shown by fewer, that the nodes which did not answer could make a
+// majority of, may be held or not: the listing of every name leaves it out, the inspection of
+// one name throws ConnectionError rather than call it free.
 std::vector<LeaseInfo> RedlockService::list(std::optional<std::string_view> name) {
   std::vector<std::string> lease_keys;
   if (name) {
@@ -333,8 +335,15 @@ std::vector<LeaseInfo> RedlockService::list(std::optional<std::string_view> name
     }
   }
   if (answered < quorum()) throw ConnectionError("redlock: too few nodes answered the listing by the call's deadline", kServiceName);
+  const std::size_t silent = nodes_.size() - answered;
   std::vector<LeaseInfo> out;
   for (auto& [key, entry] : seen) {
+    if (entry.first < quorum() && name && entry.first + silent >= quorum()) {
+      throw ConnectionError("redlock: '" + std::string(*name) + "' is held by " + entry.second.holder + " on " +
+                                std::to_string(entry.first) + " of the " + std::to_string(answered) +
+                                " nodes that answered; the others may hold it too: cannot tell whether it is held",
+                            kServiceName);
+    }
     if (entry.first < quorum()) continue;
     entry.second.waiters = -1;  // Redlock keeps no line (no FairQueue): unknown
     out.push_back(std::move(entry.second));
