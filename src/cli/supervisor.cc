@@ -42,6 +42,9 @@ using std::chrono::milliseconds;
 
 // With --on-lost term: how long COMMAND gets between SIGTERM and SIGKILL.
 constexpr milliseconds kTermGrace{5'000};
+// How long a lease found lost waits for the renewal thread's reason (written just after it marks
+// the lease lost) before COMMAND is told with the generic one.
+constexpr milliseconds kReasonGrace{50};
 
 // DBLOCK_URL as COMMAND sees it: without the password and secret parameters (COMMAND must not
 // reach dblock's connections; a nested dblock finds its credentials as the client libraries do).
@@ -156,8 +159,13 @@ class Supervisor {
       if (n > 0 && fds[0].revents != 0) forward_signals();
       if (n > 0 && fds[1].revents != 0) drain_lost_pipe();
       // Past safe-until the lease counts as lost even if the renewal thread has not said so
-      // (it may be stuck on an unresponsive backend).
-      if (!lost_ && lock_.lost()) note_lost("lost (safe-until passed or session gone)", /*act=*/true);
+      // (it may be stuck on an unresponsive backend). The renewal thread marks a lease lost just
+      // before it writes why: the reason gets kReasonGrace to arrive.
+      if (!lost_ && lock_.lost()) {
+        pollfd reason{lost_fd_, POLLIN, 0};
+        if (::poll(&reason, 1, static_cast<int>(kReasonGrace.count())) > 0) drain_lost_pipe();
+        if (!lost_) note_lost("lost (safe-until passed or session gone)", /*act=*/true);
+      }
       if (kill_at_ && Clock::now() >= *kill_at_) {
         std::fprintf(stderr, "dblock: COMMAND still running %s after SIGTERM; sending SIGKILL\n",
                      format_duration(kTermGrace).c_str());

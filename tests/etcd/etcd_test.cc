@@ -60,15 +60,15 @@ std::vector<std::string> etcdctl(const std::string& args) {
   return lines;
 }
 
-// The owner digest in the value of the contender of `name` that holds it ("leases") or of the
-// first that waits ("waiters"); "" when there is none. etcd has no readers.
+// The owner digest in the value of the contender of `name` that holds it ("leases", "readers": a
+// reader holds from the front of the line) or of the first that waits ("waiters"); "" when there
+// is none.
 std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
-  if (table == "readers") return "";
   const std::vector<std::string> values =
       etcdctl("get --prefix '" + prefix + name + "/' --sort-by=CREATE --order=ASCEND --print-value-only");
-  const std::size_t at = table == "leases" ? 0 : 1;
+  const std::size_t at = table == "waiters" ? 1 : 0;
   if (values.size() <= at) return "";
-  return values[at].substr(0, values[at].find(' '));
+  return values[at].substr(0, 32);  // "<digest> <holder>" or "<digest>/<permits> <holder>"
 }
 
 }  // namespace
@@ -78,7 +78,7 @@ const Context& context() {
     Context c = server_context("etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_SKIP_ETCD", "DBLOCK_TEST_ETCD_SCRIPT",
                                "DBLOCK_TEST_ETCD_STATE");
     c.expects = {.session_locks = true};
-    c.shared_leases = false;
+    c.shared_leases = true;  // the etcd-mutex layout's readers and semaphores
     c.accounts = false;
     c.stored_owner = stored_owner;
     return c;
@@ -362,6 +362,43 @@ TEST_CASE("etcd: etcdctl lock and dblock exclude each other on the same name", "
   }
 }
 
+TEST_CASE("etcd: dblock's readers and etcdctl lock exclude each other; readers share behind and ahead of it",
+          "[etcd][interop][shared]") {
+  const std::string name = "rw-" + unique_prefix();
+  auto manager = open_on(bare_url());
+  auto other = open_on(bare_url());
+  AcquireOptions reader = ttl(10s);
+  reader.mode = LockMode::kShared;
+  std::optional<Lease> r1 = manager->try_acquire(name, reader);
+  std::optional<Lease> r2 = other->try_acquire(name, reader);
+  REQUIRE((r1 && r2));
+  Child writer = etcdctl_lock(name);
+  await_waiters(*manager, name, 1);  // etcdctl's key stands behind the two readers' and waits
+  CHECK(manager->inspect(name)->holders == 2);
+  // A reader that comes after etcdctl's key stands behind it: it does not slip past a writer.
+  CHECK_FALSE(open_on(bare_url())->try_acquire(name, reader));
+  std::optional<Lease> late;
+  std::thread late_reader([&] { late = other->acquire(name, 20s, reader); });
+  const JoinOnExit join{late_reader};
+  await_waiters(*manager, name, 2);
+  CHECK(r1->release() == ReleaseResult::kReleased);
+  CHECK_FALSE(writer.read_line(300ms));  // one reader still holds
+  CHECK(r2->release() == ReleaseResult::kReleased);
+  const std::optional<std::string> key = writer.read_line(10s);
+  REQUIRE(key);
+  CHECK(key->rfind(name + "/", 0) == 0);
+  const std::optional<LeaseInfo> held = manager->inspect(name);
+  REQUIRE(held);
+  CHECK(held->holder.find("etcdctl") != std::string::npos);
+  CHECK(held->waiters == 1);  // the late reader, still waiting behind etcdctl's hold
+  const std::int64_t foreign = held->fence;
+  writer.signal(SIGINT);
+  late_reader.join();
+  REQUIRE(late);
+  CHECK(late->fence() > foreign);
+  CHECK(writer.wait(5s));
+}
+
 TEST_CASE("etcd: a session lock stands in the same line as etcdctl lock and dblock's leases", "[etcd][interop]") {
   const std::string name = "session-" + unique_prefix();
   auto manager = open_on(bare_url() + "&session_ttl=2");
@@ -414,6 +451,10 @@ std::int64_t python_acquired(Child& python) {
 TEST_CASE("etcd: python-etcd3's Lock and dblock with layout=python-etcd3 exclude each other", "[etcd][interop]") {
   const std::string name = "py-" + unique_prefix();
   auto manager = open_on(context().url + "?layout=python-etcd3");
+  AcquireOptions reader;
+  reader.mode = LockMode::kShared;
+  CHECK_THROWS_AS(manager->try_acquire(name, reader), UnsupportedError);  // one key per lock: no readers
+  CHECK_FALSE(manager->capabilities().shared_leases);
 
   SECTION("python-etcd3 holds: dblock is refused, and a dblock waiter takes the lock at its release") {
     Child holder = python_lock(name, 0s);

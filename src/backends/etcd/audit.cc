@@ -34,6 +34,7 @@ std::string encode_record(const ForceReleaseRecord& r) {
       << r.by_account << '\n'
       << r.evicted << '\n'
       << r.old_fence;
+  if (r.mode == LockMode::kShared) out << "\nshared";  // an eighth line only for shared holders
   return out.str();
 }
 
@@ -41,7 +42,8 @@ std::optional<ForceReleaseRecord> decode_record(const mvccpb::KeyValue& kv) {
   std::vector<std::string> fields;
   std::istringstream in(kv.value());
   for (std::string line; std::getline(in, line);) fields.push_back(line);
-  if (fields.size() != 7 || fields[0] != kVersion) return std::nullopt;
+  if (fields.size() < 7 || fields.size() > 8 || fields[0] != kVersion) return std::nullopt;
+  if (fields.size() == 8 && fields[7] != "shared") return std::nullopt;
   ForceReleaseRecord r;
   try {
     r.name = fields[1];
@@ -53,7 +55,7 @@ std::optional<ForceReleaseRecord> decode_record(const mvccpb::KeyValue& kv) {
   } catch (const std::exception&) {
     return std::nullopt;
   }
-  r.mode = LockMode::kExclusive;
+  r.mode = fields.size() == 8 ? LockMode::kShared : LockMode::kExclusive;
   r.new_fence = kv.create_revision();
   return r;
 }

@@ -4,7 +4,8 @@
 // transaction that deletes the evicted key: its create revision is the name's fence after the
 // eviction. DEL (0x7f) is a control character no lock name may contain, so no lock's keys reach
 // these. The value is the record's fields, one per line (names and holder strings carry no
-// control characters); the time is the forcing host's wall clock (etcd has no clock to read).
+// control characters; a shared holders' record has an eighth, "shared"); the time is the forcing
+// host's wall clock (etcd has no clock to read).
 #ifndef DBLOCK_SRC_BACKENDS_ETCD_AUDIT_H_
 #define DBLOCK_SRC_BACKENDS_ETCD_AUDIT_H_
 

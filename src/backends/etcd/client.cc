@@ -203,13 +203,15 @@ bool Client::revoke(std::int64_t lease, SteadyClock::time_point deadline) {
   return !gone;
 }
 
-bool Client::wait_deleted(const std::string& key, std::int64_t after, SteadyClock::time_point until) {
+bool Client::wait_deleted(const std::string& key, std::int64_t after, SteadyClock::time_point until,
+                          const std::string& range_end) {
   Member& m = member();
   auto ctx = context(until);
   auto stream = m.watch->Watch(ctx.get());
   etcdserverpb::WatchRequest request;
   etcdserverpb::WatchCreateRequest* create = request.mutable_create_request();
   create->set_key(key);
+  if (!range_end.empty()) create->set_range_end(range_end);
   create->set_start_revision(after + 1);
   create->add_filters(etcdserverpb::WatchCreateRequest::NOPUT);
   bool deleted = false;

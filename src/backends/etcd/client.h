@@ -52,9 +52,11 @@ class Client {
   std::chrono::seconds keep_alive(std::int64_t lease, SteadyClock::time_point deadline);
   // Revokes `lease` (its keys are deleted with it). False when it was gone already.
   bool revoke(std::int64_t lease, SteadyClock::time_point deadline);
-  // Blocks until `key` is deleted at a revision after `after`, or until `until`. True when a
-  // deletion (or a compaction that hides one) was seen: a hint, the caller reads again.
-  bool wait_deleted(const std::string& key, std::int64_t after, SteadyClock::time_point until);
+  // Blocks until `key` (or, with `range_end`, any key in [key, range_end)) is deleted at a
+  // revision after `after`, or until `until`. True when a deletion (or a compaction that hides
+  // one) was seen: a hint, the caller reads again.
+  bool wait_deleted(const std::string& key, std::int64_t after, SteadyClock::time_point until,
+                    const std::string& range_end = "");
 
  private:
   struct Member {

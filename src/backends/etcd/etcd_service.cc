@@ -141,7 +141,7 @@ EtcdService::Contender EtcdService::contender(const AcquireRequest& request, mil
   *expires = bound.expires;
   Contender c;
   c.lease = bound.lease;
-  c.value = contender_value(*request.secret, request.holder);
+  c.value = contender_value(*request.secret, request.holder, request.mode, request.permits);
   c.in_flight = true;
   remember_new(id, c, request.name);
   return c;
@@ -246,26 +246,39 @@ void EtcdService::lease_lost(const LeaseKey& lease) noexcept {
   }
 }
 
+std::vector<const mvccpb::KeyValue*> EtcdService::holding(std::string_view name,
+                                                          const etcdserverpb::RangeResponse& read) const {
+  for (const mvccpb::KeyValue& kv : read.kvs()) {
+    if (is_key_of(name, kv.key())) return {&kv};
+  }
+  return {};
+}
+
 bool EtcdService::force_release(std::string_view name, std::string_view by) {
   const SteadyClock::time_point until = deadline();
   const etcdserverpb::RangeResponse read = client_.range(holder_read(name), until, "force-release");
-  const auto it = std::find_if(read.kvs().begin(), read.kvs().end(),
-                               [&](const mvccpb::KeyValue& kv) { return is_key_of(name, kv.key()); });
-  if (it == read.kvs().end()) return false;
-  const mvccpb::KeyValue& held = *it;
+  const std::vector<const mvccpb::KeyValue*> held = holding(name, read);
+  if (held.empty()) return false;
   ForceReleaseRecord record;
   record.name = std::string(name);
   record.at_us = std::chrono::duration_cast<std::chrono::microseconds>(
                      std::chrono::system_clock::now().time_since_epoch()).count();  // this host's: etcd has none
   record.by = std::string(by);
   record.by_account = options_.user;
-  record.evicted = holder_of(held.value());
-  record.old_fence = held.create_revision();
   etcdserverpb::TxnRequest txn;
-  *txn.add_compare() = created_at(held.key(), held.create_revision());
-  txn.add_success()->mutable_request_delete_range()->set_key(held.key());
+  std::vector<std::string> evicted;
+  for (const mvccpb::KeyValue* kv : held) {
+    const ContenderView view = view_of(kv->value());
+    evicted.push_back(view.holder);
+    record.mode = view.shared ? LockMode::kShared : LockMode::kExclusive;
+    record.old_fence = std::max(record.old_fence, kv->create_revision());  // shared: the newest holder's
+    *txn.add_compare() = created_at(kv->key(), kv->create_revision());
+    txn.add_success()->mutable_request_delete_range()->set_key(kv->key());
+  }
+  std::sort(evicted.begin(), evicted.end());  // as the SQL services record shared holders
+  for (const std::string& holder : evicted) record.evicted += (record.evicted.empty() ? "" : ",") + holder;
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
-  put->set_key(audit_key(options_.prefix, name, held.create_revision()));
+  put->set_key(audit_key(options_.prefix, name, record.old_fence));
   put->set_value(encode_record(record));
   return client_.txn(txn, until, "force-release").succeeded();
 }

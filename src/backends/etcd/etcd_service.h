@@ -34,7 +34,7 @@ class EtcdService : public LeaseService, public AuditLog {
   ~EtcdService() override;
 
   std::string_view name() const override { return kServiceName; }
-  ServiceTraits traits() const override;
+  ServiceTraits traits() const override;  // a layout adds shared leases where it has them
   // A keep-alive of the acquisition's lease, then a check that its key is still the one made at
   // the fence (a force-release deletes the key and leaves the lease); where the layout's waiters
   // wake on deletions only, the check touches the key, whose version then counts the renewals.
@@ -42,8 +42,8 @@ class EtcdService : public LeaseService, public AuditLog {
   // Deletes the own key if it is still the one this acquisition made.
   bool release(const LeaseKey& lease) override;
   void lease_lost(const LeaseKey& lease) noexcept override;
-  // Deletes the key of whoever holds `name` (a dblock contender's or a foreign client's) and puts
-  // the record of it (audit.h), in one transaction.
+  // Deletes the keys of whoever holds `name` (a dblock contender's or a foreign client's; every
+  // shared holder's) and puts the record of it (audit.h), in one transaction.
   bool force_release(std::string_view name, std::string_view by) override;
 
   AuditLog* audit_log() noexcept override { return this; }
@@ -82,6 +82,9 @@ class EtcdService : public LeaseService, public AuditLog {
   virtual etcdserverpb::RangeRequest holder_read(std::string_view name) const = 0;
   // Whether `key` is a contender's for `name` (and not for a longer name holder_read also reads).
   virtual bool is_key_of(std::string_view name, const std::string& key) const = 0;
+  // The keys of `read` (holder_read(name)'s answer) that hold `name`: by default the first of
+  // `name`'s; a layout with shared holders returns all of them.
+  virtual std::vector<const mvccpb::KeyValue*> holding(std::string_view name, const etcdserverpb::RangeResponse& read) const;
   // Whether a renewal may write the key (no foreign waiter wakes on a put).
   virtual bool touch_on_renew() const = 0;
 

@@ -5,6 +5,7 @@
 
 #include "audit.h"
 #include "dblock/errors.h"
+#include "dblock/service/identifiers.h"
 #include "keys.h"
 #include "requests.h"
 
@@ -12,13 +13,51 @@ namespace dblock::etcd {
 
 using std::chrono::milliseconds;
 using etcdserverpb::RangeRequest;
+using etcdserverpb::RangeResponse;
 
 namespace {
 
 // How long the key of a try that failed unanswered is kept for the engine to try again.
 constexpr milliseconds kTryKeep{1'000};
 
+// How many of `line` (one name's contenders, oldest first) hold the name: the first; when it is a
+// shared contender's, with it the shared ones right behind it, up to its permits.
+std::size_t holders_at_front(const std::vector<const mvccpb::KeyValue*>& line) {
+  if (line.empty()) return 0;
+  const ContenderView first = view_of(line.front()->value());
+  if (!first.dblock || !first.shared) return 1;
+  std::size_t n = 1;
+  while (n < line.size() && (first.permits == 0 || n < static_cast<std::size_t>(first.permits))) {
+    const ContenderView next = view_of(line[n]->value());
+    if (!next.dblock || !next.shared) break;
+    ++n;
+  }
+  return n;
+}
+
 }  // namespace
+
+ServiceTraits MutexLayout::traits() const {
+  ServiceTraits traits = EtcdService::traits();
+  traits.shared_leases = true;
+  traits.permits = true;
+  return traits;
+}
+
+std::vector<const mvccpb::KeyValue*> MutexLayout::holding(std::string_view name, const RangeResponse& read) const {
+  // The name's contenders from its first on, up to a longer name's key among them (which stands
+  // in line for the readers behind it).
+  std::vector<const mvccpb::KeyValue*> line;
+  for (const mvccpb::KeyValue& kv : read.kvs()) {
+    if (is_key_of(name, kv.key())) {
+      line.push_back(&kv);
+    } else if (!line.empty()) {
+      break;
+    }
+  }
+  line.resize(holders_at_front(line));
+  return line;
+}
 
 std::string MutexLayout::prefix_of(std::string_view name) const { return lock_prefix(options_.prefix, name); }
 
@@ -51,8 +90,9 @@ FairQueue::Attempt MutexLayout::attempt_in_line(const AcquireRequest& request, c
 // A contender already in line only reads (a read-only transaction: no Raft write, no fsync);
 // one without a key yet puts it if it is not there (an earlier attempt's answer may have been
 // lost) and reads, in one transaction, as concurrency.Mutex does. Its responses: the own key,
-// the first contender, and how many stand before the own key.
-etcdserverpb::TxnRequest MutexLayout::attempt_request(const Contender& c, const std::string& prefix) {
+// the first contender (a shared one's: every contender ahead), and how many stand before the own
+// key.
+etcdserverpb::TxnRequest MutexLayout::attempt_request(const Contender& c, const std::string& prefix, bool shared) {
   const bool in_line = c.revision > 0;
   etcdserverpb::TxnRequest txn;
   if (in_line) {
@@ -70,7 +110,12 @@ etcdserverpb::TxnRequest MutexLayout::attempt_request(const Contender& c, const 
   // ones before it).
   for (auto* ops : {txn.mutable_success(), txn.mutable_failure()}) {
     if (in_line && ops == txn.mutable_failure()) continue;  // the key is gone: nothing to read
-    *ops->Add()->mutable_request_range() = first_by_creation(prefix, RangeRequest::ASCEND);
+    RangeRequest* line = ops->Add()->mutable_request_range();
+    *line = first_by_creation(prefix, RangeRequest::ASCEND);
+    if (shared) {  // a reader needs every key ahead, with its value
+      line->set_limit(0);
+      if (in_line) line->set_max_create_revision(c.revision - 1);
+    }
     RangeRequest* ahead = ops->Add()->mutable_request_range();
     whole_prefix(*ahead, prefix);
     ahead->set_count_only(true);
@@ -97,7 +142,8 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   remember(id, c);
 
   const bool in_line = c.revision > 0;
-  const etcdserverpb::TxnRequest txn = attempt_request(c, prefix);
+  const bool shared = request.mode == LockMode::kShared;
+  const etcdserverpb::TxnRequest txn = attempt_request(c, prefix, shared);
   etcdserverpb::TxnResponse r;
   try {
     r = client_.txn(txn, until, "acquire");
@@ -133,13 +179,19 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
     }
     revision = there.create_revision();
   }
-  const auto& first = r.responses(1).response_range();
   const std::int64_t counted = r.responses(2).response_range().count();
   const std::int64_t others = in_line ? counted : counted - 1;  // not in line: the count has the own key
 
   c.revision = revision;
+  bool held;
+  try {
+    held = holds(request, revision, r.responses(1).response_range());
+  } catch (const UsageError&) {
+    withdraw(id, c, until);  // a semaphore of another limit: this acquisition leaves the line
+    throw;
+  }
   Attempt out;
-  if (first.kvs_size() > 0 && first.kvs(0).create_revision() == revision) {
+  if (held) {
     c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
     c.ttl = request.ttl;
     c.renewed = began;
@@ -159,32 +211,52 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   return out;
 }
 
+bool MutexLayout::holds(const AcquireRequest& request, std::int64_t revision, const RangeResponse& line) const {
+  if (request.mode != LockMode::kShared) return line.kvs_size() > 0 && line.kvs(0).create_revision() == revision;
+  int ahead = 0;
+  for (const mvccpb::KeyValue& kv : line.kvs()) {
+    if (kv.create_revision() >= revision) break;
+    const ContenderView view = view_of(kv.value());
+    if (!view.dblock || !view.shared || !is_key_of(request.name, kv.key())) return false;
+    // The first key holds the name: its limit is the name's while it is held.
+    if (ahead == 0 && view.permits != request.permits) {
+      throw service::permits_mismatch(kServiceName, request.name, view.permits, request.permits);
+    }
+    ++ahead;
+  }
+  return request.permits == 0 || ahead < request.permits;
+}
+
 std::vector<LeaseInfo> MutexLayout::list(std::optional<std::string_view> name) {
   RangeRequest read;
   whole_prefix(read, name ? prefix_of(*name) : options_.prefix);
   read.set_sort_target(RangeRequest::CREATE);
   read.set_sort_order(RangeRequest::ASCEND);
   const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "list");
-  std::map<std::string, LeaseInfo> by_name;
+  std::map<std::string, std::vector<const mvccpb::KeyValue*>> lines;
   for (const mvccpb::KeyValue& kv : r.kvs()) {
     if (is_audit_key(kv.key(), options_.prefix)) continue;
     const std::optional<std::string> lock = lock_name_of(kv.key(), options_.prefix);
-    if (!lock || (name && *lock != *name)) continue;
-    auto [it, first] = by_name.try_emplace(*lock);
-    LeaseInfo& info = it->second;
-    if (!first) {
-      ++info.waiters;
-      continue;
-    }
-    info.name = *lock;
-    info.holder = holder_of(kv.value());
-    info.fence = kv.create_revision();
-    info.renewals = kv.version() - 1;  // each renewal touches the key once
-    info.bound = LeaseBound::kSession;
-    info.waiters = 0;
+    if (lock && (!name || *lock == *name)) lines[*lock].push_back(&kv);
   }
   std::vector<LeaseInfo> out;
-  for (auto& [lock, info] : by_name) out.push_back(std::move(info));
+  for (const auto& [lock, line] : lines) {
+    const std::size_t holders = holders_at_front(line);
+    const ContenderView first = view_of(line.front()->value());
+    LeaseInfo info;
+    info.name = lock;
+    info.mode = first.shared ? LockMode::kShared : LockMode::kExclusive;
+    info.permits = first.permits;
+    info.holders = static_cast<int>(holders);
+    info.holder = first.holder;
+    for (std::size_t i = 1; i < holders; ++i) info.holder += "," + view_of(line[i]->value()).holder;
+    const mvccpb::KeyValue& newest = *line[holders - 1];  // shared: the newest holder's fence
+    info.fence = newest.create_revision();
+    info.renewals = newest.version() - 1;  // each renewal touches the key once
+    info.bound = LeaseBound::kSession;
+    info.waiters = static_cast<int>(line.size() - holders);
+    out.push_back(std::move(info));
+  }
   return out;
 }
 
@@ -205,12 +277,18 @@ FairQueue::Position MutexLayout::position(std::string_view name, const OwnerSecr
   return Position{static_cast<int>(n), n > 0 ? milliseconds(1'000) : milliseconds::zero()};
 }
 
-NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSecret&, std::int64_t ticket,
+NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSecret& secret, std::int64_t ticket,
                                             milliseconds max_wait) {
   Turn turn;
   if (ticket == 0) return turn;  // not in line: nothing to watch
   const SteadyClock::time_point until = std::min(deadline(), SteadyClock::now() + max_wait);
+  const std::optional<Contender> c = find(Id{std::string(name), secret});
   try {
+    if (c && view_of(c->value).shared) {
+      wait_shared(name, ticket, until);
+      turn.outcome = Outcome::kWoken;
+      return turn;
+    }
     RangeRequest ahead = first_by_creation(prefix_of(name), RangeRequest::DESCEND);
     ahead.set_max_create_revision(ticket - 1);
     const etcdserverpb::RangeResponse r = client_.range(ahead, until, "wait");
@@ -220,6 +298,24 @@ NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSe
   }
   turn.outcome = Outcome::kWoken;
   return turn;
+}
+
+void MutexLayout::wait_shared(std::string_view name, std::int64_t ticket, SteadyClock::time_point until) {
+  const std::string prefix = prefix_of(name);
+  RangeRequest ahead = first_by_creation(prefix, RangeRequest::ASCEND);
+  ahead.set_limit(0);
+  ahead.set_max_create_revision(ticket - 1);
+  const etcdserverpb::RangeResponse r = client_.range(ahead, until, "wait");
+  const mvccpb::KeyValue* writer = nullptr;  // the newest key ahead that is not a reader's
+  for (const mvccpb::KeyValue& kv : r.kvs()) {
+    const ContenderView view = view_of(kv.value());
+    if (!view.dblock || !view.shared || !is_key_of(name, kv.key())) writer = &kv;
+  }
+  if (writer != nullptr) {
+    client_.wait_deleted(writer->key(), r.header().revision(), until);
+  } else if (r.kvs_size() > 0) {
+    client_.wait_deleted(prefix, r.header().revision(), until, range_end(prefix));  // a permit's release
+  }
 }
 
 }  // namespace dblock::etcd

@@ -5,9 +5,17 @@
 // The range "<prefix>a/" holds the keys of lock "a/b" too: as with concurrency.Mutex, a contender
 // for "a/b" that came first stands in line before "a"'s (never beside one: no two hold "a").
 //
+// Shared leases, dblock's own, in the same line (etcd's recipes/RWMutex decides alike): a shared
+// contender's value says so ("<digest>/<permits> <holder>", requests.h); it holds when every key
+// ahead of it is a shared dblock contender's of the name, fewer than its permits when it has a
+// limit (a semaphore). Any other key ahead (an exclusive contender, another client's, a longer
+// name's) makes it wait, and a shared key is a key like any other to an exclusive contender and to
+// `etcdctl lock`: readers and writers of dblock and concurrency.Mutex clients exclude each other.
+//
 // Capabilities: FairQueue (a waiter keeps its key: its place is its create revision, FIFO),
-// NativeWait (a watch on the key just ahead: no herd) and SessionLocks (session_locks.h: a lease
-// per lock, in the same line).
+// NativeWait (a watch on the key just ahead, for a reader the newest non-reader ahead: no herd;
+// a semaphore's waiter held back by the permits alone watches every deletion under the name) and
+// SessionLocks (session_locks.h: a lease per lock, in the same line).
 #ifndef DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
 #define DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
 
@@ -24,6 +32,7 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
  public:
   explicit MutexLayout(const Options& options) : EtcdService(options) {}
 
+  ServiceTraits traits() const override;
   AcquireResult try_acquire(const AcquireRequest& request) override;
   // Every lock under the prefix with a contender, foreign holders included.
   std::vector<LeaseInfo> list(std::optional<std::string_view> name) override;
@@ -41,9 +50,16 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
   std::string key_for(std::string_view name, std::int64_t lease, int slot) const override;
   etcdserverpb::RangeRequest holder_read(std::string_view name) const override;
   bool is_key_of(std::string_view name, const std::string& key) const override;
+  std::vector<const mvccpb::KeyValue*> holding(std::string_view name, const etcdserverpb::RangeResponse& read) const override;
   bool touch_on_renew() const override { return true; }  // concurrency.Mutex waits on deletions
   Attempt attempt(const AcquireRequest& request, bool queue, std::chrono::milliseconds hold_for);
-  static etcdserverpb::TxnRequest attempt_request(const Contender& c, const std::string& prefix);
+  // `line`: the attempt's read of the line (attempt_request). Whether the contender made at
+  // `revision` holds; throws the permits' UsageError when shared holders ahead have another limit.
+  bool holds(const AcquireRequest& request, std::int64_t revision, const etcdserverpb::RangeResponse& line) const;
+  static etcdserverpb::TxnRequest attempt_request(const Contender& c, const std::string& prefix, bool shared);
+  // A shared waiter's wait: for the newest key ahead that is not a reader's, or any deletion
+  // under the name when only the permits hold it back.
+  void wait_shared(std::string_view name, std::int64_t ticket, SteadyClock::time_point until);
   std::string prefix_of(std::string_view name) const;
 
   EtcdSessionLocks session_locks_{client_, options_.prefix, options_.session_ttl};

@@ -59,22 +59,41 @@ etcdserverpb::Compare leased_by(const std::string& key, std::int64_t lease) {
   return c;
 }
 
-std::string contender_value(const OwnerSecret& secret, std::string_view holder) {
+std::string contender_value(const OwnerSecret& secret, std::string_view holder, LockMode mode, int permits) {
   unsigned char digest[SHA256_DIGEST_LENGTH];
   SHA256(secret.bytes.data(), secret.bytes.size(), digest);
   std::string out = hex(digest, 16);
+  if (mode == LockMode::kShared) out += "/" + std::to_string(permits);
   out += ' ';
   out += holder;
   return out;
 }
 
-std::string holder_of(const std::string& value) {
-  if (value.size() > 33 && value[32] == ' ') return value.substr(33);
-  if (value.empty()) return "(a concurrency.Mutex client: etcdctl lock, or another)";
-  if (value.size() == 16 && !printable(value)) {
-    return "(python-etcd3 or another client: " + hex(reinterpret_cast<const unsigned char*>(value.data()), 16) + ")";
+ContenderView view_of(const std::string& value) {
+  ContenderView view;
+  const std::size_t space = value.find(' ');
+  if (space != std::string::npos && space >= 32 && value.find_first_not_of(kHex) == 32 &&
+      (space == 32 || (value[32] == '/' && space > 33))) {
+    const std::string permits = value.substr(33, space > 33 ? space - 33 : 0);
+    if (space == 32 || (permits.size() <= 6 && permits.find_first_not_of("0123456789") == std::string::npos)) {
+      view.dblock = true;
+      view.shared = space > 32;
+      view.permits = view.shared ? std::stoi(permits) : 0;
+      view.holder = value.substr(space + 1);
+      return view;
+    }
   }
-  return "(another client: " + (printable(value) ? value : hex(reinterpret_cast<const unsigned char*>(value.data()), value.size())) + ")";
+  if (value.empty()) {
+    view.holder = "(a concurrency.Mutex client: etcdctl lock, or another)";
+  } else if (value.size() == 16 && !printable(value)) {
+    view.holder = "(python-etcd3 or another client: " + hex(reinterpret_cast<const unsigned char*>(value.data()), 16) + ")";
+  } else {
+    view.holder = "(another client: " +
+                  (printable(value) ? value : hex(reinterpret_cast<const unsigned char*>(value.data()), value.size())) + ")";
+  }
+  return view;
 }
+
+std::string holder_of(const std::string& value) { return view_of(value).holder; }
 
 }  // namespace dblock::etcd

@@ -20,8 +20,18 @@ etcdserverpb::Compare created_at(const std::string& key, std::int64_t revision);
 // "`key` is bound to `lease`".
 etcdserverpb::Compare leased_by(const std::string& key, std::int64_t lease);
 // What a dblock contender's key holds: the digest of its owner secret (the first 128 bits of
-// SHA-256 of its 16 bytes, in hex: a reader of the keys learns no secret), a space, the holder.
-std::string contender_value(const OwnerSecret& secret, std::string_view holder);
+// SHA-256 of its 16 bytes, in hex: a reader of the keys learns no secret), then for a shared
+// acquisition "/" and its permits (0: a reader of a read-write lock), a space, the holder.
+std::string contender_value(const OwnerSecret& secret, std::string_view holder, LockMode mode = LockMode::kExclusive,
+                            int permits = 0);
+// What a key's value says of its contender. Another client's key is exclusive.
+struct ContenderView {
+  bool dblock = false;
+  bool shared = false;
+  int permits = 0;     // shared only
+  std::string holder;  // dblock's holder string, or what another client wrote there
+};
+ContenderView view_of(const std::string& value);
 // The holder a key's value names: dblock's holder string, or what another client wrote there
 // (etcdctl's concurrency.Mutex writes "", python-etcd3 a 16-byte UUID, shown in hex).
 std::string holder_of(const std::string& value);
