@@ -155,30 +155,7 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
     throw;
   }
 
-  std::int64_t revision = in_line ? c.revision : r.header().revision();  // a put: this transaction's
-  if (in_line && !r.succeeded()) {
-    // Gone since the last attempt (its lease ended, or a sweep took an abandoned waiter's key):
-    // the next attempt starts over, at the end of the line.
-    forget(id);
-    throw ConnectionError("etcd: the key of a waiting acquisition of '" + std::string(request.name) +
-                              "' went between two attempts",
-                          kServiceName, "", true);
-  }
-  if (!in_line && !r.succeeded()) {
-    // The key was there: an earlier attempt's put whose answer was lost, if it holds the own value
-    // on the own lease; else a key of an earlier acquisition on this slot, left to be swept.
-    const mvccpb::KeyValue& there = r.responses(0).response_range().kvs(0);
-    if (there.value() != c.value || there.lease() != c.lease) {
-      Contender stale = c;
-      stale.value = there.value();
-      stale.revision = there.create_revision();
-      leave_to_sweep(id, stale);
-      throw ConnectionError("etcd: the key for an acquisition of '" + std::string(request.name) +
-                                "' was left by an earlier one; it is swept, and the next attempt takes another",
-                            kServiceName, "", true);
-    }
-    revision = there.create_revision();
-  }
+  const std::int64_t revision = made_at(id, c, r, request.name);
   const std::int64_t counted = r.responses(2).response_range().count();
   const std::int64_t others = in_line ? counted : counted - 1;  // not in line: the count has the own key
 
@@ -209,6 +186,35 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   out.ticket = revision;
   out.position = static_cast<int>(std::max<std::int64_t>(others, 0));
   return out;
+}
+
+// The create revision of `c`'s key after its attempt's transaction `r`.
+std::int64_t MutexLayout::made_at(const Id& id, const Contender& c, const etcdserverpb::TxnResponse& r,
+                                  std::string_view name) {
+  const bool in_line = c.revision > 0;
+  if (in_line && !r.succeeded()) {
+    // Gone since the last attempt (its lease ended, or a sweep took an abandoned waiter's key):
+    // the next attempt starts over, at the end of the line.
+    forget(id);
+    throw ConnectionError("etcd: the key of a waiting acquisition of '" + std::string(name) +
+                              "' went between two attempts",
+                          kServiceName, "", true);
+  }
+  if (in_line) return c.revision;
+  if (r.succeeded()) return r.header().revision();  // a put: this transaction's
+  // The key was there: an earlier attempt's put whose answer was lost, if it holds the own value
+  // on the own lease; else a key of an earlier acquisition on this slot, left to be swept.
+  const mvccpb::KeyValue& there = r.responses(0).response_range().kvs(0);
+  if (there.value() != c.value || there.lease() != c.lease) {
+    Contender stale = c;
+    stale.value = there.value();
+    stale.revision = there.create_revision();
+    leave_to_sweep(id, stale);
+    throw ConnectionError("etcd: the key for an acquisition of '" + std::string(name) +
+                              "' was left by an earlier one; it is swept, and the next attempt takes another",
+                          kServiceName, "", true);
+  }
+  return there.create_revision();
 }
 
 bool MutexLayout::holds(const AcquireRequest& request, std::int64_t revision, const RangeResponse& line) const {

@@ -53,6 +53,9 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
   std::vector<const mvccpb::KeyValue*> holding(std::string_view name, const etcdserverpb::RangeResponse& read) const override;
   bool touch_on_renew() const override { return true; }  // concurrency.Mutex waits on deletions
   Attempt attempt(const AcquireRequest& request, bool queue, std::chrono::milliseconds hold_for);
+  // The create revision of `c`'s key after its attempt's transaction `r`. Throws a retryable
+  // ConnectionError when the key went since the last attempt, or holds an earlier acquisition's.
+  std::int64_t made_at(const Id& id, const Contender& c, const etcdserverpb::TxnResponse& r, std::string_view name);
   // `line`: the attempt's read of the line (attempt_request). Whether the contender made at
   // `revision` holds; throws the permits' UsageError when shared holders ahead have another limit.
   bool holds(const AcquireRequest& request, std::int64_t revision, const etcdserverpb::RangeResponse& line) const;
