@@ -73,8 +73,12 @@ failure_digest() {
   echo "=== failure digest ($1) ==="
   while IFS=: read -r _ name; do
     echo "--- $name"
-    awk -v t="\"$name\" start time" 'index($0, t) == 1 {on = 1; next} on && /^<end of output>/ {exit} on' "$log" |
-      grep -E -A10 'FAILED:|verdict: violation|[Ee]rror:|[Tt]imeout|Assertion|Sanitizer|terminate' | head -n 80
+    local output
+    output="$(awk -v t="\"$name\" start time" 'index($0, t) == 1 {on = 1; next} on && /^<end of output>/ {exit} on' "$log")"
+    # The failures with what follows them; else the output's end.
+    local found
+    found="$(grep -i -E -A10 'failed|violation|error|timeout|assertion|sanitizer|terminate' <<<"$output" || true)"
+    if [[ -n "$found" ]]; then head -n 80 <<<"$found"; else tail -n 25 <<<"$output"; fi
   done < "$failed"
 }
 

@@ -1253,6 +1253,39 @@ TEST_CASE("a queued waiter goes first: try_acquire of a free name fails while it
   CHECK(manager->try_acquire("fifo"));
 }
 
+TEST_CASE("managers opened at once on a fresh namespace all open, and its schema is made once",
+          "[lease][conformance][schema]") {
+  constexpr int kOpeners = 4;
+  for (int round = 0; round < 3; ++round) {
+    const std::string prefix = unique_prefix();
+    std::vector<std::unique_ptr<LockManager>> managers(kOpeners);
+    std::vector<std::string> errors(kOpeners);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> openers;
+    for (int i = 0; i < kOpeners; ++i) {
+      openers.emplace_back([&, i] {
+        ++ready;
+        for (int spin = 0; ready.load() < kOpeners && spin < 1'000'000; ++spin) std::this_thread::yield();
+        try {
+          managers[i] = open_manager({}, prefix);
+        } catch (const std::exception& e) {
+          errors[i] = e.what();
+        }
+      });
+    }
+    for (std::thread& t : openers) t.join();
+    for (int i = 0; i < kOpeners; ++i) {
+      INFO("round " << round << ", opener " << i << ": " << errors[i]);
+      CHECK(errors[i].empty());
+    }
+    if (managers[0] && managers[1]) {
+      auto lease = managers[0]->try_acquire("made-once");
+      REQUIRE(lease);
+      CHECK_FALSE(managers[1]->try_acquire("made-once"));
+    }
+  }
+}
+
 TEST_CASE("a bystander holding the migration lock blocks no open of a current schema", "[lease][conformance][schema][needs:migration-lock]") {
   const std::string prefix = unique_prefix();
   const std::string fresh = unique_prefix();

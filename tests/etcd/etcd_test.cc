@@ -77,7 +77,7 @@ const Context& context() {
   static Context ctx = [] {
     Context c = server_context("etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_SKIP_ETCD", "DBLOCK_TEST_ETCD_SCRIPT",
                                "DBLOCK_TEST_ETCD_STATE");
-    c.expects = {.session_locks = true};
+    c.expects = {.session_locks = true, .hold_at_least = true};
     c.shared_leases = true;  // the etcd-mutex layout's readers and semaphores
     c.accounts = false;
     c.stored_owner = stored_owner;
@@ -492,6 +492,29 @@ TEST_CASE("etcd: python-etcd3's Lock and dblock with layout=python-etcd3 exclude
     REQUIRE(again);
     CHECK(again->fence() > fence);
   }
+}
+
+TEST_CASE("etcd: layout=python-etcd3 keeps a scheduled job's window on its one key, then frees it",
+          "[etcd][scheduled]") {
+  const std::string name = "pyjob-" + unique_prefix();
+  auto a = open_on(context().url + "?layout=python-etcd3");
+  auto b = open_on(context().url + "?layout=python-etcd3");
+  AcquireOptions job;
+  job.hold_at_least = 2s;
+  const auto started = SteadyClock::now();
+  std::optional<Lease> run = a->try_acquire(name, job);
+  REQUIRE(run);
+  const std::int64_t fence = run->fence();
+  CHECK(run->release() == ReleaseResult::kReleased);  // inside the window
+  const std::optional<LeaseInfo> window = b->inspect(name);
+  REQUIRE(window);
+  CHECK(window->fence == fence);
+  CHECK(window->holder.find("scheduled job's window") != std::string::npos);
+  CHECK_FALSE(b->try_acquire(name));
+  std::optional<Lease> next = b->acquire(name, 20s);  // woken when etcd ends the window's lease
+  REQUIRE(next);
+  CHECK(SteadyClock::now() - started >= 2s - 300ms);
+  CHECK(next->fence() > fence);
 }
 
 TEST_CASE("etcd: in the etcd-mutex layout a name and a longer one under it stay apart where it matters",

@@ -17,6 +17,8 @@ using std::chrono::milliseconds;
 // sweep(): how often, and how many keys a pass deletes at most.
 constexpr milliseconds kSweepEvery{500};
 constexpr std::size_t kSweepBatch = 16;
+// How long past a scheduled job's window its key is kept out of reuse.
+constexpr milliseconds kWindowSlack{5'000};
 
 // "`key` holds `value`".
 etcdserverpb::Compare holds(const std::string& key, const std::string& value) {
@@ -48,6 +50,7 @@ EtcdService::~EtcdService() {
 ServiceTraits EtcdService::traits() const {
   ServiceTraits traits;
   traits.bound = LeaseBound::kSession;  // an etcd lease: no end on a clock a client can read
+  traits.hold_at_least = true;
   return traits;
 }
 
@@ -74,8 +77,15 @@ void EtcdService::forget(const Id& id) {
   contenders_.erase(id);
 }
 
+void EtcdService::keep_out(const std::string& key, SteadyClock::time_point until) {
+  service::MutexLock lock(mutex_);
+  kept_out_.emplace_back(key, until);
+}
+
 void EtcdService::remember_new(const Id& id, Contender& c, std::string_view name) {
   service::MutexLock lock(mutex_);
+  const SteadyClock::time_point now = SteadyClock::now();
+  std::erase_if(kept_out_, [&](const auto& k) { return k.second <= now; });
   const std::string shared = key_for(name, c.lease, 0);
   for (int slot = 0;; ++slot) {
     c.key = key_for(name, c.lease, slot);
@@ -83,6 +93,7 @@ void EtcdService::remember_new(const Id& id, Contender& c, std::string_view name
     bool taken = false;
     for (const auto& [other, held] : contenders_) taken = taken || held.key == c.key;
     for (const Contender& orphan : orphans_) taken = taken || orphan.key == c.key;
+    for (const auto& [key, until] : kept_out_) taken = taken || key == c.key;
     if (!taken) break;
   }
   contenders_[id] = c;
@@ -234,7 +245,41 @@ bool EtcdService::release(const LeaseKey& lease) {
   const Id id{std::string(lease.name), *lease.secret};
   const std::optional<Contender> c = find(id);
   if (!c) return false;
-  return withdraw(id, *c, deadline());
+  const SteadyClock::time_point until = deadline();
+  if (lease.hold_at_least > milliseconds::zero()) {
+    const auto left = std::chrono::ceil<milliseconds>(lease.hold_at_least - (SteadyClock::now() - c->granted));
+    if (left > milliseconds::zero()) return keep_window(id, *c, left, until);
+  }
+  return withdraw(id, *c, until);
+}
+
+bool EtcdService::keep_window(const Id& id, const Contender& c, milliseconds left, SteadyClock::time_point until) {
+  const std::int64_t window = client_.grant(left, until).id;
+  etcdserverpb::TxnRequest txn;
+  *txn.add_compare() = created_at(c.key, c.revision);
+  etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
+  put->set_key(c.key);
+  put->set_value(window_value(view_of(c.value).holder));
+  put->set_lease(window);
+  bool kept = false;
+  try {
+    kept = client_.txn(txn, until, "release").succeeded();
+  } catch (const Error&) {
+    // Unanswered: the key may be bound to `window` now, or still to its lease. `c` stays, and
+    // sweep() deletes the key (if it is still there) only once the window has passed; a release
+    // tried again binds it to another window lease. An unused one ends by itself.
+    Contender waiting = c;
+    waiting.renewed = SteadyClock::now();
+    waiting.ttl = left;
+    remember(id, waiting);
+    throw;
+  }
+  forget(id);
+  // etcd ends the window's lease on its leader after `left` in whole seconds, later after a
+  // leader change: the key is not reused before then (a later attempt that finds it anyway
+  // leaves it alone, MutexLayout::made_at()).
+  if (kept) keep_out(c.key, SteadyClock::now() + left + kWindowSlack);
+  return kept;
 }
 
 void EtcdService::lease_lost(const LeaseKey& lease) noexcept {

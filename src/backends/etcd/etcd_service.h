@@ -39,7 +39,9 @@ class EtcdService : public LeaseService, public AuditLog {
   // the fence (a force-release deletes the key and leaves the lease); where the layout's waiters
   // wake on deletions only, the check touches the key, whose version then counts the renewals.
   RenewResult renew(const LeaseKey& lease, std::chrono::milliseconds ttl) override;
-  // Deletes the own key if it is still the one this acquisition made.
+  // Deletes the own key if it is still the one this acquisition made; inside a scheduled job's
+  // window (LeaseKey::hold_at_least), binds it instead, disowned, to an etcd lease of the rest of
+  // the window (keep_window()).
   bool release(const LeaseKey& lease) override;
   void lease_lost(const LeaseKey& lease) noexcept override;
   // Deletes the keys of whoever holds `name` (a dblock contender's or a foreign client's; every
@@ -67,6 +69,9 @@ class EtcdService : public LeaseService, public AuditLog {
     // lease outlives any one holder's, so the holder's own expiry is kept here (sweep()).
     std::chrono::milliseconds ttl{0};
     SteadyClock::time_point renewed;
+    // When the answer that granted it came (after etcd granted it): a scheduled job's window,
+    // counted from here, ends no sooner on etcd's side.
+    SteadyClock::time_point granted;
     // An attempt of this acquisition is under way (sweep() leaves it alone); an earlier one's
     // put went unanswered (the key may appear yet).
     bool in_flight = false;
@@ -119,6 +124,9 @@ class EtcdService : public LeaseService, public AuditLog {
   // Remembers `c` under `id` with the first key_for() slot that no remembered contender or orphan
   // has (the same key for every slot: the layout's one key per name).
   void remember_new(const Id& id, Contender& c, std::string_view name);
+  // Keeps `key` (a scheduled job's window, on a lease of its own) out of remember_new()'s choice
+  // until `until`: a key of this service's lease name that is not this service's to reuse.
+  void keep_out(const std::string& key, SteadyClock::time_point until);
   // etcd said the lease of `id`'s contender is gone: forgets both.
   void lease_gone(const Id& id, std::int64_t lease);
   // `id`'s attempt found its key holding `stale` (an earlier acquisition's, or its own put that
@@ -132,6 +140,11 @@ class EtcdService : public LeaseService, public AuditLog {
   // under way. A key stays among the orphans (no new acquisition gets it) until its delete is
   // answered. At most every kSweepEvery, kSweepBatch keys, best effort, bounded by `until`.
   void sweep(SteadyClock::time_point until);
+  // Rebinds `c`'s key, if it is still `c`'s, to a new etcd lease of `left` (at least: etcd counts
+  // whole seconds on the leader) with a value that no owner's digest matches (window_value), and
+  // forgets `c`: nobody holds the name until that lease ends, and its fence stays. True when it
+  // was `c`'s key. Throws what the calls throw, and then keeps `c`.
+  bool keep_window(const Id& id, const Contender& c, std::chrono::milliseconds left, SteadyClock::time_point until);
   // The compare-and-delete of `c`'s key (made at `c.revision`, or holding `c.value` when that is
   // 0). True when it was deleted. Throws what the call throws.
   bool delete_key(const Contender& c, SteadyClock::time_point until);
@@ -152,6 +165,7 @@ class EtcdService : public LeaseService, public AuditLog {
   service::Mutex mutex_;  // never held across a call to etcd
   std::map<Id, Contender, IdLess> contenders_ DBLOCK_GUARDED_BY(mutex_);
   std::vector<Contender> orphans_ DBLOCK_GUARDED_BY(mutex_);
+  std::vector<std::pair<std::string, SteadyClock::time_point>> kept_out_ DBLOCK_GUARDED_BY(mutex_);
   SteadyClock::time_point next_sweep_ DBLOCK_GUARDED_BY(mutex_);
 
   void end_attempt(const Id& id);

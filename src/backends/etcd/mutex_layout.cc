@@ -19,6 +19,8 @@ namespace {
 
 // How long the key of a try that failed unanswered is kept for the engine to try again.
 constexpr milliseconds kTryKeep{1'000};
+// How long a key found holding a scheduled job's window is not tried again.
+constexpr milliseconds kWindowKeptOut{10'000};
 
 // How many of `line` (one name's contenders, oldest first) hold the name: the first; when it is a
 // shared contender's, with it the shared ones right behind it, up to its permits.
@@ -172,6 +174,7 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
     c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
     c.ttl = request.ttl;
     c.renewed = began;
+    c.granted = SteadyClock::now();  // a scheduled job's window counts from here
     remember(id, c);
     out.result.acquired = true;
     out.result.fence = revision;
@@ -205,6 +208,14 @@ std::int64_t MutexLayout::made_at(const Id& id, const Contender& c, const etcdse
   // The key was there: an earlier attempt's put whose answer was lost, if it holds the own value
   // on the own lease; else a key of an earlier acquisition on this slot, left to be swept.
   const mvccpb::KeyValue& there = r.responses(0).response_range().kvs(0);
+  if (is_window_value(there.value())) {
+    // A scheduled job's window on this key, longer than keep_window() expected: left alone.
+    forget(id);
+    keep_out(c.key, SteadyClock::now() + kWindowKeptOut);
+    throw ConnectionError("etcd: the key for an acquisition of '" + std::string(name) +
+                              "' holds a scheduled job's window; the next attempt takes another",
+                          kServiceName, "", true);
+  }
   if (there.value() != c.value || there.lease() != c.lease) {
     Contender stale = c;
     stale.value = there.value();

@@ -69,8 +69,23 @@ std::string contender_value(const OwnerSecret& secret, std::string_view holder, 
   return out;
 }
 
+namespace {
+
+constexpr std::string_view kWindowTag = "dblock-window ";
+
+}  // namespace
+
+std::string window_value(std::string_view holder) { return std::string(kWindowTag) + std::string(holder); }
+
+bool is_window_value(const std::string& value) { return value.rfind(kWindowTag, 0) == 0; }
+
 ContenderView view_of(const std::string& value) {
   ContenderView view;
+  if (is_window_value(value)) {
+    view.dblock = true;
+    view.holder = value.substr(kWindowTag.size()) + " (a scheduled job's window)";
+    return view;
+  }
   const std::size_t space = value.find(' ');
   if (space != std::string::npos && space >= 32 && value.find_first_not_of(kHex) == 32 &&
       (space == 32 || (value[32] == '/' && space > 33))) {

@@ -24,6 +24,10 @@ etcdserverpb::Compare leased_by(const std::string& key, std::int64_t lease);
 // acquisition "/" and its permits (0: a reader of a read-write lock), a space, the holder.
 std::string contender_value(const OwnerSecret& secret, std::string_view holder, LockMode mode = LockMode::kExclusive,
                             int permits = 0);
+// The value of a scheduled job's key once its run was released inside the window: no owner's
+// digest matches it, and `list` shows `holder` as the holder of the window.
+std::string window_value(std::string_view holder);
+bool is_window_value(const std::string& value);
 // What a key's value says of its contender. Another client's key is exclusive.
 struct ContenderView {
   bool dblock = false;

@@ -86,6 +86,7 @@ AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
   c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
   c.ttl = request.ttl;
   c.renewed = began;
+  c.granted = SteadyClock::now();  // a scheduled job's window counts from here
   remember(id, c);
   out.acquired = true;
   out.fence = revision;

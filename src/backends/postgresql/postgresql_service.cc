@@ -451,7 +451,7 @@ int PostgresService::schema_version() {
 }
 
 int PostgresService::read_schema_version(pqxx::transaction_base& tx) {
-  const std::string version_table = service::quote_identifier(context_.options().table_prefix + "schema_version");
+  const std::string version_table = context_.options().table_prefix + "schema_version";  // as pg_class names it
   if (!context_.exec(tx, sql::kSchemaVersionExists, {{"table", version_table}}).at(0).get<bool>("present")) return 0;
   return context_.exec(tx, sql::kSchemaVersion).at(0).get<int>("version");
 }

@@ -479,7 +479,14 @@ inline constexpr Statement kMigrationLockHolder{"migration_lock_holder",
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND l.classid::bigint = :class_id::bigint AND l.objid::bigint = :object_id::bigint LIMIT 1"};
-inline constexpr Statement kSchemaVersionExists{"schema_version_exists", "SELECT to_regclass(:table) IS NOT NULL AS present"};
+// Read from pg_class under the statement's snapshot, not by to_regclass(): in a transaction
+// that waited for the migration lock, to_regclass() answers from the backend's catalog cache,
+// which still says "no such table" when another session created it meanwhile (it processes no
+// invalidations without a lock on the relation), and the migration then met "already exists".
+inline constexpr Statement kSchemaVersionExists{
+    "schema_version_exists",
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.relname = :table"
+    " AND c.relnamespace = ANY (current_schemas(false)::regnamespace[])) AS present"};
 inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) AS version FROM {V}"};
 inline constexpr Statement kRecordMigration{"record_migration", "INSERT INTO {V} (version, name) VALUES (:version, :migration)"};
 // UNLOGGED switch (opt-in): the lease tables only; the fence sequence stays logged. :table a regclass.
