@@ -24,6 +24,7 @@
 #include "context.h"
 #include "environment.h"
 #include "process.h"
+#include "service_driver.h"
 
 namespace dblock::testing {
 
@@ -527,6 +528,13 @@ TEST_CASE("etcd: in the etcd-mutex layout a name and a longer one under it stay 
   // ...but nothing holds "a": evicting it evicts nobody, and "a/b" is listed as itself.
   CHECK_FALSE(manager->force_release("a"));
   CHECK_FALSE(manager->inspect("a"));
+  // A reader of "a" in line behind "a/b"'s key waits too, and is not listed as holding "a".
+  ServiceDriver driver(*manager);
+  const OwnerSecret reader = OwnerSecret::generate();
+  REQUIRE_FALSE(driver.attempt("a", LockMode::kShared, reader, 5s, /*queue=*/true).acquired);
+  CHECK_FALSE(manager->inspect("a"));
+  CHECK_FALSE(manager->force_release("a"));
+  driver.leave("a", reader);
   const std::optional<LeaseInfo> info = manager->inspect("a/b");
   REQUIRE(info);
   CHECK(info->fence == deeper->fence());

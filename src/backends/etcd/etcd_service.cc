@@ -77,8 +77,9 @@ void EtcdService::forget(const Id& id) {
   contenders_.erase(id);
 }
 
-void EtcdService::keep_out(const std::string& key, SteadyClock::time_point until) {
+void EtcdService::retire(const Id& id, const std::string& key, SteadyClock::time_point until) {
   service::MutexLock lock(mutex_);
+  contenders_.erase(id);
   kept_out_.emplace_back(key, until);
 }
 
@@ -254,32 +255,39 @@ bool EtcdService::release(const LeaseKey& lease) {
 }
 
 bool EtcdService::keep_window(const Id& id, const Contender& c, milliseconds left, SteadyClock::time_point until) {
-  const std::int64_t window = client_.grant(left, until).id;
+  const Client::Granted window = client_.grant(left, until);
   etcdserverpb::TxnRequest txn;
   *txn.add_compare() = created_at(c.key, c.revision);
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(c.key);
   put->set_value(window_value(view_of(c.value).holder));
-  put->set_lease(window);
+  put->set_lease(window.id);
   bool kept = false;
   try {
     kept = client_.txn(txn, until, "release").succeeded();
   } catch (const Error&) {
-    // Unanswered: the key may be bound to `window` now, or still to its lease. `c` stays, and
-    // sweep() deletes the key (if it is still there) only once the window has passed; a release
-    // tried again binds it to another window lease. An unused one ends by itself.
+    // Unanswered: the key may be bound to the window's lease now, or still to its own. `c`
+    // stays, and sweep() deletes the key (if it is still there) only once the window has passed.
     Contender waiting = c;
     waiting.renewed = SteadyClock::now();
-    waiting.ttl = left;
+    waiting.ttl = std::max(left, std::chrono::duration_cast<milliseconds>(window.ttl));
     remember(id, waiting);
     throw;
   }
-  forget(id);
-  // etcd ends the window's lease on its leader after `left` in whole seconds, later after a
-  // leader change: the key is not reused before then (a later attempt that finds it anyway
-  // leaves it alone, MutexLayout::made_at()).
-  if (kept) keep_out(c.key, SteadyClock::now() + left + kWindowSlack);
-  return kept;
+  if (!kept) {
+    forget(id);  // force-released meanwhile: the window's lease has no key
+    try {
+      client_.revoke(window.id, std::min(until, SteadyClock::now() + kBackgroundCall));
+    } catch (const Error&) {
+      // It ends by itself.
+    }
+    return false;
+  }
+  // etcd ends the window's lease on its leader after what it granted, later after a leader
+  // change: the key is not reused before then (a later attempt that finds it anyway leaves it
+  // alone, MutexLayout::made_at()).
+  retire(id, c.key, SteadyClock::now() + std::max(left, std::chrono::duration_cast<milliseconds>(window.ttl)) + kWindowSlack);
+  return true;
 }
 
 void EtcdService::lease_lost(const LeaseKey& lease) noexcept {

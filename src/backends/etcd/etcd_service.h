@@ -124,9 +124,10 @@ class EtcdService : public LeaseService, public AuditLog {
   // Remembers `c` under `id` with the first key_for() slot that no remembered contender or orphan
   // has (the same key for every slot: the layout's one key per name).
   void remember_new(const Id& id, Contender& c, std::string_view name);
-  // Keeps `key` (a scheduled job's window, on a lease of its own) out of remember_new()'s choice
-  // until `until`: a key of this service's lease name that is not this service's to reuse.
-  void keep_out(const std::string& key, SteadyClock::time_point until);
+  // Forgets `id` and keeps `key` (a scheduled job's window, on a lease of its own) out of
+  // remember_new()'s choice until `until`, at once: a key of this service's lease name that is
+  // not this service's to reuse.
+  void retire(const Id& id, const std::string& key, SteadyClock::time_point until);
   // etcd said the lease of `id`'s contender is gone: forgets both.
   void lease_gone(const Id& id, std::int64_t lease);
   // `id`'s attempt found its key holding `stale` (an earlier acquisition's, or its own put that

@@ -23,13 +23,16 @@ constexpr milliseconds kTryKeep{1'000};
 constexpr milliseconds kWindowKeptOut{10'000};
 
 // How many of `line` (one name's contenders, oldest first) hold the name: the first; when it is a
-// shared contender's, with it the shared ones right behind it, up to its permits.
-std::size_t holders_at_front(const std::vector<const mvccpb::KeyValue*>& line) {
-  if (line.empty()) return 0;
+// shared contender's, with it the shared ones right behind it, up to its permits. A key of a
+// longer name in the name's range from `blocked_from` on (its create revision; 0: none) stands in
+// line before every key of the name behind it: none of those holds.
+std::size_t holders_at_front(const std::vector<const mvccpb::KeyValue*>& line, std::int64_t blocked_from) {
+  const auto before_block = [&](std::size_t i) { return blocked_from == 0 || line[i]->create_revision() < blocked_from; };
+  if (line.empty() || !before_block(0)) return 0;
   const ContenderView first = view_of(line.front()->value());
   if (!first.dblock || !first.shared) return 1;
   std::size_t n = 1;
-  while (n < line.size() && (first.permits == 0 || n < static_cast<std::size_t>(first.permits))) {
+  while (n < line.size() && before_block(n) && (first.permits == 0 || n < static_cast<std::size_t>(first.permits))) {
     const ContenderView next = view_of(line[n]->value());
     if (!next.dblock || !next.shared) break;
     ++n;
@@ -47,17 +50,16 @@ ServiceTraits MutexLayout::traits() const {
 }
 
 std::vector<const mvccpb::KeyValue*> MutexLayout::holding(std::string_view name, const RangeResponse& read) const {
-  // The name's contenders from its first on, up to a longer name's key among them (which stands
-  // in line for the readers behind it).
   std::vector<const mvccpb::KeyValue*> line;
+  std::int64_t blocked_from = 0;  // the oldest longer name's key in the range
   for (const mvccpb::KeyValue& kv : read.kvs()) {
     if (is_key_of(name, kv.key())) {
       line.push_back(&kv);
-    } else if (!line.empty()) {
-      break;
+    } else if (blocked_from == 0) {
+      blocked_from = kv.create_revision();
     }
   }
-  line.resize(holders_at_front(line));
+  line.resize(holders_at_front(line, blocked_from));
   return line;
 }
 
@@ -210,8 +212,7 @@ std::int64_t MutexLayout::made_at(const Id& id, const Contender& c, const etcdse
   const mvccpb::KeyValue& there = r.responses(0).response_range().kvs(0);
   if (is_window_value(there.value())) {
     // A scheduled job's window on this key, longer than keep_window() expected: left alone.
-    forget(id);
-    keep_out(c.key, SteadyClock::now() + kWindowKeptOut);
+    retire(id, c.key, SteadyClock::now() + kWindowKeptOut);
     throw ConnectionError("etcd: the key for an acquisition of '" + std::string(name) +
                               "' holds a scheduled job's window; the next attempt takes another",
                           kServiceName, "", true);
@@ -251,14 +252,21 @@ std::vector<LeaseInfo> MutexLayout::list(std::optional<std::string_view> name) {
   read.set_sort_order(RangeRequest::ASCEND);
   const etcdserverpb::RangeResponse r = client_.range(read, deadline(), "list");
   std::map<std::string, std::vector<const mvccpb::KeyValue*>> lines;
+  std::map<std::string, std::int64_t> blocked_from;  // a name's oldest key of a longer name (oldest first)
   for (const mvccpb::KeyValue& kv : r.kvs()) {
     if (is_audit_key(kv.key(), options_.prefix)) continue;
     const std::optional<std::string> lock = lock_name_of(kv.key(), options_.prefix);
-    if (lock && (!name || *lock == *name)) lines[*lock].push_back(&kv);
+    if (!lock) continue;
+    for (std::size_t slash = lock->find('/'); slash != std::string::npos; slash = lock->find('/', slash + 1)) {
+      blocked_from.try_emplace(lock->substr(0, slash), kv.create_revision());  // in "a"'s range: "a/b"'s key
+    }
+    if (!name || *lock == *name) lines[*lock].push_back(&kv);
   }
   std::vector<LeaseInfo> out;
   for (const auto& [lock, line] : lines) {
-    const std::size_t holders = holders_at_front(line);
+    const auto blocked = blocked_from.find(lock);
+    const std::size_t holders = holders_at_front(line, blocked == blocked_from.end() ? 0 : blocked->second);
+    if (holders == 0) continue;  // in line behind a longer name's key: nobody holds it
     const ContenderView first = view_of(line.front()->value());
     LeaseInfo info;
     info.name = lock;
@@ -302,7 +310,7 @@ NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSe
   const std::optional<Contender> c = find(Id{std::string(name), secret});
   try {
     if (c && view_of(c->value).shared) {
-      wait_shared(name, ticket, until);
+      wait_shared(name, ticket, view_of(c->value).permits, until);
       turn.outcome = Outcome::kWoken;
       return turn;
     }
@@ -317,7 +325,7 @@ NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSe
   return turn;
 }
 
-void MutexLayout::wait_shared(std::string_view name, std::int64_t ticket, SteadyClock::time_point until) {
+void MutexLayout::wait_shared(std::string_view name, std::int64_t ticket, int permits, SteadyClock::time_point until) {
   const std::string prefix = prefix_of(name);
   RangeRequest ahead = first_by_creation(prefix, RangeRequest::ASCEND);
   ahead.set_limit(0);
@@ -330,9 +338,10 @@ void MutexLayout::wait_shared(std::string_view name, std::int64_t ticket, Steady
   }
   if (writer != nullptr) {
     client_.wait_deleted(writer->key(), r.header().revision(), until);
-  } else if (r.kvs_size() > 0) {
+  } else if (permits > 0 && r.kvs_size() >= permits) {
     client_.wait_deleted(prefix, r.header().revision(), until, range_end(prefix));  // a permit's release
   }
+  // Else nothing holds it back any more (gone since the attempt read): the next attempt holds.
 }
 
 }  // namespace dblock::etcd

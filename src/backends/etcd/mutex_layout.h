@@ -60,9 +60,10 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
   // `revision` holds; throws the permits' UsageError when shared holders ahead have another limit.
   bool holds(const AcquireRequest& request, std::int64_t revision, const etcdserverpb::RangeResponse& line) const;
   static etcdserverpb::TxnRequest attempt_request(const Contender& c, const std::string& prefix, bool shared);
-  // A shared waiter's wait: for the newest key ahead that is not a reader's, or any deletion
-  // under the name when only the permits hold it back.
-  void wait_shared(std::string_view name, std::int64_t ticket, SteadyClock::time_point until);
+  // A shared waiter's wait (a semaphore's of `permits`, 0: a reader's): for the newest key ahead
+  // that is not a reader's, or any deletion under the name when only the permits hold it back;
+  // none when nothing does any more.
+  void wait_shared(std::string_view name, std::int64_t ticket, int permits, SteadyClock::time_point until);
   std::string prefix_of(std::string_view name) const;
 
   EtcdSessionLocks session_locks_{client_, options_.prefix, options_.session_ttl};

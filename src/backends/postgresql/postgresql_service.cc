@@ -358,6 +358,7 @@ void PostgresService::migrate(bool create) {
   const auto watch = context_.watch(*c);
   try {
     pqxx::work tx(*c->conn);
+    context_.exec(tx, sql::kReadCommitted);
     context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", std::to_string(kMigrationLockWait.count()) + "ms"}});
     context_.exec(tx, sql::kMigrationLock, {{"class_id", key.class_id}, {"object_id", key.object_id}});
     context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", "0"}});

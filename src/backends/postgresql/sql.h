@@ -479,14 +479,18 @@ inline constexpr Statement kMigrationLockHolder{"migration_lock_holder",
     " WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2"
     " AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
     " AND l.classid::bigint = :class_id::bigint AND l.objid::bigint = :object_id::bigint LIMIT 1"};
-// Read from pg_class under the statement's snapshot, not by to_regclass(): in a transaction
-// that waited for the migration lock, to_regclass() answers from the backend's catalog cache,
-// which still says "no such table" when another session created it meanwhile (it processes no
-// invalidations without a lock on the relation), and the migration then met "already exists".
+// Whether the schema-version table is on the search path: read from pg_class under the
+// statement's snapshot, so that a table another session committed while this transaction waited
+// for the migration lock is seen (to_regclass() answers from the backend's catalog cache, which
+// such a commit does not refresh). `table` is the name as pg_class stores it (the prefix is
+// lowercase [a-z0-9_]); schemas are compared by name, whatever their spelling.
 inline constexpr Statement kSchemaVersionExists{
     "schema_version_exists",
-    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.relname = :table"
-    " AND c.relnamespace = ANY (current_schemas(false)::regnamespace[])) AS present"};
+    "SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace"
+    " WHERE c.relname = :table AND n.nspname = ANY (current_schemas(false))) AS present"};
+// The migration transaction reads what other sessions committed while it waited for the lock:
+// READ COMMITTED whatever the server's default_transaction_isolation.
+inline constexpr Statement kReadCommitted{"read_committed", "SET TRANSACTION ISOLATION LEVEL READ COMMITTED"};
 inline constexpr Statement kSchemaVersion{"schema_version", "SELECT coalesce(max(version), 0) AS version FROM {V}"};
 inline constexpr Statement kRecordMigration{"record_migration", "INSERT INTO {V} (version, name) VALUES (:version, :migration)"};
 // UNLOGGED switch (opt-in): the lease tables only; the fence sequence stays logged. :table a regclass.
@@ -559,7 +563,7 @@ inline constexpr const Statement* kPrepared[] = {
 };
 // Run as text (rendered), mostly inside transactions dblock opens.
 inline constexpr const Statement* kAdHoc[] = {
-    &kGuardExclusive, &kGuardReader, &kHello, &kFloorFences, &kMigrationLock, &kMigrationLockHolder, &kSchemaVersionExists, &kSchemaVersion,
+    &kGuardExclusive, &kGuardReader, &kHello, &kFloorFences, &kMigrationLock, &kMigrationLockHolder, &kReadCommitted, &kSchemaVersionExists, &kSchemaVersion,
     &kRecordMigration, &kIsUnlogged, &kSetUnlogged, &kSetLogged, &kSetLocalLockTimeout, &kXactTry, &kXactWait,
     &kXactTryShared, &kXactLock, &kXactLockShared, &kClientPort, &kBackendPid, &kShortIdleTimeout,
 };

@@ -339,9 +339,9 @@ std::vector<LeaseInfo> RedlockService::list(std::optional<std::string_view> name
   std::vector<LeaseInfo> out;
   for (auto& [key, entry] : seen) {
     if (entry.first < quorum() && name && entry.first + silent >= quorum()) {
-      throw ConnectionError("redlock: '" + std::string(*name) + "' is held by " + entry.second.holder + " on " +
+      throw ConnectionError("redlock: '" + std::string(*name) + "' shows " + entry.second.holder + " as its holder on " +
                                 std::to_string(entry.first) + " of the " + std::to_string(answered) +
-                                " nodes that answered; the others may hold it too: cannot tell whether it is held",
+                                " nodes that answered, and the silent ones could make a majority: cannot tell whether it is held",
                             kServiceName);
     }
     if (entry.first < quorum()) continue;
