@@ -78,7 +78,7 @@ const Context& context() {
   static Context ctx = [] {
     Context c = server_context("etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_SKIP_ETCD", "DBLOCK_TEST_ETCD_SCRIPT",
                                "DBLOCK_TEST_ETCD_STATE");
-    c.expects = {.session_locks = true, .hold_at_least = true};
+    c.expects = {.session_locks = true, .multi_acquire = true, .hold_at_least = true};
     c.shared_leases = true;  // the etcd-mutex layout's readers and semaphores
     c.accounts = false;
     c.stored_owner = stored_owner;
@@ -398,6 +398,29 @@ TEST_CASE("etcd: dblock's readers and etcdctl lock exclude each other; readers s
   REQUIRE(late);
   CHECK(late->fence() > foreign);
   CHECK(writer.wait(5s));
+}
+
+TEST_CASE("etcd: acquire_all takes no name while etcdctl holds one of them, then every name in one transaction",
+          "[etcd][interop][multi]") {
+  const std::string tag = unique_prefix();
+  const std::vector<std::string> names = {"all-a-" + tag, "all-b-" + tag};
+  auto manager = open_on(bare_url());
+  Child holder = etcdctl_lock(names[1]);
+  REQUIRE(holder.read_line(10s));
+  CHECK_FALSE(manager->acquire_all(names, 0ms));
+  CHECK_FALSE(manager->inspect(names[0]));  // nothing of the refused call is left
+  holder.signal(SIGINT);
+  CHECK(holder.wait(5s));
+  std::optional<std::vector<Lease>> all = manager->acquire_all(names, 10s);
+  REQUIRE(all);
+  REQUIRE(all->size() == 2);
+  CHECK(all->at(0).fence() == all->at(1).fence());  // one transaction's revision
+  Child waiter = etcdctl_lock(names[0]);
+  await_waiters(*manager, names[0], 1);  // etcdctl waits behind the key the transaction put
+  for (Lease& lease : *all) CHECK(lease.release() == ReleaseResult::kReleased);
+  REQUIRE(waiter.read_line(10s));
+  waiter.signal(SIGINT);
+  CHECK(waiter.wait(5s));
 }
 
 TEST_CASE("etcd: a session lock stands in the same line as etcdctl lock and dblock's leases", "[etcd][interop]") {

@@ -12,6 +12,10 @@
 // name's) makes it wait, and a shared key is a key like any other to an exclusive contender and to
 // `etcdctl lock`: readers and writers of dblock and concurrency.Mutex clients exclude each other.
 //
+// MultiAcquire (multi_acquire.cc): every name's key put in one transaction, on condition that no
+// key came into any of the names' ranges (exclusive: none is there; shared: none since a read that
+// found only readers), so all the names get the transaction's revision as their fence, or none.
+//
 // Capabilities: FairQueue (a waiter keeps its key: its place is its create revision, FIFO),
 // NativeWait (a watch on the key just ahead, for a reader the newest non-reader ahead: no herd;
 // a semaphore's waiter held back by the permits alone watches every deletion under the name) and
@@ -28,7 +32,7 @@
 
 namespace dblock::etcd {
 
-class MutexLayout final : public EtcdService, public FairQueue, public NativeWait {
+class MutexLayout final : public EtcdService, public FairQueue, public NativeWait, public MultiAcquire {
  public:
   explicit MutexLayout(const Options& options) : EtcdService(options) {}
 
@@ -39,6 +43,8 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
 
   FairQueue* fair_queue() noexcept override { return this; }
   NativeWait* native_wait() noexcept override { return this; }
+  MultiAcquire* multi_acquire() noexcept override { return this; }
+  std::vector<AcquireResult> try_acquire_all(const std::vector<AcquireRequest>& requests) override;
   SessionLocks* session_locks() noexcept override { return &session_locks_; }
   Attempt attempt_in_line(const AcquireRequest& request, const Place& place) override;
   void leave(std::string_view name, const OwnerSecret& secret) override;
@@ -65,6 +71,15 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
   // none when nothing does any more.
   void wait_shared(std::string_view name, std::int64_t ticket, int permits, SteadyClock::time_point until);
   std::string prefix_of(std::string_view name) const;
+  // try_acquire_all's parts (multi_acquire.cc). Whether `line` (a read of `name`'s range) holds
+  // only readers of the read-write lock (and `own`'s key, an earlier call's).
+  bool only_readers(std::string_view name, const etcdserverpb::RangeResponse& line, const Contender& own) const;
+  // The revision at which every name's range held only readers, or 0 when one did not.
+  std::int64_t readers_only_at(const std::vector<AcquireRequest>& requests, const std::vector<Contender>& cs,
+                               SteadyClock::time_point until);
+  // The transaction that puts every contender's key if no key came into the ranges after `seen`.
+  etcdserverpb::TxnRequest put_all_request(const std::vector<AcquireRequest>& requests, const std::vector<Contender>& cs,
+                                           std::int64_t seen) const;
 
   EtcdSessionLocks session_locks_{client_, options_.prefix, options_.session_ttl};
 };
