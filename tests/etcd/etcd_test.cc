@@ -423,6 +423,39 @@ TEST_CASE("etcd: acquire_all takes no name while etcdctl holds one of them, then
   CHECK(waiter.wait(5s));
 }
 
+TEST_CASE("etcd: dblock's Election and etcdctl elect campaign in one line: one leader, either way",
+          "[etcd][interop][election]") {
+  const std::string name = "elect-" + unique_prefix();
+  auto manager = open_on(bare_url());
+  // etcdctl leads: dblock's candidate waits, and sees it as the leader.
+  Child theirs({"etcdctl", "--endpoints", endpoint(), "elect", name, "their-proposal"});
+  const std::optional<std::string> key = theirs.read_line(10s);
+  REQUIRE(key);
+  CHECK(key->rfind(name + "/", 0) == 0);
+  Election ours(*manager, name);
+  CHECK_FALSE(ours.await_leadership(300ms));
+  const std::optional<Leader> leader = current_leader(*manager, name);
+  REQUIRE(leader);
+  CHECK(leader->holder.find("their-proposal") != std::string::npos);
+  theirs.signal(SIGINT);  // etcdctl resigns on the way out
+  CHECK(theirs.wait(5s));
+  REQUIRE(ours.await_leadership(10s));
+  // dblock leads: `etcdctl elect --listen` names dblock's key, and etcdctl's candidate waits.
+  Child observer({"etcdctl", "--endpoints", endpoint(), "elect", "--listen", name});
+  const std::optional<std::string> observed = observer.read_line(10s);
+  REQUIRE(observed);
+  CHECK(observed->rfind(name + "/", 0) == 0);
+  observer.signal(SIGINT);
+  CHECK(observer.wait(5s));
+  Child next({"etcdctl", "--endpoints", endpoint(), "elect", name, "next-proposal"});
+  await_waiters(*manager, name, 1);
+  CHECK_FALSE(next.read_line(0ms));
+  ours.resign();
+  REQUIRE(next.read_line(10s));  // elected at dblock's resignation
+  next.signal(SIGINT);
+  CHECK(next.wait(5s));
+}
+
 TEST_CASE("etcd: a session lock stands in the same line as etcdctl lock and dblock's leases", "[etcd][interop]") {
   const std::string name = "session-" + unique_prefix();
   auto manager = open_on(bare_url() + "&session_ttl=2");
