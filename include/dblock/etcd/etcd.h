@@ -5,7 +5,10 @@
 //     lock NAME is the key range "<prefix>NAME/"; every contender puts a key "<prefix>NAME/<lease
 //     id in hex>" bound to an etcd lease of its own, and the contender whose key has the lowest
 //     create revision holds the lock; a waiter keeps its key (FIFO) and watches the one ahead.
-//     With prefix "" dblock and `etcdctl lock NAME` contend for the same lock.
+//     With prefix "" dblock and `etcdctl lock NAME` contend for the same lock (and dblock's
+//     Election and `etcdctl elect NAME`). Readers of a shared lease and permits of a semaphore
+//     stand in the same line (a reader holds when only readers are ahead of it, fewer than its
+//     permits); acquire_all puts every name's key in one transaction.
 //   python-etcd3: python-etcd3's Lock. The lock NAME is the one key "<prefix>NAME" (prefix
 //     "/locks/", python-etcd3's, unless the URL names one), created if absent and bound to the
 //     holder's lease; waiters watch for its deletion and try again (no line).
@@ -14,11 +17,15 @@
 //
 // Leases: the acquisitions' keys are bound to etcd leases the backend shares among them, one per
 // TTL in whole seconds (etcd counts a lease on the leader, at least what was asked), kept alive by
-// the engine's renewals; a key and its lock go with its lease when that ends. etcd has no clock a client can read: a lease's end is
-// not an instant on the service's clock (LeaseBound::kSession), and list() reports none.
+// the engine's renewals; a key and its lock go with its lease when that ends. etcd has no clock a
+// client can read: a lease's end is not an instant on the service's clock (LeaseBound::kSession),
+// and list() reports none.
 //
 // Waiting: a waiter keeps its key (its place in line, FIFO by create revision) and watches the
 // key just ahead of it; a watch event is a hint, the next range read decides.
+//
+// Scheduled jobs (hold_at_least): a run released inside its window keeps its key, bound to an etcd
+// lease of the window's rest, counted from the answer that granted the run (both layouts).
 //
 // Thread safety: a backend is used by one LockManager, from many threads; it synchronises its own
 // channels. No gRPC or protobuf type appears here.
