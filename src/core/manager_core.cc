@@ -62,7 +62,8 @@ ManagerCore::ManagerCore(std::unique_ptr<LeaseService> service, ManagerOptions o
 ManagerCore::~ManagerCore() { shutdown(); }
 
 SteadyClock::time_point ManagerCore::migration_deadline() const {
-  return SteadyClock::now() + std::max<SteadyClock::duration>(options_.call_timeout, kMinMigrationTime);
+  // An open's own deadline (open(url, options, deadline)) bounds it too.
+  return std::min(call_deadline(), SteadyClock::now() + std::max<SteadyClock::duration>(options_.call_timeout, kMinMigrationTime));
 }
 
 SteadyClock::time_point ManagerCore::call_timeout_after(SteadyClock::time_point end) const {

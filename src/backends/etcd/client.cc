@@ -1,6 +1,7 @@
 #include "client.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "dblock/errors.h"
 #include "dblock/service/call_deadline.h"
@@ -10,6 +11,9 @@
 namespace dblock::etcd {
 
 namespace {
+
+// The pause between two rounds of an open's first read over the members.
+constexpr std::chrono::milliseconds kProbePause{100};
 
 // gRPC's name of a member: an IP literal as is, a host name through its resolver.
 std::string target_of(const Options::Endpoint& endpoint) {
@@ -61,15 +65,18 @@ Client::Client(const Options& options) : options_(options) {
   probe.set_key(options_.prefix.empty() ? std::string(1, '\0') : options_.prefix);
   probe.set_range_end(range_end(options_.prefix));
   probe.set_count_only(true);
-  // Each member gets its share of what is left, so that a blackholed first one leaves time for
-  // the others.
+  // Each member of a round gets its share of what is left, so that a blackholed first one leaves
+  // time for the others; a round that reached none is tried again after kProbePause until the
+  // deadline (a first connection can fail at once on a loaded host: "handshaker shutdown").
   for (std::size_t tried = 0;; ++tried) {
-    const auto share = (deadline - SteadyClock::now()) / static_cast<int>(members_.size() - tried);
+    const std::size_t in_round = tried % members_.size();
+    const auto share = (deadline - SteadyClock::now()) / static_cast<int>(members_.size() - in_round);
     try {
       range(probe, std::min(deadline, SteadyClock::now() + share), "connect");
       return;
     } catch (const ConnectionError&) {
-      if (tried + 1 >= members_.size() || SteadyClock::now() >= deadline) throw;
+      if (SteadyClock::now() + kProbePause >= deadline) throw;
+      if (in_round + 1 == members_.size()) std::this_thread::sleep_for(kProbePause);
     }
   }
 }

@@ -29,7 +29,6 @@ using dblock::sql::printable;
 constexpr std::uint32_t kViaQueue = 1;
 constexpr int kFenceSequenceMigration = 2;  // migrations/mysql/0002_fence_sequence.sql
 // How long an open that must migrate waits for the migration lock.
-constexpr std::chrono::seconds kMigrationLockWait{15};
 
 milliseconds ceil_ms(std::int64_t us) { return milliseconds((std::max<std::int64_t>(us, 0) + 999) / 1000); }
 
@@ -451,9 +450,11 @@ bool MysqlService::schema_current(bool create) {
   });
 }
 
-TimeoutError MysqlService::migration_lock_timeout(Connection& c, const std::string& key) {
+TimeoutError MysqlService::migration_lock_timeout(Connection& c, const std::string& key, std::chrono::seconds waited) {
   std::string holder = "a session this account cannot see";
   try {
+    // The migration's deadline may have passed (an open's own wait): the look gets a call's least.
+    const service::CallDeadlineScope look(std::chrono::steady_clock::now());
     const Rows r = context_.query(c, sql::kMigrationLockHolder, {{"key", key}});
     if (!r.empty() && !r.front().is_null("id")) {
       const Row& row = r.front();
@@ -466,7 +467,7 @@ TimeoutError MysqlService::migration_lock_timeout(Connection& c, const std::stri
     // Only decoration for the message.
   }
   return TimeoutError("mysql: the migration lock (GET_LOCK '" + key + "') was not free within " +
-                          std::to_string(kMigrationLockWait.count()) + " s; held by " + holder,
+                          dblock::sql::seconds_text(waited) + "; held by " + holder,
                       kServiceName, "", true);
 }
 
@@ -478,10 +479,12 @@ void MysqlService::migrate(bool create) {
   auto c = context_.connections().pool().borrow();
   const auto watch = context_.watch(*c);
   const std::string key = internal_key(o.database, o.table_prefix, "migrate", "");
+  // GET_LOCK waits whole seconds.
+  const std::chrono::seconds wait = std::chrono::floor<std::chrono::seconds>(dblock::sql::migration_lock_wait());
   bool locked = false;
   try {
-    const Rows got = context_.query(*c, sql::kMigrationLock, {{"key", key}, {"timeout_s", std::int64_t{kMigrationLockWait.count()}}});
-    if (got.empty() || !got.front().get<bool>("got")) throw migration_lock_timeout(*c, key);
+    const Rows got = context_.query(*c, sql::kMigrationLock, {{"key", key}, {"timeout_s", std::int64_t{wait.count()}}});
+    if (got.empty() || !got.front().get<bool>("got")) throw migration_lock_timeout(*c, key, wait);
     locked = true;
     const int current = current_version(*c);
     const int latest = dblock::sql::latest_migration(kMigrations);

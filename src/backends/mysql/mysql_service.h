@@ -84,7 +84,7 @@ class MysqlService final : public LeaseService,
   void roll_back_or_drop(Connection& c, const std::exception& failure);
   int current_version(Connection& c);
   bool schema_current(bool create);
-  TimeoutError migration_lock_timeout(Connection& c, const std::string& key);
+  TimeoutError migration_lock_timeout(Connection& c, const std::string& key, std::chrono::seconds waited);
   // The GET_LOCK key a granting release holds until its commit is durable (see sql.h).
   std::string grant_gate(std::string_view name) const;
 

@@ -24,7 +24,6 @@ constexpr std::uint32_t kViaQueue = 1;
 // How long after a release that woke a waiter the releasing side skips its unqueued attempt.
 constexpr milliseconds kReleasedToQueueWindow{250};
 // How long an open that must migrate waits for the migration lock.
-constexpr milliseconds kMigrationLockWait{15'000};
 using dblock::sql::Args;
 using dblock::sql::printable;
 using dblock::sql::remaining_ms;
@@ -354,12 +353,13 @@ void PostgresService::migrate(bool create) {
   // that can connect could hold (it is an advisory lock) and so keep every open waiting.
   if (schema_current(create)) return;
   const MigrationLockKey key = migration_lock_key(context_.options().table_prefix);
+  const milliseconds wait = dblock::sql::migration_lock_wait();
   auto c = context_.connections().pool().borrow();
   const auto watch = context_.watch(*c);
   try {
     pqxx::work tx(*c->conn);
     context_.exec(tx, sql::kReadCommitted);
-    context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", std::to_string(kMigrationLockWait.count()) + "ms"}});
+    context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", std::to_string(wait.count()) + "ms"}});
     context_.exec(tx, sql::kMigrationLock, {{"class_id", key.class_id}, {"object_id", key.object_id}});
     context_.exec(tx, sql::kSetLocalLockTimeout, {{"lock_timeout", "0"}});
     const int current = read_schema_version(tx);
@@ -377,7 +377,7 @@ void PostgresService::migrate(bool create) {
     context_.floor_fences(*c);
   } catch (const pqxx::sql_error& e) {
     c.discard();
-    if (e.sqlstate() == "55P03") throw migration_lock_timeout(key);
+    if (e.sqlstate() == "55P03") throw migration_lock_timeout(key, wait);
     rethrow_translated("migration");
   } catch (...) {
     c.discard();
@@ -400,9 +400,11 @@ bool PostgresService::schema_current(bool create) {
   });
 }
 
-TimeoutError PostgresService::migration_lock_timeout(MigrationLockKey key) {
+TimeoutError PostgresService::migration_lock_timeout(MigrationLockKey key, milliseconds waited) {
   std::string holder = "a session this role cannot see";
   try {
+    // The migration's deadline may have passed (an open's own wait): the look gets a call's least.
+    const service::CallDeadlineScope look(SteadyClock::now());
     auto c = context_.connections().pool().borrow();
     const auto watch = context_.watch(*c);
     pqxx::nontransaction tx(*c->conn);
@@ -417,7 +419,7 @@ TimeoutError PostgresService::migration_lock_timeout(MigrationLockKey key) {
   }
   return TimeoutError("postgresql: the migration lock (advisory lock " + std::to_string(key.class_id) + ", " +
                           std::to_string(key.object_id) + ") was not free within " +
-                          std::to_string(kMigrationLockWait.count() / 1000) + " s; held by " + holder,
+                          dblock::sql::seconds_text(waited) + "; held by " + holder,
                       kServiceName, "55P03", true);
 }
 

@@ -94,7 +94,7 @@ class PostgresService final : public LeaseService,
   int read_schema_version(pqxx::transaction_base& tx);
   std::optional<LeaseGrant> confirm_grant(std::string_view name, const OwnerSecret& secret,
                                           const LeaseGrant& claimed) override;
-  TimeoutError migration_lock_timeout(MigrationLockKey key);
+  TimeoutError migration_lock_timeout(MigrationLockKey key, std::chrono::milliseconds waited);
 
   // Names whose release by this service just woke a queued waiter, and when. For a while
   // afterwards the name's queue marker stands (the woken waiter's entry lives at least a second),

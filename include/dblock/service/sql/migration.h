@@ -3,6 +3,7 @@
 #ifndef DBLOCK_SERVICE_SQL_MIGRATION_H_
 #define DBLOCK_SERVICE_SQL_MIGRATION_H_
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,13 @@ void check_schema_version(std::string_view backend, std::string_view where, int 
 // migration lock, which a bystander could hold): false when the schema is this library's, true
 // when it is behind and `create` allows migrating; otherwise throws as check_schema_version.
 bool migration_needed(std::string_view backend, std::string_view where, int current, int latest, bool create);
+
+// How long a migration waits for its migration lock: 15 s, or until 1 s before the call's
+// deadline (call_deadline(): an open's own wait, dblock::open(url, options, deadline)) if that is
+// sooner, and never less than 1 s. Whole milliseconds.
+std::chrono::milliseconds migration_lock_wait();
+// A wait as a message says it: "15 s", "2.5 s".
+std::string seconds_text(std::chrono::milliseconds wait);
 
 // Replaces every "{{prefix}}" in `sql`. REQUIRES: prefix validated by validate_table_prefix.
 inline std::string render_migration(std::string_view sql, std::string_view prefix) {
