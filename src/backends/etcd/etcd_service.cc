@@ -159,6 +159,21 @@ EtcdService::Contender EtcdService::contender(const AcquireRequest& request, mil
   return c;
 }
 
+AcquireResult EtcdService::hold(const Id& id, Contender c, std::int64_t revision, milliseconds ttl,
+                                SteadyClock::time_point began, SteadyClock::time_point expires) {
+  c.revision = revision;
+  c.keep_for = milliseconds::zero();
+  c.ttl = ttl;
+  c.renewed = began;
+  c.granted = SteadyClock::now();
+  remember(id, c);
+  AcquireResult result;
+  result.acquired = true;
+  result.fence = revision;
+  result.granted_for = granted_for(began, expires);
+  return result;
+}
+
 bool EtcdService::delete_key(const Contender& c, SteadyClock::time_point until) {
   etcdserverpb::TxnRequest txn;
   *txn.add_compare() = c.revision != 0 ? created_at(c.key, c.revision) : holds(c.key, c.value);

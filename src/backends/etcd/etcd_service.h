@@ -114,6 +114,11 @@ class EtcdService : public LeaseService, public AuditLog {
   // AcquireResult::granted_for of an attempt that began at `began` on a lease ending at `expires`
   // (the engine sent its request before `began`: counted from `began`, it is never too long).
   static std::chrono::microseconds granted_for(SteadyClock::time_point began, SteadyClock::time_point expires);
+  // `c`, whose key was made at `revision`, holds: remembers it as held (the engine's renewals keep
+  // it from here; a scheduled job's window counts from now) and returns the AcquireResult of an
+  // attempt that began at `began` on a lease ending at `expires`.
+  AcquireResult hold(const Id& id, Contender c, std::int64_t revision, std::chrono::milliseconds ttl,
+                     SteadyClock::time_point began, SteadyClock::time_point expires);
   // Deletes `c`'s key if it is still `c`'s (made at `c.revision`, or holding `c.value` when that is
   // 0) and forgets `c`. True when it was deleted here. When etcd did not answer, `c` is kept for
   // sweep() to delete later, and the call's error is thrown.

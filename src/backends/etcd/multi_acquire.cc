@@ -131,17 +131,7 @@ std::vector<AcquireResult> MutexLayout::try_acquire_all(const std::vector<Acquir
     }
   }
   std::vector<AcquireResult> out(cs.size());
-  for (std::size_t i = 0; i < cs.size(); ++i) {
-    cs[i].revision = revisions[i];
-    cs[i].keep_for = milliseconds::zero();  // held: the engine's renewals keep it
-    cs[i].ttl = requests[i].ttl;
-    cs[i].renewed = began;
-    cs[i].granted = SteadyClock::now();
-    remember(ids[i], cs[i]);
-    out[i].acquired = true;
-    out[i].fence = revisions[i];
-    out[i].granted_for = granted_for(began, expires);
-  }
+  for (std::size_t i = 0; i < cs.size(); ++i) out[i] = hold(ids[i], cs[i], revisions[i], requests[i].ttl, began, expires);
   return out;
 }
 

@@ -173,14 +173,7 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   }
   Attempt out;
   if (held) {
-    c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
-    c.ttl = request.ttl;
-    c.renewed = began;
-    c.granted = SteadyClock::now();  // a scheduled job's window counts from here
-    remember(id, c);
-    out.result.acquired = true;
-    out.result.fence = revision;
-    out.result.granted_for = granted_for(began, expires);
+    out.result = hold(id, c, revision, request.ttl, began, expires);
     return out;
   }
   if (!queue) {

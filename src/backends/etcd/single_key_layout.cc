@@ -82,16 +82,7 @@ AcquireResult SingleKeyLayout::try_acquire(const AcquireRequest& request) {
     }
     revision = held.kvs(0).create_revision();
   }
-  c.revision = revision;
-  c.keep_for = milliseconds::zero();  // held: the engine's renewals keep it
-  c.ttl = request.ttl;
-  c.renewed = began;
-  c.granted = SteadyClock::now();  // a scheduled job's window counts from here
-  remember(id, c);
-  out.acquired = true;
-  out.fence = revision;
-  out.granted_for = granted_for(began, expires);
-  return out;
+  return hold(id, c, revision, request.ttl, began, expires);
 }
 
 std::vector<LeaseInfo> SingleKeyLayout::list(std::optional<std::string_view> name) {
