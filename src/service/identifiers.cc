@@ -1,6 +1,7 @@
 // Validation and quoting of identifiers from configuration (dblock/service/identifiers.h).
 #include "dblock/service/identifiers.h"
 
+#include <algorithm>
 #include <cctype>
 #include <string>
 
@@ -61,6 +62,13 @@ UsageError permits_mismatch(std::string_view service, std::string_view name, std
                         "; this acquire asked for " + described(asked) +
                         " (every holder of a semaphore must ask for the same number of permits)",
                     std::string(service));
+}
+
+std::string joined_holders(std::vector<std::string> holders) {
+  std::sort(holders.begin(), holders.end());
+  std::string out;
+  for (const std::string& h : holders) out += (out.empty() ? "" : ",") + h;
+  return out;
 }
 
 }  // namespace dblock::service

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "dblock/errors.h"
 
@@ -26,6 +27,10 @@ std::string quote_identifier(std::string_view identifier);
 // What a service throws when a shared acquire asking for `asked` permits (0: a plain reader) finds
 // live readers of `name` granted under `held` (AcquireRequest::permits).
 UsageError permits_mismatch(std::string_view service, std::string_view name, std::int64_t held, std::int64_t asked);
+
+// Shared holders' holder strings as a record of them says them (LeaseInfo::holder,
+// ForceReleaseRecord::evicted): sorted, joined by ','.
+std::string joined_holders(std::vector<std::string> holders);
 
 }  // namespace dblock::service
 

@@ -5,6 +5,7 @@
 #include "audit.h"
 #include "dblock/errors.h"
 #include "dblock/service/call_deadline.h"
+#include "dblock/service/identifiers.h"
 #include "requests.h"
 
 namespace dblock::etcd {
@@ -343,8 +344,7 @@ bool EtcdService::force_release(std::string_view name, std::string_view by) {
     *txn.add_compare() = created_at(kv->key(), kv->create_revision());
     txn.add_success()->mutable_request_delete_range()->set_key(kv->key());
   }
-  std::sort(evicted.begin(), evicted.end());  // as the SQL services record shared holders
-  for (const std::string& holder : evicted) record.evicted += (record.evicted.empty() ? "" : ",") + holder;
+  record.evicted = service::joined_holders(std::move(evicted));
   etcdserverpb::PutRequest* put = txn.add_success()->mutable_request_put();
   put->set_key(audit_key(options_.prefix, name, record.old_fence));
   put->set_value(encode_record(record));

@@ -6,6 +6,7 @@
 
 #include "audit.h"
 #include "dblock/errors.h"
+#include "dblock/service/identifiers.h"
 #include "nodes.h"
 #include "zookeeper_service.h"
 
@@ -39,14 +40,6 @@ Judged judge(Layout layout, const std::vector<std::string>& names) {
     out.lock_nodes += static_cast<int>(sorted.size());
     for (Child& child : holders_of(sorted)) out.holding.push_back(std::move(child));
   }
-  return out;
-}
-
-// Holder strings joined by ',', sorted (as the SQL services list readers).
-std::string joined(std::vector<std::string> holders) {
-  std::sort(holders.begin(), holders.end());
-  std::string out;
-  for (const std::string& h : holders) out += (out.empty() ? "" : ",") + h;
   return out;
 }
 
@@ -104,7 +97,7 @@ std::optional<ZooKeeperService::Eviction> ZooKeeperService::eviction(Session& s,
     out.ops.push_back(MultiOp{false, path, "", 0});
   }
   if (evicted.empty()) return Eviction{};  // the holders went meanwhile: a window may be left, look again
-  record.evicted = joined(std::move(evicted));
+  record.evicted = service::joined_holders(std::move(evicted));
   out.ops.push_back(MultiOp{true, audit_dir() + "/" + std::string(kAuditRecordPrefix), encode_record(record),
                             ZOO_PERSISTENT_SEQUENTIAL});
   return out;
@@ -185,7 +178,7 @@ std::optional<LeaseInfo> ZooKeeperService::describe(Session& s, const std::strin
     if (!has_window(names)) return std::nullopt;
     return describe_window(s, name, deadline);
   }
-  info.holder = joined(std::move(holders));
+  info.holder = service::joined_holders(std::move(holders));
   return info;
 }
 
