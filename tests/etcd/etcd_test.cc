@@ -456,6 +456,23 @@ TEST_CASE("etcd: dblock's Election and etcdctl elect campaign in one line: one l
   CHECK(next.wait(5s));
 }
 
+TEST_CASE("etcd: etcdctl lock waits out a scheduled job's window", "[etcd][interop][scheduled]") {
+  const std::string name = "window-" + unique_prefix();
+  auto manager = open_on(bare_url());
+  AcquireOptions job;
+  job.hold_at_least = 2s;
+  std::optional<Lease> run = manager->try_acquire(name, job);
+  REQUIRE(run);
+  const auto started = SteadyClock::now();
+  CHECK(run->release() == ReleaseResult::kReleased);  // inside the window: the key stays
+  Child waiter = etcdctl_lock(name);
+  CHECK_FALSE(waiter.read_line(500ms));
+  REQUIRE(waiter.read_line(10s));  // the window's lease ended, and its key with it
+  CHECK(SteadyClock::now() - started >= 2s - 300ms);
+  waiter.signal(SIGINT);
+  CHECK(waiter.wait(5s));
+}
+
 TEST_CASE("etcd: a session lock stands in the same line as etcdctl lock and dblock's leases", "[etcd][interop]") {
   const std::string name = "session-" + unique_prefix();
   auto manager = open_on(bare_url() + "&session_ttl=2");
@@ -568,6 +585,8 @@ TEST_CASE("etcd: layout=python-etcd3 keeps a scheduled job's window on its one k
   CHECK(window->fence == fence);
   CHECK(window->holder.find("scheduled job's window") != std::string::npos);
   CHECK_FALSE(b->try_acquire(name));
+  Child python = python_lock(name, 0s);  // python-etcd3's Lock finds its one key taken too
+  CHECK(python_acquired(python) == 0);
   std::optional<Lease> next = b->acquire(name, 20s);  // woken when etcd ends the window's lease
   REQUIRE(next);
   CHECK(SteadyClock::now() - started >= 2s - 300ms);
