@@ -23,6 +23,7 @@
 #include "client.h"
 #include "context.h"
 #include "environment.h"
+#include "etcdctl.h"
 #include "process.h"
 #include "service_driver.h"
 
@@ -40,26 +41,6 @@ struct JoinOnExit {
     if (t.joinable()) t.join();
   }
 };
-
-std::string endpoint() {
-  const Url url = parse_url(context().url);
-  return url.hosts.at(0).host + ":" + std::to_string(url.hosts.at(0).port);
-}
-
-// Every line etcdctl prints for `args` (run through the shell: the arguments are the tests' own).
-std::vector<std::string> etcdctl(const std::string& args) {
-  const std::string command = "etcdctl --endpoints " + endpoint() + " " + args + " 2>/dev/null";
-  std::unique_ptr<FILE, int (*)(FILE*)> out(::popen(command.c_str(), "r"), &::pclose);
-  REQUIRE(out != nullptr);
-  std::vector<std::string> lines;
-  char buf[4096];
-  while (std::fgets(buf, sizeof(buf), out.get()) != nullptr) {
-    std::string line(buf);
-    if (!line.empty() && line.back() == '\n') line.pop_back();
-    lines.push_back(line);
-  }
-  return lines;
-}
 
 // The owner digest in the value of the contender of `name` that holds it ("leases", "readers": a
 // reader holds from the front of the line) or of the first that waits ("waiters"); "" when there

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "client.h"
+#include "dblock/etcd/guard.h"
 #include "dblock/service/capabilities.h"
 #include "dblock/service/lease_service.h"
 #include "dblock/service/thread_annotations.h"
@@ -50,6 +51,13 @@ class EtcdService : public LeaseService, public AuditLog {
 
   AuditLog* audit_log() noexcept override { return this; }
   std::vector<ForceReleaseRecord> force_releases(std::optional<std::string_view> name, std::size_t limit) override;
+
+  // The guard (dblock/etcd/guard.h, guard.cc): the key of `name`'s acquisition of `secret` that
+  // holds at `fence` (LeaseLostError when this service has none), and `writes` committed in one
+  // transaction only while that key is the one made at `fence`. Bounded by call_deadline().
+  std::string held_key(std::string_view name, const OwnerSecret& secret, std::int64_t fence);
+  std::int64_t commit_guarded(std::string_view name, const OwnerSecret& secret, std::int64_t fence,
+                              const std::vector<Write>& writes);
 
  protected:
   explicit EtcdService(const Options& options);
@@ -175,6 +183,9 @@ class EtcdService : public LeaseService, public AuditLog {
   SteadyClock::time_point next_sweep_ DBLOCK_GUARDED_BY(mutex_);
 
   void end_attempt(const Id& id);
+  // UsageError for a guarded write to no key or to one of the lock's own keys (its line, its key,
+  // the audit records).
+  void check_guarded_write(std::string_view name, const Write& write) const;
 };
 
 }  // namespace dblock::etcd
