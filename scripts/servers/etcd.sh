@@ -3,6 +3,11 @@
 # port, or one cluster of them.
 #
 #   etcd.sh start STATE_DIR PORT [PORT...]    a standalone member per client PORT (peer port PORT+1)
+#   etcd.sh start-tls STATE_DIR PORT          a standalone member serving clients over TLS only,
+#                                             with client certificates required: a CA, the
+#                                             member's certificate (IP 127.0.0.1) and a client's
+#                                             are made in STATE_DIR/tls/ (ca.pem, client.pem,
+#                                             client-key.pem; other-ca.pem, a CA nobody uses)
 #   etcd.sh cluster STATE_DIR PORT PORT PORT  one cluster of three members (peer ports PORT+1)
 #   etcd.sh stop STATE_DIR                    stop every member of STATE_DIR by the pid in its pid file
 #   etcd.sh restart STATE_DIR [PORT]          stop + start one member (or all), keeping its data
@@ -17,14 +22,14 @@
 set -euo pipefail
 
 cmd="${1:-}"; state="${2:-}"
-[[ -n "$cmd" && -n "$state" ]] || { sed -n '2,16p' "$0"; exit 64; }
+[[ -n "$cmd" && -n "$state" ]] || { sed -n '2,21p' "$0"; exit 64; }
 state=$(realpath -m "$state")
 server=$(command -v etcd || true)
 [[ -n "$server" ]] || { echo "etcd.sh: etcd not found (apt-get install etcd-server)" >&2; exit 1; }
 command -v etcdctl >/dev/null || { echo "etcd.sh: etcdctl not found (apt-get install etcd-client)" >&2; exit 1; }
 
 server_name=etcd.sh pid_name=etcd.pid
-is_server() { [[ "$2" == *etcd*"--listen-client-urls http://127.0.0.1:$1 "* ]]; }
+is_server() { [[ "$2" == *etcd*"--listen-client-urls http"*"://127.0.0.1:$1 "* ]]; }
 source "$(dirname "$0")/per-port.sh"
 
 # The command line of member PORT, named NAME, in a cluster given as CLUSTER ("name=url,...").
@@ -34,6 +39,31 @@ configure() {
   cat > "$dir/cmd" <<CMD
 --name $name --data-dir $dir/data --listen-client-urls http://127.0.0.1:$port --advertise-client-urls http://127.0.0.1:$port --listen-peer-urls http://127.0.0.1:$(($port + 1)) --initial-advertise-peer-urls http://127.0.0.1:$(($port + 1)) --initial-cluster $cluster --initial-cluster-state new --initial-cluster-token dblock-$(basename "$state") --heartbeat-interval 10 --election-timeout 100 --logger zap --log-outputs $dir/etcd.log
 CMD
+}
+
+# The certificates of a TLS member in $state/tls: a CA, the member's (for IP 127.0.0.1), a client's
+# signed by the CA, and a second CA that signed nothing here. Each key is made here, never kept.
+make_certs() {
+  local dir="$state/tls"
+  mkdir -p "$dir"
+  ( cd "$dir"
+    for ca in ca other-ca; do
+      openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=dblock test $ca" -keyout "$ca-key.pem" -out "$ca.pem"
+    done
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" -keyout server-key.pem -out server.csr
+    printf 'subjectAltName=IP:127.0.0.1\nextendedKeyUsage=serverAuth\n' > server.ext
+    openssl x509 -req -in server.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -extfile server.ext -out server.pem
+    openssl req -newkey rsa:2048 -nodes -subj "/CN=dblock-test-client" -keyout client-key.pem -out client.csr
+    printf 'extendedKeyUsage=clientAuth\n' > client.ext
+    openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 -extfile client.ext -out client.pem
+  ) > "$dir/openssl.log" 2>&1 || { echo "etcd.sh: making the test certificates failed:" >&2; tail -5 "$dir/openssl.log" >&2; exit 1; }
+}
+
+# etcdctl's flags for the state's members: TLS ones where the state has certificates.
+etcdctl_flags() {
+  if [[ -f "$state/tls/ca.pem" ]]; then
+    echo "--cacert $state/tls/ca.pem --cert $state/tls/client.pem --key $state/tls/client-key.pem"
+  fi
 }
 
 launch() {
@@ -63,7 +93,8 @@ ready() {
       echo "etcd on 127.0.0.1:$port exited:" >&2; tail -20 "$state/$port/stdout.log" "$state/$port/etcd.log" >&2 2>/dev/null || true
       return 1
     fi
-    if timeout 2 etcdctl --endpoints "127.0.0.1:$port" --command-timeout 1s endpoint health > /dev/null 2>&1; then return 0; fi
+    # shellcheck disable=SC2046
+    if timeout 2 etcdctl --endpoints "127.0.0.1:$port" $(etcdctl_flags) --command-timeout 1s endpoint health > /dev/null 2>&1; then return 0; fi
     sleep 0.1
   done
   echo "etcd on 127.0.0.1:$port did not become healthy:" >&2; tail -20 "$state/$port/etcd.log" >&2 || true; return 1
@@ -100,6 +131,19 @@ case "$cmd" in
     for port in "$@"; do ready "$port" || { for p in "$@"; do stop_one "$p"; done; exit 1; }; done
     echo "etcd started on 127.0.0.1, port(s) $*"
     ;;
+  start-tls)
+    (($# == 3)) || { echo "etcd.sh: start-tls needs one PORT" >&2; exit 64; }
+    port="$3"
+    fresh_state "$port"
+    make_certs
+    configure "$port" "m$port" "m$port=http://127.0.0.1:$(($port + 1))"
+    tls="$state/tls"
+    sed -i "s|--listen-client-urls http://127.0.0.1:$port --advertise-client-urls http://|--listen-client-urls https://127.0.0.1:$port --advertise-client-urls https://|" "$state/$port/cmd"
+    sed -i "1s|\$| --cert-file $tls/server.pem --key-file $tls/server-key.pem --trusted-ca-file $tls/ca.pem --client-cert-auth|" "$state/$port/cmd"
+    launch "$port" || { stop_one "$port"; exit 1; }
+    ready "$port" || { stop_one "$port"; exit 1; }
+    echo "etcd started on 127.0.0.1, port $port, TLS with client certificates ($tls)"
+    ;;
   cluster)
     shift 2
     (($# == 3)) || { echo "etcd.sh: a cluster is three PORTs" >&2; exit 64; }
@@ -134,5 +178,5 @@ case "$cmd" in
   leader)
     leader_port || { echo "etcd.sh: no leader in $state" >&2; exit 1; }
     ;;
-  *) sed -n '2,16p' "$0"; exit 64 ;;
+  *) sed -n '2,21p' "$0"; exit 64 ;;
 esac

@@ -61,6 +61,18 @@ struct Options {
   // that stops keeping it alive loses the lock this long after (concurrency.Session's TTL).
   std::chrono::seconds session_ttl{10};
   Layout layout = Layout::kMutex;
+  // TLS to the members (served with etcd's --cert-file), as etcdctl's --cacert, --cert, --key:
+  // off unless `enabled`. The members' certificates are checked against `ca_file`'s CAs (PEM), or
+  // gRPC's default roots where it is empty; `cert_file` and `key_file` (PEM, both or neither)
+  // are the client's certificate, for members that ask for one (--client-cert-auth). The files
+  // are read when the service is made; the key's content is never printed.
+  struct Tls {
+    bool enabled = false;
+    std::string ca_file;
+    std::string cert_file;
+    std::string key_file;
+  };
+  Tls tls;
 };
 
 // Connects to a member (and authenticates). Throws ConnectionError (no member reachable, not
@@ -68,8 +80,9 @@ struct Options {
 std::unique_ptr<LeaseService> make_service(const Options& options);
 
 // From a parsed etcd:// URL: etcd://[user:password@]h1:2379,h2:2379/<prefix>?connect_timeout=S
-// &session_ttl=S&layout=etcd-mutex|python-etcd3. The URL's path ("locks" is "locks/") or prefix= is the prefix;
-// where neither is given, the manager's table prefix (etcd-mutex) or "/locks/" (python-etcd3).
+// &session_ttl=S&layout=etcd-mutex|python-etcd3&tls=1&cacert=PATH&cert=PATH&key=PATH. The URL's
+// path ("locks" is "locks/") or prefix= is the prefix; where neither is given, the manager's table
+// prefix (etcd-mutex) or "/locks/" (python-etcd3). cacert=, cert= or key= turn TLS on as tls=1 does.
 std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& table_prefix);
 
 }  // namespace etcd

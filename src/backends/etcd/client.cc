@@ -7,6 +7,7 @@
 #include "dblock/service/call_deadline.h"
 #include "error_map.h"
 #include "keys.h"
+#include "tls.h"
 
 namespace dblock::etcd {
 
@@ -48,10 +49,11 @@ Client::Client(const Options& options) : options_(options) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1'000);
+  const std::shared_ptr<grpc::ChannelCredentials> credentials = channel_credentials(options_.tls);
   for (const Options::Endpoint& endpoint : options_.endpoints) {
     Member m;
     m.target = target_of(endpoint);
-    m.channel = grpc::CreateCustomChannel(m.target, grpc::InsecureChannelCredentials(), args);
+    m.channel = grpc::CreateCustomChannel(m.target, credentials, args);
     m.kv = etcdserverpb::KV::NewStub(m.channel);
     m.lease = etcdserverpb::Lease::NewStub(m.channel);
     m.watch = etcdserverpb::Watch::NewStub(m.channel);
@@ -75,9 +77,22 @@ Client::Client(const Options& options) : options_(options) {
       range(probe, std::min(deadline, SteadyClock::now() + share), "connect");
       return;
     } catch (const ConnectionError&) {
-      if (SteadyClock::now() + kProbePause >= deadline) throw;
+      if (SteadyClock::now() + kProbePause >= deadline) throw_unreached();
       if (in_round + 1 == members_.size()) std::this_thread::sleep_for(kProbePause);
     }
+  }
+}
+
+void Client::throw_unreached() const {
+  try {
+    throw;
+  } catch (const ConnectionError& e) {
+    // gRPC says only that the connection failed; a TLS mismatch looks the same.
+    const char* hint = options_.tls.enabled
+                           ? " (over TLS: a member must serve TLS with a certificate that cacert's CAs signed, for "
+                             "the host as the URL names it, and accept cert's client certificate if it asks for one)"
+                           : " (a member that serves TLS needs tls=1 or cacert=, cert=, key=)";
+    throw ConnectionError(e.what() + std::string(hint), e.backend(), e.sqlstate(), e.retryable());
   }
 }
 

@@ -26,6 +26,26 @@ void validate(const Options& options) {
   if (options.user.empty() != options.password.empty()) {
     throw UsageError("etcd: give both a user and a password (etcd auth), or neither", kServiceName);
   }
+  const Options::Tls& tls = options.tls;
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    throw UsageError("etcd: give both a client certificate (cert) and its key (key), or neither", kServiceName);
+  }
+  if (!tls.enabled && !(tls.ca_file.empty() && tls.cert_file.empty())) {
+    throw UsageError("etcd: certificate files given without TLS (tls.enabled)", kServiceName);
+  }
+}
+
+// cacert=, cert=, key= and tls= of the URL: any of the files turns TLS on.
+Options::Tls tls_of(service::UrlParams& params) {
+  Options::Tls tls;
+  tls.ca_file = params.text("cacert").value_or("");
+  tls.cert_file = params.text("cert").value_or("");
+  tls.key_file = params.text("key").value_or("");
+  const bool files = !(tls.ca_file.empty() && tls.cert_file.empty() && tls.key_file.empty());
+  const std::optional<bool> asked = params.boolean("tls");
+  if (asked == false && files) throw UsageError("etcd: tls=0 with certificate files (cacert, cert, key)", kServiceName);
+  tls.enabled = asked.value_or(files);
+  return tls;
 }
 
 }  // namespace
@@ -57,6 +77,7 @@ std::unique_ptr<LeaseService> make_service(const Url& url, const std::string& ta
   }
   if (auto s = params.integer("connect_timeout", 1, 3600)) options.connect_timeout = std::chrono::seconds(*s);
   if (auto s = params.integer("session_ttl", 1, 3600)) options.session_ttl = std::chrono::seconds(*s);
+  options.tls = tls_of(params);
   params.finish();
   options.user = url.user;
   options.password = url.password;
