@@ -82,6 +82,10 @@ failure_digest() {
   done < "$failed"
 }
 
+# The plain build: everything, the benches included; the test code itself at -O0 (it waits on
+# servers and TTLs far more than it computes, and compiles in half the time; the library, the
+# command, the benches and the examples keep the build type's -O2).
+plain=(-DDBLOCK_BUILD_BENCH=ON -DDBLOCK_TEST_OPTIMIZATION=-O0)
 # The sanitizer builds: what they do not run is not built either; lighter optimisation and line
 # tables only (a sanitizer's report still names every frame and line), the test code itself at -O0.
 sanitized=(-DDBLOCK_TEST_OPTIMIZATION=-O0 -DDBLOCK_BUILD_BENCH=OFF -DDBLOCK_BUILD_EXAMPLES=OFF -DDBLOCK_BUILD_FAULT_TESTS=OFF -DDBLOCK_TEST_SERVICE_CASES=OFF
@@ -144,12 +148,12 @@ sanitizer_tests() {
 }
 
 case "$mode" in
-  default) build default build -DDBLOCK_BUILD_BENCH=ON && run_tests default build "" ;;
+  default) build default build "${plain[@]}" && run_tests default build "" ;;
   --asan) build asan build-asan -DDBLOCK_SANITIZE_ADDRESS=ON "${sanitized[@]}" && run_tests asan build-asan "$sanitized_tests" ;;
   --tsan) build tsan build-tsan "${tsan[@]}" "${sanitized[@]}" && run_tests tsan build-tsan "$sanitized_tests" ;;
   --all)
     started=$SECONDS
-    build default build -DDBLOCK_BUILD_BENCH=ON
+    build default build "${plain[@]}"
     # In a process group of its own (job control), stopped with everything it started if the
     # run ends early.
     set -m; background_builds & builds=$!; set +m
