@@ -1,4 +1,4 @@
-// etcd: the conformance suite's context, and the cases only etcd has (URLs, the etcd-mutex layout
+// etcd: the cases only etcd has (the suite's context: etcd_context.cc) (URLs, the etcd-mutex layout
 // that `etcdctl lock` shares, python-etcd3's, a cluster's leader dying and its quorum lost). ctest
 // starts the member or the cluster (scripts/servers/etcd.sh) and passes its URL.
 #include <catch2/catch.hpp>
@@ -41,34 +41,6 @@ struct JoinOnExit {
     if (t.joinable()) t.join();
   }
 };
-
-// The owner digest in the value of the contender of `name` that holds it ("leases", "readers": a
-// reader holds from the front of the line) or of the first that waits ("waiters"); "" when there
-// is none.
-std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
-  const std::vector<std::string> values =
-      etcdctl("get --prefix '" + prefix + name + "/' --sort-by=CREATE --order=ASCEND --print-value-only");
-  const std::size_t at = table == "waiters" ? 1 : 0;
-  if (values.size() <= at) return "";
-  return values[at].substr(0, 32);  // "<digest> <holder>" or "<digest>/<permits> <holder>"
-}
-
-}  // namespace
-
-const Context& context() {
-  static Context ctx = [] {
-    Context c = server_context("etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_SKIP_ETCD", "DBLOCK_TEST_ETCD_SCRIPT",
-                               "DBLOCK_TEST_ETCD_STATE");
-    c.expects = {.session_locks = true, .multi_acquire = true, .hold_at_least = true};
-    c.shared_leases = true;  // the etcd-mutex layout's readers and semaphores
-    c.accounts = false;
-    c.stored_owner = stored_owner;
-    return c;
-  }();
-  return ctx;
-}
-
-namespace {
 
 std::unique_ptr<LockManager> open_on(const std::string& url, const std::string& prefix = "") {
   ManagerOptions options;

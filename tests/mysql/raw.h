@@ -23,6 +23,8 @@ std::vector<std::vector<std::string>> rows_of(::sql::Connection& c, const std::s
                                               const std::vector<std::string>& params = {});
 // The one row's first field (-1 for NULL).
 std::int64_t scalar(::sql::Connection& c, const std::string& statement, const std::vector<std::string>& params = {});
+// The owner digest stored for `name` in `prefix` + `table` (mysql_context.cc, the suite's too).
+std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name);
 // The test URL with other credentials (and database).
 std::string url_as(const std::string& user, const std::string& password, const std::string& database = "");
 std::unique_ptr<LockManager> open_with(const std::string& url, ManagerOptions options, const std::string& prefix);

@@ -1,4 +1,4 @@
-// Redis: the conformance suite's context, and the cases only Redis has (URLs, server settings
+// Redis: the cases only Redis has (the suite's context: redis_context.cc) (URLs, server settings
 // that would break locks, ACLs, the key layout, forged grants, restarts without persistence).
 // ctest starts the servers (scripts/servers/redis.sh) and passes their URL.
 #include <catch2/catch.hpp>
@@ -28,22 +28,6 @@ using std::chrono::milliseconds;
 using SteadyClock = std::chrono::steady_clock;
 
 namespace {
-
-// What the service keeps for `name` in "leases" (the hash's owner), "readers" (a reader's field)
-// or "waiters" (the line's first member).
-std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
-  Raw raw(context().url);
-  const std::string key = prefix + name;
-  if (table == "leases") return raw.text({"HGET", key, "owner"});
-  if (table == "readers") {
-    for (const std::string& field : raw.list({"HKEYS", key})) {
-      if (field.rfind("r:", 0) == 0) return field.substr(2);
-    }
-    return "";
-  }
-  const auto first = raw.list({"ZRANGE", "{" + key + "}:q", "0", "0"});
-  return first.empty() ? "" : first[0];
-}
 
 std::string spare_url() { return "redis://127.0.0.1:" + env("DBLOCK_TEST_REDIS_SPARE_PORT"); }
 
@@ -106,26 +90,6 @@ std::string acl_user(Raw& raw, const std::string& user, const std::vector<std::s
   const std::string at = context().url.substr(std::string("redis://").size());
   return "redis://" + user + ":" + password + "@" + at + path;
 }
-
-}  // namespace
-
-const Context& context() {
-  static Context ctx = [] {
-    // Restarts touch the main server only (the spare is the cases' own).
-    const std::string port =
-        std::to_string(parse_url(required_server_url("DBLOCK_TEST_REDIS_URL", "DBLOCK_TEST_SKIP_REDIS")).hosts.at(0).port);
-    Context c = server_context("redis", "DBLOCK_TEST_REDIS_URL", "DBLOCK_TEST_SKIP_REDIS", "DBLOCK_TEST_REDIS_SCRIPT",
-                               "DBLOCK_TEST_REDIS_STATE", port);
-    c.expects = {.multi_acquire = true, .hold_at_least = true};
-    c.accounts = false;
-    c.stored_owner = stored_owner;
-    c.digest = sha1_hex;
-    return c;
-  }();
-  return ctx;
-}
-
-namespace {
 
 std::unique_ptr<LockManager> open_on(const std::string& url, const std::string& prefix) {
   ManagerOptions options;

@@ -1,5 +1,5 @@
-// Redlock over three throwaway masters: the conformance suite's context, and the cases only
-// Redlock has (quorum with nodes down, the fence's second round, renewal re-taking a node).
+// Redlock over three throwaway masters: the cases only Redlock has (the suite's context:
+// redlock_context.cc) (quorum with nodes down, the fence's second round, renewal re-taking a node).
 // ctest starts the servers (scripts/servers/redis.sh) and passes their URL.
 #include <catch2/catch.hpp>
 
@@ -28,13 +28,6 @@ namespace {
 
 std::vector<Url::Host> nodes() { return parse_url(context().url).hosts; }
 
-
-// What the first node keeps for `name` (Redlock has no line and no readers).
-std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
-  if (table != "leases") return "";
-  Raw raw(nodes().at(0));
-  return raw.text({"HGET", prefix + name, "owner"});
-}
 
 std::string script() { return env("DBLOCK_TEST_REDLOCK_SCRIPT"); }
 std::string state() { return env("DBLOCK_TEST_REDLOCK_STATE"); }
@@ -87,26 +80,6 @@ AcquireRequest request(std::string_view name, const OwnerSecret& secret) {
 }
 
 }  // namespace
-
-const Context& context() {
-  static Context ctx = [] {
-    Context c;
-    c.backend = "redlock";
-    c.url = required_server_url("DBLOCK_TEST_REDLOCK_URL", "DBLOCK_TEST_SKIP_REDLOCK");
-    c.shared_leases = false;
-    c.over_tcp = true;  // a relay in front of every master (the stalled-connection cases)
-    c.expects = {.fair_queue = false};
-    c.accounts = false;
-    c.stored_owner = stored_owner;
-    c.digest = sha1_hex;
-    c.restart = [] {
-      const std::string line = script() + " restart " + state() + " >/dev/null";
-      REQUIRE(std::system(line.c_str()) == 0);
-    };
-    return c;
-  }();
-  return ctx;
-}
 
 TEST_CASE("redlock: 3 or 5 nodes, and a lease with one node of three down", "[redlock][quorum]") {
   CHECK_THROWS_AS(dblock::open("redlock://127.0.0.1:1,127.0.0.1:2"), UsageError);

@@ -1,4 +1,4 @@
-// ZooKeeper: the conformance suite's context, and the cases only ZooKeeper has (URLs, the node
+// ZooKeeper: the cases only ZooKeeper has (the suite's context: zookeeper_context.cc) (URLs, the node
 // layout Curator shares, escaping, the order Curator decides holding by). ctest starts the server
 // (scripts/servers/zookeeper.sh) and passes its URL.
 #include <catch2/catch.hpp>
@@ -30,51 +30,6 @@ namespace dblock::testing {
 using namespace std::chrono_literals;
 using SteadyClock = std::chrono::steady_clock;
 namespace zk = dblock::zookeeper;
-
-namespace {
-
-std::string guid_hex(const std::string& child) {
-  std::string out;
-  for (char c : child.substr(3, 36)) {
-    if (c != '-') out += c;
-  }
-  return out;
-}
-
-// The owner digest in the node of `name` that holds it (table "leases": a writer; "readers": a
-// reader) or, for "waiters", of the first child that does not hold; "" when there is none.
-std::string stored_owner(const std::string& prefix, const std::string& table, const std::string& name) {
-  RawZk raw(context().url);
-  std::vector<std::string> names = raw.children(root_for(prefix) + "/" + zk::escape_name(name));
-  const std::vector<zk::Child> sorted = zk::sorted_children(zk::Layout::kReadWrite, names);
-  for (std::size_t i = 0; i < sorted.size(); ++i) {
-    if (table == "waiters" && !zk::holds(sorted, i)) return guid_hex(sorted[i].name);
-    if (table != "waiters" && zk::holds(sorted, i) && sorted[i].reader == (table == "readers")) {
-      return guid_hex(sorted[i].name);
-    }
-  }
-  return "";
-}
-
-}  // namespace
-
-const Context& context() {
-  static Context ctx = [] {
-    // Standalone: restart the server; an ensemble: every node (zookeeper.sh restart without a port).
-    const Url url = parse_url(required_server_url("DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER"));
-    const std::string port = url.hosts.size() == 1 ? std::to_string(url.hosts.at(0).port) : "";
-    Context c = server_context("zookeeper", "DBLOCK_TEST_ZOOKEEPER_URL", "DBLOCK_TEST_SKIP_ZOOKEEPER",
-                               "DBLOCK_TEST_ZOOKEEPER_SCRIPT", "DBLOCK_TEST_ZOOKEEPER_STATE", port);
-    c.expects = {.session_locks = true, .hold_at_least = true};
-    c.late_answers = false;  // the client drops a connection silent for 2/3 of the session first
-    c.accounts = false;
-    c.stored_owner = stored_owner;
-    c.lease_bound = std::chrono::milliseconds(
-        std::stoi(*parse_url(c.url).param("session_timeout")));  // the scripts' servers grant what is asked
-    return c;
-  }();
-  return ctx;
-}
 
 namespace {
 
