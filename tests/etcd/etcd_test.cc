@@ -217,6 +217,33 @@ std::int64_t listed_fence(LockManager& manager, const std::string& name) {
   return info->fence;
 }
 
+TEST_CASE("etcd: a waiter holds on the read that finds nobody ahead of it, with no attempt after the watch",
+          "[etcd][wait]") {
+  const std::string prefix = unique_prefix();
+  auto holder = open_on(context().url, prefix);
+  auto waiter = open_on(context().url, prefix);
+  std::optional<Lease> held = holder->try_acquire("front", ttl(5s));
+  REQUIRE(held);
+  std::optional<Lease> got;
+  std::thread t([&] { got = waiter->acquire("front", 10s, ttl(5s)); });
+  JoinOnExit join{t};
+  await_waiters(*holder, "front", 1);
+  REQUIRE(held->release() == ReleaseResult::kReleased);
+  t.join();
+  REQUIRE(got);
+  CHECK(got->fence() > held->fence());
+  // One attempt put the key in line; the wait's read after the release found it first.
+  CHECK(waiter->metrics().exclusive.attempts == 1);
+  // Held as any lease: renewed, then released.
+  for (const auto until = SteadyClock::now() + 5s; waiter->metrics().renewals_ok == 0 && SteadyClock::now() < until;) {
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK(waiter->metrics().renewals_ok > 0);
+  CHECK_FALSE(got->lost());
+  CHECK(got->release() == ReleaseResult::kReleased);
+  CHECK_FALSE(holder->inspect("front").has_value());
+}
+
 TEST_CASE("etcd: a watch from a compacted revision ends at once, a hint that sends the waiter to read again",
           "[etcd][fault]") {
   etcd::Options options;

@@ -57,8 +57,14 @@ std::optional<SteadyClock::time_point> LeaseTable::keep_alive(std::int64_t lease
   return sent + ttl;
 }
 
+std::optional<LeaseTable::Bound> LeaseTable::known(std::int64_t lease, milliseconds ttl) {
+  const std::optional<Bound> bound = left_of(lease);
+  if (bound && enough(bound->expires, ttl)) return bound;
+  return std::nullopt;
+}
+
 std::optional<LeaseTable::Bound> LeaseTable::keep(std::int64_t lease, milliseconds ttl, SteadyClock::time_point until) {
-  if (const std::optional<Bound> known = left_of(lease); known && enough(known->expires, ttl)) return known;
+  if (const std::optional<Bound> bound = known(lease, ttl)) return bound;
   const std::optional<SteadyClock::time_point> expires = keep_alive(lease, until);
   if (!expires) return std::nullopt;
   return Bound{lease, *expires};

@@ -36,6 +36,9 @@ class LeaseTable {
   // `lease` (any of the table's, or one it replaced) with at least 3/4 of `ttl` left: kept alive
   // first when less is left. nullopt when etcd no longer has it.
   std::optional<Bound> keep(std::int64_t lease, std::chrono::milliseconds ttl, SteadyClock::time_point until);
+  // `lease` with at least 3/4 of `ttl` left by the table's last answer, without a call; nullopt
+  // when less is left, or the table does not have it.
+  std::optional<Bound> known(std::int64_t lease, std::chrono::milliseconds ttl);
   // One keep-alive of `lease`, sent now: when it ends at the soonest, or nullopt when etcd no
   // longer has it.
   std::optional<SteadyClock::time_point> keep_alive(std::int64_t lease, SteadyClock::time_point until);

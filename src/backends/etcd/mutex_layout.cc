@@ -143,6 +143,7 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   // Until it holds, the engine may stop attempting after any fault: sweep() then deletes the key.
   c.attempted = began;
   c.keep_for = queue ? std::max(hold_for, milliseconds(1)) : kTryKeep;
+  c.asked = request.ttl;
   remember(id, c);
 
   const bool in_line = c.revision > 0;
@@ -307,15 +308,42 @@ NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSe
       turn.outcome = Outcome::kWoken;
       return turn;
     }
-    RangeRequest ahead = first_by_creation(prefix_of(name), RangeRequest::DESCEND);
-    ahead.set_max_create_revision(ticket - 1);
-    const etcdserverpb::RangeResponse r = client_.range(ahead, until, "wait");
-    if (r.kvs_size() > 0) client_.wait_deleted(r.kvs(0).key(), r.header().revision(), until);
+    // As concurrency.Mutex waits: read the own key and the one just ahead of it; with none
+    // ahead the own key holds (granted here, without another attempt), else watch that one go
+    // and read again, until `until`. A deletion is a hint; only the read decides.
+    RangeRequest line = first_by_creation(prefix_of(name), RangeRequest::DESCEND);
+    line.set_max_create_revision(ticket);
+    line.set_limit(2);
+    while (c && SteadyClock::now() < until) {
+      const etcdserverpb::RangeResponse r = client_.range(line, until, "wait");
+      const bool own = r.kvs_size() > 0 && r.kvs(0).key() == c->key && r.kvs(0).create_revision() == ticket &&
+                       r.kvs(0).value() == c->value;
+      if (!own) break;  // gone since the attempt: the next one says why
+      if (r.kvs_size() == 1) {
+        turn.grant = grant_at_front(Id{std::string(name), secret}, *c, ticket);
+        if (turn.grant) turn.outcome = Outcome::kGranted;
+        break;
+      }
+      if (!client_.wait_deleted(r.kvs(1).key(), r.header().revision(), until)) break;
+    }
   } catch (const Error&) {
     // Waiting is an optimisation: the next attempt reports real trouble.
   }
-  turn.outcome = Outcome::kWoken;
+  if (!turn.grant) turn.outcome = Outcome::kWoken;
   return turn;
+}
+
+std::optional<LeaseGrant> MutexLayout::grant_at_front(const Id& id, const Contender& c, std::int64_t ticket) {
+  // The engine counts a native wait's grant from its last attempt's send time, before c.attempted;
+  // the lease must have what an attempt would have given it (else that attempt keeps it alive).
+  const std::optional<LeaseTable::Bound> bound = leases_.known(c.lease, c.asked);
+  if (!bound || c.asked <= milliseconds::zero()) return std::nullopt;
+  const AcquireResult held = hold(id, c, ticket, c.asked, c.attempted, bound->expires);
+  LeaseGrant grant;
+  grant.ticket = ticket;
+  grant.fence = held.fence;
+  grant.granted_for = held.granted_for;
+  return grant;
 }
 
 void MutexLayout::wait_shared(std::string_view name, std::int64_t ticket, int permits, SteadyClock::time_point until) {

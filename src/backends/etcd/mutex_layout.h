@@ -18,6 +18,7 @@
 //
 // Capabilities: FairQueue (a waiter keeps its key: its place is its create revision, FIFO),
 // NativeWait (a watch on the key just ahead, for a reader the newest non-reader ahead: no herd;
+// an exclusive waiter whose read finds nobody ahead holds from that read, as concurrency.Mutex's;
 // a semaphore's waiter held back by the permits alone watches every deletion under the name) and
 // SessionLocks (session_locks.h: a lease per lock, in the same line).
 #ifndef DBLOCK_SRC_BACKENDS_ETCD_MUTEX_LAYOUT_H_
@@ -66,6 +67,10 @@ class MutexLayout final : public EtcdService, public FairQueue, public NativeWai
   // `revision` holds; throws the permits' UsageError when shared holders ahead have another limit.
   bool holds(const AcquireRequest& request, std::int64_t revision, const etcdserverpb::RangeResponse& line) const;
   static etcdserverpb::TxnRequest attempt_request(const Contender& c, const std::string& prefix, bool shared);
+  // An exclusive waiter `c` whose key (made at `ticket`) a read found first in line: held from
+  // here, as an attempt would have found (hold()), if its lease has what an attempt would give
+  // it; else nullopt (the engine's next attempt keeps the lease alive first).
+  std::optional<LeaseGrant> grant_at_front(const Id& id, const Contender& c, std::int64_t ticket);
   // A shared waiter's wait (a semaphore's of `permits`, 0: a reader's): for the newest key ahead
   // that is not a reader's, or any deletion under the name when only the permits hold it back;
   // none when nothing does any more.
