@@ -42,7 +42,8 @@ CMD
 }
 
 # The certificates of a TLS member in $state/tls: a CA, the member's (for IP 127.0.0.1), a client's
-# signed by the CA, and a second CA that signed nothing here. Each key is made here, never kept.
+# signed by the CA, and a second CA that signed nothing here. Each key is made here, at start, and
+# lives in the state directory until the next start wipes it.
 make_certs() {
   local dir="$state/tls"
   mkdir -p "$dir"

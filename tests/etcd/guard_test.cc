@@ -43,7 +43,7 @@ std::string value_of(const std::string& key) {
 TEST_CASE("etcd guard: writes commit while the lease is held, and none once it was evicted or taken over",
           "[etcd][guard]") {
   const std::string prefix = unique_prefix();
-  const std::string app = prefix + "app/";  // the application's keys, outside every lock's line
+  const std::string app = "app/" + prefix;  // the application's keys, outside the locks' prefix
   auto holder = open_with(context().url, prefix);
   auto other = open_with(context().url, prefix);
   std::optional<Lease> lease = holder->try_acquire("orders", ttl(10s));
@@ -83,19 +83,19 @@ TEST_CASE("etcd guard: a client of the application's own writes the same compare
   // failure (none here), a blank line.
   const std::string script = "/tmp/dblock-etcd-guard-" + prefix + "txn";
   const auto txn = [&](std::int64_t fence, const std::string& value) {
-    std::ofstream(script) << "create(\"" << key << "\") = \"" << fence << "\"\n\nput " << prefix << "out " << value
+    std::ofstream(script) << "create(\"" << key << "\") = \"" << fence << "\"\n\nput app/" << prefix << "out " << value
                           << "\n\n\n";
     return etcdctl("txn < " + script);
   };
   std::vector<std::string> out = txn(lease->fence(), "held");
   REQUIRE_FALSE(out.empty());
   CHECK(out.front() == "SUCCESS");
-  CHECK(value_of(prefix + "out") == "held");
+  CHECK(value_of("app/" + prefix + "out") == "held");
   REQUIRE(lease->release() == ReleaseResult::kReleased);
   out = txn(lease->fence(), "late");
   REQUIRE_FALSE(out.empty());
   CHECK(out.front() == "FAILURE");
-  CHECK(value_of(prefix + "out") == "held");
+  CHECK(value_of("app/" + prefix + "out") == "held");
   CHECK_THROWS_AS(etcd::held_key(*holder, *lease), LeaseLostError);
   std::filesystem::remove(script);
 }
@@ -108,20 +108,23 @@ TEST_CASE("etcd guard: the lock's own keys, no writes and a manager not on etcd 
   REQUIRE(lease);
   const std::string mine = etcd::held_key(*holder, *lease);
   CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::put(prefix + "own/extra", "x")}), UsageError);
+  // Any key under the locks' prefix: another lock's line, a record, anything.
+  CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::put(prefix + "other/x", "x")}), UsageError);
+  CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::put(prefix + "plain", "x")}), UsageError);
   CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::erase(mine)}), UsageError);
   CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::put("", "x")}), UsageError);
   CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {}), UsageError);
   // A refused batch writes none of it, the good write before the bad one included.
   CHECK_THROWS_AS(
-      etcd::commit_guarded(*holder, *lease, {etcd::put(prefix + "fine", "x"), etcd::put(prefix + "own/", "x")}),
+      etcd::commit_guarded(*holder, *lease, {etcd::put("app/" + prefix + "fine", "x"), etcd::put(prefix + "own/", "x")}),
       UsageError);
-  CHECK(value_of(prefix + "fine").empty());
+  CHECK(value_of("app/" + prefix + "fine").empty());
   CHECK(etcd::held_key(*holder, *lease) == mine);  // the lock is untouched
   // More writes than the member takes in one transaction (--max-txn-ops, 128): etcd refuses it.
   std::vector<etcd::Write> many;
-  for (int i = 0; i < 129; ++i) many.push_back(etcd::put(prefix + "many/" + std::to_string(i), "x"));
+  for (int i = 0; i < 129; ++i) many.push_back(etcd::put("app/" + prefix + "many/" + std::to_string(i), "x"));
   CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, many), UsageError);
-  CHECK(etcdctl("get --prefix '" + prefix + "many/' --keys-only").empty());
+  CHECK(etcdctl("get --prefix 'app/" + prefix + "many/' --keys-only").empty());
   CHECK_THROWS_AS(etcd::commit_guarded(*holder, Lease(), {etcd::put(prefix + "x", "x")}), UsageError);
 
   char dir[] = "/tmp/dblock-etcd-guard-XXXXXX";
@@ -142,12 +145,13 @@ TEST_CASE("etcd guard: layout=python-etcd3 compares the one key of the lock", "[
   std::optional<Lease> lease = holder->try_acquire("nightly", ttl(10s));
   REQUIRE(lease);
   CHECK(etcd::held_key(*holder, *lease) == prefix + "nightly");
-  etcd::commit_guarded(*holder, *lease, {etcd::put(prefix + "state", "ran")});
-  CHECK(value_of(prefix + "state") == "ran");
+  const std::string state = "app" + prefix + "state";
+  etcd::commit_guarded(*holder, *lease, {etcd::put(state, "ran")});
+  CHECK(value_of(state) == "ran");
   CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::put(prefix + "nightly", "x")}), UsageError);
   REQUIRE(other->force_release("nightly"));
-  CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::put(prefix + "state", "stale")}), LeaseLostError);
-  CHECK(value_of(prefix + "state") == "ran");
+  CHECK_THROWS_AS(etcd::commit_guarded(*holder, *lease, {etcd::put(state, "stale")}), LeaseLostError);
+  CHECK(value_of(state) == "ran");
 }
 
 }  // namespace dblock::testing

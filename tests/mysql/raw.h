@@ -1,5 +1,6 @@
-// Helpers of the MariaDB test binary (defined in mysql_test.cc): raw Connector/C++ connections to
-// the test database, and managers opened with other credentials.
+// Helpers of the MariaDB test binary: raw Connector/C++ connections to the test database
+// (mysql_context.cc, which every build compiles), and managers opened with other credentials
+// (mysql_test.cc, the plain build's).
 #ifndef DBLOCK_TESTS_MYSQL_RAW_H_
 #define DBLOCK_TESTS_MYSQL_RAW_H_
 

@@ -9,7 +9,9 @@
 // is the lease's fence, and writes only if they match: etcd commits the writes only while that key
 // exists as it was made then. A release, a force-release or the end of the key's etcd lease
 // deletes the key, and no key is ever made again at a past revision, so a holder that lost its
-// lease writes nothing. An application with an etcd client of its own writes the same compare:
+// lease writes nothing. (A scheduled job's run released inside its window leaves its key, rebound
+// to the window's etcd lease, until the window ends: nobody else holds the name meanwhile, and an
+// application's own compare still passes; commit_guarded() refuses a released lease at once.) An application with an etcd client of its own writes the same compare:
 // `If(create_revision(held_key(...)) == lease.fence())`, then its puts and deletes.
 //
 // Thread safety: as the manager's own calls. Each call is bounded by the lease's safe-until (at
@@ -41,9 +43,10 @@ inline Write erase(std::string key) { return Write{std::move(key), std::nullopt}
 // Throws:
 //   LeaseLostError   the lease's key is gone or was made again, or this manager holds no key for
 //                    it (a released lease): nothing was written
-//   UsageError       an empty Lease handle, no writes, an empty key, a key of the
-//                    lock's own (its line, "<prefix>NAME/..." in the etcd-mutex layout, or its key
-//                    in python-etcd3's) or of dblock's audit records, or more writes than the
+//   UsageError       an empty Lease handle, no writes, an empty key, a key under the service's
+//                    key prefix (where the locks' keys and dblock's audit records are; with the
+//                    prefix "", etcdctl's namespace, a key of the lock's own: its line
+//                    "NAME/..." or python-etcd3's key), or more writes than the
 //                    member takes in one transaction (etcd's --max-txn-ops, 128 by default)
 //   UnsupportedError `manager` is not on etcd
 //   PermissionError  the user's role may not write one of the keys

@@ -61,7 +61,13 @@ Client::Client(const Options& options) : options_(options) {
     members_.push_back(std::move(m));
   }
   const SteadyClock::time_point deadline = std::min(call_deadline(), SteadyClock::now() + options_.connect_timeout);
-  if (!options_.user.empty()) authenticate(deadline);
+  if (!options_.user.empty()) {
+    try {
+      authenticate(deadline);
+    } catch (const ConnectionError&) {
+      throw_unreached();
+    }
+  }
   // A first read: the endpoint is etcd, and this user may read the lock keys' range.
   etcdserverpb::RangeRequest probe;
   probe.set_key(options_.prefix.empty() ? std::string(1, '\0') : options_.prefix);

@@ -73,8 +73,8 @@ class Client {
   // After a failed call on member `index`: an unreachable member hands on to the next one.
   void failed(std::size_t index, const grpc::Status& status);
   void authenticate(SteadyClock::time_point deadline);
-  // Rethrows the ConnectionError being handled (the open's last probe) with what TLS, or its
-  // absence, may have to do with it.
+  // Rethrows the ConnectionError being handled (the open's authentication or last probe) with
+  // what TLS, or its absence, may have to do with it.
   [[noreturn]] void throw_unreached() const;
   // What a PermissionError says the user's role must grant.
   std::string needs() const;

@@ -163,16 +163,31 @@ EtcdService::Contender EtcdService::contender(const AcquireRequest& request, mil
 AcquireResult EtcdService::hold(const Id& id, Contender c, std::int64_t revision, milliseconds ttl,
                                 SteadyClock::time_point began, SteadyClock::time_point expires) {
   c.revision = revision;
-  c.keep_for = milliseconds::zero();
+  const AcquireResult result = mark_held(c, ttl, began, expires);
+  remember(id, c);
+  return result;
+}
+
+AcquireResult EtcdService::mark_held(Contender& c, milliseconds ttl, SteadyClock::time_point began,
+                                     SteadyClock::time_point expires) {
+  c.keep_for = milliseconds::zero();  // from here sweep() counts it as a holder
   c.ttl = ttl;
   c.renewed = began;
   c.granted = SteadyClock::now();
-  remember(id, c);
   AcquireResult result;
   result.acquired = true;
-  result.fence = revision;
+  result.fence = c.revision;
   result.granted_for = granted_for(began, expires);
   return result;
+}
+
+std::optional<AcquireResult> EtcdService::hold_if_remembered(const Id& id, std::int64_t revision, milliseconds ttl,
+                                                             SteadyClock::time_point began,
+                                                             SteadyClock::time_point expires) {
+  service::MutexLock lock(mutex_);
+  const auto it = contenders_.find(id);
+  if (it == contenders_.end() || it->second.revision != revision) return std::nullopt;
+  return mark_held(it->second, ttl, began, expires);
 }
 
 bool EtcdService::delete_key(const Contender& c, SteadyClock::time_point until) {

@@ -127,8 +127,16 @@ class EtcdService : public LeaseService, public AuditLog {
   // `c`, whose key was made at `revision`, holds: remembers it as held (the engine's renewals keep
   // it from here; a scheduled job's window counts from now) and returns the AcquireResult of an
   // attempt that began at `began` on a lease ending at `expires`.
+  // As hold(), for a waiter found first in line outside an attempt: only if `id` is still
+  // remembered with its key made at `revision` (a sweep may have taken an abandoned waiter's key
+  // meanwhile), checked and marked held at once. nullopt when it is not.
+  std::optional<AcquireResult> hold_if_remembered(const Id& id, std::int64_t revision, std::chrono::milliseconds ttl,
+                                                  SteadyClock::time_point began, SteadyClock::time_point expires);
   AcquireResult hold(const Id& id, Contender c, std::int64_t revision, std::chrono::milliseconds ttl,
                      SteadyClock::time_point began, SteadyClock::time_point expires);
+  // What hold() and hold_if_remembered() do to `c` (made at c.revision), and its AcquireResult.
+  static AcquireResult mark_held(Contender& c, std::chrono::milliseconds ttl, SteadyClock::time_point began,
+                                 SteadyClock::time_point expires);
   // Deletes `c`'s key if it is still `c`'s (made at `c.revision`, or holding `c.value` when that is
   // 0) and forgets `c`. True when it was deleted here. When etcd did not answer, `c` is kept for
   // sweep() to delete later, and the call's error is thrown.

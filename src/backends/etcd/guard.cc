@@ -34,12 +34,16 @@ std::string EtcdService::held_key(std::string_view name, const OwnerSecret& secr
 
 void EtcdService::check_guarded_write(std::string_view name, const Write& write) const {
   if (write.key.empty()) throw UsageError("etcd guard: a write needs a key");
+  // Under a non-empty prefix every key is a lock's or a record's: a key written there could stand
+  // in some lock's line for good. Under "" (etcdctl's namespace) the lock's own keys are refused.
+  const std::string& prefix = options_.prefix;
   const etcdserverpb::RangeRequest lock = holder_read(name);
   const bool in_lock = lock.range_end().empty() ? write.key == lock.key()
                                                 : write.key >= lock.key() && write.key < lock.range_end();
-  if (in_lock || is_audit_key(write.key, options_.prefix)) {
-    throw UsageError("etcd guard: the key '" + write.key + "' is the lock's own (" + std::string(name) +
-                     "'s line or dblock's records); write the application's keys elsewhere");
+  const bool in_prefix = !prefix.empty() && write.key.compare(0, prefix.size(), prefix) == 0;
+  if (in_lock || in_prefix || is_audit_key(write.key, prefix)) {
+    throw UsageError("etcd guard: the key '" + write.key + "' is under the locks' prefix '" + prefix +
+                     "' (or is " + std::string(name) + "'s own); write the application's keys elsewhere");
   }
 }
 

@@ -338,11 +338,12 @@ std::optional<LeaseGrant> MutexLayout::grant_at_front(const Id& id, const Conten
   // the lease must have what an attempt would have given it (else that attempt keeps it alive).
   const std::optional<LeaseTable::Bound> bound = leases_.known(c.lease, c.asked);
   if (!bound || c.asked <= milliseconds::zero()) return std::nullopt;
-  const AcquireResult held = hold(id, c, ticket, c.asked, c.attempted, bound->expires);
+  const std::optional<AcquireResult> held = hold_if_remembered(id, ticket, c.asked, c.attempted, bound->expires);
+  if (!held) return std::nullopt;
   LeaseGrant grant;
   grant.ticket = ticket;
-  grant.fence = held.fence;
-  grant.granted_for = held.granted_for;
+  grant.fence = held->fence;
+  grant.granted_for = held->granted_for;
   return grant;
 }
 

@@ -1,9 +1,9 @@
 #include "tls.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <memory>
 #include <string>
 
 #include "dblock/errors.h"
@@ -16,16 +16,20 @@ namespace {
 // The PEM text of the file `path`, given as the URL's `param`; "" for no path.
 std::string pem_of(const std::string& path, const char* param) {
   if (path.empty()) return "";
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) {
     throw UsageError(std::string("etcd: ") + param + ": cannot read '" + path + "': " + std::strerror(errno), kServiceName);
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (text.str().find("-----BEGIN ") == std::string::npos) {
+  std::string text;
+  char buffer[4096];
+  for (std::size_t n; (n = std::fread(buffer, 1, sizeof buffer, file.get())) > 0;) text.append(buffer, n);
+  if (std::ferror(file.get()) != 0) {
+    throw UsageError(std::string("etcd: ") + param + ": cannot read '" + path + "'", kServiceName);
+  }
+  if (text.find("-----BEGIN ") == std::string::npos) {
     throw UsageError(std::string("etcd: ") + param + ": '" + path + "' holds no PEM", kServiceName);
   }
-  return text.str();
+  return text;
 }
 
 }  // namespace
