@@ -70,13 +70,13 @@ class EtcdService : public LeaseService, public AuditLog {
     std::string key;
     std::string value;
     std::int64_t revision = 0;
-    // A waiter's: when its last attempt began, how long its key is kept for the next one, and
-    // the TTL its acquisition asks for (a grant at the end of its wait: MutexLayout).
+    // A waiter's: when its last attempt began, and how long its key is kept for the next one.
     SteadyClock::time_point attempted;
     std::chrono::milliseconds keep_for{0};
-    std::chrono::milliseconds asked{0};
-    // A holder's: its TTL, and when its acquisition or last successful renewal began. A shared
-    // lease outlives any one holder's, so the holder's own expiry is kept here (sweep()).
+    // The TTL the acquisition asks for (a waiter's, for a grant at the end of its wait:
+    // MutexLayout); a holder's, with when its acquisition or last successful renewal began. A
+    // shared lease outlives any one holder's, so the holder's own expiry is kept here (sweep()
+    // counts a contender as a holder by keep_for 0).
     std::chrono::milliseconds ttl{0};
     SteadyClock::time_point renewed;
     // When the answer that granted it came (after etcd granted it): a scheduled job's window,

@@ -143,7 +143,7 @@ FairQueue::Attempt MutexLayout::attempt(const AcquireRequest& request, bool queu
   // Until it holds, the engine may stop attempting after any fault: sweep() then deletes the key.
   c.attempted = began;
   c.keep_for = queue ? std::max(hold_for, milliseconds(1)) : kTryKeep;
-  c.asked = request.ttl;
+  c.ttl = request.ttl;
   remember(id, c);
 
   const bool in_line = c.revision > 0;
@@ -336,9 +336,9 @@ NativeWait::Turn MutexLayout::wait_for_turn(std::string_view name, const OwnerSe
 std::optional<LeaseGrant> MutexLayout::grant_at_front(const Id& id, const Contender& c, std::int64_t ticket) {
   // The engine counts a native wait's grant from its last attempt's send time, before c.attempted;
   // the lease must have what an attempt would have given it (else that attempt keeps it alive).
-  const std::optional<LeaseTable::Bound> bound = leases_.known(c.lease, c.asked);
-  if (!bound || c.asked <= milliseconds::zero()) return std::nullopt;
-  const std::optional<AcquireResult> held = hold_if_remembered(id, ticket, c.asked, c.attempted, bound->expires);
+  const std::optional<LeaseTable::Bound> bound = leases_.known(c.lease, c.ttl);
+  if (!bound || c.ttl <= milliseconds::zero()) return std::nullopt;
+  const std::optional<AcquireResult> held = hold_if_remembered(id, ticket, c.ttl, c.attempted, bound->expires);
   if (!held) return std::nullopt;
   LeaseGrant grant;
   grant.ticket = ticket;
