@@ -23,7 +23,7 @@
 #include "client.h"
 #include "context.h"
 #include "environment.h"
-#include "etcdctl.h"
+#include "etcd_support.h"
 #include "process.h"
 #include "service_driver.h"
 
@@ -41,18 +41,6 @@ struct JoinOnExit {
     if (t.joinable()) t.join();
   }
 };
-
-std::unique_ptr<LockManager> open_on(const std::string& url, const std::string& prefix = "") {
-  ManagerOptions options;
-  if (!prefix.empty()) options.table_prefix = prefix;
-  return dblock::open(url, options);
-}
-
-AcquireOptions ttl(std::chrono::milliseconds t) {
-  AcquireOptions options;
-  options.ttl = t;
-  return options;
-}
 
 // etcdctl's own namespace: the URL with prefix "" (the keys "<name>/<lease>" etcdctl lock uses).
 std::string bare_url() { return context().url + "?prefix="; }

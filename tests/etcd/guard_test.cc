@@ -13,24 +13,12 @@
 
 #include "context.h"
 #include "dblock/etcd/guard.h"
-#include "etcdctl.h"
+#include "etcd_support.h"
 
 namespace dblock::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-std::unique_ptr<LockManager> open_with(const std::string& url, const std::string& prefix) {
-  ManagerOptions options;
-  options.table_prefix = prefix;
-  return dblock::open(url, options);
-}
-
-AcquireOptions ttl(std::chrono::milliseconds t) {
-  AcquireOptions options;
-  options.ttl = t;
-  return options;
-}
 
 // The value of `key` ("" when it does not exist).
 std::string value_of(const std::string& key) {
@@ -44,8 +32,8 @@ TEST_CASE("etcd guard: writes commit while the lease is held, and none once it w
           "[etcd][guard]") {
   const std::string prefix = unique_prefix();
   const std::string app = "app/" + prefix;  // the application's keys, outside the locks' prefix
-  auto holder = open_with(context().url, prefix);
-  auto other = open_with(context().url, prefix);
+  auto holder = open_on(context().url, prefix);
+  auto other = open_on(context().url, prefix);
   std::optional<Lease> lease = holder->try_acquire("orders", ttl(10s));
   REQUIRE(lease);
 
@@ -74,7 +62,7 @@ TEST_CASE("etcd guard: writes commit while the lease is held, and none once it w
 TEST_CASE("etcd guard: a client of the application's own writes the same compare with held_key()",
           "[etcd][guard][interop]") {
   const std::string prefix = unique_prefix();
-  auto holder = open_with(context().url, prefix);
+  auto holder = open_on(context().url, prefix);
   std::optional<Lease> lease = holder->try_acquire("report", ttl(10s));
   REQUIRE(lease);
   const std::string key = etcd::held_key(*holder, *lease);
@@ -103,7 +91,7 @@ TEST_CASE("etcd guard: a client of the application's own writes the same compare
 TEST_CASE("etcd guard: the lock's own keys, no writes and a manager not on etcd are refused, nothing written",
           "[etcd][guard][input]") {
   const std::string prefix = unique_prefix();
-  auto holder = open_with(context().url, prefix);
+  auto holder = open_on(context().url, prefix);
   std::optional<Lease> lease = holder->try_acquire("own", ttl(10s));
   REQUIRE(lease);
   const std::string mine = etcd::held_key(*holder, *lease);
@@ -140,8 +128,8 @@ TEST_CASE("etcd guard: the lock's own keys, no writes and a manager not on etcd 
 
 TEST_CASE("etcd guard: layout=python-etcd3 compares the one key of the lock", "[etcd][guard]") {
   const std::string prefix = "/" + unique_prefix();
-  auto holder = open_with(context().url + "?layout=python-etcd3&prefix=" + prefix, "dblock_");
-  auto other = open_with(context().url + "?layout=python-etcd3&prefix=" + prefix, "dblock_");
+  auto holder = open_on(context().url + "?layout=python-etcd3&prefix=" + prefix);
+  auto other = open_on(context().url + "?layout=python-etcd3&prefix=" + prefix);
   std::optional<Lease> lease = holder->try_acquire("nightly", ttl(10s));
   REQUIRE(lease);
   CHECK(etcd::held_key(*holder, *lease) == prefix + "nightly");

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "context.h"
-#include "etcdctl.h"
+#include "etcd_support.h"
 
 namespace dblock::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "etcdctl.h"
+#include "etcd_support.h"
 
 #include <catch2/catch.hpp>
 
@@ -27,6 +27,18 @@ std::vector<std::string> etcdctl(const std::string& args) {
     lines.push_back(line);
   }
   return lines;
+}
+
+std::unique_ptr<LockManager> open_on(const std::string& url, const std::string& prefix) {
+  ManagerOptions options;
+  if (!prefix.empty()) options.table_prefix = prefix;
+  return dblock::open(url, options);
+}
+
+AcquireOptions ttl(std::chrono::milliseconds t) {
+  AcquireOptions options;
+  options.ttl = t;
+  return options;
 }
 
 }  // namespace dblock::testing
